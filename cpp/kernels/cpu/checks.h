@@ -1,0 +1,87 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+
+#include "core/tensor.h"
+#include "kernels/cpu/half.h"
+
+namespace infini::ops::native::cpu {
+
+// Calls f(T{}) with T the storage type of dtype and returns true, or returns
+// false for any dtype these kernels do not implement (the caller then falls
+// back to PyTorch).
+template <class F>
+bool dispatch_floating(DataType dtype, F&& f) {
+  switch (dtype) {
+    case DataType::kFloat32:
+      f(float{});
+      return true;
+    case DataType::kFloat16:
+      f(Half{});
+      return true;
+    case DataType::kBFloat16:
+      f(BFloat16{});
+      return true;
+    default:
+      return false;
+  }
+}
+
+// All tensors on the CPU, of one dtype, with memory behind any element.
+inline bool same_cpu_dtype(std::initializer_list<const Tensor*> tensors) {
+  const DataType dtype = (*tensors.begin())->dtype();
+  for (const Tensor* t : tensors) {
+    if (t->device().type != DeviceType::kCpu || t->dtype() != dtype) {
+      return false;
+    }
+    if (t->data() == nullptr && t->numel() != 0) return false;
+  }
+  return true;
+}
+
+// Several elements at one address (a stride-0 dim of size > 1): writing it
+// would race with itself; PyTorch refuses such outs, so we leave them to it.
+inline bool has_internal_overlap(const Tensor& t) {
+  for (std::size_t i = 0; i < t.shape().size(); ++i) {
+    if (t.strides()[i] == 0 && t.shape()[i] > 1) return true;
+  }
+  return false;
+}
+
+// Whether the byte ranges spanned by a and b intersect (conservative: gaps
+// of strided tensors count as covered).
+inline bool memory_overlaps(const Tensor& a, const Tensor& b) {
+  if (a.numel() == 0 || b.numel() == 0) return false;
+  auto range = [](const Tensor& t, std::intptr_t& lo, std::intptr_t& hi) {
+    int64_t min_off = 0;
+    int64_t max_off = 0;
+    for (std::size_t i = 0; i < t.shape().size(); ++i) {
+      const int64_t extent = (t.shape()[i] - 1) * t.strides()[i];
+      (extent < 0 ? min_off : max_off) += extent;
+    }
+    const auto es = static_cast<int64_t>(t.element_size());
+    const auto base = reinterpret_cast<std::intptr_t>(t.data());
+    lo = base + min_off * es;
+    hi = base + (max_off + 1) * es;
+  };
+  std::intptr_t a_lo, a_hi, b_lo, b_hi;
+  range(a, a_lo, a_hi);
+  range(b, b_lo, b_hi);
+  return a_lo < b_hi && b_lo < a_hi;
+}
+
+// In-place use (out is exactly an input) is safe for kernels that read each
+// element before writing the same element; any other overlap is not.
+inline bool same_layout(const Tensor& a, const Tensor& b) {
+  return a.data() == b.data() && a.shape() == b.shape() &&
+         a.strides() == b.strides();
+}
+
+// out can be written element by element while reading `input`.
+inline bool safe_to_write(const Tensor& out, const Tensor& input) {
+  return !memory_overlaps(out, input) || same_layout(out, input);
+}
+
+}  // namespace infini::ops::native::cpu

@@ -1,0 +1,21 @@
+#include "kernels/cpu/checks.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/kernels.h"
+
+namespace infini::ops::native::cpu {
+
+bool mul(const Tensor& input, const Tensor& other, Tensor& out) {
+  if (!same_cpu_dtype({&input, &other, &out}) || has_internal_overlap(out) ||
+      !safe_to_write(out, input) || !safe_to_write(out, other)) {
+    return false;
+  }
+  bool ok = false;
+  const bool known = dispatch_floating(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    ok = binary_loop<T>(input, other, out,
+                        [](float x, float y) { return x * y; });
+  });
+  return known && ok;
+}
+
+}  // namespace infini::ops::native::cpu

@@ -1,0 +1,188 @@
+"""The `infiniops-codegen` command line.
+
+Exit codes: 0 success, 1 `--check` found differences (or a build/run failed),
+2 usage or spec error.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from . import pipeline, writer
+from .errors import SpecErrors
+from .resolve import SelectionError
+from .schema_db import torch_version
+
+EXIT_DIFF = 1
+EXIT_USAGE = 2
+
+
+def error(message: str) -> None:
+    """One line on stderr; red on a terminal, plain otherwise."""
+    click.secho(f"error: {message}", fg="red", err=True)
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def default_out(selection: str) -> Path:
+    """Only the default set lives in generated/ (committed); other selections
+    go under build/ so they never make the committed tree stale."""
+    if selection == "default":
+        return pipeline.DEFAULT_OUT
+    return pipeline.REPO_ROOT / "build" / f"generated-{selection}"
+
+
+def run_generation(spec_dir: Path, ops: str | None) -> pipeline.Generation:
+    """Generate, turning spec problems into exit code 2 with located lines."""
+    try:
+        return pipeline.generate(spec_dir, ops)
+    except SpecErrors as e:
+        for err in e.errors:
+            click.secho(str(err), fg="red", err=True)
+        noun = "problem" if len(e.errors) == 1 else "problems"
+        click.echo(f"{len(e.errors)} spec {noun}; nothing was written", err=True)
+        sys.exit(EXIT_USAGE)
+    except SelectionError as e:
+        error(str(e))
+        sys.exit(EXIT_USAGE)
+    except OSError as e:
+        error(f"cannot read an --ops file: {e}")
+        sys.exit(EXIT_USAGE)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", is_flag=True, help="Say more about each step.")
+@click.version_option(package_name="infiniops-codegen")
+@click.pass_context
+def main(ctx: click.Context, verbose: bool) -> None:
+    """Generate PyTorch fallbacks for an operator library from YAML op specs.
+
+    \b
+    Typical use:
+      infiniops-codegen generate            # op_specs/ -> generated/
+      infiniops-codegen generate --check    # CI: is generated/ up to date?
+    """
+    ctx.obj = {"verbose": verbose}
+
+
+SPECS_OPTION = click.option(
+    "--specs",
+    "spec_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=pipeline.DEFAULT_SPECS,
+    show_default="op_specs/",
+    help="Directory of op spec YAML files.",
+)
+OPS_OPTION = click.option(
+    "--ops",
+    default=None,
+    metavar="SELECTION",
+    help="'all' (specs plus every expressible ATen out= overload), or op names "
+    "separated by commas; '@FILE' reads names from a file (one per line).",
+)
+
+
+@main.command()
+@SPECS_OPTION
+@OPS_OPTION
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Output directory [default: generated/ for the default op set, "
+    "build/generated-<selection>/ otherwise].",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Write nothing; exit 1 listing every stale, missing or extra file.",
+)
+@click.pass_context
+def generate(ctx, spec_dir: Path, ops: str | None, out_dir: Path | None, check: bool):
+    """Render op specs into C++ sources, a .pyi stub and a manifest.
+
+    \b
+    Examples:
+      infiniops-codegen generate
+      infiniops-codegen generate --check
+      infiniops-codegen generate --ops all    # -> build/generated-all/
+    """
+    start = time.perf_counter()
+    gen = run_generation(spec_dir, ops)
+    out = out_dir or default_out(pipeline.parse_selection(ops)[0])
+    if check:
+        sys.exit(_check(gen, out))
+    result = writer.write(gen.files, out)
+    elapsed = time.perf_counter() - start
+    opset = gen.opset
+    click.echo(
+        f"generated {len(opset.ops)} ops into {_rel(out)}/: "
+        f"{len(result.stale) + len(result.missing)} written, "
+        f"{len(result.extra)} removed, {len(result.unchanged)} unchanged "
+        f"({elapsed:.2f} s)"
+    )
+    if opset.exclusions:
+        click.echo(
+            f"{len(opset.exclusions)} out= overloads are not expressible "
+            "(see 'exclusions' in manifest.json)"
+        )
+    if ctx.obj["verbose"]:
+        for rel in result.stale + result.missing:
+            click.echo(f"  wrote {rel}")
+        for rel in result.extra:
+            click.echo(f"  removed {rel}")
+        for e in opset.exclusions:
+            click.echo(f"  excluded {e.aten}: {e.reason}")
+
+
+def _recorded_torch_version(out: Path) -> str | None:
+    import json
+
+    try:
+        return json.loads((out / "manifest.json").read_text())["torch_version"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _check(gen: pipeline.Generation, out: Path) -> int:
+    cmp = writer.compare(gen.files, out)
+    recorded = _recorded_torch_version(out)
+    installed = torch_version()
+    if recorded is not None and recorded != installed:
+        click.secho(
+            f"note: {_rel(out)}/ was generated with torch {recorded}, but torch "
+            f"{installed} is installed; schemas may differ because of that",
+            fg="yellow",
+            err=True,
+        )
+    if cmp.clean:
+        click.echo(f"{_rel(out)}/ is up to date ({len(cmp.unchanged)} files)")
+        return 0
+    for rel in cmp.stale:
+        click.echo(f"stale: {rel}")
+        click.echo(writer.unified_diff(gen.files, out, rel), nl=False)
+    for rel in cmp.missing:
+        click.echo(f"missing: {rel}")
+    for rel in cmp.extra:
+        click.echo(f"extra: {rel} (generated earlier, no longer produced)")
+    n = len(cmp.stale) + len(cmp.missing) + len(cmp.extra)
+    click.secho(
+        f"{_rel(out)}/ is out of date ({n} files); run 'infiniops-codegen generate'",
+        fg="red",
+        err=True,
+    )
+    return EXIT_DIFF
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""The typed model between specs and templates. Templates see only this."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Role(str, Enum):
+    INPUT = "input"  # tensor-valued argument read by the op
+    OUTPUT = "output"  # an out= tensor (or tensor list) the op writes
+    ATTRIBUTE = "attribute"  # a non-tensor value: int, float, Scalar, dims...
+    HIDDEN = "hidden"  # Layout?/Device?/MemoryFormat?/Generator?: never exposed
+
+
+@dataclass(frozen=True)
+class Platform:
+    name: str  # "cpu", "nvidia", ...
+    flag: str  # build flag, "WITH_CPU"
+    device_type: str  # core enum value, "kCpu"
+
+
+@dataclass(frozen=True)
+class Default:
+    value: object  # JSON value: None, bool, int, float, str or list
+    core_expr: str  # C++ expression in core types (bindings)
+    py_repr: str  # as written in the .pyi stub
+
+    @property
+    def json(self) -> str:
+        return json.dumps(self.value)
+
+
+@dataclass(frozen=True)
+class Argument:
+    name: str  # schema name, also the C++ parameter name
+    py_name: str  # keyword name in Python (self -> input)
+    aten_type: str  # torchgen's spelling, e.g. "int[1]?"
+    aten_cpp_type: str  # C++ type of the ATen API parameter
+    role: Role
+    kind: str | None  # converter family; None for hidden arguments
+    core_type: str | None  # C++ type in the library API; None when hidden
+    py_type: str | None  # .pyi annotation; None when hidden
+    kwarg_only: bool
+    default: Default | None
+    hidden_value: str | None  # C++ value passed to ATen for a hidden argument
+    converter: str | None  # Python->core converter in the bridge
+    converter_extra: tuple[str, ...] = ()  # extra converter arguments (list size)
+
+    @property
+    def hidden(self) -> bool:
+        return self.role is Role.HIDDEN
+
+    @property
+    def is_output(self) -> bool:
+        return self.role is Role.OUTPUT
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == "tensor"
+
+
+@dataclass(frozen=True)
+class NativeImpl:
+    platform: str
+    dtypes: tuple[str, ...]  # empty: the kernel decides for every dtype
+
+    @property
+    def core_dtypes(self) -> tuple[str, ...]:
+        return tuple(DTYPE_ENUMS[d] for d in self.dtypes)
+
+
+# Spec dtype names -> core DataType enumerators.
+DTYPE_ENUMS = {
+    "bool": "kBool",
+    "uint8": "kUInt8",
+    "int8": "kInt8",
+    "int16": "kInt16",
+    "int32": "kInt32",
+    "int64": "kInt64",
+    "float16": "kFloat16",
+    "bfloat16": "kBFloat16",
+    "float32": "kFloat32",
+    "float64": "kFloat64",
+    "complex64": "kComplex64",
+    "complex128": "kComplex128",
+}
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str  # public name in C++ and Python
+    aten: str | None  # ATen overload ("add.out"); None for composites
+    source: str  # spec file, as recorded in generated headers
+    schema: str  # readable schema
+    arguments: tuple[Argument, ...]  # schema order
+    headers: tuple[str, ...]  # ATen per-operator headers the wrapper needs
+    aten_function: str | None  # "at::add_out"; None for composites
+    cpp_order: tuple[str, ...]  # argument names in the ATen C++ API's order
+    fallback_body: str | None  # composite ops: C++ statements
+    native: tuple[NativeImpl, ...]
+    hints: tuple[tuple[str, object], ...]  # harness hints, sorted by key
+    shard: int
+    cpu_kernel: bool  # ATen has a CPU kernel entry (at::cpu::...)
+
+    @property
+    def composite(self) -> bool:
+        return self.aten is None
+
+    @property
+    def visible(self) -> tuple[Argument, ...]:
+        return tuple(a for a in self.arguments if not a.hidden)
+
+    @property
+    def outputs(self) -> tuple[Argument, ...]:
+        return tuple(a for a in self.arguments if a.is_output)
+
+    @property
+    def inputs(self) -> tuple[Argument, ...]:
+        return tuple(a for a in self.arguments if a.role is Role.INPUT)
+
+    @property
+    def positional(self) -> tuple[Argument, ...]:
+        return tuple(a for a in self.visible if not a.kwarg_only)
+
+    @property
+    def keyword_only(self) -> tuple[Argument, ...]:
+        return tuple(a for a in self.visible if a.kwarg_only)
+
+    @property
+    def python_params(self) -> tuple[Argument, ...]:
+        """Parser order: positional parameters, then keyword-only ones."""
+        return self.positional + self.keyword_only
+
+    @property
+    def dispatch_tensor(self) -> Argument | None:
+        """The tensor whose device and dtype choose the implementation."""
+        for a in self.inputs + self.outputs:
+            if a.is_tensor:
+                return a
+        return None
+
+    @property
+    def aten_arguments(self) -> tuple[Argument, ...]:
+        """Arguments in the order the ATen C++ function takes them."""
+        by_name = {a.name: a for a in self.arguments}
+        return tuple(by_name[n] for n in self.cpp_order)
+
+    @property
+    def native_platforms(self) -> tuple[str, ...]:
+        return tuple(n.platform for n in self.native)
+
+    @property
+    def py_return(self) -> str:
+        """Return annotation: the out argument(s), returned as passed."""
+        outs = self.outputs
+        if len(outs) == 1:
+            return outs[0].py_type
+        return "tuple[" + ", ".join(a.py_type for a in outs) + "]"
+
+    @property
+    def hints_dict(self) -> dict:
+        return dict(self.hints)
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    aten: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int
+    ops: tuple[Op, ...]
+
+    @property
+    def headers(self) -> tuple[str, ...]:
+        return tuple(sorted({h for op in self.ops for h in op.headers}))
+
+    @property
+    def file(self) -> str:
+        return f"torch_fallback/shard_{self.index:03d}.cpp"
+
+
+@dataclass(frozen=True)
+class OpSet:
+    ops: tuple[Op, ...]  # sorted by name
+    platforms: tuple[Platform, ...]
+    torch_version: str
+    shard_count: int
+    shard_size: int
+    selection: str  # "default", "all" or the selected names
+    sources: tuple[str, ...]  # spec files read
+    exclusions: tuple[Exclusion, ...]  # out= overloads not expressible
+
+    @property
+    def shards(self) -> tuple[Shard, ...]:
+        shards = (
+            Shard(i, tuple(op for op in self.ops if op.shard == i))
+            for i in range(self.shard_count)
+        )
+        return tuple(s for s in shards if s.ops)  # an empty TU only costs time
+
+    @property
+    def source_label(self) -> str:
+        """What aggregate files say they were generated from."""
+        dirs = sorted({s.rsplit("/", 1)[0] for s in self.sources})
+        return ", ".join(d + "/" for d in dirs) if dirs else "no specs"

@@ -1,0 +1,70 @@
+"""spec dir -> model -> rendered files: the pure part of `generate`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import SpecError, SpecErrors
+from .model import OpSet
+from .render import render
+from .resolve import build_opset
+from .schema_db import SchemaDB, load_schema_db
+from .specs import read_specs
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SPECS = REPO_ROOT / "op_specs"
+DEFAULT_OUT = REPO_ROOT / "generated"
+
+
+@dataclass(frozen=True)
+class Generation:
+    opset: OpSet
+    files: dict[str, str]
+
+
+def parse_selection(ops: str | None) -> tuple[str, tuple[str, ...]]:
+    """`--ops` value -> (selection, names). None: the default set."""
+    if ops is None or ops.strip() in ("", "default"):
+        return "default", ()
+    if ops.strip() == "all":
+        return "all", ()
+    names = []
+    for part in ops.split(","):
+        part = part.strip()
+        if part.startswith("@"):  # @file: one op name per line, # comments
+            names += _names_from_file(Path(part[1:]))
+        elif part:
+            names.append(part)
+    return "names", tuple(sorted(set(names)))
+
+
+def _names_from_file(path: Path) -> list[str]:
+    names = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            names.append(line)
+    return names
+
+
+def load_opset(
+    spec_dir: Path, ops: str | None = None, db: SchemaDB | None = None
+) -> OpSet:
+    if not spec_dir.is_dir():
+        raise SpecErrors([SpecError(str(spec_dir), 1, 1, "spec directory not found")])
+    errors: list[SpecError] = []
+    specs = read_specs(spec_dir, errors)
+    selection, names = parse_selection(ops)
+    try:
+        opset = build_opset(specs, db or load_schema_db(), selection, names)
+    except SpecErrors as e:  # report structural and schema problems together
+        raise SpecErrors(errors + e.errors) from None
+    if errors:
+        raise SpecErrors(errors)
+    return opset
+
+
+def generate(spec_dir: Path, ops: str | None = None) -> Generation:
+    opset = load_opset(spec_dir, ops)
+    return Generation(opset, render(opset))

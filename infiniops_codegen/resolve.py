@@ -1,0 +1,366 @@
+"""Specs + the schema oracle -> the typed model (OpSet).
+
+All naming, argument roles, defaults and shard assignment are decided here,
+so templates only lay out text.
+"""
+
+from __future__ import annotations
+
+import keyword
+import zlib
+
+from . import arg_types
+from .errors import SpecError, SpecErrors
+from .model import Argument, Default, Exclusion, NativeImpl, Op, OpSet, Role
+from .platforms import load_platforms
+from .schema_db import SchemaDB, schema_from_signature
+from .schema_types import AtenSchema, SchemaArg
+from .specs import OpSpec, SpecSet, Where
+
+# Keyword parameters every op takes besides its schema arguments.
+RESERVED_PARAMS = frozenset({"implementation", "stream"})
+# Module-level names of the built module that ops must not shadow.
+RESERVED_OPS = frozenset(
+    {"implementations", "platforms", "set_handle_reuse", "handle_reuse", "ops"}
+)
+CPP_KEYWORDS = frozenset(
+    "alignas alignof and and_eq asm auto bitand bitor bool break case catch char "
+    "char8_t char16_t char32_t class compl concept const consteval constexpr "
+    "constinit const_cast continue co_await co_return co_yield decltype default "
+    "delete do double dynamic_cast else enum explicit export extern false float "
+    "for friend goto if inline int long mutable namespace new noexcept not not_eq "
+    "nullptr operator or or_eq private protected public register reinterpret_cast "
+    "requires return short signed sizeof static static_assert static_cast struct "
+    "switch template this thread_local throw true try typedef typeid typename "
+    "union unsigned using virtual void volatile wchar_t while xor xor_eq".split()
+)
+DEFAULT_RENAMES = {"self": "input"}
+
+
+class _OpError(Exception):
+    def __init__(self, where: Where, message: str):
+        self.error = where.error(message)
+
+
+def default_name(schema: AtenSchema, db: SchemaDB) -> str:
+    """`abs.out` -> `abs`; overloads that share a base keep a suffix:
+    `clamp.Tensor_out` -> `clamp_Tensor`, `pow.Tensor_Scalar_out` ->
+    `pow_Tensor_Scalar`, while the plain `.out` overload keeps the base name."""
+    siblings = [s for s in db.out_overloads.values() if s.base == schema.base]
+    if len(siblings) == 1 or schema.overload == "out":
+        return schema.base
+    suffix = schema.overload.removesuffix("_out")
+    return f"{schema.base}_{suffix}"
+
+
+def _argument(a: SchemaArg, py_name: str) -> Argument:  # raises UnsupportedType
+    t = a.type
+    if arg_types.is_hidden(t):
+        return Argument(
+            name=a.name,
+            py_name=py_name,
+            aten_type=t.text,
+            aten_cpp_type=a.cpp_type,
+            role=Role.HIDDEN,
+            kind=None,
+            core_type=None,
+            py_type=None,
+            kwarg_only=a.kwarg_only,
+            default=None,
+            hidden_value=a.cpp_default or "::std::nullopt",
+            converter=None,
+        )
+    kind = arg_types.classify(t, a.is_out)
+    default = None
+    if a.default is not None:
+        value = arg_types.default_value(a.default, t)
+        default = Default(
+            value, arg_types.core_default_expr(value, t), arg_types.py_default(value)
+        )
+    if a.is_out:
+        role = Role.OUTPUT
+    elif t.base == "Tensor":
+        role = Role.INPUT
+    else:
+        role = Role.ATTRIBUTE
+    converter = f"{kind.name}_arg"
+    extra: tuple[str, ...] = ()
+    if kind.name == "bool_array":
+        converter = f"bool_array_arg<{t.size}>"
+    elif kind.name in ("int_list", "int_list_opt"):
+        extra = (str(t.size or 0),)  # int[2] also accepts one int, repeated
+    return Argument(
+        name=a.name,
+        py_name=py_name,
+        aten_type=t.text,
+        aten_cpp_type=a.cpp_type,
+        role=role,
+        kind=kind.name,
+        core_type=kind.out_core_type if a.is_out else kind.core_type,
+        py_type=kind.py_type,
+        kwarg_only=a.kwarg_only,
+        default=default,
+        hidden_value=None,
+        converter=converter,
+        converter_extra=extra,
+    )
+
+
+def _arguments(schema: AtenSchema, spec: OpSpec) -> tuple[Argument, ...]:
+    names = {a.name for a in schema.args}
+    renames = dict(DEFAULT_RENAMES)
+    for old, new in spec.rename:
+        if old not in names:
+            raise _OpError(
+                spec.at("rename"),
+                f"'rename' names '{old}', which is not an argument of {schema.name} "
+                f"(arguments: {', '.join(a.name for a in schema.args)})",
+            )
+        renames[old] = new
+    args = []
+    for a in schema.args:
+        py_name = renames.get(a.name, a.name)
+        if keyword.iskeyword(py_name):
+            py_name += "_"  # e.g. random.from_out's 'from'
+        try:
+            args.append(_argument(a, py_name))
+        except arg_types.UnsupportedType as e:
+            raise _OpError(
+                spec.at("aten") if spec.aten else spec.at("signature"),
+                f"argument '{a.name}' of {schema.name}: unsupported: {e}",
+            ) from None
+    seen: dict[str, str] = {}
+    for a in args:
+        if a.hidden:
+            continue
+        if a.py_name in RESERVED_PARAMS:
+            raise _OpError(
+                spec.at("rename") if spec.rename else spec.where,
+                f"argument name '{a.py_name}' is reserved for the library",
+            )
+        if a.py_name in seen:
+            raise _OpError(
+                spec.at("rename") if spec.rename else spec.where,
+                f"two arguments would be called '{a.py_name}' "
+                f"('{seen[a.py_name]}' and '{a.name}')",
+            )
+        seen[a.py_name] = a.name
+    if not any(a.is_output for a in args):
+        raise _OpError(spec.where, f"{schema.name} has no out= argument")
+    return tuple(args)
+
+
+def _check_hints(spec: OpSpec, args: tuple[Argument, ...]) -> None:
+    names = {a.py_name for a in args if not a.hidden}
+    for key, _ in spec.hints:
+        if key not in names and key not in ("shapes", "dtypes", "skip"):
+            raise _OpError(
+                spec.at("hints"),
+                f"hint '{key}' names no argument (arguments: {', '.join(sorted(names))})",
+            )
+
+
+def _native(spec: OpSpec, args: tuple[Argument, ...]) -> tuple[NativeImpl, ...]:
+    if spec.native and not any(a.is_tensor for a in args):
+        raise _OpError(
+            spec.at("native"),
+            "a native kernel needs a plain Tensor argument to choose its device",
+        )
+    seen = set()
+    for n in spec.native:
+        if n.platform in seen:
+            raise _OpError(spec.at("native"), f"platform '{n.platform}' listed twice")
+        seen.add(n.platform)
+    return tuple(NativeImpl(n.platform, n.dtypes) for n in spec.native)
+
+
+def _resolve_schema(spec: OpSpec, db: SchemaDB) -> AtenSchema:
+    if spec.aten is not None:
+        schema = db.out_overloads.get(spec.aten)
+        if schema is not None:
+            return schema
+        hint = ", ".join(repr(s) for s in db.suggestions(spec.aten))
+        if spec.aten in db.all_names:
+            msg = f"'{spec.aten}' is an ATen overload without out= arguments"
+        else:
+            msg = f"unknown ATen overload '{spec.aten}'"
+        if hint:
+            msg += f"; did you mean {hint}?"
+        raise _OpError(spec.at("aten"), msg)
+    try:
+        schema = schema_from_signature(spec.signature)
+    except ValueError as e:
+        raise _OpError(spec.at("signature"), f"invalid signature: {e}") from None
+    if spec.name and spec.name != schema.base:
+        raise _OpError(
+            spec.at("name"),
+            f"'name' is '{spec.name}' but the signature declares '{schema.base}'",
+        )
+    if schema.overload:
+        raise _OpError(
+            spec.at("signature"), "a composite signature takes no overload name"
+        )
+    for use in spec.uses:
+        if use not in db.headers:
+            raise _OpError(
+                spec.at("uses"), f"'uses' names '{use}', which is no ATen operator"
+            )
+    return schema
+
+
+def _op(spec: OpSpec, db: SchemaDB, name: str) -> Op:
+    schema = _resolve_schema(spec, db)
+    args = _arguments(schema, spec)
+    _check_hints(spec, args)
+    composite = spec.aten is None
+    return Op(
+        name=name,
+        aten=None if composite else schema.name,
+        source=spec.source,
+        schema=schema.schema,
+        arguments=args,
+        headers=tuple(sorted(set(spec.uses))) if composite else (schema.header,),
+        aten_function=None if composite else f"at::{schema.cpp_name}",
+        cpp_order=schema.cpp_order,
+        fallback_body=spec.fallback.rstrip() if composite else None,
+        native=_native(spec, args),
+        hints=spec.hints,
+        shard=0,
+        cpu_kernel=schema.cpu_kernel,
+    )
+
+
+def _name_for(spec: OpSpec, db: SchemaDB) -> str | None:
+    if spec.name:
+        return spec.name
+    if spec.aten and spec.aten in db.out_overloads:
+        return default_name(db.out_overloads[spec.aten], db)
+    if spec.signature:
+        return None  # taken from the parsed signature
+    return None
+
+
+def _check_name(name: str, where: Where) -> None:
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise _OpError(where, f"op name '{name}' is not a valid Python identifier")
+    if name in CPP_KEYWORDS:
+        raise _OpError(where, f"op name '{name}' is a C++ keyword")
+    if name in RESERVED_OPS:
+        raise _OpError(where, f"op name '{name}' is reserved by the built module")
+
+
+def shard_count(n_ops: int, shard_size: int) -> int:
+    """A power of two near n/size: the count (and so every op's shard) only
+    changes when the op set doubles or halves, not on every added op."""
+    want = max(1, -(-n_ops // shard_size))
+    count = 1
+    while count < want:
+        count *= 2
+    return count
+
+
+def shard_of(name: str, count: int) -> int:
+    return zlib.crc32(name.encode()) % count  # stable across runs and machines
+
+
+def build_opset(
+    specs: SpecSet, db: SchemaDB, selection: str = "default", names=None
+) -> OpSet:
+    """Resolve specs into the model; raise SpecErrors listing every problem.
+
+    selection: "default" (the specs), "all" (the specs plus every expressible
+    out= overload), or "names" (only the ops in `names`).
+    """
+    errors: list[SpecError] = []
+    ops: list[Op] = []
+    taken: dict[str, Where] = {}
+    covered: set[str] = set()
+    for spec in specs.ops:
+        try:
+            name = _name_for(spec, db)
+            op = _op(spec, db, name or "")
+            if not name:
+                name = op.schema.split("(", 1)[0]
+                op = _replace_name(op, name)
+            where = spec.at("name") if spec.name else spec.where
+            _check_name(name, where)
+            if name in taken:
+                w = taken[name]
+                raise _OpError(
+                    where, f"duplicate op name '{name}' (also at {w.path}:{w.line}:{w.col})"
+                )
+            taken[name] = where
+            if op.aten:
+                covered.add(op.aten)
+            ops.append(op)
+        except _OpError as e:
+            errors.append(e.error)
+    if errors:
+        raise SpecErrors(errors)
+    exclusions: list[Exclusion] = []
+    if selection == "all":
+        ops += _everything_else(db, covered, set(taken), exclusions)
+    elif selection == "names":
+        wanted = set(names or ())
+        unknown = sorted(wanted - {op.name for op in ops})
+        if unknown:
+            raise SelectionError(unknown, sorted(op.name for op in ops))
+        ops = [op for op in ops if op.name in wanted]
+    ops.sort(key=lambda op: op.name)
+    count = shard_count(len(ops), specs.shard_size)
+    ops = [_with_shard(op, shard_of(op.name, count)) for op in ops]
+    label = selection if selection != "names" else ",".join(sorted(names or ()))
+    return OpSet(
+        ops=tuple(ops),
+        platforms=load_platforms(),
+        torch_version=db.torch_version,
+        shard_count=count,
+        shard_size=specs.shard_size,
+        selection=label,
+        sources=specs.sources,
+        exclusions=tuple(exclusions),
+    )
+
+
+class SelectionError(Exception):
+    def __init__(self, unknown: list[str], known: list[str]):
+        self.unknown = unknown
+        super().__init__(
+            f"unknown op(s) in --ops: {', '.join(unknown)} "
+            f"({len(known)} ops are defined in the specs)"
+        )
+
+
+def _everything_else(db, covered, taken, exclusions) -> list[Op]:
+    """Every expressible out= overload the specs do not already name."""
+    result = []
+    for aten, schema in db.out_overloads.items():
+        if aten in covered:
+            continue
+        spec = OpSpec("<all>", Where("<all>", 0, 0), aten=aten)
+        name = default_name(schema, db)
+        if name in taken:
+            name = f"{schema.base}_{schema.overload}"
+        try:
+            _check_name(name, spec.where)
+            if name in taken:
+                raise _OpError(spec.where, f"name '{name}' is taken by a spec'd op")
+            op = _op(spec, db, name)
+        except _OpError as e:
+            exclusions.append(Exclusion(aten, e.error.message))
+            continue
+        taken.add(name)
+        result.append(op)
+    return result
+
+
+def _replace_name(op: Op, name: str) -> Op:
+    from dataclasses import replace
+
+    return replace(op, name=name)
+
+
+def _with_shard(op: Op, shard: int) -> Op:
+    from dataclasses import replace
+
+    return replace(op, shard=shard)

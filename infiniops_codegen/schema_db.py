@@ -1,0 +1,227 @@
+"""The schema oracle: ATen `out=` overloads as torchgen resolves them.
+
+torchgen parses the installed torch's packaged native_functions.yaml; the
+result is reduced to `AtenSchema` records and cached on disk, keyed by the
+content of the YAML files and the torch version, so a warm `generate` does not
+import torchgen at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+
+from .schema_types import AtenSchema, SchemaArg, TypeInfo
+
+# Bump when the extracted records change shape or meaning.
+CACHE_FORMAT = 3
+
+
+@dataclass(frozen=True)
+class SchemaDB:
+    torch_version: str
+    out_overloads: dict[str, AtenSchema]  # "add.out" -> schema
+    all_names: frozenset[str]  # every function name, e.g. "add.Tensor"
+    headers: frozenset[str]  # every per-operator header stem
+
+    def suggestions(self, name: str, limit: int = 3) -> list[str]:
+        import difflib
+
+        return difflib.get_close_matches(name, self.out_overloads, n=limit, cutoff=0.6)
+
+
+def torch_version() -> str:
+    """The installed torch's version, read without importing torch (~1 s)."""
+    return importlib.metadata.version("torch")
+
+
+def _native_yaml_dir() -> Path:
+    spec = importlib.util.find_spec("torchgen")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("torchgen is not importable: install torch==2.13.0")
+    return Path(spec.origin).parent / "packaged" / "ATen" / "native"
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("INFINIOPS_CODEGEN_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".cache"
+    )
+    return Path(base) / "infiniops-codegen"
+
+
+def _cache_key(yaml_dir: Path, version: str) -> str:
+    h = hashlib.sha256(f"{CACHE_FORMAT}\0{version}\0".encode())
+    for name in ("native_functions.yaml", "tags.yaml"):
+        h.update((yaml_dir / name).read_bytes())
+    return h.hexdigest()[:24]
+
+
+def load_schema_db(use_cache: bool = True) -> SchemaDB:
+    version = torch_version()
+    yaml_dir = _native_yaml_dir()
+    path = cache_dir() / f"schemas-{_cache_key(yaml_dir, version)}.pickle"
+    if use_cache and path.is_file():
+        try:
+            with path.open("rb") as f:
+                db = pickle.load(f)
+            if isinstance(db, SchemaDB):
+                return db
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+            pass  # a corrupt or foreign cache is rebuilt below
+    db = _build(yaml_dir, version)
+    if use_cache:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            with tmp.open("wb") as f:
+                pickle.dump(db, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)  # atomic: concurrent runs never see half a file
+        except OSError:
+            pass  # a read-only cache dir only costs time
+    return db
+
+
+def _build(yaml_dir: Path, version: str) -> SchemaDB:
+    from torchgen.gen import parse_native_yaml
+    from torchgen.model import DispatchKey, SchemaKind
+
+    parsed = parse_native_yaml(
+        str(yaml_dir / "native_functions.yaml"), str(yaml_dir / "tags.yaml")
+    )
+    cpu = parsed.backend_indices[DispatchKey.CPU]
+    outs: dict[str, AtenSchema] = {}
+    names: set[str] = set()
+    headers: set[str] = set()
+    for f in parsed.native_functions:
+        names.add(str(f.func.name))
+        headers.add(f.root_name)
+        if f.func.kind() != SchemaKind.out or f.manual_cpp_binding:
+            continue
+        outs[str(f.func.name)] = _extract(f, cpu.has_kernel(f))
+    return SchemaDB(version, dict(sorted(outs.items())), frozenset(names), frozenset(headers))
+
+
+def _type_info(t) -> TypeInfo:
+    from torchgen.model import BaseType, ListType, OptionalType
+
+    text = str(t)
+    optional = isinstance(t, OptionalType)
+    inner = t.elem if optional else t
+    if isinstance(inner, ListType):
+        elem = inner.elem
+        elem_optional = isinstance(elem, OptionalType)
+        if elem_optional:
+            elem = elem.elem
+        base = elem.name.name if isinstance(elem, BaseType) else str(elem)
+        return TypeInfo(text, base, optional, True, inner.size, elem_optional)
+    base = inner.name.name if isinstance(inner, BaseType) else str(inner)
+    return TypeInfo(text, base, optional)
+
+
+def _schema_args(func, cpp_types: dict[str, tuple[str, str | None]]):
+    kwarg_only = {a.name for a in func.arguments.flat_kwarg_only}
+    out = {a.name for a in func.arguments.out}
+    result = []
+    for a in func.arguments.flat_all:
+        cpp_type, cpp_default = cpp_types.get(a.name, ("", None))
+        result.append(
+            SchemaArg(
+                name=a.name,
+                type=_type_info(a.type),
+                default=a.default,
+                cpp_type=cpp_type,
+                cpp_default=cpp_default,
+                kwarg_only=a.name in kwarg_only or a.name in out,
+                is_out=a.name in out,
+                is_write=a.is_write,
+            )
+        )
+    return tuple(result)
+
+
+def _extract(f, cpu_kernel: bool) -> AtenSchema:
+    from torchgen.api.types import CppSignatureGroup
+    from torchgen.context import native_function_manager
+
+    # The manager sets per-function flags (const refs for mutable tensors,
+    # ITensorListRef for lists) that change the C++ signature.
+    with native_function_manager(f):
+        sig = CppSignatureGroup.from_native_function(f, method=False).signature
+        bindings = [
+            b for b in sig.arguments() if hasattr(b.argument, "name")
+        ]  # TensorOptions packs never occur in out= overloads
+        cpp_types = {b.argument.name: (str(b.type), b.default) for b in bindings}
+        cpp_order = tuple(b.argument.name for b in bindings)
+        cpp_name = sig.name()
+    func = f.func
+    return AtenSchema(
+        name=str(func.name),
+        base=str(func.name.name),
+        overload=func.name.overload_name,
+        header=f.root_name,
+        cpp_name=cpp_name,
+        args=_schema_args(func, cpp_types),
+        cpp_order=cpp_order,
+        returns=len(func.returns),
+        structured=bool(f.structured),
+        cpu_kernel=bool(cpu_kernel),
+        schema=str(func),
+    )
+
+
+def schema_from_signature(text: str) -> AtenSchema:
+    """Parse a composite op's explicit signature with torchgen's own parser.
+
+    Raises ValueError with torchgen's message when the text is not a schema.
+    """
+    from torchgen import local
+    from torchgen.api import cpp
+    from torchgen.model import FunctionSchema
+
+    try:
+        func = FunctionSchema.parse(text)
+    except (AssertionError, RuntimeError, AttributeError, KeyError, IndexError) as e:
+        msg = str(e).strip() or "not a valid function schema"
+        raise ValueError(msg) from None
+    cpp_types: dict[str, tuple[str, str | None]] = {}
+    with local.parametrize(
+        use_const_ref_for_mutable_tensors=False, use_ilistref_for_tensor_lists=False
+    ):
+        for a in func.arguments.flat_all:
+            try:
+                t = cpp.argumenttype_type(
+                    a.type, mutable=a.is_write, binds=a.name, symint=False
+                ).cpp_type()
+                d = (
+                    cpp.default_expr(a.default, a.type, symint=False)
+                    if a.default is not None
+                    else None
+                )
+            except (AssertionError, RuntimeError, KeyError, ValueError) as e:
+                raise ValueError(f"argument '{a.name}': {e}") from None
+            cpp_types[a.name] = (t, d)
+    out_names = [a.name for a in func.arguments.out]
+    order = tuple(out_names) + tuple(
+        a.name for a in func.arguments.flat_all if a.name not in out_names
+    )
+    return AtenSchema(
+        name=str(func.name),
+        base=str(func.name.name),
+        overload=func.name.overload_name,
+        header="",
+        cpp_name=str(func.name.name),
+        args=_schema_args(func, cpp_types),
+        cpp_order=order,
+        returns=len(func.returns),
+        structured=False,
+        cpu_kernel=False,
+        schema=str(func),
+    )

@@ -1,0 +1,49 @@
+"""Plain, picklable records of what torchgen says about an ATen schema.
+
+torchgen objects are heavy to build (~1.6 s for native_functions.yaml), so the
+oracle extracts these small records once and caches them; nothing downstream
+imports torchgen for ATen ops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TypeInfo:
+    """Structure of a schema type, read from torchgen's Type objects."""
+
+    text: str  # torchgen's own spelling, e.g. "int[2]?"
+    base: str  # BaseTy name: Tensor, int, SymInt, float, Scalar, ...
+    optional: bool = False
+    is_list: bool = False
+    size: int | None = None  # N of a fixed-size list such as int[2]
+    elem_optional: bool = False  # Tensor?[]
+
+
+@dataclass(frozen=True)
+class SchemaArg:
+    name: str
+    type: TypeInfo
+    default: str | None  # the schema's default literal, e.g. "False", "[0,1]"
+    cpp_type: str  # C++ type of the ATen API parameter (torchgen)
+    cpp_default: str | None  # torchgen's C++ default expression
+    kwarg_only: bool
+    is_out: bool
+    is_write: bool
+
+
+@dataclass(frozen=True)
+class AtenSchema:
+    name: str  # "add.out"
+    base: str  # "add"
+    overload: str  # "out"
+    header: str  # per-operator header stem: ATen/ops/<header>.h
+    cpp_name: str  # "add_out"
+    args: tuple[SchemaArg, ...]  # schema order
+    cpp_order: tuple[str, ...]  # argument names in the C++ API's order
+    returns: int  # number of returned values (0 for "-> ()")
+    structured: bool
+    cpu_kernel: bool  # a CPU kernel is registered: at::cpu::<cpp_name> exists
+    schema: str  # str(FunctionSchema), for humans only

@@ -1,0 +1,301 @@
+"""Reading op spec files into validated, located entries (no torchgen here).
+
+Structure and value types are checked here; whether an ATen overload exists
+and how its arguments map is decided in `resolve`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import keyword
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import SpecError
+from .model import DTYPE_ENUMS
+from .platforms import platform_names
+from .yaml_nodes import Node, load_yaml
+
+TOP_KEYS = ("ops", "settings")
+OP_KEYS = ("aten", "name", "rename", "native", "hints", "signature", "fallback", "uses")
+SETTING_KEYS = ("shard_size",)
+DEFAULT_SHARD_SIZE = 12
+
+
+@dataclass(frozen=True)
+class Where:
+    path: str
+    line: int
+    col: int
+
+    def error(self, message: str) -> SpecError:
+        return SpecError(self.path, self.line, self.col, message)
+
+
+@dataclass(frozen=True)
+class NativeSpec:
+    platform: str
+    dtypes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    source: str  # "op_specs/unary.yaml", recorded in generated files
+    where: Where  # the entry itself
+    aten: str | None = None
+    name: str | None = None
+    signature: str | None = None
+    fallback: str | None = None
+    uses: tuple[str, ...] = ()
+    rename: tuple[tuple[str, str], ...] = ()
+    native: tuple[NativeSpec, ...] = ()
+    hints: tuple[tuple[str, object], ...] = ()
+    # Positions of sub-values, for errors found later (key -> Where).
+    places: dict[str, Where] = field(default_factory=dict, compare=False)
+
+    def at(self, key: str) -> Where:
+        return self.places.get(key, self.where)
+
+
+@dataclass(frozen=True)
+class SpecSet:
+    ops: tuple[OpSpec, ...]
+    shard_size: int
+    sources: tuple[str, ...]
+
+
+def _suggest(word: str, choices) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
+    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+
+
+class _Reader:
+    """Validates one file's node tree, collecting every problem it finds."""
+
+    def __init__(self, display: str, source: str, errors: list[SpecError]):
+        self.display = display
+        self.source = source
+        self.errors = errors
+
+    def where(self, node: Node) -> Where:
+        return Where(self.display, node.line, node.col)
+
+    def fail(self, node: Node, message: str) -> None:
+        self.errors.append(self.where(node).error(message))
+
+    def expect(self, node: Node, kind: str, what: str) -> bool:
+        if node.kind == kind and not (kind == "scalar" and node.value is None):
+            return True
+        got = {"mapping": "a mapping", "list": "a list"}.get(node.kind)
+        if got is None:
+            got = "empty" if node.value is None else type(node.value).__name__
+        self.fail(node, f"{what} must be {_ARTICLE[kind]}, got {got}")
+        return False
+
+    def string(self, node: Node, what: str) -> str | None:
+        if node.kind == "scalar" and isinstance(node.value, str) and node.value.strip():
+            return node.value
+        got = "empty" if node.value in (None, "") else type(node.value).__name__
+        if node.kind != "scalar":
+            got = f"a {node.kind}"
+        self.fail(node, f"{what} must be a non-empty string, got {got}")
+        return None
+
+    def check_keys(self, node: Node, allowed, what: str) -> None:
+        for key, key_node in node.keys.items():
+            if key not in allowed:
+                self.fail(
+                    key_node, f"unknown key '{key}' in {what}{_suggest(key, allowed)}"
+                )
+
+    def identifier(self, node: Node, what: str) -> str | None:
+        text = self.string(node, what)
+        if text is None:
+            return None
+        if not text.isidentifier() or keyword.iskeyword(text):
+            self.fail(node, f"{what} '{text}' is not a valid Python identifier")
+            return None
+        return text
+
+    # -- entries --------------------------------------------------------
+
+    def op(self, node: Node) -> OpSpec | None:
+        if node.kind == "scalar":  # bulk form: just the ATen overload name
+            aten = self.string(node, "an op entry")
+            return OpSpec(self.source, self.where(node), aten=aten) if aten else None
+        if not self.expect(node, "mapping", "an op entry"):
+            return None
+        self.check_keys(node, OP_KEYS, "an op entry")
+        v = node.value
+        places = {k: self.where(n) for k, n in v.items()}
+        fields: dict = {}
+        for key in ("aten", "signature", "fallback"):
+            if key in v:
+                fields[key] = self.string(v[key], f"'{key}'")
+        if "name" in v:
+            fields["name"] = self.identifier(v["name"], "'name'")
+        if "uses" in v:
+            fields["uses"] = self.string_list(v["uses"], "'uses'")
+        if "rename" in v:
+            fields["rename"] = self.rename(v["rename"])
+        if "native" in v:
+            fields["native"] = self.native(v["native"])
+        if "hints" in v and self.expect(v["hints"], "mapping", "'hints'"):
+            fields["hints"] = tuple(sorted(v["hints"].plain().items()))
+        ok = self.shape(node, fields)
+        fields = {k: x for k, x in fields.items() if x is not None}
+        spec = OpSpec(self.source, self.where(node), places=places, **fields)
+        return spec if ok else None
+
+    def shape(self, node: Node, fields: dict) -> bool:
+        """Either an ATen overload or a composite (signature + fallback)."""
+        keys = node.value
+        if "aten" in keys and "signature" in keys:
+            self.fail(keys["signature"], "'aten' and 'signature' exclude each other")
+            return False
+        if "aten" in keys:
+            for key in ("fallback", "uses"):
+                if key in keys:
+                    self.fail(
+                        keys[key], f"'{key}' is only for composite ops (with 'signature')"
+                    )
+                    return False
+            return True
+        if "signature" in keys:
+            if "fallback" not in keys:
+                self.fail(node, "a composite op needs 'fallback' (the C++ body)")
+                return False
+            return True
+        self.fail(node, "an op entry needs 'aten' (an ATen out= overload) or 'signature'")
+        return False
+
+    def string_list(self, node: Node, what: str) -> tuple[str, ...]:
+        if not self.expect(node, "list", what):
+            return ()
+        items = [self.string(n, f"an item of {what}") for n in node.value]
+        return tuple(i for i in items if i)
+
+    def rename(self, node: Node) -> tuple[tuple[str, str], ...]:
+        if not self.expect(node, "mapping", "'rename'"):
+            return ()
+        pairs = []
+        for key, value in node.value.items():
+            new = self.identifier(value, f"the new name of '{key}'")
+            if new:
+                pairs.append((key, new))
+        return tuple(pairs)
+
+    def native(self, node: Node) -> tuple[NativeSpec, ...]:
+        """`[cpu, nvidia]` or `{cpu: [float32, ...], nvidia: null}`."""
+        known = platform_names()
+        entries: list[tuple[Node, Node | None]] = []
+        if node.kind == "list":
+            entries = [(n, None) for n in node.value]
+        elif node.kind == "mapping":
+            entries = [(node.keys[k], v) for k, v in node.value.items()]
+        else:
+            self.expect(node, "list", "'native'")
+            return ()
+        result = []
+        for name_node, dtypes_node in entries:
+            name = self.string(name_node, "a platform name")
+            if name is None:
+                continue
+            if name not in known:
+                self.fail(
+                    name_node,
+                    f"unknown platform '{name}'{_suggest(name, known)}; "
+                    f"known platforms: {', '.join(known)}",
+                )
+                continue
+            dtypes: tuple[str, ...] = ()
+            if dtypes_node is not None and dtypes_node.value is not None:
+                dtypes = self.dtypes(dtypes_node, name)
+            result.append(NativeSpec(name, dtypes))
+        return tuple(result)
+
+    def dtypes(self, node: Node, platform: str) -> tuple[str, ...]:
+        names = self.string_list(node, f"the dtypes of '{platform}'")
+        good = []
+        for n, item in zip(node.value, names):
+            if item not in DTYPE_ENUMS:
+                self.fail(n, f"unknown dtype '{item}'{_suggest(item, DTYPE_ENUMS)}")
+            else:
+                good.append(item)
+        return tuple(good)
+
+    def settings(self, node: Node) -> dict:
+        if not self.expect(node, "mapping", "'settings'"):
+            return {}
+        self.check_keys(node, SETTING_KEYS, "'settings'")
+        result = {}
+        size = node.value.get("shard_size")
+        if size is not None:
+            if isinstance(size.value, int) and not isinstance(size.value, bool):
+                if size.value >= 1:
+                    result["shard_size"] = (size.value, self.where(size))
+                else:
+                    self.fail(size, "'shard_size' must be at least 1")
+            else:
+                self.fail(size, f"'shard_size' must be an integer, got {size.value!r}")
+        return result
+
+
+_ARTICLE = {"mapping": "a mapping", "list": "a list", "scalar": "a value"}
+
+
+def display_path(path: Path) -> str:
+    """Path as shown in errors: relative to the working directory if inside."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return str(path) if rel.startswith("..") else rel
+
+
+def spec_files(spec_dir: Path) -> list[Path]:
+    return sorted(p for p in spec_dir.iterdir() if p.suffix in (".yaml", ".yml"))
+
+
+def read_specs(spec_dir: Path, errors: list[SpecError]) -> SpecSet:
+    """Read every *.yaml in spec_dir (sorted by name, so order is stable)."""
+    ops: list[OpSpec] = []
+    shard_size = None
+    sources = []
+    for path in spec_files(spec_dir):
+        source = f"{spec_dir.name}/{path.name}"
+        sources.append(source)
+        display = display_path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            errors.append(SpecError(display, 1, 1, f"cannot read: {e}"))
+            continue
+        root = load_yaml(text, display, errors)
+        if root is None or root.value is None:
+            continue
+        reader = _Reader(display, source, errors)
+        if not reader.expect(root, "mapping", "a spec file"):
+            continue
+        reader.check_keys(root, TOP_KEYS, "a spec file")
+        if "ops" in root.value and reader.expect(root.value["ops"], "list", "'ops'"):
+            for node in root.value["ops"].value:
+                spec = reader.op(node)
+                if spec is not None:
+                    ops.append(spec)
+        if "settings" in root.value:
+            found = reader.settings(root.value["settings"])
+            if "shard_size" in found:
+                value, where = found["shard_size"]
+                if shard_size is not None:
+                    errors.append(
+                        where.error(
+                            f"'shard_size' is already set at {shard_size[1].path}:"
+                            f"{shard_size[1].line}:{shard_size[1].col}"
+                        )
+                    )
+                else:
+                    shard_size = (value, where)
+    size = shard_size[0] if shard_size else DEFAULT_SHARD_SIZE
+    return SpecSet(tuple(ops), size, tuple(sources))
