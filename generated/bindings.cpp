@@ -9,6 +9,7 @@ namespace {
 
 namespace tb = ::infini::ops::torch_bridge;
 using ::infini::ops::Implementation;
+using ::infini::ops::Scalar;
 
 // abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_abs[] = {"input", "out", "implementation"};

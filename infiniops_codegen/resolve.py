@@ -6,6 +6,7 @@ so templates only lay out text.
 
 from __future__ import annotations
 
+import difflib
 import keyword
 import zlib
 
@@ -182,6 +183,11 @@ def _resolve_schema(spec: OpSpec, db: SchemaDB) -> AtenSchema:
         hint = ", ".join(repr(s) for s in db.suggestions(spec.aten))
         if spec.aten in db.all_names:
             msg = f"'{spec.aten}' is an ATen overload without out= arguments"
+            base = spec.aten.split(".", 1)[0]  # suggest its own out= siblings
+            same = [n for n in db.out_overloads if n.split(".", 1)[0] == base]
+            if same:
+                close = difflib.get_close_matches(spec.aten, same, n=3, cutoff=0)
+                hint = ", ".join(repr(s) for s in close)
         else:
             msg = f"unknown ATen overload '{spec.aten}'"
         if hint:

@@ -74,7 +74,7 @@ def load_schema_db(use_cache: bool = True) -> SchemaDB:
                 db = pickle.load(f)
             if isinstance(db, SchemaDB):
                 return db
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+        except Exception:  # unpickling garbage can raise almost anything
             pass  # a corrupt or foreign cache is rebuilt below
     db = _build(yaml_dir, version)
     if use_cache:

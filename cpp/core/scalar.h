@@ -24,10 +24,12 @@ class Scalar {
 
   template <std::integral T>
     requires(!std::same_as<T, bool>)
-  Scalar(T value) noexcept : kind_(Kind::kInt), i_(static_cast<int64_t>(value)) {}
+  Scalar(T value) noexcept
+      : kind_(Kind::kInt), i_(static_cast<int64_t>(value)) {}
 
   template <std::floating_point T>
-  Scalar(T value) noexcept : kind_(Kind::kFloat), d_(static_cast<double>(value)) {}
+  Scalar(T value) noexcept
+      : kind_(Kind::kFloat), d_(static_cast<double>(value)) {}
 
   template <std::floating_point T>
   Scalar(std::complex<T> value) noexcept
@@ -51,7 +53,8 @@ class Scalar {
         return d_;
       case Kind::kComplex:
         if (c_.imag() != 0.0) {
-          throw TypeError("complex scalar cannot be converted to a real number");
+          throw TypeError(
+              "complex scalar cannot be converted to a real number");
         }
         return c_.real();
     }
@@ -72,7 +75,8 @@ class Scalar {
         // 2^63 is exactly representable; the valid range is [-2^63, 2^63).
         constexpr double kLimit = 9223372036854775808.0;
         if (!(value >= -kLimit && value < kLimit)) {
-          throw ValueError("scalar cannot be converted to int64 without overflow");
+          throw ValueError(
+              "scalar cannot be converted to int64 without overflow");
         }
         return static_cast<int64_t>(value);
       }

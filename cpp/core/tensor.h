@@ -90,7 +90,8 @@ class Tensor {
   // Python slicing semantics along dim: negative start/end count from the
   // end, both are clamped, step must be positive (ValueError otherwise). Pass
   // INT64_MAX as end for "to the end".
-  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const {
+  Tensor slice(int64_t dim, int64_t start, int64_t end,
+               int64_t step = 1) const {
     const std::size_t d = wrap_dim(dim);
     if (step <= 0) {
       throw ValueError("slice: step must be positive, got " +
@@ -169,9 +170,9 @@ class Tensor {
       const bool existing = offset < old_n;
       const std::size_t old_d = old_n - 1 - offset;
       int64_t size = existing ? shape_[old_d] : 1;
-      int64_t stride = existing             ? strides_[old_d]
-                       : i + 1 < n          ? sizes[i + 1] * strides[i + 1]
-                                            : 1;
+      int64_t stride = existing    ? strides_[old_d]
+                       : i + 1 < n ? sizes[i + 1] * strides[i + 1]
+                                   : 1;
       int64_t target = sizes[i];
       if (target == -1) {
         if (!existing) {
@@ -183,17 +184,16 @@ class Tensor {
       }
       if (size != target) {
         if (size != 1) {
-          throw ValueError("expand: size " + std::to_string(size) +
-                           " at dim " + std::to_string(old_d) +
-                           " cannot be expanded to " + std::to_string(target));
+          throw ValueError("expand: size " + std::to_string(size) + " at dim " +
+                           std::to_string(old_d) + " cannot be expanded to " +
+                           std::to_string(target));
         }
         stride = 0;
       }
       sizes[i] = target;
       strides[i] = stride;
     }
-    return Tensor(data_, std::move(sizes), std::move(strides), dtype_,
-                  device_);
+    return Tensor(data_, std::move(sizes), std::move(strides), dtype_, device_);
   }
 
   // Same geometry, data moved by a (possibly negative) number of elements.

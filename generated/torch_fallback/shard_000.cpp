@@ -26,6 +26,7 @@ void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out) {
   auto a_dim = tb::to_aten(dim);
   auto a_out = tb::to_aten(out);
   at::cat_out(a_out, a_tensors, a_dim);
+  tb::check_output(out, a_out, "cat", "out");
 }
 
 // eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -34,6 +35,7 @@ void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
   at::eq_out(a_out, a_self, a_other);
+  tb::check_output(out, a_out, "eq_Tensor", "out");
 }
 
 // erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -41,6 +43,7 @@ void erf(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
   at::erf_out(a_out, a_self);
+  tb::check_output(out, a_out, "erf", "out");
 }
 
 // mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
@@ -51,6 +54,7 @@ void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool 
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
   at::mean_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+  tb::check_output(out, a_out, "mean", "out");
 }
 
 // mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
@@ -59,6 +63,7 @@ void mm(const Tensor& self, const Tensor& mat2, Tensor& out) {
   auto a_mat2 = tb::to_aten(mat2);
   auto a_out = tb::to_aten(out);
   at::mm_out(a_out, a_self, a_mat2);
+  tb::check_output(out, a_out, "mm", "out");
 }
 
 // relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -66,6 +71,7 @@ void relu(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
   at::relu_out(a_out, a_self);
+  tb::check_output(out, a_out, "relu", "out");
 }
 
 // rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)
@@ -80,6 +86,7 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
     out.resize_(input.sizes());
     out.copy_(at::rms_norm(input, {last}, weight, eps));
   }(a_out, a_input, a_weight, a_eps);
+  tb::check_output(out, a_out, "rms_norm", "out");
 }
 
 // sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -87,6 +94,7 @@ void sqrt(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
   at::sqrt_out(a_out, a_self);
+  tb::check_output(out, a_out, "sqrt", "out");
 }
 
 }  // namespace infini::ops::torch_fallback

@@ -29,6 +29,7 @@ void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
   at::amax_out(a_out, a_self, a_dim, a_keepdim);
+  tb::check_output(out, a_out, "amax", "out");
 }
 
 // cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
@@ -38,6 +39,7 @@ void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tens
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
   at::cumsum_out(a_out, a_self, a_dim, a_dtype);
+  tb::check_output(out, a_out, "cumsum", "out");
 }
 
 // div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -46,6 +48,7 @@ void div(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
   at::div_out(a_out, a_self, a_other);
+  tb::check_output(out, a_out, "div", "out");
 }
 
 // index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
@@ -55,6 +58,7 @@ void index_select(const Tensor& self, int64_t dim, const Tensor& index, Tensor& 
   auto a_index = tb::to_aten(index);
   auto a_out = tb::to_aten(out);
   at::index_select_out(a_out, a_self, a_dim, a_index);
+  tb::check_output(out, a_out, "index_select", "out");
 }
 
 // max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)
@@ -65,6 +69,8 @@ void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max
   auto a_max = tb::to_aten(max);
   auto a_max_values = tb::to_aten(max_values);
   at::max_out(a_max, a_max_values, a_self, a_dim, a_keepdim);
+  tb::check_output(max, a_max, "max", "max");
+  tb::check_output(max_values, a_max_values, "max", "max_values");
 }
 
 // minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -73,6 +79,7 @@ void minimum(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
   at::minimum_out(a_out, a_self, a_other);
+  tb::check_output(out, a_out, "minimum", "out");
 }
 
 // mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -81,6 +88,7 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
   at::mul_out(a_out, a_self, a_other);
+  tb::check_output(out, a_out, "mul", "out");
 }
 
 // neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -88,6 +96,7 @@ void neg(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
   at::neg_out(a_out, a_self);
+  tb::check_output(out, a_out, "neg", "out");
 }
 
 // reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -95,6 +104,7 @@ void reciprocal(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
   at::reciprocal_out(a_out, a_self);
+  tb::check_output(out, a_out, "reciprocal", "out");
 }
 
 // silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -102,6 +112,7 @@ void silu(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
   at::silu_out(a_out, a_self);
+  tb::check_output(out, a_out, "silu", "out");
 }
 
 // silu_and_mul(Tensor input, *, Tensor(a!) out) -> Tensor(a!)
@@ -113,6 +124,7 @@ void silu_and_mul(const Tensor& input, Tensor& out) {
     const int64_t d = input.size(-1) / 2;
     at::mul_out(out, at::silu(input.narrow(-1, 0, d)), input.narrow(-1, d, d));
   }(a_out, a_input);
+  tb::check_output(out, a_out, "silu_and_mul", "out");
 }
 
 }  // namespace infini::ops::torch_fallback

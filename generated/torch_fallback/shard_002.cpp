@@ -27,6 +27,7 @@ void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
   at::argmax_out(a_out, a_self, a_dim, a_keepdim);
+  tb::check_output(out, a_out, "argmax", "out");
 }
 
 // clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -36,6 +37,7 @@ void clamp(const Tensor& self, const std::optional<Scalar>& min, const std::opti
   auto a_max = tb::to_aten(max);
   auto a_out = tb::to_aten(out);
   at::clamp_out(a_out, a_self, a_min, a_max);
+  tb::check_output(out, a_out, "clamp", "out");
 }
 
 // gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -44,6 +46,7 @@ void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
   at::gt_out(a_out, a_self, a_other);
+  tb::check_output(out, a_out, "gt_Tensor", "out");
 }
 
 // matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -52,6 +55,7 @@ void matmul(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
   at::matmul_out(a_out, a_self, a_other);
+  tb::check_output(out, a_out, "matmul", "out");
 }
 
 // native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
@@ -65,6 +69,9 @@ void native_layer_norm(const Tensor& input, std::span<const int64_t> normalized_
   auto a_out1 = tb::to_aten(out1);
   auto a_out2 = tb::to_aten(out2);
   at::native_layer_norm_out(a_out0, a_out1, a_out2, a_input, a_normalized_shape, a_weight, a_bias, a_eps);
+  tb::check_output(out0, a_out0, "native_layer_norm", "out0");
+  tb::check_output(out1, a_out1, "native_layer_norm", "out1");
+  tb::check_output(out2, a_out2, "native_layer_norm", "out2");
 }
 
 // pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)
@@ -73,6 +80,7 @@ void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out) 
   auto a_exponent = tb::to_aten(exponent);
   auto a_out = tb::to_aten(out);
   at::pow_out(a_out, a_self, a_exponent);
+  tb::check_output(out, a_out, "pow_Tensor_Scalar", "out");
 }
 
 // sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -80,6 +88,7 @@ void sin(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
   at::sin_out(a_out, a_self);
+  tb::check_output(out, a_out, "sin", "out");
 }
 
 // softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -89,6 +98,7 @@ void softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
   at::softmax_out(a_out, a_self, a_dim, a_dtype);
+  tb::check_output(out, a_out, "softmax", "out");
 }
 
 }  // namespace infini::ops::torch_fallback

@@ -26,6 +26,7 @@ void bmm(const Tensor& self, const Tensor& mat2, Tensor& out) {
   auto a_mat2 = tb::to_aten(mat2);
   auto a_out = tb::to_aten(out);
   at::bmm_out(a_out, a_self, a_mat2);
+  tb::check_output(out, a_out, "bmm", "out");
 }
 
 // exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -33,6 +34,7 @@ void exp(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
   at::exp_out(a_out, a_self);
+  tb::check_output(out, a_out, "exp", "out");
 }
 
 // linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -42,6 +44,7 @@ void linear(const Tensor& input, const Tensor& weight, const std::optional<Tenso
   auto a_bias = tb::to_aten(bias);
   auto a_out = tb::to_aten(out);
   at::linear_out(a_out, a_input, a_weight, a_bias);
+  tb::check_output(out, a_out, "linear", "out");
 }
 
 // mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)
@@ -51,6 +54,7 @@ void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tenso
   auto a_reduction = tb::to_aten(reduction);
   auto a_out = tb::to_aten(out);
   at::mse_loss_out(a_out, a_self, a_target, a_reduction);
+  tb::check_output(out, a_out, "mse_loss", "out");
 }
 
 // scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -69,6 +73,7 @@ void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const 
     out.resize_(result.sizes());
     out.copy_(result);
   }(a_out, a_query, a_key, a_value, a_attn_mask, a_dropout_p, a_is_causal, a_scale);
+  tb::check_output(out, a_out, "scaled_dot_product_attention", "out");
 }
 
 // sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -76,6 +81,7 @@ void sigmoid(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
   at::sigmoid_out(a_out, a_self);
+  tb::check_output(out, a_out, "sigmoid", "out");
 }
 
 // soft_margin_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)
@@ -85,6 +91,7 @@ void soft_margin_loss(const Tensor& self, const Tensor& target, int64_t reductio
   auto a_reduction = tb::to_aten(reduction);
   auto a_out = tb::to_aten(out);
   at::soft_margin_loss_out(a_out, a_self, a_target, a_reduction);
+  tb::check_output(out, a_out, "soft_margin_loss", "out");
 }
 
 // tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -92,6 +99,7 @@ void tanh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
   at::tanh_out(a_out, a_self);
+  tb::check_output(out, a_out, "tanh", "out");
 }
 
 }  // namespace infini::ops::torch_fallback

@@ -23,6 +23,7 @@ void masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value, Te
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
   at::masked_fill_out(a_out, a_self, a_mask, a_value);
+  tb::check_output(out, a_out, "masked_fill", "out");
 }
 
 // smooth_l1_loss.out(Tensor self, Tensor target, int reduction=Mean, float beta=1.0, *, Tensor(a!) out) -> Tensor(a!)
@@ -33,6 +34,7 @@ void smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction,
   auto a_beta = tb::to_aten(beta);
   auto a_out = tb::to_aten(out);
   at::smooth_l1_loss_out(a_out, a_self, a_target, a_reduction, a_beta);
+  tb::check_output(out, a_out, "smooth_l1_loss", "out");
 }
 
 // sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
@@ -42,6 +44,7 @@ void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
   at::sub_out(a_out, a_self, a_other, a_alpha);
+  tb::check_output(out, a_out, "sub", "out");
 }
 
 // topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
@@ -54,6 +57,8 @@ void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted,
   auto a_values = tb::to_aten(values);
   auto a_indices = tb::to_aten(indices);
   at::topk_out(a_values, a_indices, a_self, a_k, a_dim, a_largest, a_sorted);
+  tb::check_output(values, a_values, "topk", "values");
+  tb::check_output(indices, a_indices, "topk", "indices");
 }
 
 }  // namespace infini::ops::torch_fallback

@@ -28,6 +28,7 @@ void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, con
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
   at::baddbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
+  tb::check_output(out, a_out, "baddbmm", "out");
 }
 
 // cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -35,6 +36,7 @@ void cos(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
   at::cos_out(a_out, a_self);
+  tb::check_output(out, a_out, "cos", "out");
 }
 
 // gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)
@@ -45,6 +47,7 @@ void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_gr
   auto a_sparse_grad = tb::to_aten(sparse_grad);
   auto a_out = tb::to_aten(out);
   at::gather_out(a_out, a_self, a_dim, a_index, a_sparse_grad);
+  tb::check_output(out, a_out, "gather", "out");
 }
 
 // gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)
@@ -53,6 +56,7 @@ void gelu(const Tensor& self, std::string_view approximate, Tensor& out) {
   auto a_approximate = tb::to_aten(approximate);
   auto a_out = tb::to_aten(out);
   at::gelu_out(a_out, a_self, a_approximate);
+  tb::check_output(out, a_out, "gelu", "out");
 }
 
 // log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -60,6 +64,7 @@ void log(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
   at::log_out(a_out, a_self);
+  tb::check_output(out, a_out, "log", "out");
 }
 
 // log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -69,6 +74,7 @@ void log_softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype,
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
   at::log_softmax_out(a_out, a_self, a_dim, a_dtype);
+  tb::check_output(out, a_out, "log_softmax", "out");
 }
 
 // sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
@@ -79,6 +85,7 @@ void sum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool k
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
   at::sum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+  tb::check_output(out, a_out, "sum", "out");
 }
 
 }  // namespace infini::ops::torch_fallback

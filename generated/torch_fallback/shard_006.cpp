@@ -23,6 +23,7 @@ void abs(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
   at::abs_out(a_out, a_self);
+  tb::check_output(out, a_out, "abs", "out");
 }
 
 // clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -32,6 +33,7 @@ void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const st
   auto a_max = tb::to_aten(max);
   auto a_out = tb::to_aten(out);
   at::clamp_out(a_out, a_self, a_min, a_max);
+  tb::check_output(out, a_out, "clamp_Tensor", "out");
 }
 
 // embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)
@@ -43,6 +45,7 @@ void embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx,
   auto a_sparse = tb::to_aten(sparse);
   auto a_out = tb::to_aten(out);
   at::embedding_out(a_out, a_weight, a_indices, a_padding_idx, a_scale_grad_by_freq, a_sparse);
+  tb::check_output(out, a_out, "embedding", "out");
 }
 
 // maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -51,6 +54,7 @@ void maximum(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
   at::maximum_out(a_out, a_self, a_other);
+  tb::check_output(out, a_out, "maximum", "out");
 }
 
 // rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -58,6 +62,7 @@ void rsqrt(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
   at::rsqrt_out(a_out, a_self);
+  tb::check_output(out, a_out, "rsqrt", "out");
 }
 
 // where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -67,6 +72,7 @@ void where(const Tensor& condition, const Tensor& self, const Tensor& other, Ten
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
   at::where_out(a_out, a_condition, a_self, a_other);
+  tb::check_output(out, a_out, "where", "out");
 }
 
 }  // namespace infini::ops::torch_fallback

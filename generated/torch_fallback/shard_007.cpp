@@ -22,6 +22,7 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
   at::add_out(a_out, a_self, a_other, a_alpha);
+  tb::check_output(out, a_out, "add", "out");
 }
 
 // addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
@@ -33,6 +34,7 @@ void addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Sca
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
   at::addmm_out(a_out, a_self, a_mat1, a_mat2, a_beta, a_alpha);
+  tb::check_output(out, a_out, "addmm", "out");
 }
 
 // pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)
@@ -41,6 +43,7 @@ void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out) 
   auto a_exponent = tb::to_aten(exponent);
   auto a_out = tb::to_aten(out);
   at::pow_out(a_out, a_self, a_exponent);
+  tb::check_output(out, a_out, "pow_Tensor_Tensor", "out");
 }
 
 }  // namespace infini::ops::torch_fallback

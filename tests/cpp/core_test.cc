@@ -1,6 +1,8 @@
 // Self-checking test of the torch-free core: handle ownership, tensor
 // metadata and derivation, Dims storage, Scalar, implementation names and the
 // 16-bit float conversions the native kernels rely on.
+#include "core/core.h"
+
 #include <bit>
 #include <cmath>
 #include <complex>
@@ -12,20 +14,25 @@
 #include <vector>
 
 #include "check.h"
-#include "core/core.h"
 #include "kernels/cpu/half.h"
 
 // Count every global allocation, so tests can prove the hot-path types do not
-// allocate. (The array forms forward to these by default.)
+// allocate. The array forms are replaced too: a sanitizer runtime provides its
+// own operator new[] that would otherwise bypass the count.
 static std::size_t g_allocations = 0;
 
-void* operator new(std::size_t size) {
+static void* counted_alloc(std::size_t size) {
   ++g_allocations;
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
+
+void* operator new(std::size_t size) { return counted_alloc(size); }
+void* operator new[](std::size_t size) { return counted_alloc(size); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -235,19 +242,23 @@ void test_tensor_metadata() {
   CHECK_THROWS(IndexError, t.stride(7));
   CHECK_THROWS(IndexError, t.transpose(0, 3));
   CHECK_THROWS(IndexError, t.slice(-4, 0, 1));
-  CHECK_THROWS(IndexError, Tensor::contiguous(base, {}, DataType::kFloat32, {}).size(0));
+  CHECK_THROWS(IndexError,
+               Tensor::contiguous(base, {}, DataType::kFloat32, {}).size(0));
 
   CHECK_THROWS(ValueError, Tensor(base, {2, 3}, {1}, DataType::kFloat32, {}));
   CHECK_THROWS(ValueError, Tensor(base, {-1}, {1}, DataType::kFloat32, {}));
 
   // Size-1 dims and empty tensors are contiguous whatever their strides.
-  CHECK(Tensor(base, {2, 1, 3}, {3, 99, 1}, DataType::kFloat32, {}).is_contiguous());
+  CHECK(Tensor(base, {2, 1, 3}, {3, 99, 1}, DataType::kFloat32, {})
+            .is_contiguous());
   CHECK(Tensor(base, {2, 0}, {5, 7}, DataType::kFloat32, {}).is_contiguous());
   CHECK(Tensor::contiguous(base, {}, DataType::kFloat32, {}).numel() == 1);
-  CHECK(Tensor::contiguous(base, {3, 0, 2}, DataType::kFloat32, {}).numel() == 0);
+  CHECK(Tensor::contiguous(base, {3, 0, 2}, DataType::kFloat32, {}).numel() ==
+        0);
   // Size-0/1 dims count as 1 in row-major strides, as in PyTorch.
-  CHECK((Tensor::contiguous(base, {2, 0, 3}, DataType::kFloat32, {}).strides() ==
-         Dims{3, 3, 1}));
+  CHECK(
+      (Tensor::contiguous(base, {2, 0, 3}, DataType::kFloat32, {}).strides() ==
+       Dims{3, 3, 1}));
 
   Tensor tt = t.transpose(1, -1);
   CHECK((tt.shape() == Dims{2, 4, 3}) && (tt.strides() == Dims{12, 1, 4}));
@@ -273,8 +284,9 @@ void test_tensor_metadata() {
   CHECK_THROWS(ValueError, t.view({-1, -1}));
   CHECK_THROWS(ValueError, t.view({25}));
   CHECK_THROWS(ValueError, t.view({-2, 12}));
-  CHECK_THROWS(ValueError, Tensor::contiguous(base, {0, 3}, DataType::kFloat32, {})
-                               .view({0, -1}));
+  CHECK_THROWS(
+      ValueError,
+      Tensor::contiguous(base, {0, 3}, DataType::kFloat32, {}).view({0, -1}));
 
   Tensor col = Tensor::contiguous(base, {3, 1}, DataType::kFloat32, {});
   Tensor e = col.expand({2, 3, 4});
@@ -287,7 +299,8 @@ void test_tensor_metadata() {
   CHECK_THROWS(ValueError, col.expand({-1, 3, 1}));
 
   Tensor o = t.offset(5);
-  CHECK(o.data() == base + 5 && o.shape() == t.shape() && o.strides() == t.strides());
+  CHECK(o.data() == base + 5 && o.shape() == t.shape() &&
+        o.strides() == t.strides());
   CHECK(o.offset(-5).data() == base);
   Tensor h = Tensor::contiguous(base, {4}, DataType::kFloat16, {});
   CHECK(h.offset(3).data() == reinterpret_cast<std::byte*>(base) + 6);
@@ -309,8 +322,10 @@ void test_scalar() {
   CHECK(Scalar(int64_t{1} << 62).to_int() == int64_t{1} << 62);
   CHECK_THROWS(ValueError, Scalar(std::nan("")).to_int());
   CHECK_THROWS(ValueError, Scalar(1e19).to_int());
-  CHECK_THROWS(ValueError, Scalar(std::numeric_limits<double>::infinity()).to_int());
-  CHECK(Scalar(-9223372036854775808.0).to_int() == std::numeric_limits<int64_t>::min());
+  CHECK_THROWS(ValueError,
+               Scalar(std::numeric_limits<double>::infinity()).to_int());
+  CHECK(Scalar(-9223372036854775808.0).to_int() ==
+        std::numeric_limits<int64_t>::min());
 
   CHECK(Scalar(0).to_bool() == false && Scalar(-1).to_bool() == true);
   CHECK(Scalar(0.0).to_bool() == false && Scalar(0.5).to_bool() == true);
@@ -319,7 +334,8 @@ void test_scalar() {
   CHECK(Scalar(std::complex<double>(2, 0)).to_double() == 2.0);
   CHECK_THROWS(TypeError, Scalar(std::complex<double>(2, 1)).to_double());
   CHECK_THROWS(TypeError, Scalar(std::complex<double>(2, 1)).to_int());
-  CHECK((Scalar(std::complex<float>(1, -1)).to_complex() == std::complex<double>(1, -1)));
+  CHECK((Scalar(std::complex<float>(1, -1)).to_complex() ==
+         std::complex<double>(1, -1)));
   CHECK((Scalar(4).to_complex() == std::complex<double>(4, 0)));
   CHECK((Scalar(true).to_complex() == std::complex<double>(1, 0)));
 
@@ -336,7 +352,8 @@ void test_names() {
   CHECK(!parse_implementation("Torch").has_value());
   CHECK(!parse_implementation("").has_value());
   CHECK(!parse_implementation("cuda").has_value());
-  for (auto impl : {Implementation::kDefault, Implementation::kNative, Implementation::kTorch}) {
+  for (auto impl : {Implementation::kDefault, Implementation::kNative,
+                    Implementation::kTorch}) {
     CHECK(parse_implementation(to_string(impl)) == impl);
   }
 
@@ -344,15 +361,21 @@ void test_names() {
   CHECK(to_string(DataType::kBFloat16) == "bfloat16");
   CHECK(to_string(DataType::kBool) == "bool");
   CHECK(to_string(DataType::kFloat8E4M3FN) == "float8_e4m3fn");
-  CHECK(element_size(DataType::kBool) == 1 && element_size(DataType::kComplex128) == 16);
-  CHECK(element_size(DataType::kComplex32) == 4 && element_size(DataType::kBFloat16) == 2);
-  CHECK(is_floating_point(DataType::kBFloat16) && !is_floating_point(DataType::kInt32));
+  CHECK(element_size(DataType::kBool) == 1 &&
+        element_size(DataType::kComplex128) == 16);
+  CHECK(element_size(DataType::kComplex32) == 4 &&
+        element_size(DataType::kBFloat16) == 2);
+  CHECK(is_floating_point(DataType::kBFloat16) &&
+        !is_floating_point(DataType::kInt32));
   CHECK(!is_floating_point(DataType::kComplex64));
-  CHECK(is_integral(DataType::kBool, true) && !is_integral(DataType::kBool, false));
-  CHECK(is_integral(DataType::kUInt64, false) && !is_integral(DataType::kFloat16, true));
+  CHECK(is_integral(DataType::kBool, true) &&
+        !is_integral(DataType::kBool, false));
+  CHECK(is_integral(DataType::kUInt64, false) &&
+        !is_integral(DataType::kFloat16, true));
   CHECK(is_complex(DataType::kComplex32) && !is_complex(DataType::kFloat64));
 
-  CHECK(to_string(DeviceType::kCpu) == "cpu" && to_string(DeviceType::kNvidia) == "nvidia");
+  CHECK(to_string(DeviceType::kCpu) == "cpu" &&
+        to_string(DeviceType::kNvidia) == "nvidia");
   CHECK(to_string(DeviceType::kAscend) == "ascend");
   CHECK((Device{DeviceType::kNvidia, 1} == Device{DeviceType::kNvidia, 1}));
   CHECK(!(Device{DeviceType::kNvidia, 1} == Device{DeviceType::kNvidia, 0}));
@@ -366,13 +389,14 @@ uint16_t reference_bf16(float f) {
   const uint16_t down = static_cast<uint16_t>(bits >> 16);  // toward zero
   const uint16_t up = static_cast<uint16_t>(down + 1);      // away from zero
   const double x = std::fabs(static_cast<double>(f));
-  const double lo = std::fabs(static_cast<double>(std::bit_cast<float>(uint32_t{down} << 16)));
+  const double lo = std::fabs(
+      static_cast<double>(std::bit_cast<float>(uint32_t{down} << 16)));
   // Rounding up past the largest finite value gives inf, which IEEE rounds
   // to as if it were the next power of two, 2^128.
-  const double hi =
-      (up & 0x7fff) == 0x7f80
-          ? std::ldexp(1.0, 128)
-          : std::fabs(static_cast<double>(std::bit_cast<float>(uint32_t{up} << 16)));
+  const double hi = (up & 0x7fff) == 0x7f80
+                        ? std::ldexp(1.0, 128)
+                        : std::fabs(static_cast<double>(
+                              std::bit_cast<float>(uint32_t{up} << 16)));
   if (x - lo < hi - x) return down;
   if (x - lo > hi - x) return up;
   return (down & 1) ? up : down;
@@ -389,11 +413,13 @@ void test_half_conversions() {
     const float bf = bfloat16_to_float(BFloat16{b});
     const bool half_nan = (b & 0x7c00) == 0x7c00 && (b & 0x3ff) != 0;
     const bool bf16_nan = (b & 0x7f80) == 0x7f80 && (b & 0x7f) != 0;
-    if (half_nan ? !std::isnan(hf) || !std::isnan(half_to_float(float_to_half(hf)))
-                 : float_to_half(hf).bits != b) {
+    if (half_nan
+            ? !std::isnan(hf) || !std::isnan(half_to_float(float_to_half(hf)))
+            : float_to_half(hf).bits != b) {
       ++half_bad;
     }
-    if (bf16_nan ? !std::isnan(bf) || !std::isnan(bfloat16_to_float(float_to_bfloat16(bf)))
+    if (bf16_nan ? !std::isnan(bf) ||
+                       !std::isnan(bfloat16_to_float(float_to_bfloat16(bf)))
                  : float_to_bfloat16(bf).bits != b) {
       ++bf16_bad;
     }
@@ -408,23 +434,25 @@ void test_half_conversions() {
   for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 997) {
     const float f = std::bit_cast<float>(static_cast<uint32_t>(bits));
     if (std::isnan(f)) continue;
-    const auto expected_half = std::bit_cast<uint16_t>(static_cast<_Float16>(f));
+    const auto expected_half =
+        std::bit_cast<uint16_t>(static_cast<_Float16>(f));
     if (float_to_half(f).bits != expected_half) ++half_mismatch;
-    if (!std::isinf(f) && float_to_bfloat16(f).bits != reference_bf16(f)) ++bf16_mismatch;
+    if (!std::isinf(f) && float_to_bfloat16(f).bits != reference_bf16(f))
+      ++bf16_mismatch;
   }
   CHECK(half_mismatch == 0);
   CHECK(bf16_mismatch == 0);
 
   // Hand-picked edges: ties to even, overflow, subnormals, signed zero.
   CHECK(float_to_half(1.0f).bits == 0x3c00);
-  CHECK(float_to_half(1.0f + 0x1p-11f).bits == 0x3c00);      // tie -> even (down)
+  CHECK(float_to_half(1.0f + 0x1p-11f).bits == 0x3c00);  // tie -> even (down)
   CHECK(float_to_half(1.0f + 3 * 0x1p-11f).bits == 0x3c02);  // tie -> even (up)
   CHECK(float_to_half(65504.0f).bits == 0x7bff);
   CHECK(float_to_half(65519.0f).bits == 0x7bff);
   CHECK(float_to_half(65520.0f).bits == 0x7c00);
   CHECK(float_to_half(-1e6f).bits == 0xfc00);
   CHECK(float_to_half(0x1p-24f).bits == 0x0001);
-  CHECK(float_to_half(0x1p-25f).bits == 0x0000);        // tie -> even (zero)
+  CHECK(float_to_half(0x1p-25f).bits == 0x0000);  // tie -> even (zero)
   CHECK(float_to_half(3 * 0x1p-26f).bits == 0x0001);
   CHECK(float_to_half(-0.0f).bits == 0x8000);
   CHECK(half_to_float(Half{0x0001}) == 0x1p-24f);
@@ -436,7 +464,8 @@ void test_half_conversions() {
   CHECK(float_to_bfloat16(1.0f + 0x1p-8f).bits == 0x3f80);      // tie -> even
   CHECK(float_to_bfloat16(1.0f + 3 * 0x1p-8f).bits == 0x3f82);  // tie -> even
   CHECK(float_to_bfloat16(std::numeric_limits<float>::max()).bits == 0x7f80);
-  CHECK(float_to_bfloat16(-std::numeric_limits<float>::infinity()).bits == 0xff80);
+  CHECK(float_to_bfloat16(-std::numeric_limits<float>::infinity()).bits ==
+        0xff80);
   // A NaN whose payload lives only in the low 16 bits must not become inf.
   const float low_nan = std::bit_cast<float>(0x7f800001u);
   CHECK(std::isnan(bfloat16_to_float(float_to_bfloat16(low_nan))));
@@ -447,6 +476,8 @@ void test_half_conversions() {
 }  // namespace
 
 int main() {
+  // Unbuffered, so the output up to a crash is not lost.
+  std::setvbuf(stdout, nullptr, _IONBF, 0);
   test_handle_refcount();
   test_handle_no_allocation();
   test_tensor_handle_rules();

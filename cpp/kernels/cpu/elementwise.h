@@ -50,24 +50,25 @@ bool binary_loop(const Tensor& a, const Tensor& b, Tensor& out, Op op) {
   T* o = static_cast<T*>(out.data());
   const T* x = static_cast<const T*>(a.data());
   const T* y = static_cast<const T*>(b.data());
-  for_each_row<3>(std::move(shape),
-                  {out.strides(), std::move(a_strides), std::move(b_strides)},
-                  [&](const std::array<int64_t, 3>& off, int64_t n,
-                      const std::array<int64_t, 3>& step) {
-                    T* po = o + off[0];
-                    const T* px = x + off[1];
-                    const T* py = y + off[2];
-                    if (step[0] == 1 && step[1] == 1 && step[2] == 1) {
-                      for (int64_t j = 0; j < n; ++j) {
-                        po[j] = from_float<T>(op(to_float(px[j]), to_float(py[j])));
-                      }
-                    } else {
-                      for (int64_t j = 0; j < n; ++j) {
-                        po[j * step[0]] = from_float<T>(
-                            op(to_float(px[j * step[1]]), to_float(py[j * step[2]])));
-                      }
-                    }
-                  });
+  for_each_row<3>(
+      std::move(shape),
+      {out.strides(), std::move(a_strides), std::move(b_strides)},
+      [&](const std::array<int64_t, 3>& off, int64_t n,
+          const std::array<int64_t, 3>& step) {
+        T* po = o + off[0];
+        const T* px = x + off[1];
+        const T* py = y + off[2];
+        if (step[0] == 1 && step[1] == 1 && step[2] == 1) {
+          for (int64_t j = 0; j < n; ++j) {
+            po[j] = from_float<T>(op(to_float(px[j]), to_float(py[j])));
+          }
+        } else {
+          for (int64_t j = 0; j < n; ++j) {
+            po[j * step[0]] = from_float<T>(
+                op(to_float(px[j * step[1]]), to_float(py[j * step[2]])));
+          }
+        }
+      });
   return true;
 }
 

@@ -35,7 +35,8 @@ inline float half_to_float(Half h) noexcept {
 }
 
 // Round to nearest, ties to even; overflow gives +-inf, NaN stays a (quiet)
-// NaN. Follows the well-known bit trick (F. Giesen, "float_to_half_fast3_rtne").
+// NaN. Follows the well-known bit trick (F. Giesen,
+// "float_to_half_fast3_rtne").
 inline Half float_to_half(float f) noexcept {
   uint32_t x = std::bit_cast<uint32_t>(f);
   const uint32_t sign = x & 0x80000000u;
@@ -48,7 +49,8 @@ inline Half float_to_half(float f) noexcept {
     // Result is subnormal or zero: adding this magic lets the FPU's own
     // round-to-nearest-even place the 10 mantissa bits at the bottom.
     constexpr uint32_t kMagicBits = ((127 - 15) + (23 - 10) + 1) << 23;
-    const float sum = std::bit_cast<float>(x) + std::bit_cast<float>(kMagicBits);
+    const float sum =
+        std::bit_cast<float>(x) + std::bit_cast<float>(kMagicBits);
     out = static_cast<uint16_t>(std::bit_cast<uint32_t>(sum) - kMagicBits);
   } else {
     const uint32_t mantissa_odd = (x >> 13) & 1u;

@@ -38,10 +38,9 @@ void rms_norm_rows(const Tensor& input, const Tensor& weight, float eps,
         const float inv_rms =
             1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
         for (int64_t j = 0; j < n; ++j) {
-          // PyTorch rounds the normalized value to T before applying the
-          // weight; doing the same keeps 16-bit results bit-comparable.
-          const float normed = to_float(from_float<T>(to_float(row[j * sx]) * inv_rms));
-          dst[j * so] = from_float<T>(normed * to_float(w[j * sw]));
+          // One rounding at the end, as PyTorch's CPU kernel does.
+          const float v = to_float(row[j * sx]) * inv_rms;
+          dst[j * so] = from_float<T>(v * to_float(w[j * sw]));
         }
       });
 }

@@ -95,7 +95,8 @@ void for_each_row(Dims shape, std::array<Dims, N> strides, F&& f) {
       --d;
       for (std::size_t k = 0; k < N; ++k) offsets[k] += strides[k][d];
       if (++index[d] < shape[d]) break;
-      for (std::size_t k = 0; k < N; ++k) offsets[k] -= strides[k][d] * shape[d];
+      for (std::size_t k = 0; k < N; ++k)
+        offsets[k] -= strides[k][d] * shape[d];
       index[d] = 0;
       if (d == 0) return;
     }
@@ -112,7 +113,8 @@ void for_each_index(Dims shape, std::array<Dims, N> strides, F&& f) {
                     std::array<int64_t, N> offsets = base;
                     for (int64_t j = 0; j < count; ++j) {
                       f(std::as_const(offsets));
-                      for (std::size_t k = 0; k < N; ++k) offsets[k] += steps[k];
+                      for (std::size_t k = 0; k < N; ++k)
+                        offsets[k] += steps[k];
                     }
                   });
 }

@@ -1,0 +1,165 @@
+// Core <-> ATen conversions that need more than the light headers.
+#include "torch/aten_convert.h"
+
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/from_blob.h>
+#include <c10/core/TensorImpl.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <string>
+
+namespace infini::ops::torch_bridge {
+
+namespace {
+
+void retain(void* impl) noexcept {
+  c10::raw::intrusive_ptr::incref(static_cast<c10::TensorImpl*>(impl));
+}
+
+void release(void* impl) noexcept {
+  c10::raw::intrusive_ptr::decref(static_cast<c10::TensorImpl*>(impl));
+}
+
+}  // namespace
+
+const HandleOps kTorchHandleOps{retain, release};
+std::atomic<bool> g_handle_reuse{true};
+
+c10::ScalarType to_aten(DataType dtype) {
+  switch (dtype) {
+    case DataType::kBool: return c10::ScalarType::Bool;
+    case DataType::kUInt8: return c10::ScalarType::Byte;
+    case DataType::kInt8: return c10::ScalarType::Char;
+    case DataType::kInt16: return c10::ScalarType::Short;
+    case DataType::kInt32: return c10::ScalarType::Int;
+    case DataType::kInt64: return c10::ScalarType::Long;
+    case DataType::kUInt16: return c10::ScalarType::UInt16;
+    case DataType::kUInt32: return c10::ScalarType::UInt32;
+    case DataType::kUInt64: return c10::ScalarType::UInt64;
+    case DataType::kFloat16: return c10::ScalarType::Half;
+    case DataType::kBFloat16: return c10::ScalarType::BFloat16;
+    case DataType::kFloat32: return c10::ScalarType::Float;
+    case DataType::kFloat64: return c10::ScalarType::Double;
+    case DataType::kComplex32: return c10::ScalarType::ComplexHalf;
+    case DataType::kComplex64: return c10::ScalarType::ComplexFloat;
+    case DataType::kComplex128: return c10::ScalarType::ComplexDouble;
+    case DataType::kFloat8E4M3FN: return c10::ScalarType::Float8_e4m3fn;
+    case DataType::kFloat8E5M2: return c10::ScalarType::Float8_e5m2;
+  }
+  throw ValueError("unknown core dtype " +
+                   std::to_string(static_cast<int>(dtype)));
+}
+
+DataType from_aten(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::Bool: return DataType::kBool;
+    case c10::ScalarType::Byte: return DataType::kUInt8;
+    case c10::ScalarType::Char: return DataType::kInt8;
+    case c10::ScalarType::Short: return DataType::kInt16;
+    case c10::ScalarType::Int: return DataType::kInt32;
+    case c10::ScalarType::Long: return DataType::kInt64;
+    case c10::ScalarType::UInt16: return DataType::kUInt16;
+    case c10::ScalarType::UInt32: return DataType::kUInt32;
+    case c10::ScalarType::UInt64: return DataType::kUInt64;
+    case c10::ScalarType::Half: return DataType::kFloat16;
+    case c10::ScalarType::BFloat16: return DataType::kBFloat16;
+    case c10::ScalarType::Float: return DataType::kFloat32;
+    case c10::ScalarType::Double: return DataType::kFloat64;
+    case c10::ScalarType::ComplexHalf: return DataType::kComplex32;
+    case c10::ScalarType::ComplexFloat: return DataType::kComplex64;
+    case c10::ScalarType::ComplexDouble: return DataType::kComplex128;
+    case c10::ScalarType::Float8_e4m3fn: return DataType::kFloat8E4M3FN;
+    case c10::ScalarType::Float8_e5m2: return DataType::kFloat8E5M2;
+    default:
+      break;
+  }
+  throw TypeError(std::string("dtype ") + c10::toString(type) +
+                  " is not supported by the library");
+}
+
+Device from_aten(c10::Device device) {
+  const auto index = static_cast<int16_t>(device.has_index() ? device.index() : -1);
+  switch (device.type()) {
+    case c10::DeviceType::CPU:
+      return Device{DeviceType::kCpu, index};
+    case c10::DeviceType::CUDA:
+      return Device{DeviceType::kNvidia, index};
+    default:
+      break;
+  }
+  throw TypeError("device type " + c10::DeviceTypeName(device.type(), true) +
+                  " is not supported by the library");
+}
+
+c10::Device to_aten(Device device) {
+  const auto index = static_cast<c10::DeviceIndex>(device.index);
+  switch (device.type) {
+    case DeviceType::kCpu:
+      return c10::Device(c10::DeviceType::CPU, index);
+    case DeviceType::kNvidia:
+      return c10::Device(c10::DeviceType::CUDA, index);
+    default:
+      break;
+  }
+  throw TypeError("device " + std::string(to_string(device.type)) +
+                  " has no PyTorch device in this build");
+}
+
+at::Scalar to_aten(const Scalar& s) {
+  switch (s.kind()) {
+    case Scalar::Kind::kBool: return at::Scalar(s.to_bool());
+    case Scalar::Kind::kInt: return at::Scalar(s.to_int());
+    case Scalar::Kind::kFloat: return at::Scalar(s.to_double());
+    case Scalar::Kind::kComplex:
+      return at::Scalar(c10::complex<double>(s.to_complex()));
+  }
+  throw ValueError("unknown scalar kind");
+}
+
+at::Tensor from_blob(const Tensor& t) {
+  const auto options =
+      at::TensorOptions().dtype(to_aten(t.dtype())).device(to_aten(t.device()));
+  const at::IntArrayRef sizes(t.shape().data(), t.shape().size());
+  const at::IntArrayRef strides(t.strides().data(), t.strides().size());
+  if (t.numel() == 0) {
+    return at::empty_strided(sizes, strides, options);
+  }
+  // Not resizable: an out of the wrong shape raises c10::Error (RuntimeError)
+  // instead of reallocating memory the library does not own.
+  return at::from_blob(t.data(), sizes, strides, options);
+}
+
+namespace {
+
+std::string shape_string(at::IntArrayRef sizes) {
+  std::string text = "[";
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    text += (k ? ", " : "") + std::to_string(sizes[k]);
+  }
+  return text + "]";
+}
+
+}  // namespace
+
+void output_not_resizable(const Tensor& t, const at::Tensor& a, const char* op,
+                          const char* name) {
+  throw Error(std::string(op) + "(): output '" + name + "' has shape " +
+              shape_string(at::IntArrayRef(t.shape().data(), t.shape().size())) +
+              " but the result has shape " + shape_string(a.sizes()) +
+              "; this output has no PyTorch handle (from_blob path), so it "
+              "cannot be resized: pass an output of the result's shape and "
+              "layout");
+}
+
+Tensor from_aten(const at::Tensor& t) {
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  retain(impl);  // the handle owns this reference
+  SourceHandle handle = SourceHandle::adopt(&kTorchHandleOps, impl);
+  const auto sizes = t.sizes();
+  const auto strides = t.strides();
+  return Tensor(t.data_ptr(), Dims(std::span<const int64_t>(sizes.data(), sizes.size())),
+                Dims(std::span<const int64_t>(strides.data(), strides.size())),
+                from_aten(t.scalar_type()), from_aten(t.device()), std::move(handle));
+}
+
+}  // namespace infini::ops::torch_bridge

@@ -1,0 +1,163 @@
+#pragma once
+// Core -> ATen conversions for the generated fallback wrappers. Only light
+// ATen headers: wrapper TUs compile under TORCH_ASSERT_ONLY_METHOD_OPERATORS.
+
+#include <ATen/core/List.h>
+#include <ATen/core/Tensor.h>
+#include <c10/core/Scalar.h>
+#include <c10/core/ScalarType.h>
+#include <c10/util/OptionalArrayRef.h>
+#include <c10/util/SmallVector.h>
+
+#include <array>
+#include <atomic>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "core/core.h"
+
+namespace infini::ops::torch_bridge {
+
+// The handle ops of tensors that came from torch; a handle of another
+// framework is never reinterpreted as an at::Tensor.
+extern const HandleOps kTorchHandleOps;
+
+// Off: ignore handles and rebuild every at::Tensor with from_blob (to test
+// and benchmark that path in the same process).
+extern std::atomic<bool> g_handle_reuse;
+
+// The from_blob path, for tensors without a torch handle (made in C++, or
+// derived with different metadata). at::empty_strided for zero-size tensors.
+at::Tensor from_blob(const Tensor& t);
+
+c10::ScalarType to_aten(DataType dtype);
+c10::Device to_aten(Device device);
+
+// Reuses the at::Tensor the tensor arrived with: one reference count, no new
+// TensorImpl. Inline, so the reuse path is a branch and an atomic increment.
+inline at::Tensor to_aten(const Tensor& t) {
+  if (t.has_handle() && t.handle().ops() == &kTorchHandleOps &&
+      g_handle_reuse.load(std::memory_order_relaxed)) [[likely]] {
+    return at::Tensor(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::
+                          reclaim_copy(static_cast<c10::TensorImpl*>(t.handle().get())));
+  }
+  return from_blob(t);
+}
+
+inline std::optional<at::Tensor> to_aten(const std::optional<Tensor>& t) {
+  if (!t) return std::nullopt;
+  return to_aten(*t);
+}
+
+// Holds converted tensors and converts to each list parameter type ATen uses.
+class AtenTensorList {
+ public:
+  c10::SmallVector<at::Tensor, 8> items;
+  operator at::TensorList() const { return items; }
+  operator at::ITensorListRef() const { return at::TensorList(items); }
+};
+
+inline AtenTensorList to_aten(std::span<const Tensor> ts) {
+  AtenTensorList list;
+  list.items.reserve(ts.size());
+  for (const Tensor& t : ts) list.items.push_back(to_aten(t));
+  return list;
+}
+inline AtenTensorList to_aten(std::span<Tensor> ts) {
+  return to_aten(std::span<const Tensor>(ts));
+}
+
+inline c10::List<std::optional<at::Tensor>> to_aten(
+    std::span<const std::optional<Tensor>> ts) {
+  c10::List<std::optional<at::Tensor>> list;
+  list.reserve(ts.size());
+  for (const auto& t : ts) list.push_back(to_aten(t));
+  return list;
+}
+
+at::Scalar to_aten(const Scalar& s);
+inline std::optional<at::Scalar> to_aten(const std::optional<Scalar>& s) {
+  if (!s) return std::nullopt;
+  return to_aten(*s);
+}
+
+class AtenScalarList {
+ public:
+  c10::SmallVector<at::Scalar, 8> items;
+  operator at::ArrayRef<at::Scalar>() const { return items; }
+};
+inline AtenScalarList to_aten(std::span<const Scalar> ss) {
+  AtenScalarList list;
+  for (const Scalar& s : ss) list.items.push_back(to_aten(s));
+  return list;
+}
+
+inline int64_t to_aten(int64_t v) { return v; }
+inline std::optional<int64_t> to_aten(std::optional<int64_t> v) { return v; }
+inline double to_aten(double v) { return v; }
+inline std::optional<double> to_aten(std::optional<double> v) { return v; }
+inline bool to_aten(bool v) { return v; }
+inline std::optional<bool> to_aten(std::optional<bool> v) { return v; }
+
+inline at::IntArrayRef to_aten(std::span<const int64_t> v) {
+  return at::IntArrayRef(v.data(), v.size());
+}
+inline at::OptionalIntArrayRef to_aten(
+    std::optional<std::span<const int64_t>> v) {
+  if (!v) return std::nullopt;
+  return at::IntArrayRef(v->data(), v->size());
+}
+inline std::optional<at::ArrayRef<double>> to_aten(
+    std::optional<std::span<const double>> v) {
+  if (!v) return std::nullopt;
+  return at::ArrayRef<double>(v->data(), v->size());
+}
+
+template <std::size_t N>
+std::array<bool, N> to_aten(const std::array<bool, N>& v) {
+  return v;
+}
+
+inline c10::string_view to_aten(std::string_view v) {
+  return c10::string_view(v.data(), v.size());
+}
+inline std::optional<c10::string_view> to_aten(
+    std::optional<std::string_view> v) {
+  if (!v) return std::nullopt;
+  return to_aten(*v);
+}
+
+inline std::optional<c10::ScalarType> to_aten(std::optional<DataType> dtype) {
+  if (!dtype) return std::nullopt;
+  return to_aten(*dtype);
+}
+
+// After the ATen call: an output that did not reuse its handle (from_blob
+// path) cannot follow a resize or restride ATen made, so the caller's tensor
+// would silently not hold the result. Raise instead (RuntimeError).
+[[noreturn]] void output_not_resizable(const Tensor& t, const at::Tensor& a,
+                                       const char* op, const char* name);
+
+inline void check_output(const Tensor& t, const at::Tensor& a, const char* op,
+                         const char* name) {
+  if (a.unsafeGetTensorImpl() == t.handle().get()) return;  // reused: ATen resized it
+  if (a.sizes() != at::IntArrayRef(t.shape().data(), t.shape().size()) ||
+      a.strides() != at::IntArrayRef(t.strides().data(), t.strides().size()) ||
+      (t.numel() != 0 && a.data_ptr() != t.data())) [[unlikely]] {
+    output_not_resizable(t, a, op, name);
+  }
+}
+
+inline void check_output(std::span<const Tensor> ts, const AtenTensorList& as,
+                         const char* op, const char* name) {
+  for (std::size_t k = 0; k < ts.size(); ++k) check_output(ts[k], as.items[k], op, name);
+}
+
+// ATen -> core, for the bridge's own use when a Python tensor arrives.
+DataType from_aten(c10::ScalarType type);  // TypeError when unsupported
+Device from_aten(c10::Device device);      // TypeError when unsupported
+// Wraps t: metadata copied, handle attached (t's TensorImpl gains a ref).
+Tensor from_aten(const at::Tensor& t);
+
+}  // namespace infini::ops::torch_bridge

@@ -1,0 +1,592 @@
+// Python -> core conversions and error translation for the bindings.
+#include "torch/python_args.h"
+
+#include <torch/csrc/Dtype.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <new>
+#include <string>
+
+#include "torch/aten_convert.h"
+
+namespace infini::ops::torch_bridge {
+
+namespace {
+
+std::string where(const Signature& sig, int i) {
+  return std::string(sig.op) + "(): argument '" + sig.names[i] + "'";
+}
+
+const char* type_name(PyObject* obj) { return Py_TYPE(obj)->tp_name; }
+
+[[noreturn]] void wrong_type(PyObject* obj, const Signature& sig, int i,
+                             const char* expected) {
+  throw TypeError(where(sig, i) + " must be " + expected + ", not " +
+                  type_name(obj));
+}
+
+[[noreturn]] void missing(const Signature& sig, int i) {
+  throw TypeError(std::string(sig.op) + "() missing required argument '" +
+                  sig.names[i] + "'");
+}
+
+bool is_int(PyObject* obj) {
+  return PyLong_Check(obj) && !PyBool_Check(obj);
+}
+
+// Python ints and objects with __index__ (numpy integers), not bool.
+bool int_like(PyObject* obj) {
+  if (PyBool_Check(obj)) return false;
+  if (PyLong_Check(obj)) return true;
+  return !THPVariable_Check(obj) && PyIndex_Check(obj);
+}
+
+int64_t unpack_int(PyObject* obj, const Signature& sig, int i) {
+  int overflow = 0;
+  long long value;
+  if (PyLong_Check(obj)) {
+    value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+  } else {
+    PyObject* index = PyNumber_Index(obj);
+    if (index == nullptr) {
+      PyErr_Clear();
+      wrong_type(obj, sig, i, "int");
+    }
+    value = PyLong_AsLongLongAndOverflow(index, &overflow);
+    Py_DECREF(index);
+  }
+  if (overflow != 0) {
+    // PyTorch's parser raises RuntimeError("Overflow when unpacking long").
+    throw Error(where(sig, i) + ": Overflow when unpacking long");
+  }
+  if (value == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    wrong_type(obj, sig, i, "int");
+  }
+  return value;
+}
+
+double unpack_float(PyObject* obj, const Signature& sig, int i) {
+  if (PyFloat_Check(obj)) return PyFloat_AS_DOUBLE(obj);
+  if (PyLong_Check(obj)) {
+    const double value = PyLong_AsDouble(obj);
+    if (value == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      throw Error(where(sig, i) + ": int too large to convert to float");
+    }
+    return value;
+  }
+  if (!THPVariable_Check(obj) && PyNumber_Check(obj) && !PyComplex_Check(obj)) {
+    const double value = PyFloat_AsDouble(obj);  // numpy floats
+    if (!(value == -1.0 && PyErr_Occurred())) return value;
+    PyErr_Clear();
+  }
+  wrong_type(obj, sig, i, "float");
+}
+
+Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i) {
+  if (!THPVariable_Check(obj)) wrong_type(obj, sig, i, "Tensor");
+  try {
+    return from_aten(THPVariable_Unpack(obj));
+  } catch (const TypeError& e) {
+    throw TypeError(where(sig, i) + ": " + e.what());
+  }
+}
+
+// A list or tuple (fast path) or any other sequence; never a str or tensor.
+PyObject* as_sequence(PyObject* obj, const Signature& sig, int i,
+                      const char* expected) {
+  if (PyList_Check(obj) || PyTuple_Check(obj)) {
+    Py_INCREF(obj);
+    return obj;
+  }
+  if (PyUnicode_Check(obj) || THPVariable_Check(obj) || !PySequence_Check(obj)) {
+    wrong_type(obj, sig, i, expected);
+  }
+  PyObject* seq = PySequence_Fast(obj, "");
+  if (seq == nullptr) {
+    PyErr_Clear();
+    wrong_type(obj, sig, i, expected);
+  }
+  return seq;
+}
+
+class SequenceRef {
+ public:
+  SequenceRef(PyObject* obj, const Signature& sig, int i, const char* expected)
+      : seq_(as_sequence(obj, sig, i, expected)) {}
+  ~SequenceRef() { Py_DECREF(seq_); }
+  Py_ssize_t size() const { return PySequence_Fast_GET_SIZE(seq_); }
+  PyObject* operator[](Py_ssize_t k) const {
+    return PySequence_Fast_GET_ITEM(seq_, k);
+  }
+
+ private:
+  PyObject* seq_;
+};
+
+Scalar unpack_scalar(PyObject* obj, const Signature& sig, int i) {
+  if (PyBool_Check(obj)) return Scalar(obj == Py_True);
+  if (PyLong_Check(obj)) return Scalar(unpack_int(obj, sig, i));
+  if (PyFloat_Check(obj)) return Scalar(PyFloat_AS_DOUBLE(obj));
+  if (PyComplex_Check(obj)) {
+    return Scalar(std::complex<double>(PyComplex_RealAsDouble(obj),
+                                       PyComplex_ImagAsDouble(obj)));
+  }
+  if (int_like(obj)) return Scalar(unpack_int(obj, sig, i));
+  if (!THPVariable_Check(obj) && PyNumber_Check(obj)) {
+    return Scalar(unpack_float(obj, sig, i));
+  }
+  wrong_type(obj, sig, i, "Number");
+}
+
+Dims unpack_int_list(PyObject* obj, const Signature& sig, int i,
+                     std::size_t size) {
+  if (int_like(obj)) {
+    if (size == 0) wrong_type(obj, sig, i, "tuple of ints");
+    return Dims(size, unpack_int(obj, sig, i));
+  }
+  SequenceRef seq(obj, sig, i, "tuple of ints");
+  Dims values(static_cast<std::size_t>(seq.size()));
+  for (Py_ssize_t k = 0; k < seq.size(); ++k) {
+    PyObject* item = seq[k];
+    if (!int_like(item)) {
+      throw TypeError(where(sig, i) + " must be tuple of ints, but found element of type " +
+                      type_name(item) + " at pos " + std::to_string(k));
+    }
+    values[static_cast<std::size_t>(k)] = unpack_int(item, sig, i);
+  }
+  if (size != 0 && values.size() != size && values.size() != 1) {
+    throw TypeError(where(sig, i) + " must be a tuple of " + std::to_string(size) +
+                    " ints, got " + std::to_string(values.size()));
+  }
+  if (size > 1 && values.size() == 1) return Dims(size, values[0]);
+  return values;
+}
+
+std::string_view unpack_str(PyObject* obj, const Signature& sig, int i) {
+  if (!PyUnicode_Check(obj)) wrong_type(obj, sig, i, "str");
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(obj, &size);
+  if (data == nullptr) {
+    PyErr_Clear();
+    throw ValueError(where(sig, i) + " is not valid UTF-8");
+  }
+  return std::string_view(data, static_cast<std::size_t>(size));
+}
+
+DataType unpack_dtype(PyObject* obj, const Signature& sig, int i) {
+  if (!THPDtype_Check(obj)) wrong_type(obj, sig, i, "torch.dtype");
+  try {
+    return from_aten(reinterpret_cast<THPDtype*>(obj)->scalar_type);
+  } catch (const TypeError& e) {
+    throw TypeError(where(sig, i) + ": " + e.what());
+  }
+}
+
+bool unpack_bool(PyObject* obj, const Signature& sig, int i) {
+  if (PyBool_Check(obj)) return obj == Py_True;
+  wrong_type(obj, sig, i, "bool");
+}
+
+bool absent(PyObject* obj) { return obj == nullptr || obj == Py_None; }
+
+}  // namespace
+
+bool parse_args(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
+                PyObject* kwnames, PyObject** slots) {
+  if (nargs > sig.num_positional) {
+    PyErr_Format(PyExc_TypeError,
+                 "%s() takes at most %d positional argument%s (%zd given)",
+                 sig.op, sig.num_positional, sig.num_positional == 1 ? "" : "s",
+                 nargs);
+    return false;
+  }
+  for (Py_ssize_t k = 0; k < nargs; ++k) slots[k] = args[k];
+  if (kwnames == nullptr) return true;
+  if (sig.keys[0] == nullptr) {
+    for (int p = 0; p < sig.num_params; ++p) {
+      sig.keys[p] = PyUnicode_InternFromString(sig.names[p]);
+      if (sig.keys[p] == nullptr) return false;
+    }
+  }
+  const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+    int found = -1;
+    for (int p = 0; p < sig.num_params; ++p) {  // interned: pointer compare
+      if (sig.keys[p] == key) {
+        found = p;
+        break;
+      }
+    }
+    if (found < 0) {
+      for (int p = 0; p < sig.num_params; ++p) {
+        if (PyUnicode_Compare(sig.keys[p], key) == 0) {
+          found = p;
+          break;
+        }
+      }
+      if (PyErr_Occurred()) return false;
+    }
+    if (found < 0) {
+      PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'",
+                   sig.op, key);
+      return false;
+    }
+    if (slots[found] != nullptr) {
+      PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'",
+                   sig.op, sig.names[found]);
+      return false;
+    }
+    slots[found] = args[nargs + k];
+  }
+  return true;
+}
+
+Tensor tensor_arg(PyObject* obj, const Signature& sig, int i) {
+  if (obj == nullptr) missing(sig, i);
+  return unpack_tensor(obj, sig, i);
+}
+
+std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i) {
+  if (obj == nullptr) missing(sig, i);
+  return tensor_opt_arg(obj, sig, i, std::nullopt);
+}
+
+std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                     std::nullopt_t) {
+  if (absent(obj)) return std::nullopt;
+  return unpack_tensor(obj, sig, i);
+}
+
+TensorListArg tensor_list_arg(PyObject* obj, const Signature& sig, int i) {
+  if (obj == nullptr) missing(sig, i);
+  SequenceRef seq(obj, sig, i, "tuple of Tensors");
+  TensorListArg list;
+  list.items.reserve(static_cast<std::size_t>(seq.size()));
+  for (Py_ssize_t k = 0; k < seq.size(); ++k) {
+    if (!THPVariable_Check(seq[k])) {
+      throw TypeError(where(sig, i) + " must be tuple of Tensors, but found element of type " +
+                      type_name(seq[k]) + " at pos " + std::to_string(k));
+    }
+    list.items.push_back(unpack_tensor(seq[k], sig, i));
+  }
+  return list;
+}
+
+OptionalTensorListArg tensor_opt_list_arg(PyObject* obj, const Signature& sig,
+                                          int i) {
+  if (obj == nullptr) missing(sig, i);
+  SequenceRef seq(obj, sig, i, "tuple of Tensors");
+  OptionalTensorListArg list;
+  list.items.reserve(static_cast<std::size_t>(seq.size()));
+  for (Py_ssize_t k = 0; k < seq.size(); ++k) {
+    if (seq[k] == Py_None) {
+      list.items.emplace_back(std::nullopt);
+    } else if (THPVariable_Check(seq[k])) {
+      list.items.emplace_back(unpack_tensor(seq[k], sig, i));
+    } else {
+      throw TypeError(where(sig, i) + " must be tuple of Tensors or None, but found element of type " +
+                      type_name(seq[k]) + " at pos " + std::to_string(k));
+    }
+  }
+  return list;
+}
+
+Scalar scalar_arg(PyObject* obj, const Signature& sig, int i) {
+  if (obj == nullptr) missing(sig, i);
+  return unpack_scalar(obj, sig, i);
+}
+
+Scalar scalar_arg(PyObject* obj, const Signature& sig, int i, Scalar dflt) {
+  return obj == nullptr ? dflt : unpack_scalar(obj, sig, i);
+}
+
+std::optional<Scalar> scalar_opt_arg(PyObject* obj, const Signature& sig, int i) {
+  if (obj == nullptr) missing(sig, i);
+  return scalar_opt_arg(obj, sig, i, std::nullopt);
+}
+
+std::optional<Scalar> scalar_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                     std::nullopt_t) {
+  if (absent(obj)) return std::nullopt;
+  return unpack_scalar(obj, sig, i);
+}
+
+ScalarListArg scalar_list_arg(PyObject* obj, const Signature& sig, int i) {
+  if (obj == nullptr) missing(sig, i);
+  SequenceRef seq(obj, sig, i, "tuple of Numbers");
+  ScalarListArg list;
+  for (Py_ssize_t k = 0; k < seq.size(); ++k) {
+    list.items.push_back(unpack_scalar(seq[k], sig, i));
+  }
+  return list;
+}
+
+int64_t int_arg(PyObject* obj, const Signature& sig, int i) {
+  if (obj == nullptr) missing(sig, i);
+  if (!int_like(obj)) wrong_type(obj, sig, i, "int");
+  return unpack_int(obj, sig, i);
+}
+
+int64_t int_arg(PyObject* obj, const Signature& sig, int i, int64_t dflt) {
+  return obj == nullptr ? dflt : int_arg(obj, sig, i);
+}
+
+std::optional<int64_t> int_opt_arg(PyObject* obj, const Signature& sig, int i) {
+  if (obj == nullptr) missing(sig, i);
+  return int_opt_arg(obj, sig, i, std::nullopt);
+}
+
+std::optional<int64_t> int_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                   std::nullopt_t) {
+  if (absent(obj)) return std::nullopt;
+  return int_arg(obj, sig, i);
+}
+
+IntListArg int_list_arg(PyObject* obj, const Signature& sig, int i,
+                        std::size_t size) {
+  if (obj == nullptr) missing(sig, i);
+  return IntListArg{unpack_int_list(obj, sig, i, size)};
+}
+
+IntListArg int_list_arg(PyObject* obj, const Signature& sig, int i,
+                        std::size_t size, std::initializer_list<int64_t> dflt) {
+  if (obj == nullptr) return IntListArg{Dims(dflt)};
+  return IntListArg{unpack_int_list(obj, sig, i, size)};
+}
+
+OptionalIntListArg int_list_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                    std::size_t size) {
+  if (obj == nullptr) missing(sig, i);
+  return int_list_opt_arg(obj, sig, i, size, std::nullopt);
+}
+
+OptionalIntListArg int_list_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                    std::size_t size, std::nullopt_t) {
+  if (absent(obj)) return OptionalIntListArg{};
+  return OptionalIntListArg{unpack_int_list(obj, sig, i, size)};
+}
+
+double float_arg(PyObject* obj, const Signature& sig, int i) {
+  if (obj == nullptr) missing(sig, i);
+  return unpack_float(obj, sig, i);
+}
+
+double float_arg(PyObject* obj, const Signature& sig, int i, double dflt) {
+  return obj == nullptr ? dflt : unpack_float(obj, sig, i);
+}
+
+std::optional<double> float_opt_arg(PyObject* obj, const Signature& sig, int i) {
+  if (obj == nullptr) missing(sig, i);
+  return float_opt_arg(obj, sig, i, std::nullopt);
+}
+
+std::optional<double> float_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                    std::nullopt_t) {
+  if (absent(obj)) return std::nullopt;
+  return unpack_float(obj, sig, i);
+}
+
+OptionalFloatListArg float_list_opt_arg(PyObject* obj, const Signature& sig,
+                                        int i) {
+  if (obj == nullptr) missing(sig, i);
+  return float_list_opt_arg(obj, sig, i, std::nullopt);
+}
+
+OptionalFloatListArg float_list_opt_arg(PyObject* obj, const Signature& sig,
+                                        int i, std::nullopt_t) {
+  if (absent(obj)) return OptionalFloatListArg{};
+  SequenceRef seq(obj, sig, i, "tuple of floats");
+  std::vector<double> values;
+  for (Py_ssize_t k = 0; k < seq.size(); ++k) {
+    values.push_back(unpack_float(seq[k], sig, i));
+  }
+  return OptionalFloatListArg{std::move(values)};
+}
+
+bool bool_arg(PyObject* obj, const Signature& sig, int i) {
+  if (obj == nullptr) missing(sig, i);
+  return unpack_bool(obj, sig, i);
+}
+
+bool bool_arg(PyObject* obj, const Signature& sig, int i, bool dflt) {
+  return obj == nullptr ? dflt : unpack_bool(obj, sig, i);
+}
+
+std::optional<bool> bool_opt_arg(PyObject* obj, const Signature& sig, int i) {
+  if (obj == nullptr) missing(sig, i);
+  return bool_opt_arg(obj, sig, i, std::nullopt);
+}
+
+std::optional<bool> bool_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                 std::nullopt_t) {
+  if (absent(obj)) return std::nullopt;
+  return unpack_bool(obj, sig, i);
+}
+
+void fill_bool_array(PyObject* obj, const Signature& sig, int i, bool* out,
+                     std::size_t n) {
+  if (obj == nullptr) missing(sig, i);
+  SequenceRef seq(obj, sig, i, "tuple of bools");
+  if (static_cast<std::size_t>(seq.size()) != n) {
+    throw TypeError(where(sig, i) + " must be a tuple of " + std::to_string(n) +
+                    " bools, got " + std::to_string(seq.size()));
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    out[k] = unpack_bool(seq[static_cast<Py_ssize_t>(k)], sig, i);
+  }
+}
+
+std::string_view str_arg(PyObject* obj, const Signature& sig, int i) {
+  if (obj == nullptr) missing(sig, i);
+  return unpack_str(obj, sig, i);
+}
+
+std::string_view str_arg(PyObject* obj, const Signature& sig, int i,
+                         std::string_view dflt) {
+  return obj == nullptr ? dflt : unpack_str(obj, sig, i);
+}
+
+std::optional<std::string_view> str_opt_arg(PyObject* obj, const Signature& sig,
+                                            int i) {
+  if (obj == nullptr) missing(sig, i);
+  return str_opt_arg(obj, sig, i, std::nullopt);
+}
+
+std::optional<std::string_view> str_opt_arg(PyObject* obj, const Signature& sig,
+                                            int i, std::nullopt_t) {
+  if (absent(obj)) return std::nullopt;
+  return unpack_str(obj, sig, i);
+}
+
+DataType dtype_arg(PyObject* obj, const Signature& sig, int i) {
+  if (obj == nullptr) missing(sig, i);
+  return unpack_dtype(obj, sig, i);
+}
+
+std::optional<DataType> dtype_opt_arg(PyObject* obj, const Signature& sig,
+                                      int i) {
+  if (obj == nullptr) missing(sig, i);
+  return dtype_opt_arg(obj, sig, i, std::nullopt);
+}
+
+std::optional<DataType> dtype_opt_arg(PyObject* obj, const Signature& sig,
+                                      int i, std::nullopt_t) {
+  if (absent(obj)) return std::nullopt;
+  return unpack_dtype(obj, sig, i);
+}
+
+Implementation implementation_arg(PyObject* obj, const Signature& sig, int i) {
+  if (absent(obj)) return Implementation::kDefault;
+  const auto parsed = parse_implementation(unpack_str(obj, sig, i));
+  if (!parsed) {
+    throw ValueError(where(sig, i) + " must be 'default', 'native' or 'torch', got '" +
+                     std::string(unpack_str(obj, sig, i)) + "'");
+  }
+  return *parsed;
+}
+
+void raise_python_error(const Signature& sig) noexcept {
+  try {
+    throw;
+  } catch (const TypeError& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (const ValueError& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const IndexError& e) {
+    PyErr_SetString(PyExc_IndexError, e.what());
+  } catch (const NotImplementedError& e) {
+    PyErr_SetString(PyExc_NotImplementedError, e.what());
+  } catch (const Error& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (...) {
+    // c10 errors and the rest: exactly PyTorch's own translation.
+    torch::translate_exception_to_python(std::current_exception());
+  }
+  (void)sig;
+}
+
+PyObject* implementations_dict(const OpImplementations* ops, std::size_t n) {
+  PyObject* platforms = py_platforms(nullptr, nullptr);
+  if (platforms == nullptr) return nullptr;
+  PyObject* result = PyDict_New();
+  PyObject* native = PyUnicode_FromString("native");
+  PyObject* torch = PyUnicode_FromString("torch");
+  bool ok = result != nullptr && native != nullptr && torch != nullptr;
+  for (std::size_t k = 0; ok && k < n; ++k) {
+    PyObject* per_platform = PyDict_New();
+    ok = per_platform != nullptr;
+    for (Py_ssize_t p = 0; ok && p < PyList_GET_SIZE(platforms); ++p) {
+      PyObject* name = PyList_GET_ITEM(platforms, p);
+      const std::string list = std::string(",") + ops[k].native + ",";
+      const std::string needle = std::string(",") + PyUnicode_AsUTF8(name) + ",";
+      const bool has_native = list.find(needle) != std::string::npos;
+      PyObject* impls = PyList_New(0);
+      ok = impls != nullptr && (!has_native || PyList_Append(impls, native) == 0) &&
+           PyList_Append(impls, torch) == 0;
+      ok = ok && PyDict_SetItem(per_platform, name, impls) == 0;
+      Py_XDECREF(impls);
+    }
+    ok = ok && PyDict_SetItemString(result, ops[k].op, per_platform) == 0;
+    Py_XDECREF(per_platform);
+  }
+  Py_XDECREF(native);
+  Py_XDECREF(torch);
+  Py_DECREF(platforms);
+  if (!ok) {
+    Py_XDECREF(result);
+    return nullptr;
+  }
+  return result;
+}
+
+PyObject* py_platforms(PyObject*, PyObject*) {
+  PyObject* list = PyList_New(0);
+  if (list == nullptr) return nullptr;
+  const char* built[] = {
+#ifdef WITH_CPU
+      "cpu",
+#endif
+#ifdef WITH_NVIDIA
+      "nvidia",
+#endif
+      nullptr};
+  for (const char** p = built; *p != nullptr; ++p) {
+    PyObject* name = PyUnicode_FromString(*p);
+    if (name == nullptr || PyList_Append(list, name) < 0) {
+      Py_XDECREF(name);
+      Py_DECREF(list);
+      return nullptr;
+    }
+    Py_DECREF(name);
+  }
+  return list;
+}
+
+PyObject* py_set_handle_reuse(PyObject*, PyObject* enabled) {
+  if (!PyBool_Check(enabled)) {
+    PyErr_Format(PyExc_TypeError, "set_handle_reuse() takes a bool, not %s",
+                 Py_TYPE(enabled)->tp_name);
+    return nullptr;
+  }
+  g_handle_reuse.store(enabled == Py_True, std::memory_order_relaxed);
+  Py_RETURN_NONE;
+}
+
+PyObject* py_handle_reuse(PyObject*, PyObject*) {
+  return PyBool_FromLong(g_handle_reuse.load(std::memory_order_relaxed));
+}
+
+bool init_module(PyObject*) {
+  PyObject* torch = PyImport_ImportModule("torch");
+  if (torch == nullptr) return false;
+  Py_DECREF(torch);
+  return true;
+}
+
+}  // namespace infini::ops::torch_bridge

@@ -1,0 +1,195 @@
+#pragma once
+// Python -> core conversions used by the generated bindings. Deliberately
+// free of ATen headers so the bindings TU compiles fast; the definitions
+// (which need torch's Python API) live in python_args.cpp.
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <array>
+#include <cstddef>
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/core.h"
+
+namespace infini::ops::torch_bridge {
+
+// One op's Python parameters: positional ones first, then keyword-only.
+struct Signature {
+  const char* op;
+  const char* const* names;
+  PyObject** keys;  // interned names, filled on first use (GIL held)
+  int num_params;
+  int num_positional;
+};
+
+// Fills slots[i] with a borrowed reference to parameter i, or nullptr when
+// it was not given. False (with a Python TypeError set) on bad arity, an
+// unknown keyword or a parameter given twice.
+bool parse_args(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
+                PyObject* kwnames, PyObject** slots);
+
+// Converters. The 3-argument form is for a required parameter; the form with
+// a trailing default is used when the parameter has one. Bad values throw
+// TypeError/ValueError naming the op and the parameter.
+Tensor tensor_arg(PyObject* obj, const Signature& sig, int i);
+std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i);
+std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                     std::nullopt_t);
+
+class TensorListArg {
+ public:
+  std::vector<Tensor> items;
+  operator std::span<const Tensor>() const { return items; }
+  operator std::span<Tensor>() { return items; }
+};
+TensorListArg tensor_list_arg(PyObject* obj, const Signature& sig, int i);
+
+class OptionalTensorListArg {
+ public:
+  std::vector<std::optional<Tensor>> items;
+  operator std::span<const std::optional<Tensor>>() const { return items; }
+};
+OptionalTensorListArg tensor_opt_list_arg(PyObject* obj, const Signature& sig,
+                                          int i);
+
+Scalar scalar_arg(PyObject* obj, const Signature& sig, int i);
+Scalar scalar_arg(PyObject* obj, const Signature& sig, int i, Scalar dflt);
+std::optional<Scalar> scalar_opt_arg(PyObject* obj, const Signature& sig, int i);
+std::optional<Scalar> scalar_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                     std::nullopt_t);
+
+class ScalarListArg {
+ public:
+  std::vector<Scalar> items;
+  operator std::span<const Scalar>() const { return items; }
+};
+ScalarListArg scalar_list_arg(PyObject* obj, const Signature& sig, int i);
+
+int64_t int_arg(PyObject* obj, const Signature& sig, int i);
+int64_t int_arg(PyObject* obj, const Signature& sig, int i, int64_t dflt);
+std::optional<int64_t> int_opt_arg(PyObject* obj, const Signature& sig, int i);
+std::optional<int64_t> int_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                   std::nullopt_t);
+
+// Inline storage for up to 8 values: no heap allocation for usual dims.
+class IntListArg {
+ public:
+  Dims values;
+  operator std::span<const int64_t>() const { return values.span(); }
+};
+// size: N of an int[N] parameter (one int is then repeated N times), else 0.
+IntListArg int_list_arg(PyObject* obj, const Signature& sig, int i,
+                        std::size_t size);
+IntListArg int_list_arg(PyObject* obj, const Signature& sig, int i,
+                        std::size_t size, std::initializer_list<int64_t> dflt);
+
+class OptionalIntListArg {
+ public:
+  std::optional<Dims> values;
+  operator std::optional<std::span<const int64_t>>() const {
+    if (!values) return std::nullopt;
+    return values->span();
+  }
+};
+OptionalIntListArg int_list_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                    std::size_t size);
+OptionalIntListArg int_list_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                    std::size_t size, std::nullopt_t);
+
+double float_arg(PyObject* obj, const Signature& sig, int i);
+double float_arg(PyObject* obj, const Signature& sig, int i, double dflt);
+std::optional<double> float_opt_arg(PyObject* obj, const Signature& sig, int i);
+std::optional<double> float_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                    std::nullopt_t);
+
+class OptionalFloatListArg {
+ public:
+  std::optional<std::vector<double>> values;
+  operator std::optional<std::span<const double>>() const {
+    if (!values) return std::nullopt;
+    return std::span<const double>(*values);
+  }
+};
+OptionalFloatListArg float_list_opt_arg(PyObject* obj, const Signature& sig,
+                                        int i);
+OptionalFloatListArg float_list_opt_arg(PyObject* obj, const Signature& sig,
+                                        int i, std::nullopt_t);
+
+bool bool_arg(PyObject* obj, const Signature& sig, int i);
+bool bool_arg(PyObject* obj, const Signature& sig, int i, bool dflt);
+std::optional<bool> bool_opt_arg(PyObject* obj, const Signature& sig, int i);
+std::optional<bool> bool_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                 std::nullopt_t);
+
+void fill_bool_array(PyObject* obj, const Signature& sig, int i, bool* out,
+                     std::size_t n);
+template <std::size_t N>
+std::array<bool, N> bool_array_arg(PyObject* obj, const Signature& sig, int i) {
+  std::array<bool, N> result{};
+  fill_bool_array(obj, sig, i, result.data(), N);
+  return result;
+}
+
+// Views into the Python str, which the caller's arguments keep alive.
+std::string_view str_arg(PyObject* obj, const Signature& sig, int i);
+std::string_view str_arg(PyObject* obj, const Signature& sig, int i,
+                         std::string_view dflt);
+std::optional<std::string_view> str_opt_arg(PyObject* obj, const Signature& sig,
+                                            int i);
+std::optional<std::string_view> str_opt_arg(PyObject* obj, const Signature& sig,
+                                            int i, std::nullopt_t);
+
+DataType dtype_arg(PyObject* obj, const Signature& sig, int i);
+std::optional<DataType> dtype_opt_arg(PyObject* obj, const Signature& sig,
+                                      int i);
+std::optional<DataType> dtype_opt_arg(PyObject* obj, const Signature& sig,
+                                      int i, std::nullopt_t);
+
+// implementation="default"|"native"|"torch" (None or absent: default).
+Implementation implementation_arg(PyObject* obj, const Signature& sig, int i);
+
+// Releases the GIL while the kernel runs, as PyTorch does.
+class GilRelease {
+ public:
+  GilRelease() noexcept : state_(PyEval_SaveThread()) {}
+  ~GilRelease() { PyEval_RestoreThread(state_); }
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
+inline PyObject* new_reference(PyObject* obj) {
+  Py_INCREF(obj);
+  return obj;
+}
+
+// Call inside `catch (...)`: sets the Python exception PyTorch would raise
+// (c10::IndexError -> IndexError, ...; core errors likewise).
+void raise_python_error(const Signature& sig) noexcept;
+
+using FastCall = PyObject* (*)(PyObject*, PyObject* const*, Py_ssize_t,
+                               PyObject*);
+inline PyCFunction fastcall(FastCall f) {
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f));
+}
+
+struct OpImplementations {
+  const char* op;
+  const char* native;  // comma-separated platforms with a native kernel
+};
+PyObject* implementations_dict(const OpImplementations* ops, std::size_t n);
+PyObject* py_platforms(PyObject*, PyObject*);
+PyObject* py_set_handle_reuse(PyObject*, PyObject* enabled);
+PyObject* py_handle_reuse(PyObject*, PyObject*);
+
+// Imports torch (THPVariableClass must exist before any tensor check).
+bool init_module(PyObject* module);
+
+}  // namespace infini::ops::torch_bridge

@@ -1,0 +1,54 @@
+"""Shared fixtures of the generator tests (tests/test_generator_*.py)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from click.testing import CliRunner
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+
+# The package is a flat layout at the repo root; make it importable without
+# an install, whatever directory pytest was started from.
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def basic_specs(tmp_path: Path) -> Path:
+    """A private copy of tests/fixtures/specs/basic/ (safe to edit)."""
+    dest = tmp_path / "specs" / "basic"
+    shutil.copytree(FIXTURES / "specs" / "basic", dest)
+    return dest
+
+
+def invoke(runner: CliRunner, *args: str):
+    """Run `infiniops-codegen ARGS`; the result's output has stdout+stderr."""
+    from infiniops_codegen.cli import main
+
+    return runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Relative POSIX path -> bytes of every file under root."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def helpers() -> SimpleNamespace:
+    """`invoke` and `tree`, for test modules (conftest is not importable)."""
+    return SimpleNamespace(invoke=invoke, tree=tree)

@@ -1,0 +1,197 @@
+"""CLI tests of `infiniops-codegen generate` and `generate --check`, run with
+click's CliRunner on a private copy of tests/fixtures/specs/basic/ and
+temporary output directories (never the repository's generated/)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from infiniops_codegen import pipeline
+from infiniops_codegen.render import MARKER
+from infiniops_codegen.schema_db import torch_version
+
+OWNED_LINE = f"// {MARKER} from basic/ops.yaml — do not edit\n"
+
+
+@pytest.fixture
+def out(tmp_path, basic_specs, runner, helpers):
+    """An output dir freshly generated from the basic fixture."""
+    out = tmp_path / "out"
+    result = helpers.invoke(runner, "generate", "--specs", basic_specs, "--out", out)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def check(runner, helpers, specs, out):
+    return helpers.invoke(runner, "generate", "--check", "--specs", specs, "--out", out)
+
+
+def test_generate_writes_every_file(out, basic_specs, helpers):
+    files = helpers.tree(out)
+    assert {"ops.h", "ops.cpp", "manifest.json", "infiniops.pyi"} <= files.keys()
+    assert any(rel.startswith("torch_fallback/shard_") for rel in files)
+    for rel, data in files.items():
+        assert MARKER.encode() in data.split(b"\n", 1)[0], rel
+    rendered = pipeline.generate(basic_specs).files
+    assert files == {rel: text.encode() for rel, text in rendered.items()}
+
+
+def test_generate_reports_counts(tmp_path, basic_specs, runner, helpers):
+    result = helpers.invoke(
+        runner, "generate", "--specs", basic_specs, "--out", tmp_path / "o"
+    )
+    assert result.exit_code == 0, result.output
+    n = len(helpers.tree(tmp_path / "o"))
+    assert "generated 9 ops into " in result.output
+    assert f"{n} written, 0 removed, 0 unchanged" in result.output
+
+
+def test_check_on_a_clean_dir_exits_0(out, basic_specs, runner, helpers):
+    result = check(runner, helpers, basic_specs, out)
+    assert result.exit_code == 0, result.output
+    assert "is up to date" in result.output
+    assert "stale" not in result.output and "missing" not in result.output
+
+
+def test_check_names_an_edited_file_with_a_diff(out, basic_specs, runner, helpers):
+    before = helpers.tree(out)
+    path = out / "ops.cpp"
+    path.write_text(path.read_text() + "// hand edit\n")
+    result = check(runner, helpers, basic_specs, out)
+    assert result.exit_code == 1, result.output
+    assert "stale: ops.cpp" in result.output
+    assert "--- ops.cpp (on disk)" in result.output
+    assert "+++ ops.cpp (generated)" in result.output
+    assert "\n-// hand edit\n" in result.output
+    assert "stale: ops.h" not in result.output
+    # --check writes nothing
+    after = helpers.tree(out)
+    assert after["ops.cpp"].endswith(b"// hand edit\n")
+    assert {k: v for k, v in after.items() if k != "ops.cpp"} == {
+        k: v for k, v in before.items() if k != "ops.cpp"
+    }
+
+
+def test_check_reports_an_extra_owned_file(out, basic_specs, runner, helpers):
+    (out / "torch_fallback" / "shard_077.cpp").write_text(OWNED_LINE + "int x;\n")
+    result = check(runner, helpers, basic_specs, out)
+    assert result.exit_code == 1, result.output
+    assert "extra: torch_fallback/shard_077.cpp" in result.output
+    assert (out / "torch_fallback" / "shard_077.cpp").exists()  # check only
+
+
+def test_check_reports_a_missing_file(out, basic_specs, runner, helpers):
+    (out / "ops.h").unlink()
+    result = check(runner, helpers, basic_specs, out)
+    assert result.exit_code == 1, result.output
+    assert "missing: ops.h" in result.output
+    assert not (out / "ops.h").exists()
+
+
+def test_check_lists_every_problem_at_once(out, basic_specs, runner, helpers):
+    (out / "ops.h").unlink()
+    (out / "bindings.cpp").write_text(OWNED_LINE)
+    (out / "old.h").write_text(OWNED_LINE)
+    result = check(runner, helpers, basic_specs, out)
+    assert result.exit_code == 1
+    for line in ("stale: bindings.cpp", "missing: ops.h", "extra: old.h"):
+        assert line in result.output
+    assert "(3 files)" in result.output
+
+
+def test_files_it_does_not_own_are_left_alone(out, basic_specs, runner, helpers):
+    mine = {
+        out / "NOTES.txt": "my notes\n",
+        out / "torch_fallback" / "local.cpp": f"// mine\n// {MARKER} (2nd line)\n",
+        out / "extra" / "thing.h": "#pragma once\n",
+    }
+    for path, text in mine.items():
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    stamps = {path: path.stat().st_mtime_ns for path in mine}
+    result = check(runner, helpers, basic_specs, out)
+    assert result.exit_code == 0, result.output
+    assert "NOTES" not in result.output and "local.cpp" not in result.output
+    # generate that rewrites and removes owned files still leaves them alone
+    (out / "ops.h").write_text(OWNED_LINE)
+    (out / "gone.h").write_text(OWNED_LINE)
+    result = helpers.invoke(
+        runner, "generate", "--specs", basic_specs, "--out", out, "--ops", "abs"
+    )
+    assert result.exit_code == 0, result.output
+    for path, text in mine.items():
+        assert path.read_text() == text
+        assert path.stat().st_mtime_ns == stamps[path]
+
+
+def test_generate_removes_owned_files_no_longer_produced(
+    out, basic_specs, runner, helpers
+):
+    shards = sorted((out / "torch_fallback").glob("shard_*.cpp"))
+    assert len(shards) >= 2
+    (out / "gone.h").write_text(OWNED_LINE)
+    # one op: a single shard, so the other shard files are no longer produced
+    result = helpers.invoke(
+        runner, "generate", "--specs", basic_specs, "--out", out, "--ops", "abs"
+    )
+    assert result.exit_code == 0, result.output
+    remaining = sorted((out / "torch_fallback").glob("shard_*.cpp"))
+    assert [p.name for p in remaining] == ["shard_000.cpp"]
+    assert not (out / "gone.h").exists()
+    assert f"{len(shards)} removed" in result.output  # 1 + (shards - 1)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [op["name"] for op in manifest["ops"]] == ["abs"]
+
+
+def test_check_says_when_the_torch_version_differs(out, basic_specs, runner, helpers):
+    path = out / "manifest.json"
+    recorded = json.loads(path.read_text())["torch_version"]
+    assert recorded == torch_version()
+    path.write_text(path.read_text().replace(f'"{recorded}"', '"2.0.0+old"'))
+    result = check(runner, helpers, basic_specs, out)
+    assert result.exit_code == 1
+    assert "stale: manifest.json" in result.output
+    assert "generated with torch 2.0.0+old" in result.output
+    assert f"torch {torch_version()} is installed" in result.output
+
+
+def test_check_without_version_change_has_no_torch_note(
+    out, basic_specs, runner, helpers
+):
+    (out / "ops.h").unlink()
+    result = check(runner, helpers, basic_specs, out)
+    assert "is installed" not in result.output
+
+
+def test_group_help(runner, helpers):
+    result = helpers.invoke(runner, "--help")
+    assert result.exit_code == 0
+    assert "generate" in result.output
+    assert "infiniops-codegen generate --check" in result.output
+
+
+def test_generate_help(runner, helpers):
+    result = helpers.invoke(runner, "generate", "--help")
+    assert result.exit_code == 0
+    for text in ("--check", "--specs", "--out", "--ops", "Examples:"):
+        assert text in result.output
+    assert "infiniops-codegen generate --ops all" in result.output
+
+
+def test_unknown_ops_selection_is_a_usage_error(basic_specs, tmp_path, runner, helpers):
+    result = helpers.invoke(
+        runner,
+        "generate",
+        "--specs",
+        basic_specs,
+        "--out",
+        tmp_path / "o",
+        "--ops",
+        "abs,nosuchop",
+    )
+    assert result.exit_code == 2
+    assert "nosuchop" in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "o").exists()
