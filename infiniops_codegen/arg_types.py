@@ -44,26 +44,152 @@ def _kind_table() -> dict[tuple[str, bool, bool, bool], Kind]:
         k[(family, optional, is_list, elem_opt)] = Kind(name, core, out, py)
 
     add("Tensor", False, False, False, "tensor", "const Tensor&", "Tensor&", "Tensor")
-    add("Tensor", True, False, False, "tensor_opt", "const std::optional<Tensor>&", None, "Tensor | None")
-    add("Tensor", False, True, False, "tensor_list", "std::span<const Tensor>", "std::span<Tensor>", "Sequence[Tensor]")
-    add("Tensor", False, True, True, "tensor_opt_list", "std::span<const std::optional<Tensor>>", None, "Sequence[Tensor | None]")
+    add(
+        "Tensor",
+        True,
+        False,
+        False,
+        "tensor_opt",
+        "const std::optional<Tensor>&",
+        None,
+        "Tensor | None",
+    )
+    add(
+        "Tensor",
+        False,
+        True,
+        False,
+        "tensor_list",
+        "std::span<const Tensor>",
+        "std::span<Tensor>",
+        "Sequence[Tensor]",
+    )
+    add(
+        "Tensor",
+        False,
+        True,
+        True,
+        "tensor_opt_list",
+        "std::span<const std::optional<Tensor>>",
+        None,
+        "Sequence[Tensor | None]",
+    )
     add("Scalar", False, False, False, "scalar", "const Scalar&", None, "Number")
-    add("Scalar", True, False, False, "scalar_opt", "const std::optional<Scalar>&", None, "Number | None")
-    add("Scalar", False, True, False, "scalar_list", "std::span<const Scalar>", None, "Sequence[Number]")
+    add(
+        "Scalar",
+        True,
+        False,
+        False,
+        "scalar_opt",
+        "const std::optional<Scalar>&",
+        None,
+        "Number | None",
+    )
+    add(
+        "Scalar",
+        False,
+        True,
+        False,
+        "scalar_list",
+        "std::span<const Scalar>",
+        None,
+        "Sequence[Number]",
+    )
     add("int", False, False, False, "int", "int64_t", None, "int")
-    add("int", True, False, False, "int_opt", "std::optional<int64_t>", None, "int | None")
-    add("int", False, True, False, "int_list", "std::span<const int64_t>", None, "int | Sequence[int]")
-    add("int", True, True, False, "int_list_opt", "std::optional<std::span<const int64_t>>", None, "int | Sequence[int] | None")
+    add(
+        "int",
+        True,
+        False,
+        False,
+        "int_opt",
+        "std::optional<int64_t>",
+        None,
+        "int | None",
+    )
+    add(
+        "int",
+        False,
+        True,
+        False,
+        "int_list",
+        "std::span<const int64_t>",
+        None,
+        "int | Sequence[int]",
+    )
+    add(
+        "int",
+        True,
+        True,
+        False,
+        "int_list_opt",
+        "std::optional<std::span<const int64_t>>",
+        None,
+        "int | Sequence[int] | None",
+    )
     add("float", False, False, False, "float", "double", None, "float")
-    add("float", True, False, False, "float_opt", "std::optional<double>", None, "float | None")
-    add("float", True, True, False, "float_list_opt", "std::optional<std::span<const double>>", None, "Sequence[float] | None")
+    add(
+        "float",
+        True,
+        False,
+        False,
+        "float_opt",
+        "std::optional<double>",
+        None,
+        "float | None",
+    )
+    add(
+        "float",
+        True,
+        True,
+        False,
+        "float_list_opt",
+        "std::optional<std::span<const double>>",
+        None,
+        "Sequence[float] | None",
+    )
     add("bool", False, False, False, "bool", "bool", None, "bool")
-    add("bool", True, False, False, "bool_opt", "std::optional<bool>", None, "bool | None")
-    add("bool", False, True, False, "bool_array", "std::array<bool, {size}>", None, "Sequence[bool]")
+    add(
+        "bool",
+        True,
+        False,
+        False,
+        "bool_opt",
+        "std::optional<bool>",
+        None,
+        "bool | None",
+    )
+    add(
+        "bool",
+        False,
+        True,
+        False,
+        "bool_array",
+        "std::array<bool, {size}>",
+        None,
+        "Sequence[bool]",
+    )
     add("str", False, False, False, "str", "std::string_view", None, "str")
-    add("str", True, False, False, "str_opt", "std::optional<std::string_view>", None, "str | None")
+    add(
+        "str",
+        True,
+        False,
+        False,
+        "str_opt",
+        "std::optional<std::string_view>",
+        None,
+        "str | None",
+    )
     add("ScalarType", False, False, False, "dtype", "DataType", None, "torch.dtype")
-    add("ScalarType", True, False, False, "dtype_opt", "std::optional<DataType>", None, "torch.dtype | None")
+    add(
+        "ScalarType",
+        True,
+        False,
+        False,
+        "dtype_opt",
+        "std::optional<DataType>",
+        None,
+        "torch.dtype | None",
+    )
     return k
 
 

@@ -6,13 +6,14 @@ Exit codes: 0 success, 1 `--check` found differences (or a build/run failed),
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
 
 import click
 
-from . import pipeline, writer
+from . import builder, pipeline, writer
 from .errors import SpecErrors
 from .resolve import SelectionError
 from .schema_db import torch_version
@@ -143,6 +144,91 @@ def generate(ctx, spec_dir: Path, ops: str | None, out_dir: Path | None, check: 
             click.echo(f"  removed {rel}")
         for e in opset.exclusions:
             click.echo(f"  excluded {e.aten}: {e.reason}")
+
+
+@main.command()
+@SPECS_OPTION
+@OPS_OPTION
+@click.option(
+    "--opt-level",
+    type=click.Choice(builder.OPT_LEVELS),
+    default="3",
+    show_default=True,
+    help="Optimisation level of the generated wrappers (-O0..-O3, -Os); the "
+    "torch bridge is always -O3.",
+)
+@click.option(
+    "--build-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Build directory [default: build/].",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=os.cpu_count() or 1,
+    show_default="number of cores",
+    help="Parallel compile jobs.",
+)
+@click.option(
+    "--ccache/--no-ccache",
+    default=True,
+    show_default=True,
+    help="Use ccache as the compiler launcher when it is installed.",
+)
+@click.option(
+    "--smoke/--no-smoke",
+    default=True,
+    show_default=True,
+    help="After building, import the module in a fresh interpreter and call an op.",
+)
+@click.pass_context
+def build(ctx, spec_dir, ops, opt_level, build_dir, jobs, ccache, smoke):
+    """Generate (if specs or templates changed), configure and compile.
+
+    \b
+    Examples:
+      infiniops-codegen build                      # default ops, -O3, build/
+      infiniops-codegen build --opt-level 0 --build-dir build-O0
+      infiniops-codegen build --ops add,mul,rms_norm --build-dir build-small
+    """
+    start = time.perf_counter()
+    build_dir = build_dir or (pipeline.REPO_ROOT / "build")
+    gen = run_generation(spec_dir, ops)
+    selection = pipeline.parse_selection(ops)[0]
+    # Only the default set lives in the committed generated/.
+    gen_dir = (
+        pipeline.DEFAULT_OUT if selection == "default" else build_dir / "generated"
+    )
+    written = writer.write(gen.files, gen_dir)
+    changed = len(written.stale) + len(written.missing) + len(written.extra)
+    click.echo(
+        f"generate: {len(gen.opset.ops)} ops, {changed} files changed in {_rel(gen_dir)}/"
+    )
+    config = builder.BuildConfig(
+        build_dir=build_dir,
+        generated_dir=gen_dir,
+        opt_level=opt_level,
+        jobs=jobs,
+        ccache=ccache,
+    )
+    shard_ops = {s.file: [op.name for op in s.ops] for s in gen.opset.shards}
+    try:
+        builder.require_tools()
+        builder.configure(config, click.echo)
+        steps = builder.compile_all(config, click.echo, shard_ops)
+        smoke_line = builder.smoke_check(build_dir, len(gen.opset.ops)) if smoke else ""
+    except builder.BuildError as e:
+        error(str(e))
+        sys.exit(EXIT_DIFF)
+    module = builder.find_module(build_dir)
+    click.echo(
+        f"built {_rel(module) if module else '?'} -O{opt_level}: "
+        f"{len(gen.opset.ops)} ops, {steps} build steps in "
+        f"{time.perf_counter() - start:.1f} s"
+        + (f"; smoke: {smoke_line}" if smoke_line else "")
+    )
 
 
 def _recorded_torch_version(out: Path) -> str | None:

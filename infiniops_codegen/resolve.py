@@ -293,7 +293,8 @@ def build_opset(
             if name in taken:
                 w = taken[name]
                 raise _OpError(
-                    where, f"duplicate op name '{name}' (also at {w.path}:{w.line}:{w.col})"
+                    where,
+                    f"duplicate op name '{name}' (also at {w.path}:{w.line}:{w.col})",
                 )
             taken[name] = where
             if op.aten:

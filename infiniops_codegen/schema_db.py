@@ -106,7 +106,9 @@ def _build(yaml_dir: Path, version: str) -> SchemaDB:
         if f.func.kind() != SchemaKind.out or f.manual_cpp_binding:
             continue
         outs[str(f.func.name)] = _extract(f, cpu.has_kernel(f))
-    return SchemaDB(version, dict(sorted(outs.items())), frozenset(names), frozenset(headers))
+    return SchemaDB(
+        version, dict(sorted(outs.items())), frozenset(names), frozenset(headers)
+    )
 
 
 def _type_info(t) -> TypeInfo:

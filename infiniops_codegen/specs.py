@@ -158,7 +158,8 @@ class _Reader:
             for key in ("fallback", "uses"):
                 if key in keys:
                     self.fail(
-                        keys[key], f"'{key}' is only for composite ops (with 'signature')"
+                        keys[key],
+                        f"'{key}' is only for composite ops (with 'signature')",
                     )
                     return False
             return True
@@ -167,7 +168,9 @@ class _Reader:
                 self.fail(node, "a composite op needs 'fallback' (the C++ body)")
                 return False
             return True
-        self.fail(node, "an op entry needs 'aten' (an ATen out= overload) or 'signature'")
+        self.fail(
+            node, "an op entry needs 'aten' (an ATen out= overload) or 'signature'"
+        )
         return False
 
     def string_list(self, node: Node, what: str) -> tuple[str, ...]:

@@ -93,7 +93,9 @@ def _prune_empty_dirs(directory: Path, stop: Path) -> None:
         directory = directory.parent
 
 
-def unified_diff(files: dict[str, str], out_dir: Path, rel: str, limit: int = 40) -> str:
+def unified_diff(
+    files: dict[str, str], out_dir: Path, rel: str, limit: int = 40
+) -> str:
     """A short diff from the file on disk to what would be generated."""
     current = _read(out_dir / rel) or ""
     lines = list(

@@ -56,7 +56,9 @@ def _convert(loader: _Loader, node: yaml.Node, path: str, errors: list[SpecError
             key = loader.construct_object(key_node, deep=True)
             kline, kcol = _mark(key_node)
             if not isinstance(key, str):
-                errors.append(SpecError(path, kline, kcol, f"key {key!r} is not a string"))
+                errors.append(
+                    SpecError(path, kline, kcol, f"key {key!r} is not a string")
+                )
                 continue
             if key in values:
                 errors.append(SpecError(path, kline, kcol, f"duplicate key '{key}'"))

@@ -1,7 +1,9 @@
 """Builds and runs the torch-free C++ core and the native CPU kernels.
 
-Everything here uses plain g++ with no torch or Python include path, which is
-what proves the core and the kernels stay free of framework headers.
+All C++ is compiled with plain g++ and no torch or Python include path, which
+is what proves the core and the kernels stay free of framework headers.
+PyTorch appears only on the Python side, as a numeric reference for the
+kernels.
 """
 
 import ctypes
@@ -237,7 +239,7 @@ def _make(shape, dtype, layout, generator):
     raise AssertionError(layout)
 
 
-def _empty_out(shape, dtype, layout):
+def _nan_out(shape, dtype, layout):
     # A filled, possibly transposed out: the kernel must overwrite every
     # element through the out's own strides.
     shape = list(shape)
@@ -263,7 +265,7 @@ def test_kernel_matches_torch(kernels_lib, op, dtype, layout):
     if op in ("add", "mul"):
         a = _make([3, 5, 6], dtype, layout, gen)
         b = _make([5, 1], dtype, "contiguous", gen)  # broadcast against a
-        out = _empty_out([3, 5, 6], dtype, out_layout)
+        out = _nan_out([3, 5, 6], dtype, out_layout)
         alpha = -0.75
         if op == "add":
             # Computed in float32 and rounded once, as PyTorch's vectorized
@@ -275,18 +277,18 @@ def test_kernel_matches_torch(kernels_lib, op, dtype, layout):
         assert _call(kernels_lib, op, [a, b, out], alpha) == 1
     elif op == "silu":
         x = _make([4, 7, 6], dtype, layout, gen) * 4
-        out = _empty_out([4, 7, 6], dtype, out_layout)
+        out = _nan_out([4, 7, 6], dtype, out_layout)
         expected = F.silu(x)
         assert _call(kernels_lib, op, [x, out]) == 1
     elif op == "rms_norm":
         x = _make([4, 5, 16], dtype, layout, gen)
         weight = torch.randn(32, generator=gen).to(dtype)[::2]
-        out = _empty_out([4, 5, 16], dtype, out_layout)
+        out = _nan_out([4, 5, 16], dtype, out_layout)
         expected = torch.rms_norm(x, (16,), weight, 1e-5)
         assert _call(kernels_lib, op, [x, weight, out], 1e-5) == 1
     else:
         x = _make([3, 4, 10], dtype, layout, gen)
-        out = _empty_out([3, 4, 5], dtype, out_layout)
+        out = _nan_out([3, 4, 5], dtype, out_layout)
         xf = x.float()
         expected = (F.silu(xf[..., :5]) * xf[..., 5:]).to(dtype)
         assert _call(kernels_lib, op, [x, out]) == 1

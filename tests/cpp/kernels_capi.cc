@@ -3,15 +3,11 @@
 // strided inputs through ctypes. Test-only; the product never links it.
 #include <cstdint>
 #include <exception>
+#include <span>
+#include <string_view>
 
 #include "core/core.h"
 #include "kernels/cpu/kernels.h"
-
-namespace {
-
-using namespace infini::ops;
-
-}  // namespace
 
 extern "C" {
 
@@ -27,6 +23,7 @@ struct TensorDesc {
 // an unknown kernel name or a C++ exception.
 int run_kernel(const char* name, const TensorDesc* tensors, int32_t count,
                double scalar) {
+  using namespace infini::ops;
   try {
     auto make = [&](int32_t i) {
       const TensorDesc& d = tensors[i];

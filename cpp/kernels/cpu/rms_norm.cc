@@ -25,24 +25,25 @@ void rms_norm_rows(const Tensor& input, const Tensor& weight, float eps,
   Dims shape(input.shape().span().first(outer));
   Dims x_strides(input.strides().span().first(outer));
   Dims o_strides(out.strides().span().first(outer));
-  for_each_index<2>(
-      std::move(shape), {std::move(x_strides), std::move(o_strides)},
-      [&](const std::array<int64_t, 2>& off) {
-        const T* row = x + off[0];
-        T* dst = o + off[1];
-        float sum = 0.0f;
-        for (int64_t j = 0; j < n; ++j) {
-          const float v = to_float(row[j * sx]);
-          sum += v * v;
-        }
-        const float inv_rms =
-            1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
-        for (int64_t j = 0; j < n; ++j) {
-          // One rounding at the end, as PyTorch's CPU kernel does.
-          const float v = to_float(row[j * sx]) * inv_rms;
-          dst[j * so] = from_float<T>(v * to_float(w[j * sw]));
-        }
-      });
+  for_each_index<2>(std::move(shape),
+                    {std::move(x_strides), std::move(o_strides)},
+                    [&](const std::array<int64_t, 2>& off) {
+                      const T* row = x + off[0];
+                      T* dst = o + off[1];
+                      float sum = 0.0f;
+                      for (int64_t j = 0; j < n; ++j) {
+                        const float v = to_float(row[j * sx]);
+                        sum += v * v;
+                      }
+                      const float inv_rms =
+                          1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
+                      for (int64_t j = 0; j < n; ++j) {
+                        // One rounding at the end, as PyTorch's CPU kernel
+                        // does.
+                        const float v = to_float(row[j * sx]) * inv_rms;
+                        dst[j * so] = from_float<T>(v * to_float(w[j * sw]));
+                      }
+                    });
 }
 
 }  // namespace

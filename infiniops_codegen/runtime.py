@@ -1,0 +1,56 @@
+"""Importing the built module.
+
+    from infiniops_codegen.runtime import load
+    ops = load("build")          # the directory given to `build --build-dir`
+    ops.add(x, y, out=z)
+
+Or put the build directory on PYTHONPATH and `import infiniops`.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+from .builder import MODULE_NAME, find_module
+from .pipeline import REPO_ROOT
+
+DEFAULT_BUILD_DIR = REPO_ROOT / "build"
+
+
+def load(build_dir: str | os.PathLike | None = None):
+    """Import the module built in build_dir (default: $INFINIOPS_BUILD_DIR or
+    build/ in the repository). Loading the same directory twice returns the
+    same module object."""
+    directory = Path(
+        build_dir or os.environ.get("INFINIOPS_BUILD_DIR") or DEFAULT_BUILD_DIR
+    )
+    path = find_module(directory)
+    if path is None:
+        raise ImportError(
+            f"no built {MODULE_NAME} module in {directory}: run "
+            f"'infiniops-codegen build --build-dir {directory}'",
+            name=MODULE_NAME,
+        )
+    loaded = sys.modules.get(MODULE_NAME)
+    if loaded is not None:
+        if Path(getattr(loaded, "__file__", "")).resolve() == path.resolve():
+            return loaded
+        raise ImportError(
+            f"{MODULE_NAME} is already loaded from {loaded.__file__}; an extension "
+            "module can be loaded only once per process",
+            name=MODULE_NAME,
+        )
+    loader = importlib.machinery.ExtensionFileLoader(MODULE_NAME, str(path))
+    spec = importlib.util.spec_from_file_location(MODULE_NAME, path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[MODULE_NAME] = module
+    try:
+        loader.exec_module(module)
+    except BaseException:
+        del sys.modules[MODULE_NAME]
+        raise
+    return module
