@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from . import builder, pipeline, writer
+from . import __version__, builder, pipeline, writer
 from .errors import SpecErrors
 from .resolve import SelectionError
 from .schema_db import torch_version
@@ -60,9 +60,20 @@ def run_generation(spec_dir: Path, ops: str | None) -> pipeline.Generation:
         sys.exit(EXIT_USAGE)
 
 
+def write_or_exit(files: dict[str, str], out: Path) -> writer.Comparison:
+    try:
+        return writer.write(files, out)
+    except writer.ForeignFileError as e:
+        error(str(e))
+        sys.exit(EXIT_USAGE)
+    except OSError as e:
+        error(f"cannot write {out}: {e}")
+        sys.exit(EXIT_USAGE)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", is_flag=True, help="Say more about each step.")
-@click.version_option(package_name="infiniops-codegen")
+@click.version_option(version=__version__, prog_name="infiniops-codegen")
 @click.pass_context
 def main(ctx: click.Context, verbose: bool) -> None:
     """Generate PyTorch fallbacks for an operator library from YAML op specs.
@@ -123,7 +134,7 @@ def generate(ctx, spec_dir: Path, ops: str | None, out_dir: Path | None, check: 
     out = out_dir or default_out(pipeline.parse_selection(ops)[0])
     if check:
         sys.exit(_check(gen, out))
-    result = writer.write(gen.files, out)
+    result = write_or_exit(gen.files, out)
     elapsed = time.perf_counter() - start
     opset = gen.opset
     click.echo(
@@ -201,7 +212,7 @@ def build(ctx, spec_dir, ops, opt_level, build_dir, jobs, ccache, smoke):
     gen_dir = (
         pipeline.DEFAULT_OUT if selection == "default" else build_dir / "generated"
     )
-    written = writer.write(gen.files, gen_dir)
+    written = write_or_exit(gen.files, gen_dir)
     changed = len(written.stale) + len(written.missing) + len(written.extra)
     click.echo(
         f"generate: {len(gen.opset.ops)} ops, {changed} files changed in {_rel(gen_dir)}/"
@@ -261,7 +272,9 @@ def _check(gen: pipeline.Generation, out: Path) -> int:
         click.echo(f"missing: {rel}")
     for rel in cmp.extra:
         click.echo(f"extra: {rel} (generated earlier, no longer produced)")
-    n = len(cmp.stale) + len(cmp.missing) + len(cmp.extra)
+    for rel in cmp.foreign:
+        click.echo(f"not generated: {rel} (exists without the @generated line)")
+    n = len(cmp.stale) + len(cmp.missing) + len(cmp.extra) + len(cmp.foreign)
     click.secho(
         f"{_rel(out)}/ is out of date ({n} files); run 'infiniops-codegen generate'",
         fg="red",

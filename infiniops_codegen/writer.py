@@ -22,10 +22,11 @@ class Comparison:
     missing: list[str] = field(default_factory=list)  # rendered, not on disk
     extra: list[str] = field(default_factory=list)  # owned, no longer rendered
     unchanged: list[str] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)  # a path we produce, not ours
 
     @property
     def clean(self) -> bool:
-        return not (self.stale or self.missing or self.extra)
+        return not (self.stale or self.missing or self.extra or self.foreign)
 
 
 def is_owned(path: Path) -> bool:
@@ -63,7 +64,10 @@ def compare(files: dict[str, str], out_dir: Path) -> Comparison:
         if current is None:
             result.missing.append(rel)
         elif current != content:
-            result.stale.append(rel)
+            if is_owned(out_dir / rel):
+                result.stale.append(rel)
+            else:
+                result.foreign.append(rel)
         else:
             result.unchanged.append(rel)
     result.extra = [rel for rel in owned_files(out_dir) if rel not in files]
@@ -71,8 +75,13 @@ def compare(files: dict[str, str], out_dir: Path) -> Comparison:
 
 
 def write(files: dict[str, str], out_dir: Path) -> Comparison:
-    """Bring out_dir in line with `files`; returns what was changed."""
+    """Bring out_dir in line with `files`; returns what was changed.
+
+    Raises ForeignFileError, writing nothing, when a file the generator
+    would produce exists without the marker: it is someone else's."""
     result = compare(files, out_dir)
+    if result.foreign:
+        raise ForeignFileError(out_dir, result.foreign)
     for rel in result.stale + result.missing:
         path = out_dir / rel
         if path.exists() and rel in result.missing:
@@ -85,6 +94,16 @@ def write(files: dict[str, str], out_dir: Path) -> Comparison:
         (out_dir / rel).unlink()
         _prune_empty_dirs((out_dir / rel).parent, out_dir)
     return result
+
+
+class ForeignFileError(Exception):
+    def __init__(self, out_dir: Path, paths: list[str]):
+        self.paths = paths
+        names = ", ".join(str(out_dir / p) for p in paths)
+        super().__init__(
+            f"{names}: exists without the '{MARKER}' line, so it is not the "
+            "generator's to overwrite; move it away or delete it"
+        )
 
 
 def _prune_empty_dirs(directory: Path, stop: Path) -> None:
