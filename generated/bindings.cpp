@@ -1656,6 +1656,9 @@ PyMethodDef kMethods[] = {
      "Reuse the at::Tensor a Python tensor arrived with (True, the default) "
      "or rebuild it with from_blob on every call (False)."},
     {"handle_reuse", tb::py_handle_reuse, METH_NOARGS, "Whether handles are reused."},
+    {"_debug_keep", tb::py_debug_keep, METH_O, "Test hook: keep a C++ copy of a tensor."},
+    {"_debug_kept", tb::py_debug_kept, METH_O, "Test hook: a kept tensor, through its handle."},
+    {"_debug_release", tb::py_debug_release, METH_NOARGS, "Test hook: drop the kept copies."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -22,7 +22,14 @@ from .specs import OpSpec, SpecSet, Where
 RESERVED_PARAMS = frozenset({"implementation", "stream"})
 # Module-level names of the built module that ops must not shadow.
 RESERVED_OPS = frozenset(
-    {"implementations", "platforms", "set_handle_reuse", "handle_reuse", "ops"}
+    {
+        "implementations",
+        "platforms",
+        "set_handle_reuse",
+        "handle_reuse",
+        "ops",
+        "selection",
+    }
 )
 CPP_KEYWORDS = frozenset(
     "alignas alignof and and_eq asm auto bitand bitor bool break case catch char "

@@ -52,3 +52,19 @@ def tree(root: Path) -> dict[str, bytes]:
 def helpers() -> SimpleNamespace:
     """`invoke` and `tree`, for test modules (conftest is not importable)."""
     return SimpleNamespace(invoke=invoke, tree=tree)
+
+
+# --- Runtime tests (tests/test_runtime_*.py) ---------------------------------
+# The built module, loaded once per session (built first when build/ has none).
+# Helpers live in tests/runtime_conftest_helpers.py.
+
+
+@pytest.fixture(scope="session")
+def ops():
+    if str(REPO / "tests") not in sys.path:
+        sys.path.insert(0, str(REPO / "tests"))
+    from runtime_conftest_helpers import load_or_build
+
+    module = load_or_build()
+    module.set_handle_reuse(True)
+    return module

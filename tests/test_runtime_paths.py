@@ -1,0 +1,304 @@
+"""The two fallback paths of the built module against real PyTorch.
+
+Reuse path: the fallback hands ATen the at::Tensor each Python tensor arrived
+with. from_blob path (`set_handle_reuse(False)`): it rebuilds every at::Tensor
+from data pointer, sizes and strides. Both must compute exactly what
+`torch.<op>(..., out=)` computes, whatever the input and output layouts; only
+the reuse path can resize an out of the wrong shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import pytest
+import torch
+
+from runtime_conftest_helpers import handle_reuse
+
+F32 = torch.float32
+I64 = torch.int64
+
+# --- Layouts -------------------------------------------------------------------
+
+IN_LAYOUTS = ("contiguous", "transposed", "sliced", "expanded")
+OUT_LAYOUTS = ("contiguous", "strided", "transposed")
+
+
+def make(layout: str, shape: tuple[int, int], gen, kind: str = "float"):
+    """A 2-D tensor of `shape` with the given memory layout."""
+
+    def base(*size):
+        t = torch.randn(*size, generator=gen)
+        return t > 0 if kind == "bool" else t
+
+    rows, cols = shape
+    if layout == "contiguous":
+        t = base(rows, cols)
+    elif layout == "transposed":
+        t = base(cols, rows).t()
+    elif layout == "sliced":
+        t = base(rows, 2 * cols)[:, ::2]
+    elif layout == "expanded":
+        t = base(1, cols).expand(rows, cols)
+    else:
+        raise AssertionError(layout)
+    assert t.shape == shape
+    assert (layout == "contiguous") == t.is_contiguous()
+    return t
+
+
+def empty_out(layout: str, shape: tuple[int, ...], dtype):
+    """An out tensor of the right shape: contiguous, or strided in the last
+    dim, or (2-D) transposed."""
+    if layout == "contiguous" or len(shape) == 0:
+        return torch.empty(shape, dtype=dtype)
+    if layout == "transposed" and len(shape) == 2:
+        return torch.empty(shape[::-1], dtype=dtype).t()
+    return torch.empty(*shape[:-1], 2 * shape[-1], dtype=dtype)[..., ::2]
+
+
+# --- Op cases ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    inputs: Callable  # (layout, gen) -> tuple of inputs
+    outs: tuple  # ((shape, dtype), ...)
+    ours: Callable  # (module, inputs, outs) -> result
+    ref: Callable  # (inputs, outs) -> None
+
+
+def _one(layout, gen):
+    return (make(layout, (4, 5), gen),)
+
+
+def _two(layout, gen):
+    return make(layout, (4, 5), gen), make(layout, (4, 5), gen)
+
+
+T = "torch"  # force the fallback: native kernels never touch the handle
+
+CASES = {
+    "add": Case(
+        _two,
+        (((4, 5), F32),),
+        lambda m, a, o: m.add(*a, alpha=2, out=o[0], implementation=T),
+        lambda a, o: torch.add(*a, alpha=2, out=o[0]),
+    ),
+    "mul": Case(
+        _two,
+        (((4, 5), F32),),
+        lambda m, a, o: m.mul(*a, out=o[0], implementation=T),
+        lambda a, o: torch.mul(*a, out=o[0]),
+    ),
+    "abs": Case(
+        _one,
+        (((4, 5), F32),),
+        lambda m, a, o: m.abs(*a, out=o[0]),
+        lambda a, o: torch.abs(*a, out=o[0]),
+    ),
+    "sum_dim1": Case(
+        _one,
+        (((4,), F32),),
+        lambda m, a, o: m.sum(*a, [1], out=o[0]),
+        lambda a, o: torch.sum(*a, [1], out=o[0]),
+    ),
+    "sum_all_keepdim": Case(
+        _one,
+        (((1, 1), F32),),
+        lambda m, a, o: m.sum(*a, (0, 1), True, out=o[0]),
+        lambda a, o: torch.sum(*a, (0, 1), True, out=o[0]),
+    ),
+    "mm": Case(
+        lambda layout, gen: (make(layout, (4, 5), gen), make(layout, (5, 3), gen)),
+        (((4, 3), F32),),
+        lambda m, a, o: m.mm(*a, out=o[0]),
+        lambda a, o: torch.mm(*a, out=o[0]),
+    ),
+    "topk": Case(
+        _one,
+        (((4, 2), F32), ((4, 2), I64)),
+        lambda m, a, o: m.topk(*a, 2, 1, values=o[0], indices=o[1]),
+        lambda a, o: torch.topk(*a, 2, 1, out=(o[0], o[1])),
+    ),
+    "cat_dim0": Case(
+        _two,
+        (((8, 5), F32),),
+        lambda m, a, o: m.cat(list(a), 0, out=o[0]),
+        lambda a, o: torch.cat(list(a), 0, out=o[0]),
+    ),
+    "cat_dim1": Case(
+        _two,
+        (((4, 10), F32),),
+        lambda m, a, o: m.cat(a, dim=1, out=o[0]),
+        lambda a, o: torch.cat(a, dim=1, out=o[0]),
+    ),
+    "clamp": Case(
+        _one,
+        (((4, 5), F32),),
+        lambda m, a, o: m.clamp(*a, -0.5, max=0.5, out=o[0]),
+        lambda a, o: torch.clamp(*a, -0.5, max=0.5, out=o[0]),
+    ),
+    "softmax": Case(
+        _one,
+        (((4, 5), F32),),
+        lambda m, a, o: m.softmax(*a, 1, out=o[0]),
+        lambda a, o: torch.softmax(*a, 1, out=o[0]),
+    ),
+    "where": Case(
+        lambda layout, gen: (make(layout, (4, 5), gen, "bool"),) + _two(layout, gen),
+        (((4, 5), F32),),
+        lambda m, a, o: m.where(*a, out=o[0]),
+        lambda a, o: torch.where(*a, out=o[0]),
+    ),
+}
+
+
+def _fresh_outs(case: Case, layout: str):
+    return [empty_out(layout, shape, dtype) for shape, dtype in case.outs]
+
+
+@pytest.mark.parametrize("out_layout", OUT_LAYOUTS)
+@pytest.mark.parametrize("in_layout", IN_LAYOUTS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_reuse_and_from_blob_match_torch(ops, name, in_layout, out_layout):
+    case = CASES[name]
+    gen = torch.Generator().manual_seed(1234)
+    inputs = case.inputs(in_layout, gen)
+    before = [t.clone() for t in inputs]
+
+    expected = _fresh_outs(case, out_layout)
+    case.ref(inputs, expected)
+
+    for reuse in (True, False):
+        outs = _fresh_outs(case, out_layout)
+        geometry = [(o.data_ptr(), o.shape, o.stride()) for o in outs]
+        with handle_reuse(ops, reuse):
+            assert ops.handle_reuse() is reuse
+            result = case.ours(ops, inputs, outs)
+        path = "reuse" if reuse else "from_blob"
+        # The outs are returned themselves (a tuple for several).
+        if len(outs) == 1:
+            assert result is outs[0], path
+        else:
+            assert isinstance(result, tuple) and len(result) == len(outs), path
+            assert all(r is o for r, o in zip(result, outs)), path
+        # Written in place: same memory, shape and strides as given.
+        assert [(o.data_ptr(), o.shape, o.stride()) for o in outs] == geometry, path
+        for k, (got, want) in enumerate(zip(outs, expected)):
+            assert got.dtype == want.dtype, (path, k)
+            assert torch.equal(got, want), (path, k, got, want)
+    for t, b in zip(inputs, before):
+        assert torch.equal(t, b), "an input was modified"
+
+
+@pytest.mark.parametrize("layout", ["transposed", "sliced"])
+@pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "from_blob"])
+def test_in_place_out_aliasing_an_input(ops, reuse, layout):
+    gen = torch.Generator().manual_seed(7)
+    x, y = make(layout, (4, 5), gen), make(layout, (4, 5), gen)
+    want = torch.add(x.clone(), y, alpha=3)
+    with handle_reuse(ops, reuse):
+        result = ops.add(x, y, alpha=3, out=x, implementation="torch")
+    assert result is x
+    assert torch.equal(x, want)
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "from_blob"])
+def test_zero_size_tensors(ops, reuse):
+    a, b, out = torch.empty(0, 5), torch.empty(0, 5), torch.empty(0, 5)
+    with handle_reuse(ops, reuse):
+        assert ops.add(a, b, out=out, implementation="torch") is out
+    assert out.shape == (0, 5)
+
+
+def test_from_blob_setting_is_global_and_restorable(ops):
+    assert ops.handle_reuse() is True
+    ops.set_handle_reuse(False)
+    try:
+        assert ops.handle_reuse() is False
+    finally:
+        ops.set_handle_reuse(True)
+    assert ops.handle_reuse() is True
+    with pytest.raises(TypeError):
+        ops.set_handle_reuse(1)
+    assert ops.handle_reuse() is True
+
+
+# --- Resizing a wrong-shaped out -------------------------------------------------
+
+MEAN, SUM = 1, 2
+
+
+def _mse_inputs():
+    gen = torch.Generator().manual_seed(3)
+    return torch.randn(3, 4, generator=gen), torch.randn(3, 4, generator=gen)
+
+
+@pytest.mark.parametrize("reduction", [MEAN, SUM], ids=["mean", "sum"])
+def test_reuse_path_resizes_empty_out_like_torch(ops, reduction):
+    a, b = _mse_inputs()
+    want = torch.empty(0)
+    torch._C._nn.mse_loss(a, b, reduction, out=want)
+    assert want.shape == ()
+
+    out = torch.empty(0)
+    assert ops.mse_loss(a, b, reduction, out=out) is out
+    assert out.shape == want.shape == ()
+    assert torch.equal(out, want)
+    diff2 = (a - b) ** 2
+    value = diff2.mean() if reduction == MEAN else diff2.sum()
+    torch.testing.assert_close(out, value)
+
+
+@pytest.mark.parametrize("implementation", ["default", "torch"])
+def test_reuse_path_resizes_empty_add_out(ops, implementation):
+    a, b = _mse_inputs()
+    out = torch.empty(0)
+    assert ops.add(a, b, out=out, implementation=implementation) is out
+    assert out.shape == (3, 4)
+    assert torch.equal(out, torch.add(a, b))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, a, b, o: m.mse_loss(a, b, MEAN, out=o),
+        lambda m, a, b, o: m.mse_loss(a, b, SUM, out=o),
+        lambda m, a, b, o: m.add(a, b, out=o),
+        lambda m, a, b, o: m.add(a, b, out=o, implementation="torch"),
+    ],
+    ids=["mse_mean", "mse_sum", "add", "add_torch"],
+)
+def test_from_blob_path_refuses_to_resize(ops, call):
+    a, b = _mse_inputs()
+    out = torch.empty(0)
+    with handle_reuse(ops, False):
+        with pytest.raises(RuntimeError, match="cannot be resized") as info:
+            call(ops, a, b, out)
+    assert "out" in str(info.value)
+    assert out.shape == (0,), "the caller's out must be left as it was"
+    # The interpreter survives and the module keeps working.
+    out = torch.empty(0)
+    call(ops, a, b, out)
+    assert out.numel() > 0
+
+
+def test_from_blob_path_refuses_to_resize_nonempty_out(ops):
+    a, b = _mse_inputs()
+    out = torch.full((5,), 7.0)
+    with handle_reuse(ops, False):
+        with pytest.raises(RuntimeError, match="resiz"):
+            ops.mse_loss(a, b, MEAN, out=out)
+    assert out.shape == (5,)
+
+
+def test_from_blob_path_with_right_shaped_out_works(ops):
+    a, b = _mse_inputs()
+    out, want = torch.empty(()), torch.empty(())
+    torch._C._nn.mse_loss(a, b, MEAN, out=want)
+    with handle_reuse(ops, False):
+        ops.mse_loss(a, b, MEAN, out=out)
+    assert torch.equal(out, want)
