@@ -105,11 +105,11 @@ CASES = {
         lambda m, a, o: m.sum(*a, [1], out=o[0]),
         lambda a, o: torch.sum(*a, [1], out=o[0]),
     ),
-    "sum_all_keepdim": Case(
+    "sum_dim0_keepdim": Case(
         _one,
-        (((1, 1), F32),),
-        lambda m, a, o: m.sum(*a, (0, 1), True, out=o[0]),
-        lambda a, o: torch.sum(*a, (0, 1), True, out=o[0]),
+        (((1, 5), F32),),
+        lambda m, a, o: m.sum(*a, -2, True, out=o[0]),
+        lambda a, o: torch.sum(*a, -2, True, out=o[0]),
     ),
     "mm": Case(
         lambda layout, gen: (make(layout, (4, 5), gen), make(layout, (5, 3), gen)),
@@ -229,7 +229,7 @@ def test_from_blob_setting_is_global_and_restorable(ops):
 
 # --- Resizing a wrong-shaped out -------------------------------------------------
 
-MEAN, SUM = 1, 2
+NONE, MEAN, SUM = 0, 1, 2
 
 
 def _mse_inputs():
@@ -297,8 +297,22 @@ def test_from_blob_path_refuses_to_resize_nonempty_out(ops):
 
 def test_from_blob_path_with_right_shaped_out_works(ops):
     a, b = _mse_inputs()
-    out, want = torch.empty(()), torch.empty(())
-    torch._C._nn.mse_loss(a, b, MEAN, out=want)
+    out, want = torch.empty(3, 4), torch.empty(3, 4)
+    torch._C._nn.mse_loss(a, b, NONE, out=want)
     with handle_reuse(ops, False):
-        ops.mse_loss(a, b, MEAN, out=out)
+        assert ops.mse_loss(a, b, NONE, out=out) is out
     assert torch.equal(out, want)
+
+
+def test_from_blob_path_mse_mean_needs_a_resizable_out(ops):
+    """ATen's mse_loss.out with a reduction first writes the elementwise loss
+    into `out` (resizing it, with a warning even for a ()-shaped out) and then
+    reduces: a from_blob out can never hold that, so it is a RuntimeError, not
+    a crash; the reuse path gives torch's result."""
+    a, b = _mse_inputs()
+    with handle_reuse(ops, False):
+        with pytest.raises(RuntimeError, match="resiz"):
+            ops.mse_loss(a, b, MEAN, out=torch.empty(()))
+    out = torch.empty(())
+    ops.mse_loss(a, b, MEAN, out=out)
+    torch.testing.assert_close(out, ((a - b) ** 2).mean())
