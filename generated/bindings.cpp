@@ -23,11 +23,17 @@ PyObject* py_abs(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_abs, 0);
-    auto v_out = tb::tensor_arg(slots[1], kSig_abs, 1);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_abs, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_abs, 2);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::abs(v_self, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::abs(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[1]);
   } catch (...) {
@@ -50,11 +56,17 @@ PyObject* py_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_self = tb::tensor_arg(slots[0], kSig_add, 0);
     auto v_other = tb::tensor_arg(slots[1], kSig_add, 1);
     auto v_alpha = tb::scalar_arg(slots[2], kSig_add, 2, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_arg(slots[3], kSig_add, 3);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_add, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_add, 4);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::add(v_self, v_other, v_alpha, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::add(v_self, v_other, v_alpha, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[3]);
   } catch (...) {
@@ -79,11 +91,17 @@ PyObject* py_addmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_mat2 = tb::tensor_arg(slots[2], kSig_addmm, 2);
     auto v_beta = tb::scalar_arg(slots[3], kSig_addmm, 3, Scalar(int64_t{1}));
     auto v_alpha = tb::scalar_arg(slots[4], kSig_addmm, 4, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_arg(slots[5], kSig_addmm, 5);
+    auto v_out = tb::tensor_out_arg(slots[5], kSig_addmm, 5);
     const Implementation impl_ = tb::implementation_arg(slots[6], kSig_addmm, 6);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::addmm(v_self, v_mat1, v_mat2, v_beta, v_alpha, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::addmm(v_self, v_mat1, v_mat2, v_beta, v_alpha, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[5]);
   } catch (...) {
@@ -106,11 +124,17 @@ PyObject* py_amax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_amax, 0);
     auto v_dim = tb::int_list_arg(slots[1], kSig_amax, 1, 1, {});
     auto v_keepdim = tb::bool_arg(slots[2], kSig_amax, 2, false);
-    auto v_out = tb::tensor_arg(slots[3], kSig_amax, 3);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_amax, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_amax, 4);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::amax(v_self, v_dim, v_keepdim, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::amax(v_self, v_dim, v_keepdim, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[3]);
   } catch (...) {
@@ -133,11 +157,17 @@ PyObject* py_argmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
     auto v_self = tb::tensor_arg(slots[0], kSig_argmax, 0);
     auto v_dim = tb::int_opt_arg(slots[1], kSig_argmax, 1, std::nullopt);
     auto v_keepdim = tb::bool_arg(slots[2], kSig_argmax, 2, false);
-    auto v_out = tb::tensor_arg(slots[3], kSig_argmax, 3);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_argmax, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_argmax, 4);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::argmax(v_self, v_dim, v_keepdim, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::argmax(v_self, v_dim, v_keepdim, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[3]);
   } catch (...) {
@@ -162,11 +192,17 @@ PyObject* py_baddbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     auto v_batch2 = tb::tensor_arg(slots[2], kSig_baddbmm, 2);
     auto v_beta = tb::scalar_arg(slots[3], kSig_baddbmm, 3, Scalar(int64_t{1}));
     auto v_alpha = tb::scalar_arg(slots[4], kSig_baddbmm, 4, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_arg(slots[5], kSig_baddbmm, 5);
+    auto v_out = tb::tensor_out_arg(slots[5], kSig_baddbmm, 5);
     const Implementation impl_ = tb::implementation_arg(slots[6], kSig_baddbmm, 6);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::baddbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::baddbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[5]);
   } catch (...) {
@@ -188,11 +224,17 @@ PyObject* py_bmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_bmm, 0);
     auto v_mat2 = tb::tensor_arg(slots[1], kSig_bmm, 1);
-    auto v_out = tb::tensor_arg(slots[2], kSig_bmm, 2);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_bmm, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bmm, 3);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::bmm(v_self, v_mat2, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::bmm(v_self, v_mat2, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[2]);
   } catch (...) {
@@ -214,11 +256,17 @@ PyObject* py_cat(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
   try {
     auto v_tensors = tb::tensor_list_arg(slots[0], kSig_cat, 0);
     auto v_dim = tb::int_arg(slots[1], kSig_cat, 1, int64_t{0});
-    auto v_out = tb::tensor_arg(slots[2], kSig_cat, 2);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_cat, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_cat, 3);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::cat(v_tensors, v_dim, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::cat(v_tensors, v_dim, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[2]);
   } catch (...) {
@@ -241,11 +289,17 @@ PyObject* py_clamp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_self = tb::tensor_arg(slots[0], kSig_clamp, 0);
     auto v_min = tb::scalar_opt_arg(slots[1], kSig_clamp, 1, std::nullopt);
     auto v_max = tb::scalar_opt_arg(slots[2], kSig_clamp, 2, std::nullopt);
-    auto v_out = tb::tensor_arg(slots[3], kSig_clamp, 3);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_clamp, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_clamp, 4);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::clamp(v_self, v_min, v_max, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::clamp(v_self, v_min, v_max, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[3]);
   } catch (...) {
@@ -268,11 +322,17 @@ PyObject* py_clamp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
     auto v_self = tb::tensor_arg(slots[0], kSig_clamp_Tensor, 0);
     auto v_min = tb::tensor_opt_arg(slots[1], kSig_clamp_Tensor, 1, std::nullopt);
     auto v_max = tb::tensor_opt_arg(slots[2], kSig_clamp_Tensor, 2, std::nullopt);
-    auto v_out = tb::tensor_arg(slots[3], kSig_clamp_Tensor, 3);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_clamp_Tensor, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_clamp_Tensor, 4);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::clamp_Tensor(v_self, v_min, v_max, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::clamp_Tensor(v_self, v_min, v_max, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[3]);
   } catch (...) {
@@ -293,11 +353,17 @@ PyObject* py_cos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_cos, 0);
-    auto v_out = tb::tensor_arg(slots[1], kSig_cos, 1);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_cos, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_cos, 2);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::cos(v_self, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::cos(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[1]);
   } catch (...) {
@@ -320,11 +386,17 @@ PyObject* py_cumsum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
     auto v_self = tb::tensor_arg(slots[0], kSig_cumsum, 0);
     auto v_dim = tb::int_arg(slots[1], kSig_cumsum, 1);
     auto v_dtype = tb::dtype_opt_arg(slots[2], kSig_cumsum, 2, std::nullopt);
-    auto v_out = tb::tensor_arg(slots[3], kSig_cumsum, 3);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_cumsum, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_cumsum, 4);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::cumsum(v_self, v_dim, v_dtype, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::cumsum(v_self, v_dim, v_dtype, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[3]);
   } catch (...) {
@@ -346,11 +418,17 @@ PyObject* py_div(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_div, 0);
     auto v_other = tb::tensor_arg(slots[1], kSig_div, 1);
-    auto v_out = tb::tensor_arg(slots[2], kSig_div, 2);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_div, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_div, 3);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::div(v_self, v_other, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::div(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[2]);
   } catch (...) {
@@ -375,11 +453,17 @@ PyObject* py_embedding(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_padding_idx = tb::int_arg(slots[2], kSig_embedding, 2, int64_t{-1});
     auto v_scale_grad_by_freq = tb::bool_arg(slots[3], kSig_embedding, 3, false);
     auto v_sparse = tb::bool_arg(slots[4], kSig_embedding, 4, false);
-    auto v_out = tb::tensor_arg(slots[5], kSig_embedding, 5);
+    auto v_out = tb::tensor_out_arg(slots[5], kSig_embedding, 5);
     const Implementation impl_ = tb::implementation_arg(slots[6], kSig_embedding, 6);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::embedding(v_weight, v_indices, v_padding_idx, v_scale_grad_by_freq, v_sparse, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::embedding(v_weight, v_indices, v_padding_idx, v_scale_grad_by_freq, v_sparse, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[5]);
   } catch (...) {
@@ -401,11 +485,17 @@ PyObject* py_eq_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_eq_Tensor, 0);
     auto v_other = tb::tensor_arg(slots[1], kSig_eq_Tensor, 1);
-    auto v_out = tb::tensor_arg(slots[2], kSig_eq_Tensor, 2);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_eq_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_eq_Tensor, 3);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::eq_Tensor(v_self, v_other, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::eq_Tensor(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[2]);
   } catch (...) {
@@ -426,11 +516,17 @@ PyObject* py_erf(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_erf, 0);
-    auto v_out = tb::tensor_arg(slots[1], kSig_erf, 1);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_erf, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_erf, 2);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::erf(v_self, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::erf(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[1]);
   } catch (...) {
@@ -451,11 +547,17 @@ PyObject* py_exp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_exp, 0);
-    auto v_out = tb::tensor_arg(slots[1], kSig_exp, 1);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_exp, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_exp, 2);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::exp(v_self, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::exp(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[1]);
   } catch (...) {
@@ -479,11 +581,17 @@ PyObject* py_gather(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
     auto v_dim = tb::int_arg(slots[1], kSig_gather, 1);
     auto v_index = tb::tensor_arg(slots[2], kSig_gather, 2);
     auto v_sparse_grad = tb::bool_arg(slots[3], kSig_gather, 3, false);
-    auto v_out = tb::tensor_arg(slots[4], kSig_gather, 4);
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_gather, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_gather, 5);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::gather(v_self, v_dim, v_index, v_sparse_grad, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::gather(v_self, v_dim, v_index, v_sparse_grad, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[4]);
   } catch (...) {
@@ -505,11 +613,17 @@ PyObject* py_gelu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_gelu, 0);
     auto v_approximate = tb::str_arg(slots[1], kSig_gelu, 1, "none");
-    auto v_out = tb::tensor_arg(slots[2], kSig_gelu, 2);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_gelu, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_gelu, 3);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::gelu(v_self, v_approximate, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::gelu(v_self, v_approximate, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[2]);
   } catch (...) {
@@ -531,11 +645,17 @@ PyObject* py_gt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_gt_Tensor, 0);
     auto v_other = tb::tensor_arg(slots[1], kSig_gt_Tensor, 1);
-    auto v_out = tb::tensor_arg(slots[2], kSig_gt_Tensor, 2);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_gt_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_gt_Tensor, 3);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::gt_Tensor(v_self, v_other, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::gt_Tensor(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[2]);
   } catch (...) {
@@ -558,11 +678,17 @@ PyObject* py_index_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
     auto v_self = tb::tensor_arg(slots[0], kSig_index_select, 0);
     auto v_dim = tb::int_arg(slots[1], kSig_index_select, 1);
     auto v_index = tb::tensor_arg(slots[2], kSig_index_select, 2);
-    auto v_out = tb::tensor_arg(slots[3], kSig_index_select, 3);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_index_select, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_index_select, 4);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::index_select(v_self, v_dim, v_index, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::index_select(v_self, v_dim, v_index, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[3]);
   } catch (...) {
@@ -585,11 +711,17 @@ PyObject* py_linear(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
     auto v_input = tb::tensor_arg(slots[0], kSig_linear, 0);
     auto v_weight = tb::tensor_arg(slots[1], kSig_linear, 1);
     auto v_bias = tb::tensor_opt_arg(slots[2], kSig_linear, 2, std::nullopt);
-    auto v_out = tb::tensor_arg(slots[3], kSig_linear, 3);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_linear, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_linear, 4);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::linear(v_input, v_weight, v_bias, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::linear(v_input, v_weight, v_bias, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[3]);
   } catch (...) {
@@ -610,11 +742,17 @@ PyObject* py_log(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_log, 0);
-    auto v_out = tb::tensor_arg(slots[1], kSig_log, 1);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_log, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_log, 2);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::log(v_self, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::log(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[1]);
   } catch (...) {
@@ -637,11 +775,17 @@ PyObject* py_log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_self = tb::tensor_arg(slots[0], kSig_log_softmax, 0);
     auto v_dim = tb::int_arg(slots[1], kSig_log_softmax, 1);
     auto v_dtype = tb::dtype_opt_arg(slots[2], kSig_log_softmax, 2, std::nullopt);
-    auto v_out = tb::tensor_arg(slots[3], kSig_log_softmax, 3);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_log_softmax, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_log_softmax, 4);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::log_softmax(v_self, v_dim, v_dtype, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::log_softmax(v_self, v_dim, v_dtype, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[3]);
   } catch (...) {
@@ -664,11 +808,17 @@ PyObject* py_masked_fill(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_self = tb::tensor_arg(slots[0], kSig_masked_fill, 0);
     auto v_mask = tb::tensor_arg(slots[1], kSig_masked_fill, 1);
     auto v_value = tb::scalar_arg(slots[2], kSig_masked_fill, 2);
-    auto v_out = tb::tensor_arg(slots[3], kSig_masked_fill, 3);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_masked_fill, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_masked_fill, 4);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::masked_fill(v_self, v_mask, v_value, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::masked_fill(v_self, v_mask, v_value, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[3]);
   } catch (...) {
@@ -690,11 +840,17 @@ PyObject* py_matmul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_matmul, 0);
     auto v_other = tb::tensor_arg(slots[1], kSig_matmul, 1);
-    auto v_out = tb::tensor_arg(slots[2], kSig_matmul, 2);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_matmul, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_matmul, 3);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::matmul(v_self, v_other, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::matmul(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[2]);
   } catch (...) {
@@ -717,12 +873,18 @@ PyObject* py_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_self = tb::tensor_arg(slots[0], kSig_max, 0);
     auto v_dim = tb::int_arg(slots[1], kSig_max, 1);
     auto v_keepdim = tb::bool_arg(slots[2], kSig_max, 2, false);
-    auto v_max = tb::tensor_arg(slots[3], kSig_max, 3);
-    auto v_max_values = tb::tensor_arg(slots[4], kSig_max, 4);
+    auto v_max = tb::tensor_out_arg(slots[3], kSig_max, 3);
+    auto v_max_values = tb::tensor_out_arg(slots[4], kSig_max, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_max, 5);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::max(v_self, v_dim, v_keepdim, v_max, v_max_values, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::max(v_self, v_dim, v_keepdim, v_max, v_max_values, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return PyTuple_Pack(2, slots[3], slots[4]);
   } catch (...) {
@@ -744,11 +906,17 @@ PyObject* py_maximum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_maximum, 0);
     auto v_other = tb::tensor_arg(slots[1], kSig_maximum, 1);
-    auto v_out = tb::tensor_arg(slots[2], kSig_maximum, 2);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_maximum, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_maximum, 3);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::maximum(v_self, v_other, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::maximum(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[2]);
   } catch (...) {
@@ -772,11 +940,17 @@ PyObject* py_mean(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_dim = tb::int_list_opt_arg(slots[1], kSig_mean, 1, 1);
     auto v_keepdim = tb::bool_arg(slots[2], kSig_mean, 2, false);
     auto v_dtype = tb::dtype_opt_arg(slots[3], kSig_mean, 3, std::nullopt);
-    auto v_out = tb::tensor_arg(slots[4], kSig_mean, 4);
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_mean, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_mean, 5);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::mean(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::mean(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[4]);
   } catch (...) {
@@ -798,11 +972,17 @@ PyObject* py_minimum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_minimum, 0);
     auto v_other = tb::tensor_arg(slots[1], kSig_minimum, 1);
-    auto v_out = tb::tensor_arg(slots[2], kSig_minimum, 2);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_minimum, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_minimum, 3);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::minimum(v_self, v_other, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::minimum(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[2]);
   } catch (...) {
@@ -824,11 +1004,17 @@ PyObject* py_mm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kw
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_mm, 0);
     auto v_mat2 = tb::tensor_arg(slots[1], kSig_mm, 1);
-    auto v_out = tb::tensor_arg(slots[2], kSig_mm, 2);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_mm, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_mm, 3);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::mm(v_self, v_mat2, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::mm(v_self, v_mat2, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[2]);
   } catch (...) {
@@ -851,11 +1037,17 @@ PyObject* py_mse_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
     auto v_self = tb::tensor_arg(slots[0], kSig_mse_loss, 0);
     auto v_target = tb::tensor_arg(slots[1], kSig_mse_loss, 1);
     auto v_reduction = tb::int_arg(slots[2], kSig_mse_loss, 2, int64_t{1});
-    auto v_out = tb::tensor_arg(slots[3], kSig_mse_loss, 3);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_mse_loss, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_mse_loss, 4);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::mse_loss(v_self, v_target, v_reduction, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::mse_loss(v_self, v_target, v_reduction, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[3]);
   } catch (...) {
@@ -877,11 +1069,17 @@ PyObject* py_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_mul, 0);
     auto v_other = tb::tensor_arg(slots[1], kSig_mul, 1);
-    auto v_out = tb::tensor_arg(slots[2], kSig_mul, 2);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_mul, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_mul, 3);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::mul(v_self, v_other, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::mul(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[2]);
   } catch (...) {
@@ -906,13 +1104,19 @@ PyObject* py_native_layer_norm(PyObject*, PyObject* const* args, Py_ssize_t narg
     auto v_weight = tb::tensor_opt_arg(slots[2], kSig_native_layer_norm, 2);
     auto v_bias = tb::tensor_opt_arg(slots[3], kSig_native_layer_norm, 3);
     auto v_eps = tb::float_arg(slots[4], kSig_native_layer_norm, 4);
-    auto v_out0 = tb::tensor_arg(slots[5], kSig_native_layer_norm, 5);
-    auto v_out1 = tb::tensor_arg(slots[6], kSig_native_layer_norm, 6);
-    auto v_out2 = tb::tensor_arg(slots[7], kSig_native_layer_norm, 7);
+    auto v_out0 = tb::tensor_out_arg(slots[5], kSig_native_layer_norm, 5);
+    auto v_out1 = tb::tensor_out_arg(slots[6], kSig_native_layer_norm, 6);
+    auto v_out2 = tb::tensor_out_arg(slots[7], kSig_native_layer_norm, 7);
     const Implementation impl_ = tb::implementation_arg(slots[8], kSig_native_layer_norm, 8);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::native_layer_norm(v_input, v_normalized_shape, v_weight, v_bias, v_eps, v_out0, v_out1, v_out2, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::native_layer_norm(v_input, v_normalized_shape, v_weight, v_bias, v_eps, v_out0, v_out1, v_out2, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return PyTuple_Pack(3, slots[5], slots[6], slots[7]);
   } catch (...) {
@@ -933,11 +1137,17 @@ PyObject* py_neg(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_neg, 0);
-    auto v_out = tb::tensor_arg(slots[1], kSig_neg, 1);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_neg, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_neg, 2);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::neg(v_self, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::neg(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[1]);
   } catch (...) {
@@ -959,11 +1169,17 @@ PyObject* py_pow_Tensor_Scalar(PyObject*, PyObject* const* args, Py_ssize_t narg
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_pow_Tensor_Scalar, 0);
     auto v_exponent = tb::scalar_arg(slots[1], kSig_pow_Tensor_Scalar, 1);
-    auto v_out = tb::tensor_arg(slots[2], kSig_pow_Tensor_Scalar, 2);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_pow_Tensor_Scalar, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_pow_Tensor_Scalar, 3);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::pow_Tensor_Scalar(v_self, v_exponent, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::pow_Tensor_Scalar(v_self, v_exponent, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[2]);
   } catch (...) {
@@ -985,11 +1201,17 @@ PyObject* py_pow_Tensor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t narg
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_pow_Tensor_Tensor, 0);
     auto v_exponent = tb::tensor_arg(slots[1], kSig_pow_Tensor_Tensor, 1);
-    auto v_out = tb::tensor_arg(slots[2], kSig_pow_Tensor_Tensor, 2);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_pow_Tensor_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_pow_Tensor_Tensor, 3);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::pow_Tensor_Tensor(v_self, v_exponent, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::pow_Tensor_Tensor(v_self, v_exponent, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[2]);
   } catch (...) {
@@ -1010,11 +1232,17 @@ PyObject* py_reciprocal(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_reciprocal, 0);
-    auto v_out = tb::tensor_arg(slots[1], kSig_reciprocal, 1);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_reciprocal, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_reciprocal, 2);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::reciprocal(v_self, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::reciprocal(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[1]);
   } catch (...) {
@@ -1035,11 +1263,17 @@ PyObject* py_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_relu, 0);
-    auto v_out = tb::tensor_arg(slots[1], kSig_relu, 1);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_relu, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_relu, 2);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::relu(v_self, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::relu(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[1]);
   } catch (...) {
@@ -1062,11 +1296,17 @@ PyObject* py_rms_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
     auto v_input = tb::tensor_arg(slots[0], kSig_rms_norm, 0);
     auto v_weight = tb::tensor_arg(slots[1], kSig_rms_norm, 1);
     auto v_eps = tb::float_arg(slots[2], kSig_rms_norm, 2, 1e-06);
-    auto v_out = tb::tensor_arg(slots[3], kSig_rms_norm, 3);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_rms_norm, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_rms_norm, 4);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::rms_norm(v_input, v_weight, v_eps, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::rms_norm(v_input, v_weight, v_eps, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[3]);
   } catch (...) {
@@ -1087,11 +1327,17 @@ PyObject* py_rsqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_rsqrt, 0);
-    auto v_out = tb::tensor_arg(slots[1], kSig_rsqrt, 1);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_rsqrt, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_rsqrt, 2);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::rsqrt(v_self, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::rsqrt(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[1]);
   } catch (...) {
@@ -1118,11 +1364,17 @@ PyObject* py_scaled_dot_product_attention(PyObject*, PyObject* const* args, Py_s
     auto v_dropout_p = tb::float_arg(slots[4], kSig_scaled_dot_product_attention, 4, 0.0);
     auto v_is_causal = tb::bool_arg(slots[5], kSig_scaled_dot_product_attention, 5, false);
     auto v_scale = tb::float_opt_arg(slots[6], kSig_scaled_dot_product_attention, 6, std::nullopt);
-    auto v_out = tb::tensor_arg(slots[7], kSig_scaled_dot_product_attention, 7);
+    auto v_out = tb::tensor_out_arg(slots[7], kSig_scaled_dot_product_attention, 7);
     const Implementation impl_ = tb::implementation_arg(slots[8], kSig_scaled_dot_product_attention, 8);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::scaled_dot_product_attention(v_query, v_key, v_value, v_attn_mask, v_dropout_p, v_is_causal, v_scale, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::scaled_dot_product_attention(v_query, v_key, v_value, v_attn_mask, v_dropout_p, v_is_causal, v_scale, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[7]);
   } catch (...) {
@@ -1143,11 +1395,17 @@ PyObject* py_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_sigmoid, 0);
-    auto v_out = tb::tensor_arg(slots[1], kSig_sigmoid, 1);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_sigmoid, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sigmoid, 2);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::sigmoid(v_self, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::sigmoid(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[1]);
   } catch (...) {
@@ -1168,11 +1426,17 @@ PyObject* py_silu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_silu, 0);
-    auto v_out = tb::tensor_arg(slots[1], kSig_silu, 1);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_silu, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_silu, 2);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::silu(v_self, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::silu(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[1]);
   } catch (...) {
@@ -1193,11 +1457,17 @@ PyObject* py_silu_and_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
   }
   try {
     auto v_input = tb::tensor_arg(slots[0], kSig_silu_and_mul, 0);
-    auto v_out = tb::tensor_arg(slots[1], kSig_silu_and_mul, 1);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_silu_and_mul, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_silu_and_mul, 2);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::silu_and_mul(v_input, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::silu_and_mul(v_input, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[1]);
   } catch (...) {
@@ -1218,11 +1488,17 @@ PyObject* py_sin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_sin, 0);
-    auto v_out = tb::tensor_arg(slots[1], kSig_sin, 1);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_sin, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sin, 2);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::sin(v_self, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::sin(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[1]);
   } catch (...) {
@@ -1246,11 +1522,17 @@ PyObject* py_smooth_l1_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
     auto v_target = tb::tensor_arg(slots[1], kSig_smooth_l1_loss, 1);
     auto v_reduction = tb::int_arg(slots[2], kSig_smooth_l1_loss, 2, int64_t{1});
     auto v_beta = tb::float_arg(slots[3], kSig_smooth_l1_loss, 3, 1.0);
-    auto v_out = tb::tensor_arg(slots[4], kSig_smooth_l1_loss, 4);
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_smooth_l1_loss, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_smooth_l1_loss, 5);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::smooth_l1_loss(v_self, v_target, v_reduction, v_beta, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::smooth_l1_loss(v_self, v_target, v_reduction, v_beta, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[4]);
   } catch (...) {
@@ -1273,11 +1555,17 @@ PyObject* py_soft_margin_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs
     auto v_self = tb::tensor_arg(slots[0], kSig_soft_margin_loss, 0);
     auto v_target = tb::tensor_arg(slots[1], kSig_soft_margin_loss, 1);
     auto v_reduction = tb::int_arg(slots[2], kSig_soft_margin_loss, 2, int64_t{1});
-    auto v_out = tb::tensor_arg(slots[3], kSig_soft_margin_loss, 3);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_soft_margin_loss, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_soft_margin_loss, 4);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::soft_margin_loss(v_self, v_target, v_reduction, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::soft_margin_loss(v_self, v_target, v_reduction, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[3]);
   } catch (...) {
@@ -1300,11 +1588,17 @@ PyObject* py_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     auto v_self = tb::tensor_arg(slots[0], kSig_softmax, 0);
     auto v_dim = tb::int_arg(slots[1], kSig_softmax, 1);
     auto v_dtype = tb::dtype_opt_arg(slots[2], kSig_softmax, 2, std::nullopt);
-    auto v_out = tb::tensor_arg(slots[3], kSig_softmax, 3);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_softmax, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_softmax, 4);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::softmax(v_self, v_dim, v_dtype, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::softmax(v_self, v_dim, v_dtype, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[3]);
   } catch (...) {
@@ -1325,11 +1619,17 @@ PyObject* py_sqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_sqrt, 0);
-    auto v_out = tb::tensor_arg(slots[1], kSig_sqrt, 1);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_sqrt, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sqrt, 2);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::sqrt(v_self, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::sqrt(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[1]);
   } catch (...) {
@@ -1352,11 +1652,17 @@ PyObject* py_sub(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_self = tb::tensor_arg(slots[0], kSig_sub, 0);
     auto v_other = tb::tensor_arg(slots[1], kSig_sub, 1);
     auto v_alpha = tb::scalar_arg(slots[2], kSig_sub, 2, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_arg(slots[3], kSig_sub, 3);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_sub, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_sub, 4);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::sub(v_self, v_other, v_alpha, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::sub(v_self, v_other, v_alpha, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[3]);
   } catch (...) {
@@ -1380,11 +1686,17 @@ PyObject* py_sum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_dim = tb::int_list_opt_arg(slots[1], kSig_sum, 1, 1);
     auto v_keepdim = tb::bool_arg(slots[2], kSig_sum, 2, false);
     auto v_dtype = tb::dtype_opt_arg(slots[3], kSig_sum, 3, std::nullopt);
-    auto v_out = tb::tensor_arg(slots[4], kSig_sum, 4);
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_sum, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_sum, 5);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::sum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::sum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[4]);
   } catch (...) {
@@ -1405,11 +1717,17 @@ PyObject* py_tanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_tanh, 0);
-    auto v_out = tb::tensor_arg(slots[1], kSig_tanh, 1);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_tanh, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_tanh, 2);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::tanh(v_self, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::tanh(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[1]);
   } catch (...) {
@@ -1434,12 +1752,18 @@ PyObject* py_topk(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_dim = tb::int_arg(slots[2], kSig_topk, 2, int64_t{-1});
     auto v_largest = tb::bool_arg(slots[3], kSig_topk, 3, true);
     auto v_sorted = tb::bool_arg(slots[4], kSig_topk, 4, true);
-    auto v_values = tb::tensor_arg(slots[5], kSig_topk, 5);
-    auto v_indices = tb::tensor_arg(slots[6], kSig_topk, 6);
+    auto v_values = tb::tensor_out_arg(slots[5], kSig_topk, 5);
+    auto v_indices = tb::tensor_out_arg(slots[6], kSig_topk, 6);
     const Implementation impl_ = tb::implementation_arg(slots[7], kSig_topk, 7);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::topk(v_self, v_k, v_dim, v_largest, v_sorted, v_values, v_indices, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::topk(v_self, v_k, v_dim, v_largest, v_sorted, v_values, v_indices, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return PyTuple_Pack(2, slots[5], slots[6]);
   } catch (...) {
@@ -1462,11 +1786,17 @@ PyObject* py_where(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_condition = tb::tensor_arg(slots[0], kSig_where, 0);
     auto v_self = tb::tensor_arg(slots[1], kSig_where, 1);
     auto v_other = tb::tensor_arg(slots[2], kSig_where, 2);
-    auto v_out = tb::tensor_arg(slots[3], kSig_where, 3);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_where, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_where, 4);
     {
-      tb::GilRelease nogil;
-      ::infini::ops::where(v_condition, v_self, v_other, v_out, impl_);
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::where(v_condition, v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
     }
     return tb::new_reference(slots[3]);
   } catch (...) {

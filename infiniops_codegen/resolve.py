@@ -91,7 +91,7 @@ def _argument(a: SchemaArg, py_name: str) -> Argument:  # raises UnsupportedType
         role = Role.INPUT
     else:
         role = Role.ATTRIBUTE
-    converter = f"{kind.name}_arg"
+    converter = f"{kind.name}_out_arg" if a.is_out else f"{kind.name}_arg"
     extra: tuple[str, ...] = ()
     if kind.name == "bool_array":
         converter = f"bool_array_arg<{t.size}>"

@@ -39,7 +39,7 @@ def make(layout: str, shape: tuple[int, int], gen, kind: str = "float"):
     elif layout == "transposed":
         t = base(cols, rows).t()
     elif layout == "sliced":
-        t = base(rows, 2 * cols)[:, ::2]
+        t = base(rows + 1, 2 * cols)[1:, ::2]  # with a storage offset
     elif layout == "expanded":
         t = base(1, cols).expand(rows, cols)
     else:
@@ -316,3 +316,61 @@ def test_from_blob_path_mse_mean_needs_a_resizable_out(ops):
     out = torch.empty(())
     ops.mse_loss(a, b, MEAN, out=out)
     torch.testing.assert_close(out, ((a - b) ** 2).mean())
+
+
+# --- Metadata beyond sizes and strides ------------------------------------------
+
+
+def test_many_dims_beyond_inline_storage(ops):
+    """Dims keep 8 sizes inline; more must still work on both paths."""
+    x = torch.randn([2] * 10).transpose(0, 9)
+    for reuse in (True, False):
+        out = torch.empty([2] * 10)
+        with handle_reuse(ops, reuse):
+            ops.abs(x, out=out)
+        assert torch.equal(out, x.abs()), reuse
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "from_blob"])
+def test_conjugate_view_input(ops, reuse):
+    """`x.conj()` is a lazy view (conj bit set, same memory). The fallback must
+    compute with the conjugate, or refuse; never silently use the raw data."""
+    gen = torch.Generator().manual_seed(5)
+    c = torch.randn(6, dtype=torch.complex64, generator=gen)
+    d = torch.randn(6, dtype=torch.complex64, generator=gen)
+    assert c.conj().is_conj()
+    want = torch.add(c.conj(), d)
+    out = torch.empty(6, dtype=torch.complex64)
+    with handle_reuse(ops, reuse):
+        try:
+            ops.add(c.conj(), d, out=out)
+        except (RuntimeError, TypeError, NotImplementedError):
+            assert not reuse, "the reuse path has the at::Tensor: it must work"
+            return
+    assert torch.equal(out, want), "conj bit ignored: silently wrong result"
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "from_blob"])
+@pytest.mark.parametrize("implementation", ["default", "native", "torch"])
+def test_negative_view_input(ops, implementation, reuse):
+    """`x.conj().imag` is a float32 view with the negative bit set (public API).
+    Native kernels and the from_blob path read raw memory: they must take the
+    bit into account or refuse, never return the un-negated values."""
+    c = torch.randn(
+        6, dtype=torch.complex64, generator=torch.Generator().manual_seed(6)
+    )
+    neg = c.conj().imag
+    assert neg.is_neg() and neg.dtype == torch.float32
+    y = torch.randn(6)
+    want = torch.add(neg, y)
+    out = torch.empty(6)
+    with handle_reuse(ops, reuse):
+        try:
+            ops.add(neg, y, out=out, implementation=implementation)
+        except NotImplementedError:
+            assert implementation == "native", "default must fall back"
+            return
+        except RuntimeError:
+            assert not reuse and implementation != "native"
+            return
+    assert torch.equal(out, want), "neg bit ignored: silently wrong result"

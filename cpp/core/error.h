@@ -33,4 +33,10 @@ class NotImplementedError : public Error {
   using Error::Error;
 };
 
+// A Python int too large for the C++ type (Python's OverflowError).
+class OverflowError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace infini::ops

@@ -1,6 +1,7 @@
 // Python -> core conversions and error translation for the bindings.
 #include "torch/python_args.h"
 
+#include <ATen/core/grad_mode.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
@@ -39,7 +40,7 @@ bool is_int(PyObject* obj) {
 bool int_like(PyObject* obj) {
   if (PyBool_Check(obj)) return false;
   if (PyLong_Check(obj)) return true;
-  return !THPVariable_Check(obj) && PyIndex_Check(obj);
+  return PyIndex_Check(obj);  // numpy ints; 1-element integer tensors
 }
 
 int64_t unpack_int(PyObject* obj, const Signature& sig, int i) {
@@ -57,8 +58,7 @@ int64_t unpack_int(PyObject* obj, const Signature& sig, int i) {
     Py_DECREF(index);
   }
   if (overflow != 0) {
-    // PyTorch's parser raises RuntimeError("Overflow when unpacking long").
-    throw Error(where(sig, i) + ": Overflow when unpacking long");
+    throw ValueError(where(sig, i) + ": Overflow when unpacking long long");
   }
   if (value == -1 && PyErr_Occurred()) {
     PyErr_Clear();
@@ -85,11 +85,33 @@ double unpack_float(PyObject* obj, const Signature& sig, int i) {
   wrong_type(obj, sig, i, "float");
 }
 
-Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i) {
+Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i, bool output) {
   if (!THPVariable_Check(obj)) wrong_type(obj, sig, i, "Tensor");
+  const at::Tensor& t = THPVariable_Unpack(obj);
+  if (t.layout() != c10::kStrided) {
+    throw TypeError(where(sig, i) + ": only strided (dense) tensors are supported");
+  }
+  if (t.requires_grad() && at::GradMode::is_enabled()) {
+    // What every out= overload of PyTorch raises; also keeps native kernels
+    // from silently bypassing autograd.
+    throw Error(std::string(sig.op) +
+                "(): functions with out=... arguments don't support automatic "
+                "differentiation, but one of the arguments requires grad.");
+  }
   try {
-    return from_aten(THPVariable_Unpack(obj));
+    if (t.is_conj() || t.is_neg()) [[unlikely]] {
+      // The core describes plain memory: a lazy conj/neg bit would be lost
+      // on the from_blob path and in native kernels.
+      if (output) {
+        throw TypeError(where(sig, i) +
+                        ": outputs with the conjugate or negative bit set are not "
+                        "supported; pass a tensor without it (see resolve_conj())");
+      }
+      return from_aten(t.resolve_conj().resolve_neg());
+    }
+    return from_aten(t);
   } catch (const TypeError& e) {
+    if (std::string_view(e.what()).starts_with(sig.op)) throw;
     throw TypeError(where(sig, i) + ": " + e.what());
   }
 }
@@ -126,9 +148,30 @@ class SequenceRef {
   PyObject* seq_;
 };
 
+Scalar scalar_from_tensor(PyObject* obj, const Signature& sig, int i) {
+  const at::Tensor& t = THPVariable_Unpack(obj);
+  if (t.numel() != 1) {
+    throw TypeError(where(sig, i) + " must be Number, not a Tensor with " +
+                    std::to_string(t.numel()) + " elements");
+  }
+  const at::Scalar s = t.item();
+  if (s.isBoolean()) return Scalar(s.toBool());
+  if (s.isIntegral(false)) return Scalar(s.toLong());
+  if (s.isComplex()) return Scalar(std::complex<double>(s.toComplexDouble()));
+  return Scalar(s.toDouble());
+}
+
 Scalar unpack_scalar(PyObject* obj, const Signature& sig, int i) {
   if (PyBool_Check(obj)) return Scalar(obj == Py_True);
-  if (PyLong_Check(obj)) return Scalar(unpack_int(obj, sig, i));
+  if (PyLong_Check(obj)) {
+    int overflow = 0;
+    const long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow != 0) {
+      throw OverflowError(where(sig, i) + ": int too big to convert");
+    }
+    return Scalar(static_cast<int64_t>(value));
+  }
+  if (THPVariable_Check(obj)) return scalar_from_tensor(obj, sig, i);
   if (PyFloat_Check(obj)) return Scalar(PyFloat_AS_DOUBLE(obj));
   if (PyComplex_Check(obj)) {
     return Scalar(std::complex<double>(PyComplex_RealAsDouble(obj),
@@ -155,13 +198,15 @@ Dims unpack_int_list(PyObject* obj, const Signature& sig, int i,
       throw TypeError(where(sig, i) + " must be tuple of ints, but found element of type " +
                       type_name(item) + " at pos " + std::to_string(k));
     }
-    values[static_cast<std::size_t>(k)] = unpack_int(item, sig, i);
+    try {
+      values[static_cast<std::size_t>(k)] = unpack_int(item, sig, i);
+    } catch (const ValueError& e) {  // PyTorch: TypeError for list elements
+      throw TypeError(where(sig, i) + " failed to unpack the object at pos " +
+                      std::to_string(k) + ": Overflow when unpacking long long");
+    }
   }
-  if (size != 0 && values.size() != size && values.size() != 1) {
-    throw TypeError(where(sig, i) + " must be a tuple of " + std::to_string(size) +
-                    " ints, got " + std::to_string(values.size()));
-  }
-  if (size > 1 && values.size() == 1) return Dims(size, values[0]);
+  // int[N] only means "a single int is repeated N times"; ATen checks
+  // lengths itself, as PyTorch's parser leaves it to.
   return values;
 }
 
@@ -247,7 +292,7 @@ bool parse_args(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
 
 Tensor tensor_arg(PyObject* obj, const Signature& sig, int i) {
   if (obj == nullptr) missing(sig, i);
-  return unpack_tensor(obj, sig, i);
+  return unpack_tensor(obj, sig, i, false);
 }
 
 std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i) {
@@ -258,10 +303,13 @@ std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i)
 std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i,
                                      std::nullopt_t) {
   if (absent(obj)) return std::nullopt;
-  return unpack_tensor(obj, sig, i);
+  return unpack_tensor(obj, sig, i, false);
 }
 
-TensorListArg tensor_list_arg(PyObject* obj, const Signature& sig, int i) {
+namespace {
+
+TensorListArg unpack_tensor_list(PyObject* obj, const Signature& sig, int i,
+                                 bool output) {
   if (obj == nullptr) missing(sig, i);
   SequenceRef seq(obj, sig, i, "tuple of Tensors");
   TensorListArg list;
@@ -271,9 +319,24 @@ TensorListArg tensor_list_arg(PyObject* obj, const Signature& sig, int i) {
       throw TypeError(where(sig, i) + " must be tuple of Tensors, but found element of type " +
                       type_name(seq[k]) + " at pos " + std::to_string(k));
     }
-    list.items.push_back(unpack_tensor(seq[k], sig, i));
+    list.items.push_back(unpack_tensor(seq[k], sig, i, output));
   }
   return list;
+}
+
+}  // namespace
+
+TensorListArg tensor_list_arg(PyObject* obj, const Signature& sig, int i) {
+  return unpack_tensor_list(obj, sig, i, false);
+}
+
+TensorListArg tensor_list_out_arg(PyObject* obj, const Signature& sig, int i) {
+  return unpack_tensor_list(obj, sig, i, true);
+}
+
+Tensor tensor_out_arg(PyObject* obj, const Signature& sig, int i) {
+  if (obj == nullptr) missing(sig, i);
+  return unpack_tensor(obj, sig, i, true);
 }
 
 OptionalTensorListArg tensor_opt_list_arg(PyObject* obj, const Signature& sig,
@@ -286,7 +349,7 @@ OptionalTensorListArg tensor_opt_list_arg(PyObject* obj, const Signature& sig,
     if (seq[k] == Py_None) {
       list.items.emplace_back(std::nullopt);
     } else if (THPVariable_Check(seq[k])) {
-      list.items.emplace_back(unpack_tensor(seq[k], sig, i));
+      list.items.emplace_back(unpack_tensor(seq[k], sig, i, false));
     } else {
       throw TypeError(where(sig, i) + " must be tuple of Tensors or None, but found element of type " +
                       type_name(seq[k]) + " at pos " + std::to_string(k));
@@ -489,6 +552,24 @@ Implementation implementation_arg(PyObject* obj, const Signature& sig, int i) {
   return *parsed;
 }
 
+static_assert(sizeof(torch::PyWarningHandler) <= sizeof(WarningScope),
+              "WarningScope storage too small for torch::PyWarningHandler");
+static_assert(alignof(torch::PyWarningHandler) <= alignof(WarningScope));
+
+WarningScope::WarningScope() noexcept {
+  new (storage_) torch::PyWarningHandler();
+}
+
+WarningScope::~WarningScope() noexcept(false) {
+  // May throw python_error when a warning filter turns a warning into an
+  // error; the bindings call this inside their try block.
+  std::launder(reinterpret_cast<torch::PyWarningHandler*>(storage_))->~PyWarningHandler();
+}
+
+void WarningScope::set_in_exception() noexcept {
+  std::launder(reinterpret_cast<torch::PyWarningHandler*>(storage_))->set_in_exception();
+}
+
 void raise_python_error(const Signature& sig) noexcept {
   try {
     throw;
@@ -500,15 +581,28 @@ void raise_python_error(const Signature& sig) noexcept {
     PyErr_SetString(PyExc_IndexError, e.what());
   } catch (const NotImplementedError& e) {
     PyErr_SetString(PyExc_NotImplementedError, e.what());
+  } catch (const OverflowError& e) {
+    PyErr_SetString(PyExc_OverflowError, e.what());
   } catch (const Error& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   } catch (const std::bad_alloc&) {
     PyErr_NoMemory();
+  } catch (const c10::Error& e) {
+    const std::string msg = e.what_without_backtrace();
+    if (msg.find("Trying to resize storage that is not resizable") != std::string::npos) {
+      // ATen tried to grow an output that came through the from_blob path.
+      PyErr_Format(PyExc_RuntimeError,
+                   "%s(): an output must be resized, but it has no PyTorch handle "
+                   "(from_blob path), so its storage cannot grow; pass an output "
+                   "of the result's shape (%s)",
+                   sig.op, msg.c_str());
+    } else {
+      torch::translate_exception_to_python(std::current_exception());
+    }
   } catch (...) {
     // c10 errors and the rest: exactly PyTorch's own translation.
     torch::translate_exception_to_python(std::current_exception());
   }
-  (void)sig;
 }
 
 PyObject* implementations_dict(const OpImplementations* ops, std::size_t n) {

@@ -37,6 +37,9 @@ bool parse_args(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
 // a trailing default is used when the parameter has one. Bad values throw
 // TypeError/ValueError naming the op and the parameter.
 Tensor tensor_arg(PyObject* obj, const Signature& sig, int i);
+// An out= tensor: like tensor_arg, but lazy conj/neg bits are refused
+// (inputs with them are materialised instead).
+Tensor tensor_out_arg(PyObject* obj, const Signature& sig, int i);
 std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i);
 std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i,
                                      std::nullopt_t);
@@ -48,6 +51,7 @@ class TensorListArg {
   operator std::span<Tensor>() { return items; }
 };
 TensorListArg tensor_list_arg(PyObject* obj, const Signature& sig, int i);
+TensorListArg tensor_list_out_arg(PyObject* obj, const Signature& sig, int i);
 
 class OptionalTensorListArg {
  public:
@@ -163,6 +167,22 @@ class GilRelease {
 
  private:
   PyThreadState* state_;
+};
+
+// c10 warnings raised during a call become Python warnings (as in PyTorch)
+// when the scope ends, with the GIL held. Opaque storage for
+// torch::PyWarningHandler keeps torch headers out of the bindings TU.
+class WarningScope {
+ public:
+  WarningScope() noexcept;
+  ~WarningScope() noexcept(false);
+  WarningScope(const WarningScope&) = delete;
+  WarningScope& operator=(const WarningScope&) = delete;
+  // Call when an exception leaves the scope: the destructor must not throw.
+  void set_in_exception() noexcept;
+
+ private:
+  alignas(16) unsigned char storage_[64];
 };
 
 inline PyObject* new_reference(PyObject* obj) {

@@ -1,0 +1,324 @@
+"""The Python API of the built module: argument errors, exception types as
+PyTorch raises them, the GIL, and importing before or after torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+import warnings
+
+import pytest
+import torch
+
+from runtime_conftest_helpers import REPO, build_dir, subprocess_env
+
+
+def _raised(call):
+    try:
+        call()
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return e
+    raise AssertionError("no exception was raised")
+
+
+# --- Argument errors ------------------------------------------------------------
+
+
+def test_non_tensor_argument_names_op_and_parameter(ops):
+    b, out = torch.randn(2), torch.empty(2)
+    with pytest.raises(TypeError) as info:
+        ops.add([1.0, 2.0], b, out=out)
+    message = str(info.value)
+    assert "add" in message and "'input'" in message and "list" in message
+    with pytest.raises(TypeError, match=r"'other'"):
+        ops.add(b, 3.0, out=out)
+    with pytest.raises(TypeError, match=r"mm.*'mat2'"):
+        ops.mm(torch.randn(2, 2), None, out=torch.empty(2, 2))
+
+
+def test_non_tensor_in_tensor_list(ops):
+    with pytest.raises(TypeError, match=r"cat.*'tensors'"):
+        ops.cat([torch.randn(2), "x"], out=torch.empty(4))
+
+
+def test_missing_out_raises_type_error(ops):
+    x = torch.randn(3)
+    with pytest.raises(TypeError, match="out"):
+        ops.add(x, x)
+    with pytest.raises(TypeError, match="indices"):
+        ops.topk(x, 1, values=torch.empty(1))
+
+
+def test_missing_positional_raises_type_error(ops):
+    with pytest.raises(TypeError, match="other"):
+        ops.add(torch.randn(3), out=torch.empty(3))
+
+
+def test_too_many_positional_arguments(ops):
+    x = torch.randn(3)
+    # alpha and out are keyword-only in ATen's schema.
+    with pytest.raises(TypeError, match="positional"):
+        ops.add(x, x, 1, torch.empty(3))
+
+
+def test_unknown_keyword(ops):
+    x = torch.randn(3)
+    with pytest.raises(TypeError, match="bogus"):
+        ops.add(x, x, out=torch.empty(3), bogus=1)
+    # `self` is called `input`.
+    with pytest.raises(TypeError, match="self"):
+        ops.abs(self=x, out=torch.empty(3))
+
+
+def test_argument_given_twice(ops):
+    x = torch.randn(3)
+    with pytest.raises(TypeError, match="input"):
+        ops.add(x, x, input=x, out=torch.empty(3))
+
+
+def test_keyword_arguments_by_aten_names(ops):
+    x, y = torch.randn(3), torch.randn(3)
+    out = torch.empty(3)
+    assert ops.add(input=x, other=y, alpha=2, out=out) is out
+    assert torch.equal(out, torch.add(x, y, alpha=2))
+
+
+def test_bool_is_not_an_int(ops):
+    x = torch.randn(2, 3)
+    with pytest.raises(TypeError, match="dim"):
+        ops.softmax(x, True, out=torch.empty(2, 3))
+
+
+# --- Exception types as PyTorch raises them ---------------------------------------
+
+
+@pytest.mark.parametrize("implementation", ["default", "torch"])
+def test_shape_mismatch_same_type_as_torch(ops, implementation):
+    a, b = torch.randn(3), torch.randn(4)
+    ours = _raised(
+        lambda: ops.add(a, b, out=torch.empty(3), implementation=implementation)
+    )
+    theirs = _raised(lambda: torch.add(a, b, out=torch.empty(3)))
+    assert type(ours) is type(theirs)
+    assert str(ours) == str(theirs)
+
+
+def test_dim_out_of_range_same_type_as_torch(ops):
+    x = torch.randn(3, 4)
+    ours = _raised(lambda: ops.sum(x, 5, out=torch.empty(3)))
+    theirs = _raised(lambda: torch.sum(x, 5, out=torch.empty(3)))
+    assert type(theirs) is IndexError
+    assert type(ours) is type(theirs)
+    ours = _raised(lambda: ops.softmax(x, -3, out=torch.empty(3, 4)))
+    theirs = _raised(lambda: torch.softmax(x, -3, out=torch.empty(3, 4)))
+    assert type(ours) is type(theirs) is IndexError
+
+
+def test_dtype_mismatch_same_type_as_torch(ops):
+    a = torch.randn(3)
+    out = torch.empty(3, dtype=torch.int64)
+    ours = _raised(lambda: ops.exp(a, out=out))
+    theirs = _raised(lambda: torch.exp(a, out=out))
+    assert type(ours) is type(theirs)
+
+
+def test_unsupported_dtype_is_type_error(ops):
+    x = torch.quantize_per_tensor(torch.randn(3), 0.1, 0, torch.qint8)
+    with pytest.raises(TypeError, match="input"):
+        ops.abs(x, out=torch.empty(3))
+
+
+@pytest.mark.parametrize(
+    "dim", [(0, 1), [0, 1], [], (-1, 0)], ids=["tuple2", "list2", "empty", "neg"]
+)
+def test_int_list_of_any_length_accepted_like_torch(ops, dim):
+    """`int[1] dim` in a schema only means a bare int is accepted too; like
+    torch, a list of any length must be accepted."""
+    x = torch.randn(3, 4)
+    for name in ("sum", "mean", "amax"):
+        want = getattr(torch, name)(x, dim)
+        out = torch.empty(want.shape)
+        getattr(ops, name)(x, dim, out=out)
+        torch.testing.assert_close(out, want, msg=f"{name}({dim})")
+
+
+def test_c10_warnings_become_python_warnings_like_torch(ops):
+    """Resizing a non-empty out of the wrong shape makes PyTorch warn; the
+    module should raise the same Python UserWarning (so filters and
+    `-W error` apply), not print to stderr."""
+    a, b = torch.randn(3, 4), torch.randn(3, 4)
+    with warnings.catch_warnings(record=True) as theirs:
+        warnings.simplefilter("always")
+        torch.add(a, b, out=torch.empty(5))
+    assert any("resized" in str(w.message) for w in theirs)
+    with warnings.catch_warnings(record=True) as ours:
+        warnings.simplefilter("always")
+        ops.add(a, b, out=torch.empty(5), implementation="torch")
+    assert [w.category for w in ours] == [w.category for w in theirs]
+
+
+# --- The GIL ------------------------------------------------------------------------
+
+
+def test_gil_is_released_while_an_op_runs(ops):
+    """A thread runs a long matmul; if the GIL were held, the main thread could
+    not run a single bytecode during it, so the longest pause between two
+    main-loop iterations would be at least one matmul. With the GIL released
+    it stays far below (only OS scheduling noise)."""
+    n = 2048
+    a = torch.randn(n, n, dtype=torch.float64)
+    b = torch.randn(n, n, dtype=torch.float64)
+    out = torch.empty(n, n, dtype=torch.float64)
+    spans: list[tuple[float, float]] = []
+    started = threading.Event()
+
+    def worker():
+        started.set()
+        for _ in range(3):
+            t0 = time.perf_counter()
+            ops.mm(a, b, out=out)
+            spans.append((t0, time.perf_counter()))
+
+    thread = threading.Thread(target=worker)
+    stamps = []  # (time, iterations) every 1024 iterations
+    count = 0
+    thread.start()
+    started.wait()
+    last = time.perf_counter()
+    max_gap = 0.0
+    while thread.is_alive():
+        now = time.perf_counter()
+        if now - last > max_gap:
+            max_gap = now - last
+        last = now
+        count += 1
+        if count & 1023 == 0:
+            stamps.append((now, count))
+    thread.join()
+    assert len(spans) == 3
+    shortest = min(end - start for start, end in spans)
+    # Iterations the main thread made while a matmul was running.
+    inside = 0
+    for start, end in spans:
+        within = [c for t, c in stamps if start <= t <= end]
+        if within:
+            inside += within[-1] - within[0]
+    assert shortest > 0.05, f"matmul too fast to tell ({shortest:.3f} s)"
+    assert max_gap < shortest / 2, (
+        f"main thread stalled {max_gap:.3f} s during a {shortest:.3f} s matmul: "
+        "the GIL is held while the op runs"
+    )
+    assert inside > 100_000, f"only {inside} main-loop iterations during the matmuls"
+    torch.testing.assert_close(out, a @ b)
+
+
+# --- Importing before or after torch -----------------------------------------------
+
+_CHECK = (
+    "x = torch.tensor([-1.0, 2.0, -3.0]); out = torch.empty(3)\n"
+    "assert m.abs(x, out=out) is out and out.tolist() == [1.0, 2.0, 3.0]\n"
+    "print('ok', len(m.implementations()))\n"
+)
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # load() before `import torch` (the loader itself must not need torch)
+        f"import sys\n"
+        f"from infiniops_codegen.runtime import load\n"
+        f"assert 'torch' not in sys.modules, 'the loader imported torch'\n"
+        f"m = load({str(build_dir())!r})\n"
+        f"import torch\n" + _CHECK,
+        # torch first
+        f"import torch\n"
+        f"from infiniops_codegen.runtime import load\n"
+        f"m = load({str(build_dir())!r})\n" + _CHECK,
+        # the PYTHONPATH route, module first
+        f"import sys; sys.path.insert(0, {str(build_dir())!r})\n"
+        f"import infiniops as m\n"
+        f"import torch\n" + _CHECK,
+    ],
+    ids=["load_then_torch", "torch_then_load", "import_then_torch"],
+)
+def test_import_order(ops, code):
+    proc = _run(code)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("ok "), proc.stdout
+    assert int(proc.stdout.split()[1]) == len(ops.implementations())
+
+
+def test_loading_twice_returns_the_same_module(ops):
+    from infiniops_codegen.runtime import load
+
+    assert load(build_dir()) is ops
+    assert ops.__torch_version__ == torch.__version__
+
+
+@pytest.mark.parametrize("implementation", ["default", "torch"])
+def test_out_with_autograd_input_same_as_torch(ops, implementation):
+    """PyTorch refuses out= when an input requires grad; the op must not
+    depend on which implementation dispatch picked (add float32 default is
+    the native kernel)."""
+    x = torch.randn(3, requires_grad=True)
+    theirs = _raised(lambda: torch.add(x, x, out=torch.empty(3)))
+    out = torch.empty(3)
+    ours = _raised(lambda: ops.add(x, x, out=out, implementation=implementation))
+    assert type(ours) is type(theirs)
+
+
+@pytest.mark.parametrize(
+    "ours,theirs",
+    [
+        (
+            lambda m, x: m.softmax(x, 2**70, out=torch.empty(2, 3)),
+            lambda x: torch.softmax(x, 2**70, out=torch.empty(2, 3)),
+        ),
+        (
+            lambda m, x: m.add(x, x, alpha=2**70, out=torch.empty(2, 3)),
+            lambda x: torch.add(x, x, alpha=2**70, out=torch.empty(2, 3)),
+        ),
+    ],
+    ids=["int", "scalar"],
+)
+def test_integer_overflow_same_type_as_torch(ops, ours, theirs):
+    x = torch.randn(2, 3)
+    assert type(_raised(lambda: ours(ops, x))) is type(_raised(lambda: theirs(x)))
+
+
+def test_concurrent_calls_from_threads(ops):
+    """The GIL is released inside ops: calls from several threads at once must
+    each compute their own result (no shared per-call state)."""
+    errors: list[str] = []
+
+    def work(k: int):
+        a = torch.full((512,), float(k))
+        b = torch.arange(512, dtype=torch.float32)
+        out = torch.empty(512)
+        mm_out = torch.empty(8, 8)
+        for i in range(500):
+            impl = ("default", "torch")[i % 2]
+            ops.add(a, b, out=out, implementation=impl)
+            if not torch.equal(out, a + b):
+                errors.append(f"thread {k} call {i} ({impl})")
+            ops.mm(a[:64].view(8, 8), b[:64].view(8, 8), out=mm_out)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
