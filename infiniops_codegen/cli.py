@@ -7,6 +7,7 @@ Exit codes: 0 success, 1 `--check` found differences (or a build/run failed),
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -229,6 +230,8 @@ def build(ctx, spec_dir, ops, opt_level, build_dir, jobs, ccache, smoke):
         builder.require_tools()
         builder.configure(config, click.echo)
         steps = builder.compile_all(config, click.echo, shard_ops)
+        # The harness and tools read what this build holds from here.
+        shutil.copyfile(gen_dir / "manifest.json", build_dir / "manifest.json")
         smoke_line = builder.smoke_check(build_dir, len(gen.opset.ops)) if smoke else ""
     except builder.BuildError as e:
         error(str(e))

@@ -103,6 +103,9 @@ class Op:
     hints: tuple[tuple[str, object], ...]  # harness hints, sorted by key
     shard: int
     cpu_kernel: bool  # ATen has a CPU kernel entry (at::cpu::...)
+    functional: str | None = None  # ATen functional overload, e.g. "add.Tensor"
+    tags: tuple[str, ...] = ()  # ATen tags, e.g. nondeterministic_seeded
+    reference: str | None = None  # composites: Python reference expression
 
     @property
     def composite(self) -> bool:

@@ -59,6 +59,9 @@ def manifest_data(opset: OpSet) -> dict:
                     "native": {n.platform: list(n.dtypes) for n in op.native},
                 },
                 "cpu_kernel": op.cpu_kernel,
+                "functional": op.functional,
+                "tags": list(op.tags),
+                "reference": op.reference,
                 "shard": op.shard,
                 "hints": op.hints_dict,
             }

@@ -240,6 +240,9 @@ def _op(spec: OpSpec, db: SchemaDB, name: str) -> Op:
         hints=spec.hints,
         shard=0,
         cpu_kernel=schema.cpu_kernel,
+        functional=schema.functional,
+        tags=schema.tags,
+        reference=spec.reference,
     )
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from .schema_types import AtenSchema, SchemaArg, TypeInfo
 
 # Bump when the extracted records change shape or meaning.
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,13 @@ def _build(yaml_dir: Path, version: str) -> SchemaDB:
         str(yaml_dir / "native_functions.yaml"), str(yaml_dir / "tags.yaml")
     )
     cpu = parsed.backend_indices[DispatchKey.CPU]
+    # The functional overload with the same signature as each out= overload
+    # (torch.ops.aten.<functional> is the harness's second reference).
+    functional = {
+        f.func.signature(): str(f.func.name)
+        for f in parsed.native_functions
+        if f.func.kind() == SchemaKind.functional
+    }
     outs: dict[str, AtenSchema] = {}
     names: set[str] = set()
     headers: set[str] = set()
@@ -105,7 +112,9 @@ def _build(yaml_dir: Path, version: str) -> SchemaDB:
         headers.add(f.root_name)
         if f.func.kind() != SchemaKind.out or f.manual_cpp_binding:
             continue
-        outs[str(f.func.name)] = _extract(f, cpu.has_kernel(f))
+        outs[str(f.func.name)] = _extract(
+            f, cpu.has_kernel(f), functional.get(f.func.signature())
+        )
     return SchemaDB(
         version, dict(sorted(outs.items())), frozenset(names), frozenset(headers)
     )
@@ -149,7 +158,7 @@ def _schema_args(func, cpp_types: dict[str, tuple[str, str | None]]):
     return tuple(result)
 
 
-def _extract(f, cpu_kernel: bool) -> AtenSchema:
+def _extract(f, cpu_kernel: bool, functional: str | None) -> AtenSchema:
     from torchgen.api.types import CppSignatureGroup
     from torchgen.context import native_function_manager
 
@@ -176,6 +185,8 @@ def _extract(f, cpu_kernel: bool) -> AtenSchema:
         structured=bool(f.structured),
         cpu_kernel=bool(cpu_kernel),
         schema=str(func),
+        functional=functional,
+        tags=tuple(sorted(f.tags)),
     )
 
 

@@ -18,7 +18,17 @@ from .platforms import platform_names
 from .yaml_nodes import Node, load_yaml
 
 TOP_KEYS = ("ops", "settings")
-OP_KEYS = ("aten", "name", "rename", "native", "hints", "signature", "fallback", "uses")
+OP_KEYS = (
+    "aten",
+    "name",
+    "rename",
+    "native",
+    "hints",
+    "signature",
+    "fallback",
+    "uses",
+    "reference",
+)
 SETTING_KEYS = ("shard_size",)
 DEFAULT_SHARD_SIZE = 12
 
@@ -47,6 +57,7 @@ class OpSpec:
     name: str | None = None
     signature: str | None = None
     fallback: str | None = None
+    reference: str | None = None  # composites: Python expression for the harness
     uses: tuple[str, ...] = ()
     rename: tuple[tuple[str, str], ...] = ()
     native: tuple[NativeSpec, ...] = ()
@@ -130,7 +141,7 @@ class _Reader:
         v = node.value
         places = {k: self.where(n) for k, n in v.items()}
         fields: dict = {}
-        for key in ("aten", "signature", "fallback"):
+        for key in ("aten", "signature", "fallback", "reference"):
             if key in v:
                 fields[key] = self.string(v[key], f"'{key}'")
         if "name" in v:
@@ -155,7 +166,7 @@ class _Reader:
             self.fail(keys["signature"], "'aten' and 'signature' exclude each other")
             return False
         if "aten" in keys:
-            for key in ("fallback", "uses"):
+            for key in ("fallback", "uses", "reference"):
                 if key in keys:
                     self.fail(
                         keys[key],

@@ -68,3 +68,17 @@ def ops():
     module = load_or_build()
     module.set_handle_reuse(True)
     return module
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The correctness harness's counts, when it ran."""
+    from test_harness import STATS
+
+    if STATS["cases"]:
+        skipped = STATS["skipped"]
+        share = 100.0 * skipped / STATS["cases"]
+        terminalreporter.write_line(
+            f"harness: {len(STATS['ops'])} ops, {STATS['cases']} op x dtype cases, "
+            f"{STATS['passed']} passed, {skipped} skipped ({share:.1f}%), "
+            f"{STATS['calls']} checked calls"
+        )

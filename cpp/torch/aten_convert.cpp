@@ -1,8 +1,10 @@
 // Core <-> ATen conversions that need more than the light headers.
 #include "torch/aten_convert.h"
 
-#include <ATen/ops/empty_strided.h>
-#include <ATen/ops/from_blob.h>
+#include <ATen/EmptyTensor.h>
+#include <ATen/ops/copy.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/TensorOptions.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/util/intrusive_ptr.h>
 
@@ -117,16 +119,32 @@ at::Scalar to_aten(const Scalar& s) {
 }
 
 at::Tensor from_blob(const Tensor& t) {
-  const auto options =
-      at::TensorOptions().dtype(to_aten(t.dtype())).device(to_aten(t.device()));
+  const c10::ScalarType dtype = to_aten(t.dtype());
+  const c10::Device device = to_aten(t.device());
   const at::IntArrayRef sizes(t.shape().data(), t.shape().size());
   const at::IntArrayRef strides(t.strides().data(), t.strides().size());
-  if (t.numel() == 0) {
-    return at::empty_strided(sizes, strides, options);
-  }
-  // Not resizable: an out of the wrong shape raises c10::Error (RuntimeError)
-  // instead of reallocating memory the library does not own.
-  return at::from_blob(t.data(), sizes, strides, options);
+  const std::size_t nbytes =
+      t.numel() == 0 ? 0
+                     : at::detail::computeStorageNbytes(sizes, strides,
+                                                        c10::elementSize(dtype));
+  // A non-owning view of the caller's memory, but resizable through the
+  // device allocator: some out= kernels (mse_loss with a reduction) resize
+  // their output on the way, and a fixed storage would make them fail.
+  // check_output copies a result that moved back into the caller's memory.
+  c10::Storage storage(c10::Storage::use_byte_size_t(), nbytes,
+                       c10::DataPtr(t.data(), device),
+                       c10::GetAllocator(device.type()), /*resizable=*/true);
+  auto tensor = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(storage),
+      c10::DispatchKeySet(c10::computeDispatchKey(dtype, c10::kStrided, device)),
+      caffe2::TypeMeta::fromScalarType(dtype));
+  tensor.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides);
+  return tensor;
+}
+
+void copy_back_moved_output(const Tensor& t, const at::Tensor& a) {
+  // Same geometry, new memory: ATen grew the storage and shrank it back.
+  from_blob(t).copy_(a);
 }
 
 namespace {

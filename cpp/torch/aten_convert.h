@@ -139,13 +139,18 @@ inline std::optional<c10::ScalarType> to_aten(std::optional<DataType> dtype) {
 [[noreturn]] void output_not_resizable(const Tensor& t, const at::Tensor& a,
                                        const char* op, const char* name);
 
+void copy_back_moved_output(const Tensor& t, const at::Tensor& a);
+
 inline void check_output(const Tensor& t, const at::Tensor& a, const char* op,
                          const char* name) {
   if (a.unsafeGetTensorImpl() == t.handle().get()) return;  // reused: ATen resized it
   if (a.sizes() != at::IntArrayRef(t.shape().data(), t.shape().size()) ||
-      a.strides() != at::IntArrayRef(t.strides().data(), t.strides().size()) ||
-      (t.numel() != 0 && a.data_ptr() != t.data())) [[unlikely]] {
+      a.strides() != at::IntArrayRef(t.strides().data(), t.strides().size()))
+      [[unlikely]] {
     output_not_resizable(t, a, op, name);
+  }
+  if (t.numel() != 0 && a.data_ptr() != t.data()) [[unlikely]] {
+    copy_back_moved_output(t, a);
   }
 }
 

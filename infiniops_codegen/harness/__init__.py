@@ -1,0 +1,1 @@
+"""The correctness harness: every op of a built module against PyTorch."""

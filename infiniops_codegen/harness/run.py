@@ -1,0 +1,234 @@
+"""Running one op × dtype through every layout variant, on both tensor paths,
+against PyTorch's out= overload and its functional form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from .samples import DATA, INDEX, INDEX_BOUND, MASK, OpEntry, TensorSpec
+from .samples import candidate_plans, hinted_plans, map_tensors, reshaped
+
+DTYPES = {
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "bool": torch.bool,
+}
+VARIANTS = (
+    "contiguous",
+    "transposed",
+    "sliced",
+    "expanded",
+    "zero_dim",
+    "zero_size",
+    "broadcast",
+)
+PATHS = ("reuse", "from_blob")
+
+
+class NotApplicable(Exception):
+    """PyTorch itself rejects these inputs: not a case."""
+
+
+@dataclass
+class Outcome:
+    checked: list[str] = field(default_factory=list)  # "variant/path"
+    failures: list[str] = field(default_factory=list)
+
+
+# -- materialising ----------------------------------------------------------
+
+
+def _values(spec: TensorSpec, dtype: torch.dtype, gen: torch.Generator):
+    shape = spec.shape
+    if spec.role == INDEX:
+        return torch.randint(0, INDEX_BOUND, shape, generator=gen, dtype=torch.int64)
+    if spec.role == MASK:
+        return torch.rand(shape, generator=gen) > 0.5
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=gen) > 0.5
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype)
+    values = torch.randint(-5, 6, shape, generator=gen, dtype=torch.int64)
+    return torch.where(values == 0, torch.ones_like(values), values).to(dtype)
+
+
+def _layout(t: torch.Tensor, variant: str) -> torch.Tensor:
+    """Same values, another memory layout."""
+    if variant == "transposed" and t.dim() >= 2:
+        return t.transpose(-1, -2).contiguous().transpose(-1, -2)
+    if variant == "sliced" and t.dim() >= 1:
+        wide = torch.empty(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype)
+        view = wide[..., ::2]
+        view.copy_(t)
+        return view
+    if variant == "expanded" and t.dim() >= 1 and t.shape[0] > 1:
+        return t[:1].expand_as(t)  # stride 0; the values of row 0
+    return t
+
+
+def _variant_plan(plan: dict, variant: str) -> dict:
+    if variant == "zero_dim":
+        return reshaped(plan, lambda s: () if s.role == DATA else s.shape)
+    if variant == "zero_size":
+        return reshaped(plan, lambda s: (0,) + s.shape[1:] if s.shape else s.shape)
+    if variant == "broadcast":
+        data = [k for k, v in plan.items() if isinstance(v, TensorSpec) and v.role == DATA]
+        if len(data) < 2 or not plan[data[1]].shape:
+            raise NotApplicable("not a binary op")
+        last = plan[data[1]].shape[-1:]
+        return {**plan, data[1]: TensorSpec(last, DATA)}
+    return plan
+
+
+def materialize(plan: dict, dtype: torch.dtype, variant: str, seed: int) -> dict:
+    gen = torch.Generator().manual_seed(seed)
+    plan = _variant_plan(plan, variant)
+    return map_tensors(plan, lambda spec: _layout(_values(spec, dtype, gen), variant))
+
+
+# -- calling ------------------------------------------------------------------
+
+
+def _overload(name: str):
+    base, _, overload = name.partition(".")
+    return getattr(getattr(torch.ops.aten, base), overload or "default")
+
+
+def _as_list(result) -> list:
+    if isinstance(result, torch.Tensor):
+        return [result]
+    return list(result)
+
+
+def expected(op: OpEntry, args: dict) -> list:
+    """The functional form (or a composite's reference expression)."""
+    if op.composite:
+        return _as_list(eval(op.reference, {"torch": torch}, dict(args)))  # noqa: S307
+    if op.functional is None:
+        return []
+    names = [a.name for a in op.inputs]
+    return _as_list(_overload(op.functional)(**{n: args[n] for n in names}))
+
+
+def _empty_like_results(results: list, non_contiguous: bool) -> list:
+    outs = []
+    for r in results:
+        if isinstance(r, (list, tuple)):
+            outs.append([torch.empty_like(x) for x in r])
+        elif non_contiguous and r.dim() >= 2:
+            outs.append(torch.empty_like(r.transpose(-1, -2)).transpose(-1, -2))
+        else:
+            outs.append(torch.empty_like(r))
+    return outs
+
+
+def reference_out(op: OpEntry, args: dict, outs: list) -> list:
+    """PyTorch's own out= overload, called from Python (composites have none:
+    their reference expression stands for both forms)."""
+    if op.composite:
+        return expected(op, args)
+    kwargs = {a.name: args[a.name] for a in op.inputs}
+    kwargs.update({a.name: o for a, o in zip(op.out_args, outs)})
+    _overload(op.aten)(**kwargs)
+    return outs
+
+
+def ours(module, op: OpEntry, args: dict, outs: list):
+    positional = [args[a.name] for a in op.inputs if not a.keyword_only]
+    kwargs = {a.py_name: args[a.name] for a in op.inputs if a.keyword_only}
+    kwargs.update({a.py_name: o for a, o in zip(op.out_args, outs)})
+    return getattr(module, op.name)(*positional, **kwargs)
+
+
+def tolerance(dtype: torch.dtype) -> dict:
+    if dtype in (torch.float16,):
+        return {"rtol": 2e-3, "atol": 2e-3}
+    if dtype == torch.bfloat16:
+        return {"rtol": 2e-2, "atol": 2e-2}
+    if dtype == torch.float32:
+        return {"rtol": 1e-5, "atol": 1e-5}
+    if dtype == torch.float64:
+        return {"rtol": 1e-7, "atol": 1e-7}
+    return {"rtol": 0, "atol": 0}  # integers, bool and indices: exact
+
+
+def _close(actual, wanted, dtype) -> None:
+    if isinstance(wanted, (list, tuple)):
+        assert len(actual) == len(wanted), "output list length differs"
+        for a, w in zip(actual, wanted):
+            _close(a, w, dtype)
+        return
+    tol = tolerance(wanted.dtype if wanted.is_floating_point() else torch.int64)
+    torch.testing.assert_close(actual, wanted, equal_nan=True, **tol)
+
+
+# -- one op and dtype --------------------------------------------------------
+
+
+def find_plan(op: OpEntry, dtype: torch.dtype) -> dict | None:
+    """The first candidate plan PyTorch accepts for this dtype."""
+    for plan in candidate_plans(op):
+        args = materialize(plan, dtype, "contiguous", seed=0)
+        try:
+            results = expected(op, args)
+            if not results:
+                return plan
+            reference_out(op, args, _empty_like_results(results, False))
+            return plan
+        except Exception:  # noqa: BLE001 - any rejection means "try the next"
+            continue
+    return None
+
+
+def check(module, op: OpEntry, dtype_name: str, plan: dict) -> Outcome:
+    """Every variant × path of one op and dtype; failures are collected."""
+    dtype = DTYPES[dtype_name]
+    outcome = Outcome()
+    for sample_index, sample in enumerate(hinted_plans(op, plan)):
+        for variant in VARIANTS:
+            _check_variant(module, op, dtype, sample, sample_index, variant, outcome)
+    return outcome
+
+
+def _check_variant(module, op, dtype, plan, sample_index, variant, outcome):
+    label = f"sample {sample_index} {variant}"
+    try:
+        args = materialize(plan, dtype, variant, seed=sample_index + 1)
+        wanted = expected(op, args)
+        if not wanted:  # no functional form: PyTorch's out= result is the reference
+            wanted = reference_out(op, args, _guess_outs(op, args))
+        ref = reference_out(op, args, _empty_like_results(wanted, False))
+    except NotApplicable:
+        return
+    except Exception:  # noqa: BLE001 - PyTorch rejects this variant
+        if variant == "contiguous":
+            outcome.failures.append(f"{label}: the reference rejects the base sample")
+        return
+    for path in PATHS:
+        outs = _empty_like_results(wanted, variant == "transposed")
+        previous = module.handle_reuse()
+        module.set_handle_reuse(path == "reuse")
+        try:
+            returned = ours(module, op, args, outs)
+            got = outs
+            _close(got, ref, dtype)
+            _close(got, wanted, dtype)
+            single = outs[0] if len(outs) == 1 else tuple(outs)
+            if len(outs) == 1:
+                assert returned is single, "the call did not return its out"
+            outcome.checked.append(f"{label}/{path}")
+        except Exception as e:  # noqa: BLE001 - reported with the case
+            outcome.failures.append(f"{label}/{path}: {type(e).__name__}: {e}")
+        finally:
+            module.set_handle_reuse(previous)
+
+
+def _guess_outs(op: OpEntry, args: dict) -> list:
+    like = next(v for v in args.values() if isinstance(v, torch.Tensor))
+    return [torch.empty(0, dtype=like.dtype) for _ in op.out_args]

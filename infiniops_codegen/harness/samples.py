@@ -1,0 +1,284 @@
+"""Argument samples for the correctness harness, derived from the manifest.
+
+A *plan* gives every argument a value: tensors as `TensorSpec` placeholders
+(shape + what the values mean), everything else as a Python value. Candidate
+plans come from small rules keyed on argument kinds and names, overridden by
+the `hints` of the op's spec; the PyTorch reference is the oracle that says
+which candidate is valid.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, replace
+
+DATA, INDEX, MASK = "data", "index", "mask"
+BASE_SHAPE = (4, 6)
+INDEX_BOUND = 4  # index values lie in [0, 4): valid along every base dim
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    shape: tuple[int, ...]
+    role: str = DATA  # data (in the case's dtype), index (int64) or mask (bool)
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str  # schema name
+    py_name: str
+    kind: str | None
+    role: str  # input / output / attribute / hidden
+    keyword_only: bool
+    has_default: bool
+    default: object
+    aten_type: str
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    name: str
+    aten: str | None
+    functional: str | None
+    composite: bool
+    reference: str | None
+    args: tuple[Arg, ...]
+    outputs: tuple[str, ...]  # Python names
+    hints: dict = field(hash=False, compare=False)
+    tags: tuple[str, ...] = ()
+
+    @property
+    def visible(self) -> tuple[Arg, ...]:
+        return tuple(a for a in self.args if a.role != "hidden")
+
+    @property
+    def inputs(self) -> tuple[Arg, ...]:
+        return tuple(a for a in self.visible if a.role != "output")
+
+    @property
+    def out_args(self) -> tuple[Arg, ...]:
+        return tuple(a for a in self.visible if a.role == "output")
+
+
+def entries(manifest: dict) -> list[OpEntry]:
+    result = []
+    for op in manifest["ops"]:
+        args = tuple(
+            Arg(
+                a["name"],
+                a["python_name"],
+                a["kind"],
+                a["role"],
+                a["keyword_only"],
+                a["has_default"],
+                a["default"],
+                a["aten_type"],
+            )
+            for a in op["arguments"]
+        )
+        result.append(
+            OpEntry(
+                op["name"],
+                op["aten"],
+                op.get("functional"),
+                op["composite"],
+                op.get("reference"),
+                args,
+                tuple(op["outputs"]),
+                op.get("hints") or {},
+                tuple(op.get("tags") or ()),
+            )
+        )
+    return result
+
+
+# -- attribute values -----------------------------------------------------
+
+_INT_BY_NAME = {
+    "dim": 1,
+    "dim0": 0,
+    "dim1": 1,
+    "k": 2,
+    "diagonal": 0,
+    "reduction": 1,
+    "groups": 1,
+    "split_size": 2,
+    "chunks": 2,
+    "start": 0,
+    "length": 2,
+    "N": 2,
+    "C": 3,
+    "HxW": 4,
+    "group": 1,
+    "num_classes": 6,
+    "padding_idx": -1,
+    "shifts": 1,
+}
+_INT_LIST_BY_NAME = {
+    "dim": [1],
+    "dims": [0],
+    "kernel_size": [2, 2],
+    "stride": [1, 1],
+    "padding": [0, 0],
+    "dilation": [1, 1],
+    "output_size": [2, 2],
+    "size": [4, 6],
+    "shape": [4, 6],
+    "normalized_shape": [6],
+    "shifts": [1],
+    "repeats": [2, 1],
+}
+_FLOAT_BY_NAME = {
+    "eps": 1e-5,
+    "p": 2.0,
+    "negative_slope": 0.01,
+    "beta": 1.0,
+    "alpha": 1.0,
+    "lambd": 0.5,
+    "threshold": 0.5,
+    "momentum": 0.1,
+}
+_SCALAR_BY_NAME = {
+    "min": -0.5,
+    "max": 0.5,
+    "min_val": -0.5,
+    "max_val": 0.5,
+    "exponent": 2,
+    "value": 0.5,
+    "threshold": 0.5,
+    "beta": 1,
+    "alpha": 1,
+}
+
+
+def _attribute(arg: Arg, ndim: int):
+    """The default value of a non-tensor argument for a sample."""
+    if arg.has_default:
+        return arg.default
+    kind, name = arg.kind, arg.name
+    if kind in ("int", "int_opt"):
+        value = _INT_BY_NAME.get(name, 1)
+        return min(value, ndim - 1) if name in ("dim", "dim1") and ndim else value
+    if kind in ("int_list", "int_list_opt"):
+        return list(_INT_LIST_BY_NAME.get(name, [1]))
+    if kind in ("float", "float_opt"):
+        return _FLOAT_BY_NAME.get(name, 0.5)
+    if kind in ("scalar", "scalar_opt"):
+        return _SCALAR_BY_NAME.get(name, 2)
+    if kind == "scalar_list":
+        return [1, 2]
+    if kind in ("bool", "bool_opt"):
+        return False
+    if kind == "bool_array":
+        return [True] * _array_size(arg.aten_type)
+    if kind in ("str", "str_opt"):
+        return None if kind == "str_opt" else "none"
+    if kind in ("dtype_opt", "float_list_opt", "tensor_opt"):
+        return None
+    if kind == "dtype":
+        return "float32"
+    return None
+
+
+def _array_size(aten_type: str) -> int:
+    digits = "".join(c for c in aten_type if c.isdigit())
+    return int(digits) if digits else 1
+
+
+# -- tensor plans -----------------------------------------------------------
+
+_INDEX_NAMES = ("index", "indices", "indices_or_sections", "target_lengths")
+_MATMUL_SHAPES = {
+    # name -> shape in the "matmul" plan (self/input is (4, 6))
+    "mat2": (6, 5),
+    "mat1": (4, 6),
+    "vec": (6,),
+    "vec2": (6,),
+    "weight": (5, 6),
+    "bias": (5,),
+    "batch1": (2, 4, 6),
+    "batch2": (2, 6, 5),
+}
+
+
+def _role_of(arg: Arg) -> str:
+    if arg.name in _INDEX_NAMES or arg.name.endswith("indices"):
+        return INDEX
+    if "mask" in arg.name:
+        return MASK
+    return DATA
+
+
+def _tensor_value(arg: Arg, shape: tuple[int, ...], shapes: dict):
+    spec = TensorSpec(tuple(shapes.get(arg.py_name, shape)), _role_of(arg))
+    if arg.kind == "tensor":
+        return spec
+    if arg.kind == "tensor_opt":
+        return spec if arg.py_name in shapes or not arg.has_default else None
+    if arg.kind == "tensor_list":
+        return [spec, spec]
+    if arg.kind == "tensor_opt_list":
+        return [TensorSpec((INDEX_BOUND,), INDEX)]
+    raise ValueError(arg.kind)
+
+
+def _shape_plans(op: OpEntry) -> list[dict]:
+    """Candidate tensor shapes: {py_name: shape} overrides plus a base shape."""
+    hinted = {k: tuple(v) for k, v in (op.hints.get("shapes") or {}).items()}
+    plans = [(BASE_SHAPE, {})]
+    names = {a.name for a in op.inputs}
+    if names & set(_MATMUL_SHAPES):
+        matmul = {
+            a.py_name: _MATMUL_SHAPES[a.name] for a in op.inputs if a.name in _MATMUL_SHAPES
+        }
+        if "batch1" in names:
+            plans.insert(0, ((2, 4, 5), matmul))
+        else:
+            plans.insert(0, ((4, 5), matmul))
+            plans.append((BASE_SHAPE, {k: v for k, v in matmul.items() if k == "mat2"}))
+    plans += [((2, 3, 8, 8), {}), ((6,), {}), ((2, 4, 6), {}), ((10, 6), {})]
+    index_1d = {a.py_name: (3,) for a in op.inputs if _role_of(a) == INDEX}
+    if index_1d:
+        plans += [(shape, {**extra, **index_1d}) for shape, extra in list(plans)]
+    return [(shape, {**extra, **hinted}) for shape, extra in plans]
+
+
+def candidate_plans(op: OpEntry) -> list[dict]:
+    """Argument plans to try, best guess first: schema name -> value."""
+    result = []
+    for shape, shapes in _shape_plans(op):
+        plan = {}
+        for arg in op.inputs:
+            if arg.role == "input":
+                plan[arg.name] = _tensor_value(arg, shape, shapes)
+            else:
+                plan[arg.name] = _attribute(arg, len(shape))
+        result.append(hinted_plans(op, plan)[0])  # validate with hinted values
+    return result
+
+
+def hinted_plans(op: OpEntry, plan: dict) -> list[dict]:
+    """The valid base plan, once per combination of hinted argument values."""
+    by_py = {a.py_name: a.name for a in op.inputs}
+    keys = [k for k in op.hints if k in by_py]
+    if not keys:
+        return [plan]
+    combos = itertools.product(*(op.hints[k] for k in keys))
+    return [{**plan, **{by_py[k]: v for k, v in zip(keys, combo)}} for combo in combos]
+
+
+def map_tensors(plan: dict, fn) -> dict:
+    """Apply fn to every TensorSpec in the plan (lists included)."""
+
+    def one(v):
+        if isinstance(v, TensorSpec):
+            return fn(v)
+        if isinstance(v, list) and v and all(isinstance(x, TensorSpec) for x in v):
+            return [fn(x) for x in v]
+        return v
+
+    return {k: one(v) for k, v in plan.items()}
+
+
+def reshaped(plan: dict, shape_fn) -> dict:
+    return map_tensors(plan, lambda spec: replace(spec, shape=shape_fn(spec)))
