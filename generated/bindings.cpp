@@ -11,6 +11,140 @@ namespace tb = ::infini::ops::torch_bridge;
 using ::infini::ops::Implementation;
 using ::infini::ops::Scalar;
 
+// _log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames__log_softmax[] = {"input", "dim", "half_to_float", "out", "implementation"};
+PyObject* kKeys__log_softmax[5] = {};
+const tb::Signature kSig__log_softmax{"_log_softmax", kNames__log_softmax, kKeys__log_softmax, 5, 3};
+
+PyObject* py__log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig__log_softmax, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig__log_softmax, 0);
+    auto v_dim = tb::int_arg(slots[1], kSig__log_softmax, 1);
+    auto v_half_to_float = tb::bool_arg(slots[2], kSig__log_softmax, 2);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig__log_softmax, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig__log_softmax, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::_log_softmax(v_self, v_dim, v_half_to_float, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig__log_softmax);
+    return nullptr;
+  }
+}
+
+// _log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames__log_softmax_backward_data[] = {"grad_output", "output", "dim", "input_dtype", "out", "implementation"};
+PyObject* kKeys__log_softmax_backward_data[6] = {};
+const tb::Signature kSig__log_softmax_backward_data{"_log_softmax_backward_data", kNames__log_softmax_backward_data, kKeys__log_softmax_backward_data, 6, 4};
+
+PyObject* py__log_softmax_backward_data(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig__log_softmax_backward_data, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_grad_output = tb::tensor_arg(slots[0], kSig__log_softmax_backward_data, 0);
+    auto v_output = tb::tensor_arg(slots[1], kSig__log_softmax_backward_data, 1);
+    auto v_dim = tb::int_arg(slots[2], kSig__log_softmax_backward_data, 2);
+    auto v_input_dtype = tb::dtype_arg(slots[3], kSig__log_softmax_backward_data, 3);
+    auto v_out = tb::tensor_out_arg(slots[4], kSig__log_softmax_backward_data, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig__log_softmax_backward_data, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::_log_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig__log_softmax_backward_data);
+    return nullptr;
+  }
+}
+
+// _softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames__softmax[] = {"input", "dim", "half_to_float", "out", "implementation"};
+PyObject* kKeys__softmax[5] = {};
+const tb::Signature kSig__softmax{"_softmax", kNames__softmax, kKeys__softmax, 5, 3};
+
+PyObject* py__softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig__softmax, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig__softmax, 0);
+    auto v_dim = tb::int_arg(slots[1], kSig__softmax, 1);
+    auto v_half_to_float = tb::bool_arg(slots[2], kSig__softmax, 2);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig__softmax, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig__softmax, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::_softmax(v_self, v_dim, v_half_to_float, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig__softmax);
+    return nullptr;
+  }
+}
+
+// _softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) grad_input) -> Tensor(a!)
+const char* const kNames__softmax_backward_data[] = {"grad_output", "output", "dim", "input_dtype", "grad_input", "implementation"};
+PyObject* kKeys__softmax_backward_data[6] = {};
+const tb::Signature kSig__softmax_backward_data{"_softmax_backward_data", kNames__softmax_backward_data, kKeys__softmax_backward_data, 6, 4};
+
+PyObject* py__softmax_backward_data(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig__softmax_backward_data, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_grad_output = tb::tensor_arg(slots[0], kSig__softmax_backward_data, 0);
+    auto v_output = tb::tensor_arg(slots[1], kSig__softmax_backward_data, 1);
+    auto v_dim = tb::int_arg(slots[2], kSig__softmax_backward_data, 2);
+    auto v_input_dtype = tb::dtype_arg(slots[3], kSig__softmax_backward_data, 3);
+    auto v_grad_input = tb::tensor_out_arg(slots[4], kSig__softmax_backward_data, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig__softmax_backward_data, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_grad_input, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig__softmax_backward_data);
+    return nullptr;
+  }
+}
+
 // abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_abs[] = {"input", "out", "implementation"};
 PyObject* kKeys_abs[3] = {};
@@ -38,6 +172,133 @@ PyObject* py_abs(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     return tb::new_reference(slots[1]);
   } catch (...) {
     tb::raise_python_error(kSig_abs);
+    return nullptr;
+  }
+}
+
+// acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_acos[] = {"input", "out", "implementation"};
+PyObject* kKeys_acos[3] = {};
+const tb::Signature kSig_acos{"acos", kNames_acos, kKeys_acos, 3, 1};
+
+PyObject* py_acos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_acos, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_acos, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_acos, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_acos, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::acos(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_acos);
+    return nullptr;
+  }
+}
+
+// acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_acosh[] = {"input", "out", "implementation"};
+PyObject* kKeys_acosh[3] = {};
+const tb::Signature kSig_acosh{"acosh", kNames_acosh, kKeys_acosh, 3, 1};
+
+PyObject* py_acosh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_acosh, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_acosh, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_acosh, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_acosh, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::acosh(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_acosh);
+    return nullptr;
+  }
+}
+
+// adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_adaptive_avg_pool2d[] = {"input", "output_size", "out", "implementation"};
+PyObject* kKeys_adaptive_avg_pool2d[4] = {};
+const tb::Signature kSig_adaptive_avg_pool2d{"adaptive_avg_pool2d", kNames_adaptive_avg_pool2d, kKeys_adaptive_avg_pool2d, 4, 2};
+
+PyObject* py_adaptive_avg_pool2d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_adaptive_avg_pool2d, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_adaptive_avg_pool2d, 0);
+    auto v_output_size = tb::int_list_arg(slots[1], kSig_adaptive_avg_pool2d, 1, 2);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_adaptive_avg_pool2d, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_adaptive_avg_pool2d, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::adaptive_avg_pool2d(v_self, v_output_size, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_adaptive_avg_pool2d);
+    return nullptr;
+  }
+}
+
+// adaptive_max_pool2d.out(Tensor self, int[2] output_size, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))
+const char* const kNames_adaptive_max_pool2d[] = {"input", "output_size", "out", "indices", "implementation"};
+PyObject* kKeys_adaptive_max_pool2d[5] = {};
+const tb::Signature kSig_adaptive_max_pool2d{"adaptive_max_pool2d", kNames_adaptive_max_pool2d, kKeys_adaptive_max_pool2d, 5, 2};
+
+PyObject* py_adaptive_max_pool2d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_adaptive_max_pool2d, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_adaptive_max_pool2d, 0);
+    auto v_output_size = tb::int_list_arg(slots[1], kSig_adaptive_max_pool2d, 1, 2);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_adaptive_max_pool2d, 2);
+    auto v_indices = tb::tensor_out_arg(slots[3], kSig_adaptive_max_pool2d, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_adaptive_max_pool2d, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::adaptive_max_pool2d(v_self, v_output_size, v_out, v_indices, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return PyTuple_Pack(2, slots[2], slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_adaptive_max_pool2d);
     return nullptr;
   }
 }
@@ -71,6 +332,142 @@ PyObject* py_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     return tb::new_reference(slots[3]);
   } catch (...) {
     tb::raise_python_error(kSig_add);
+    return nullptr;
+  }
+}
+
+// add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_add_Scalar[] = {"input", "other", "alpha", "out", "implementation"};
+PyObject* kKeys_add_Scalar[5] = {};
+const tb::Signature kSig_add_Scalar{"add_Scalar", kNames_add_Scalar, kKeys_add_Scalar, 5, 3};
+
+PyObject* py_add_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_add_Scalar, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_add_Scalar, 0);
+    auto v_other = tb::scalar_arg(slots[1], kSig_add_Scalar, 1);
+    auto v_alpha = tb::scalar_arg(slots[2], kSig_add_Scalar, 2, Scalar(int64_t{1}));
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_add_Scalar, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_add_Scalar, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::add_Scalar(v_self, v_other, v_alpha, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_add_Scalar);
+    return nullptr;
+  }
+}
+
+// addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_addbmm[] = {"input", "batch1", "batch2", "beta", "alpha", "out", "implementation"};
+PyObject* kKeys_addbmm[7] = {};
+const tb::Signature kSig_addbmm{"addbmm", kNames_addbmm, kKeys_addbmm, 7, 3};
+
+PyObject* py_addbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[7] = {};
+  if (!tb::parse_args(kSig_addbmm, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_addbmm, 0);
+    auto v_batch1 = tb::tensor_arg(slots[1], kSig_addbmm, 1);
+    auto v_batch2 = tb::tensor_arg(slots[2], kSig_addbmm, 2);
+    auto v_beta = tb::scalar_arg(slots[3], kSig_addbmm, 3, Scalar(int64_t{1}));
+    auto v_alpha = tb::scalar_arg(slots[4], kSig_addbmm, 4, Scalar(int64_t{1}));
+    auto v_out = tb::tensor_out_arg(slots[5], kSig_addbmm, 5);
+    const Implementation impl_ = tb::implementation_arg(slots[6], kSig_addbmm, 6);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::addbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[5]);
+  } catch (...) {
+    tb::raise_python_error(kSig_addbmm);
+    return nullptr;
+  }
+}
+
+// addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_addcdiv[] = {"input", "tensor1", "tensor2", "value", "out", "implementation"};
+PyObject* kKeys_addcdiv[6] = {};
+const tb::Signature kSig_addcdiv{"addcdiv", kNames_addcdiv, kKeys_addcdiv, 6, 3};
+
+PyObject* py_addcdiv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_addcdiv, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_addcdiv, 0);
+    auto v_tensor1 = tb::tensor_arg(slots[1], kSig_addcdiv, 1);
+    auto v_tensor2 = tb::tensor_arg(slots[2], kSig_addcdiv, 2);
+    auto v_value = tb::scalar_arg(slots[3], kSig_addcdiv, 3, Scalar(int64_t{1}));
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_addcdiv, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_addcdiv, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::addcdiv(v_self, v_tensor1, v_tensor2, v_value, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_addcdiv);
+    return nullptr;
+  }
+}
+
+// addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_addcmul[] = {"input", "tensor1", "tensor2", "value", "out", "implementation"};
+PyObject* kKeys_addcmul[6] = {};
+const tb::Signature kSig_addcmul{"addcmul", kNames_addcmul, kKeys_addcmul, 6, 3};
+
+PyObject* py_addcmul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_addcmul, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_addcmul, 0);
+    auto v_tensor1 = tb::tensor_arg(slots[1], kSig_addcmul, 1);
+    auto v_tensor2 = tb::tensor_arg(slots[2], kSig_addcmul, 2);
+    auto v_value = tb::scalar_arg(slots[3], kSig_addcmul, 3, Scalar(int64_t{1}));
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_addcmul, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_addcmul, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::addcmul(v_self, v_tensor1, v_tensor2, v_value, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_addcmul);
     return nullptr;
   }
 }
@@ -110,6 +507,105 @@ PyObject* py_addmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
   }
 }
 
+// addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_addmv[] = {"input", "mat", "vec", "beta", "alpha", "out", "implementation"};
+PyObject* kKeys_addmv[7] = {};
+const tb::Signature kSig_addmv{"addmv", kNames_addmv, kKeys_addmv, 7, 3};
+
+PyObject* py_addmv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[7] = {};
+  if (!tb::parse_args(kSig_addmv, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_addmv, 0);
+    auto v_mat = tb::tensor_arg(slots[1], kSig_addmv, 1);
+    auto v_vec = tb::tensor_arg(slots[2], kSig_addmv, 2);
+    auto v_beta = tb::scalar_arg(slots[3], kSig_addmv, 3, Scalar(int64_t{1}));
+    auto v_alpha = tb::scalar_arg(slots[4], kSig_addmv, 4, Scalar(int64_t{1}));
+    auto v_out = tb::tensor_out_arg(slots[5], kSig_addmv, 5);
+    const Implementation impl_ = tb::implementation_arg(slots[6], kSig_addmv, 6);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::addmv(v_self, v_mat, v_vec, v_beta, v_alpha, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[5]);
+  } catch (...) {
+    tb::raise_python_error(kSig_addmv);
+    return nullptr;
+  }
+}
+
+// all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_all[] = {"input", "dim", "keepdim", "out", "implementation"};
+PyObject* kKeys_all[5] = {};
+const tb::Signature kSig_all{"all", kNames_all, kKeys_all, 5, 3};
+
+PyObject* py_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_all, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_all, 0);
+    auto v_dim = tb::int_arg(slots[1], kSig_all, 1);
+    auto v_keepdim = tb::bool_arg(slots[2], kSig_all, 2, false);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_all, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_all, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::all(v_self, v_dim, v_keepdim, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_all);
+    return nullptr;
+  }
+}
+
+// all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_all_all[] = {"input", "out", "implementation"};
+PyObject* kKeys_all_all[3] = {};
+const tb::Signature kSig_all_all{"all_all", kNames_all_all, kKeys_all_all, 3, 1};
+
+PyObject* py_all_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_all_all, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_all_all, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_all_all, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_all_all, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::all_all(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_all_all);
+    return nullptr;
+  }
+}
+
 // amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_amax[] = {"input", "dim", "keepdim", "out", "implementation"};
 PyObject* kKeys_amax[5] = {};
@@ -139,6 +635,137 @@ PyObject* py_amax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     return tb::new_reference(slots[3]);
   } catch (...) {
     tb::raise_python_error(kSig_amax);
+    return nullptr;
+  }
+}
+
+// amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_amin[] = {"input", "dim", "keepdim", "out", "implementation"};
+PyObject* kKeys_amin[5] = {};
+const tb::Signature kSig_amin{"amin", kNames_amin, kKeys_amin, 5, 3};
+
+PyObject* py_amin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_amin, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_amin, 0);
+    auto v_dim = tb::int_list_arg(slots[1], kSig_amin, 1, 1, {});
+    auto v_keepdim = tb::bool_arg(slots[2], kSig_amin, 2, false);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_amin, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_amin, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::amin(v_self, v_dim, v_keepdim, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_amin);
+    return nullptr;
+  }
+}
+
+// aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)
+const char* const kNames_aminmax[] = {"input", "dim", "keepdim", "min", "max", "implementation"};
+PyObject* kKeys_aminmax[6] = {};
+const tb::Signature kSig_aminmax{"aminmax", kNames_aminmax, kKeys_aminmax, 6, 1};
+
+PyObject* py_aminmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_aminmax, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_aminmax, 0);
+    auto v_dim = tb::int_opt_arg(slots[1], kSig_aminmax, 1, std::nullopt);
+    auto v_keepdim = tb::bool_arg(slots[2], kSig_aminmax, 2, false);
+    auto v_min = tb::tensor_out_arg(slots[3], kSig_aminmax, 3);
+    auto v_max = tb::tensor_out_arg(slots[4], kSig_aminmax, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_aminmax, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::aminmax(v_self, v_dim, v_keepdim, v_min, v_max, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return PyTuple_Pack(2, slots[3], slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_aminmax);
+    return nullptr;
+  }
+}
+
+// any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_any[] = {"input", "dim", "keepdim", "out", "implementation"};
+PyObject* kKeys_any[5] = {};
+const tb::Signature kSig_any{"any", kNames_any, kKeys_any, 5, 3};
+
+PyObject* py_any(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_any, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_any, 0);
+    auto v_dim = tb::int_arg(slots[1], kSig_any, 1);
+    auto v_keepdim = tb::bool_arg(slots[2], kSig_any, 2, false);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_any, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_any, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::any(v_self, v_dim, v_keepdim, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_any);
+    return nullptr;
+  }
+}
+
+// any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_any_all[] = {"input", "out", "implementation"};
+PyObject* kKeys_any_all[3] = {};
+const tb::Signature kSig_any_all{"any_all", kNames_any_all, kKeys_any_all, 3, 1};
+
+PyObject* py_any_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_any_all, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_any_all, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_any_all, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_any_all, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::any_all(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_any_all);
     return nullptr;
   }
 }
@@ -176,6 +803,268 @@ PyObject* py_argmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
   }
 }
 
+// argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_argmin[] = {"input", "dim", "keepdim", "out", "implementation"};
+PyObject* kKeys_argmin[5] = {};
+const tb::Signature kSig_argmin{"argmin", kNames_argmin, kKeys_argmin, 5, 3};
+
+PyObject* py_argmin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_argmin, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_argmin, 0);
+    auto v_dim = tb::int_opt_arg(slots[1], kSig_argmin, 1, std::nullopt);
+    auto v_keepdim = tb::bool_arg(slots[2], kSig_argmin, 2, false);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_argmin, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_argmin, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::argmin(v_self, v_dim, v_keepdim, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_argmin);
+    return nullptr;
+  }
+}
+
+// asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_asin[] = {"input", "out", "implementation"};
+PyObject* kKeys_asin[3] = {};
+const tb::Signature kSig_asin{"asin", kNames_asin, kKeys_asin, 3, 1};
+
+PyObject* py_asin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_asin, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_asin, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_asin, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_asin, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::asin(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_asin);
+    return nullptr;
+  }
+}
+
+// asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_asinh[] = {"input", "out", "implementation"};
+PyObject* kKeys_asinh[3] = {};
+const tb::Signature kSig_asinh{"asinh", kNames_asinh, kKeys_asinh, 3, 1};
+
+PyObject* py_asinh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_asinh, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_asinh, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_asinh, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_asinh, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::asinh(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_asinh);
+    return nullptr;
+  }
+}
+
+// atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_atan[] = {"input", "out", "implementation"};
+PyObject* kKeys_atan[3] = {};
+const tb::Signature kSig_atan{"atan", kNames_atan, kKeys_atan, 3, 1};
+
+PyObject* py_atan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_atan, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_atan, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_atan, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_atan, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::atan(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_atan);
+    return nullptr;
+  }
+}
+
+// atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_atan2[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_atan2[4] = {};
+const tb::Signature kSig_atan2{"atan2", kNames_atan2, kKeys_atan2, 4, 2};
+
+PyObject* py_atan2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_atan2, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_atan2, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_atan2, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_atan2, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_atan2, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::atan2(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_atan2);
+    return nullptr;
+  }
+}
+
+// atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_atanh[] = {"input", "out", "implementation"};
+PyObject* kKeys_atanh[3] = {};
+const tb::Signature kSig_atanh{"atanh", kNames_atanh, kKeys_atanh, 3, 1};
+
+PyObject* py_atanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_atanh, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_atanh, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_atanh, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_atanh, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::atanh(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_atanh);
+    return nullptr;
+  }
+}
+
+// avg_pool1d.out(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_avg_pool1d[] = {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "out", "implementation"};
+PyObject* kKeys_avg_pool1d[8] = {};
+const tb::Signature kSig_avg_pool1d{"avg_pool1d", kNames_avg_pool1d, kKeys_avg_pool1d, 8, 6};
+
+PyObject* py_avg_pool1d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[8] = {};
+  if (!tb::parse_args(kSig_avg_pool1d, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_avg_pool1d, 0);
+    auto v_kernel_size = tb::int_list_arg(slots[1], kSig_avg_pool1d, 1, 1);
+    auto v_stride = tb::int_list_arg(slots[2], kSig_avg_pool1d, 2, 1, {});
+    auto v_padding = tb::int_list_arg(slots[3], kSig_avg_pool1d, 3, 1, {int64_t{0}});
+    auto v_ceil_mode = tb::bool_arg(slots[4], kSig_avg_pool1d, 4, false);
+    auto v_count_include_pad = tb::bool_arg(slots[5], kSig_avg_pool1d, 5, true);
+    auto v_out = tb::tensor_out_arg(slots[6], kSig_avg_pool1d, 6);
+    const Implementation impl_ = tb::implementation_arg(slots[7], kSig_avg_pool1d, 7);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::avg_pool1d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[6]);
+  } catch (...) {
+    tb::raise_python_error(kSig_avg_pool1d);
+    return nullptr;
+  }
+}
+
+// avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_avg_pool2d[] = {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override", "out", "implementation"};
+PyObject* kKeys_avg_pool2d[9] = {};
+const tb::Signature kSig_avg_pool2d{"avg_pool2d", kNames_avg_pool2d, kKeys_avg_pool2d, 9, 7};
+
+PyObject* py_avg_pool2d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[9] = {};
+  if (!tb::parse_args(kSig_avg_pool2d, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_avg_pool2d, 0);
+    auto v_kernel_size = tb::int_list_arg(slots[1], kSig_avg_pool2d, 1, 2);
+    auto v_stride = tb::int_list_arg(slots[2], kSig_avg_pool2d, 2, 2, {});
+    auto v_padding = tb::int_list_arg(slots[3], kSig_avg_pool2d, 3, 2, {int64_t{0}, int64_t{0}});
+    auto v_ceil_mode = tb::bool_arg(slots[4], kSig_avg_pool2d, 4, false);
+    auto v_count_include_pad = tb::bool_arg(slots[5], kSig_avg_pool2d, 5, true);
+    auto v_divisor_override = tb::int_opt_arg(slots[6], kSig_avg_pool2d, 6, std::nullopt);
+    auto v_out = tb::tensor_out_arg(slots[7], kSig_avg_pool2d, 7);
+    const Implementation impl_ = tb::implementation_arg(slots[8], kSig_avg_pool2d, 8);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::avg_pool2d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[7]);
+  } catch (...) {
+    tb::raise_python_error(kSig_avg_pool2d);
+    return nullptr;
+  }
+}
+
 // baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_baddbmm[] = {"input", "batch1", "batch2", "beta", "alpha", "out", "implementation"};
 PyObject* kKeys_baddbmm[7] = {};
@@ -207,6 +1096,197 @@ PyObject* py_baddbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     return tb::new_reference(slots[5]);
   } catch (...) {
     tb::raise_python_error(kSig_baddbmm);
+    return nullptr;
+  }
+}
+
+// bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_bitwise_and_Tensor[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_bitwise_and_Tensor[4] = {};
+const tb::Signature kSig_bitwise_and_Tensor{"bitwise_and_Tensor", kNames_bitwise_and_Tensor, kKeys_bitwise_and_Tensor, 4, 2};
+
+PyObject* py_bitwise_and_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_bitwise_and_Tensor, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_and_Tensor, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_bitwise_and_Tensor, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_bitwise_and_Tensor, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bitwise_and_Tensor, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::bitwise_and_Tensor(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_bitwise_and_Tensor);
+    return nullptr;
+  }
+}
+
+// bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_bitwise_left_shift_Tensor[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_bitwise_left_shift_Tensor[4] = {};
+const tb::Signature kSig_bitwise_left_shift_Tensor{"bitwise_left_shift_Tensor", kNames_bitwise_left_shift_Tensor, kKeys_bitwise_left_shift_Tensor, 4, 2};
+
+PyObject* py_bitwise_left_shift_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_bitwise_left_shift_Tensor, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_left_shift_Tensor, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_bitwise_left_shift_Tensor, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_bitwise_left_shift_Tensor, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bitwise_left_shift_Tensor, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::bitwise_left_shift_Tensor(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_bitwise_left_shift_Tensor);
+    return nullptr;
+  }
+}
+
+// bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_bitwise_not[] = {"input", "out", "implementation"};
+PyObject* kKeys_bitwise_not[3] = {};
+const tb::Signature kSig_bitwise_not{"bitwise_not", kNames_bitwise_not, kKeys_bitwise_not, 3, 1};
+
+PyObject* py_bitwise_not(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_bitwise_not, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_not, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_bitwise_not, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_bitwise_not, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::bitwise_not(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_bitwise_not);
+    return nullptr;
+  }
+}
+
+// bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_bitwise_or_Tensor[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_bitwise_or_Tensor[4] = {};
+const tb::Signature kSig_bitwise_or_Tensor{"bitwise_or_Tensor", kNames_bitwise_or_Tensor, kKeys_bitwise_or_Tensor, 4, 2};
+
+PyObject* py_bitwise_or_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_bitwise_or_Tensor, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_or_Tensor, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_bitwise_or_Tensor, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_bitwise_or_Tensor, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bitwise_or_Tensor, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::bitwise_or_Tensor(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_bitwise_or_Tensor);
+    return nullptr;
+  }
+}
+
+// bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_bitwise_right_shift_Tensor[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_bitwise_right_shift_Tensor[4] = {};
+const tb::Signature kSig_bitwise_right_shift_Tensor{"bitwise_right_shift_Tensor", kNames_bitwise_right_shift_Tensor, kKeys_bitwise_right_shift_Tensor, 4, 2};
+
+PyObject* py_bitwise_right_shift_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_bitwise_right_shift_Tensor, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_right_shift_Tensor, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_bitwise_right_shift_Tensor, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_bitwise_right_shift_Tensor, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bitwise_right_shift_Tensor, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::bitwise_right_shift_Tensor(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_bitwise_right_shift_Tensor);
+    return nullptr;
+  }
+}
+
+// bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_bitwise_xor_Tensor[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_bitwise_xor_Tensor[4] = {};
+const tb::Signature kSig_bitwise_xor_Tensor{"bitwise_xor_Tensor", kNames_bitwise_xor_Tensor, kKeys_bitwise_xor_Tensor, 4, 2};
+
+PyObject* py_bitwise_xor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_bitwise_xor_Tensor, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_xor_Tensor, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_bitwise_xor_Tensor, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_bitwise_xor_Tensor, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bitwise_xor_Tensor, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::bitwise_xor_Tensor(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_bitwise_xor_Tensor);
     return nullptr;
   }
 }
@@ -271,6 +1351,37 @@ PyObject* py_cat(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     return tb::new_reference(slots[2]);
   } catch (...) {
     tb::raise_python_error(kSig_cat);
+    return nullptr;
+  }
+}
+
+// ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_ceil[] = {"input", "out", "implementation"};
+PyObject* kKeys_ceil[3] = {};
+const tb::Signature kSig_ceil{"ceil", kNames_ceil, kKeys_ceil, 3, 1};
+
+PyObject* py_ceil(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_ceil, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_ceil, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_ceil, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_ceil, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::ceil(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_ceil);
     return nullptr;
   }
 }
@@ -341,6 +1452,133 @@ PyObject* py_clamp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
   }
 }
 
+// clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_clamp_max[] = {"input", "max", "out", "implementation"};
+PyObject* kKeys_clamp_max[4] = {};
+const tb::Signature kSig_clamp_max{"clamp_max", kNames_clamp_max, kKeys_clamp_max, 4, 2};
+
+PyObject* py_clamp_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_clamp_max, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_clamp_max, 0);
+    auto v_max = tb::scalar_arg(slots[1], kSig_clamp_max, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_clamp_max, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_clamp_max, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::clamp_max(v_self, v_max, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_clamp_max);
+    return nullptr;
+  }
+}
+
+// clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_clamp_min[] = {"input", "min", "out", "implementation"};
+PyObject* kKeys_clamp_min[4] = {};
+const tb::Signature kSig_clamp_min{"clamp_min", kNames_clamp_min, kKeys_clamp_min, 4, 2};
+
+PyObject* py_clamp_min(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_clamp_min, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_clamp_min, 0);
+    auto v_min = tb::scalar_arg(slots[1], kSig_clamp_min, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_clamp_min, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_clamp_min, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::clamp_min(v_self, v_min, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_clamp_min);
+    return nullptr;
+  }
+}
+
+// clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_clone[] = {"input", "out", "implementation"};
+PyObject* kKeys_clone[3] = {};
+const tb::Signature kSig_clone{"clone", kNames_clone, kKeys_clone, 3, 1};
+
+PyObject* py_clone(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_clone, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_clone, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_clone, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_clone, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::clone(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_clone);
+    return nullptr;
+  }
+}
+
+// copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_copysign[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_copysign[4] = {};
+const tb::Signature kSig_copysign{"copysign", kNames_copysign, kKeys_copysign, 4, 2};
+
+PyObject* py_copysign(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_copysign, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_copysign, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_copysign, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_copysign, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_copysign, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::copysign(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_copysign);
+    return nullptr;
+  }
+}
+
 // cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_cos[] = {"input", "out", "implementation"};
 PyObject* kKeys_cos[3] = {};
@@ -368,6 +1606,103 @@ PyObject* py_cos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     return tb::new_reference(slots[1]);
   } catch (...) {
     tb::raise_python_error(kSig_cos);
+    return nullptr;
+  }
+}
+
+// cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_cosh[] = {"input", "out", "implementation"};
+PyObject* kKeys_cosh[3] = {};
+const tb::Signature kSig_cosh{"cosh", kNames_cosh, kKeys_cosh, 3, 1};
+
+PyObject* py_cosh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_cosh, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_cosh, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_cosh, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_cosh, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::cosh(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_cosh);
+    return nullptr;
+  }
+}
+
+// cross.out(Tensor self, Tensor other, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_cross[] = {"input", "other", "dim", "out", "implementation"};
+PyObject* kKeys_cross[5] = {};
+const tb::Signature kSig_cross{"cross", kNames_cross, kKeys_cross, 5, 3};
+
+PyObject* py_cross(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_cross, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_cross, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_cross, 1);
+    auto v_dim = tb::int_opt_arg(slots[2], kSig_cross, 2, std::nullopt);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_cross, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_cross, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::cross(v_self, v_other, v_dim, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_cross);
+    return nullptr;
+  }
+}
+
+// cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_cumprod[] = {"input", "dim", "dtype", "out", "implementation"};
+PyObject* kKeys_cumprod[5] = {};
+const tb::Signature kSig_cumprod{"cumprod", kNames_cumprod, kKeys_cumprod, 5, 2};
+
+PyObject* py_cumprod(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_cumprod, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_cumprod, 0);
+    auto v_dim = tb::int_arg(slots[1], kSig_cumprod, 1);
+    auto v_dtype = tb::dtype_opt_arg(slots[2], kSig_cumprod, 2, std::nullopt);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_cumprod, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_cumprod, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::cumprod(v_self, v_dim, v_dtype, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_cumprod);
     return nullptr;
   }
 }
@@ -405,6 +1740,37 @@ PyObject* py_cumsum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
   }
 }
 
+// digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_digamma[] = {"input", "out", "implementation"};
+PyObject* kKeys_digamma[3] = {};
+const tb::Signature kSig_digamma{"digamma", kNames_digamma, kKeys_digamma, 3, 1};
+
+PyObject* py_digamma(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_digamma, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_digamma, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_digamma, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_digamma, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::digamma(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_digamma);
+    return nullptr;
+  }
+}
+
 // div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_div[] = {"input", "other", "out", "implementation"};
 PyObject* kKeys_div[4] = {};
@@ -433,6 +1799,105 @@ PyObject* py_div(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     return tb::new_reference(slots[2]);
   } catch (...) {
     tb::raise_python_error(kSig_div);
+    return nullptr;
+  }
+}
+
+// div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_div_out_mode[] = {"input", "other", "rounding_mode", "out", "implementation"};
+PyObject* kKeys_div_out_mode[5] = {};
+const tb::Signature kSig_div_out_mode{"div_out_mode", kNames_div_out_mode, kKeys_div_out_mode, 5, 2};
+
+PyObject* py_div_out_mode(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_div_out_mode, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_div_out_mode, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_div_out_mode, 1);
+    auto v_rounding_mode = tb::str_opt_arg(slots[2], kSig_div_out_mode, 2);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_div_out_mode, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_div_out_mode, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::div_out_mode(v_self, v_other, v_rounding_mode, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_div_out_mode);
+    return nullptr;
+  }
+}
+
+// dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_dot[] = {"input", "tensor", "out", "implementation"};
+PyObject* kKeys_dot[4] = {};
+const tb::Signature kSig_dot{"dot", kNames_dot, kKeys_dot, 4, 2};
+
+PyObject* py_dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_dot, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_dot, 0);
+    auto v_tensor = tb::tensor_arg(slots[1], kSig_dot, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_dot, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_dot, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::dot(v_self, v_tensor, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_dot);
+    return nullptr;
+  }
+}
+
+// elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_elu[] = {"input", "alpha", "scale", "input_scale", "out", "implementation"};
+PyObject* kKeys_elu[6] = {};
+const tb::Signature kSig_elu{"elu", kNames_elu, kKeys_elu, 6, 4};
+
+PyObject* py_elu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_elu, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_elu, 0);
+    auto v_alpha = tb::scalar_arg(slots[1], kSig_elu, 1, Scalar(int64_t{1}));
+    auto v_scale = tb::scalar_arg(slots[2], kSig_elu, 2, Scalar(int64_t{1}));
+    auto v_input_scale = tb::scalar_arg(slots[3], kSig_elu, 3, Scalar(int64_t{1}));
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_elu, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_elu, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::elu(v_self, v_alpha, v_scale, v_input_scale, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_elu);
     return nullptr;
   }
 }
@@ -468,6 +1933,73 @@ PyObject* py_embedding(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     return tb::new_reference(slots[5]);
   } catch (...) {
     tb::raise_python_error(kSig_embedding);
+    return nullptr;
+  }
+}
+
+// embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_embedding_dense_backward[] = {"grad_output", "indices", "num_weights", "padding_idx", "scale_grad_by_freq", "out", "implementation"};
+PyObject* kKeys_embedding_dense_backward[7] = {};
+const tb::Signature kSig_embedding_dense_backward{"embedding_dense_backward", kNames_embedding_dense_backward, kKeys_embedding_dense_backward, 7, 5};
+
+PyObject* py_embedding_dense_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[7] = {};
+  if (!tb::parse_args(kSig_embedding_dense_backward, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_grad_output = tb::tensor_arg(slots[0], kSig_embedding_dense_backward, 0);
+    auto v_indices = tb::tensor_arg(slots[1], kSig_embedding_dense_backward, 1);
+    auto v_num_weights = tb::int_arg(slots[2], kSig_embedding_dense_backward, 2);
+    auto v_padding_idx = tb::int_arg(slots[3], kSig_embedding_dense_backward, 3);
+    auto v_scale_grad_by_freq = tb::bool_arg(slots[4], kSig_embedding_dense_backward, 4);
+    auto v_out = tb::tensor_out_arg(slots[5], kSig_embedding_dense_backward, 5);
+    const Implementation impl_ = tb::implementation_arg(slots[6], kSig_embedding_dense_backward, 6);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::embedding_dense_backward(v_grad_output, v_indices, v_num_weights, v_padding_idx, v_scale_grad_by_freq, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[5]);
+  } catch (...) {
+    tb::raise_python_error(kSig_embedding_dense_backward);
+    return nullptr;
+  }
+}
+
+// eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_eq_Scalar[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_eq_Scalar[4] = {};
+const tb::Signature kSig_eq_Scalar{"eq_Scalar", kNames_eq_Scalar, kKeys_eq_Scalar, 4, 2};
+
+PyObject* py_eq_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_eq_Scalar, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_eq_Scalar, 0);
+    auto v_other = tb::scalar_arg(slots[1], kSig_eq_Scalar, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_eq_Scalar, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_eq_Scalar, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::eq_Scalar(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_eq_Scalar);
     return nullptr;
   }
 }
@@ -535,6 +2067,68 @@ PyObject* py_erf(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
   }
 }
 
+// erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_erfc[] = {"input", "out", "implementation"};
+PyObject* kKeys_erfc[3] = {};
+const tb::Signature kSig_erfc{"erfc", kNames_erfc, kKeys_erfc, 3, 1};
+
+PyObject* py_erfc(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_erfc, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_erfc, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_erfc, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_erfc, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::erfc(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_erfc);
+    return nullptr;
+  }
+}
+
+// erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_erfinv[] = {"input", "out", "implementation"};
+PyObject* kKeys_erfinv[3] = {};
+const tb::Signature kSig_erfinv{"erfinv", kNames_erfinv, kKeys_erfinv, 3, 1};
+
+PyObject* py_erfinv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_erfinv, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_erfinv, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_erfinv, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_erfinv, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::erfinv(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_erfinv);
+    return nullptr;
+  }
+}
+
 // exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_exp[] = {"input", "out", "implementation"};
 PyObject* kKeys_exp[3] = {};
@@ -562,6 +2156,290 @@ PyObject* py_exp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     return tb::new_reference(slots[1]);
   } catch (...) {
     tb::raise_python_error(kSig_exp);
+    return nullptr;
+  }
+}
+
+// exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_exp2[] = {"input", "out", "implementation"};
+PyObject* kKeys_exp2[3] = {};
+const tb::Signature kSig_exp2{"exp2", kNames_exp2, kKeys_exp2, 3, 1};
+
+PyObject* py_exp2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_exp2, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_exp2, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_exp2, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_exp2, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::exp2(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_exp2);
+    return nullptr;
+  }
+}
+
+// expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_expm1[] = {"input", "out", "implementation"};
+PyObject* kKeys_expm1[3] = {};
+const tb::Signature kSig_expm1{"expm1", kNames_expm1, kKeys_expm1, 3, 1};
+
+PyObject* py_expm1(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_expm1, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_expm1, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_expm1, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_expm1, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::expm1(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_expm1);
+    return nullptr;
+  }
+}
+
+// flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_flip[] = {"input", "dims", "out", "implementation"};
+PyObject* kKeys_flip[4] = {};
+const tb::Signature kSig_flip{"flip", kNames_flip, kKeys_flip, 4, 2};
+
+PyObject* py_flip(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_flip, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_flip, 0);
+    auto v_dims = tb::int_list_arg(slots[1], kSig_flip, 1, 0);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_flip, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_flip, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::flip(v_self, v_dims, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_flip);
+    return nullptr;
+  }
+}
+
+// floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_floor[] = {"input", "out", "implementation"};
+PyObject* kKeys_floor[3] = {};
+const tb::Signature kSig_floor{"floor", kNames_floor, kKeys_floor, 3, 1};
+
+PyObject* py_floor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_floor, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_floor, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_floor, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_floor, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::floor(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_floor);
+    return nullptr;
+  }
+}
+
+// floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_floor_divide[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_floor_divide[4] = {};
+const tb::Signature kSig_floor_divide{"floor_divide", kNames_floor_divide, kKeys_floor_divide, 4, 2};
+
+PyObject* py_floor_divide(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_floor_divide, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_floor_divide, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_floor_divide, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_floor_divide, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_floor_divide, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::floor_divide(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_floor_divide);
+    return nullptr;
+  }
+}
+
+// fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_fmax[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_fmax[4] = {};
+const tb::Signature kSig_fmax{"fmax", kNames_fmax, kKeys_fmax, 4, 2};
+
+PyObject* py_fmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_fmax, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_fmax, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_fmax, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_fmax, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_fmax, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::fmax(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_fmax);
+    return nullptr;
+  }
+}
+
+// fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_fmin[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_fmin[4] = {};
+const tb::Signature kSig_fmin{"fmin", kNames_fmin, kKeys_fmin, 4, 2};
+
+PyObject* py_fmin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_fmin, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_fmin, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_fmin, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_fmin, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_fmin, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::fmin(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_fmin);
+    return nullptr;
+  }
+}
+
+// fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_fmod_Tensor[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_fmod_Tensor[4] = {};
+const tb::Signature kSig_fmod_Tensor{"fmod_Tensor", kNames_fmod_Tensor, kKeys_fmod_Tensor, 4, 2};
+
+PyObject* py_fmod_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_fmod_Tensor, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_fmod_Tensor, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_fmod_Tensor, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_fmod_Tensor, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_fmod_Tensor, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::fmod_Tensor(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_fmod_Tensor);
+    return nullptr;
+  }
+}
+
+// frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_frac[] = {"input", "out", "implementation"};
+PyObject* kKeys_frac[3] = {};
+const tb::Signature kSig_frac{"frac", kNames_frac, kKeys_frac, 3, 1};
+
+PyObject* py_frac(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_frac, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_frac, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_frac, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_frac, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::frac(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_frac);
     return nullptr;
   }
 }
@@ -600,6 +2478,70 @@ PyObject* py_gather(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
   }
 }
 
+// ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_ge_Scalar[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_ge_Scalar[4] = {};
+const tb::Signature kSig_ge_Scalar{"ge_Scalar", kNames_ge_Scalar, kKeys_ge_Scalar, 4, 2};
+
+PyObject* py_ge_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_ge_Scalar, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_ge_Scalar, 0);
+    auto v_other = tb::scalar_arg(slots[1], kSig_ge_Scalar, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_ge_Scalar, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_ge_Scalar, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::ge_Scalar(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_ge_Scalar);
+    return nullptr;
+  }
+}
+
+// ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_ge_Tensor[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_ge_Tensor[4] = {};
+const tb::Signature kSig_ge_Tensor{"ge_Tensor", kNames_ge_Tensor, kKeys_ge_Tensor, 4, 2};
+
+PyObject* py_ge_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_ge_Tensor, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_ge_Tensor, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_ge_Tensor, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_ge_Tensor, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_ge_Tensor, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::ge_Tensor(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_ge_Tensor);
+    return nullptr;
+  }
+}
+
 // gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_gelu[] = {"input", "approximate", "out", "implementation"};
 PyObject* kKeys_gelu[4] = {};
@@ -628,6 +2570,103 @@ PyObject* py_gelu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     return tb::new_reference(slots[2]);
   } catch (...) {
     tb::raise_python_error(kSig_gelu);
+    return nullptr;
+  }
+}
+
+// gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)
+const char* const kNames_gelu_backward[] = {"grad_output", "input", "approximate", "grad_input", "implementation"};
+PyObject* kKeys_gelu_backward[5] = {};
+const tb::Signature kSig_gelu_backward{"gelu_backward", kNames_gelu_backward, kKeys_gelu_backward, 5, 2};
+
+PyObject* py_gelu_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_gelu_backward, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_grad_output = tb::tensor_arg(slots[0], kSig_gelu_backward, 0);
+    auto v_self = tb::tensor_arg(slots[1], kSig_gelu_backward, 1);
+    auto v_approximate = tb::str_arg(slots[2], kSig_gelu_backward, 2, "none");
+    auto v_grad_input = tb::tensor_out_arg(slots[3], kSig_gelu_backward, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_gelu_backward, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::gelu_backward(v_grad_output, v_self, v_approximate, v_grad_input, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_gelu_backward);
+    return nullptr;
+  }
+}
+
+// glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_glu[] = {"input", "dim", "out", "implementation"};
+PyObject* kKeys_glu[4] = {};
+const tb::Signature kSig_glu{"glu", kNames_glu, kKeys_glu, 4, 2};
+
+PyObject* py_glu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_glu, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_glu, 0);
+    auto v_dim = tb::int_arg(slots[1], kSig_glu, 1, int64_t{-1});
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_glu, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_glu, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::glu(v_self, v_dim, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_glu);
+    return nullptr;
+  }
+}
+
+// gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_gt_Scalar[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_gt_Scalar[4] = {};
+const tb::Signature kSig_gt_Scalar{"gt_Scalar", kNames_gt_Scalar, kKeys_gt_Scalar, 4, 2};
+
+PyObject* py_gt_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_gt_Scalar, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_gt_Scalar, 0);
+    auto v_other = tb::scalar_arg(slots[1], kSig_gt_Scalar, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_gt_Scalar, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_gt_Scalar, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::gt_Scalar(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_gt_Scalar);
     return nullptr;
   }
 }
@@ -664,6 +2703,234 @@ PyObject* py_gt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
   }
 }
 
+// hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_hardsigmoid[] = {"input", "out", "implementation"};
+PyObject* kKeys_hardsigmoid[3] = {};
+const tb::Signature kSig_hardsigmoid{"hardsigmoid", kNames_hardsigmoid, kKeys_hardsigmoid, 3, 1};
+
+PyObject* py_hardsigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_hardsigmoid, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_hardsigmoid, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_hardsigmoid, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_hardsigmoid, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::hardsigmoid(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_hardsigmoid);
+    return nullptr;
+  }
+}
+
+// hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_hardswish[] = {"input", "out", "implementation"};
+PyObject* kKeys_hardswish[3] = {};
+const tb::Signature kSig_hardswish{"hardswish", kNames_hardswish, kKeys_hardswish, 3, 1};
+
+PyObject* py_hardswish(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_hardswish, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_hardswish, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_hardswish, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_hardswish, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::hardswish(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_hardswish);
+    return nullptr;
+  }
+}
+
+// hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_hardtanh[] = {"input", "min_val", "max_val", "out", "implementation"};
+PyObject* kKeys_hardtanh[5] = {};
+const tb::Signature kSig_hardtanh{"hardtanh", kNames_hardtanh, kKeys_hardtanh, 5, 3};
+
+PyObject* py_hardtanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_hardtanh, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_hardtanh, 0);
+    auto v_min_val = tb::scalar_arg(slots[1], kSig_hardtanh, 1, Scalar(int64_t{-1}));
+    auto v_max_val = tb::scalar_arg(slots[2], kSig_hardtanh, 2, Scalar(int64_t{1}));
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_hardtanh, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_hardtanh, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::hardtanh(v_self, v_min_val, v_max_val, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_hardtanh);
+    return nullptr;
+  }
+}
+
+// hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_hypot[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_hypot[4] = {};
+const tb::Signature kSig_hypot{"hypot", kNames_hypot, kKeys_hypot, 4, 2};
+
+PyObject* py_hypot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_hypot, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_hypot, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_hypot, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_hypot, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_hypot, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::hypot(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_hypot);
+    return nullptr;
+  }
+}
+
+// index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_index[] = {"input", "indices", "out", "implementation"};
+PyObject* kKeys_index[4] = {};
+const tb::Signature kSig_index{"index", kNames_index, kKeys_index, 4, 2};
+
+PyObject* py_index(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_index, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_index, 0);
+    auto v_indices = tb::tensor_opt_list_arg(slots[1], kSig_index, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_index, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_index, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::index(v_self, v_indices, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_index);
+    return nullptr;
+  }
+}
+
+// index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_index_add[] = {"input", "dim", "index", "source", "alpha", "out", "implementation"};
+PyObject* kKeys_index_add[7] = {};
+const tb::Signature kSig_index_add{"index_add", kNames_index_add, kKeys_index_add, 7, 4};
+
+PyObject* py_index_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[7] = {};
+  if (!tb::parse_args(kSig_index_add, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_index_add, 0);
+    auto v_dim = tb::int_arg(slots[1], kSig_index_add, 1);
+    auto v_index = tb::tensor_arg(slots[2], kSig_index_add, 2);
+    auto v_source = tb::tensor_arg(slots[3], kSig_index_add, 3);
+    auto v_alpha = tb::scalar_arg(slots[4], kSig_index_add, 4, Scalar(int64_t{1}));
+    auto v_out = tb::tensor_out_arg(slots[5], kSig_index_add, 5);
+    const Implementation impl_ = tb::implementation_arg(slots[6], kSig_index_add, 6);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::index_add(v_self, v_dim, v_index, v_source, v_alpha, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[5]);
+  } catch (...) {
+    tb::raise_python_error(kSig_index_add);
+    return nullptr;
+  }
+}
+
+// index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_index_put[] = {"input", "indices", "values", "accumulate", "out", "implementation"};
+PyObject* kKeys_index_put[6] = {};
+const tb::Signature kSig_index_put{"index_put", kNames_index_put, kKeys_index_put, 6, 4};
+
+PyObject* py_index_put(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_index_put, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_index_put, 0);
+    auto v_indices = tb::tensor_opt_list_arg(slots[1], kSig_index_put, 1);
+    auto v_values = tb::tensor_arg(slots[2], kSig_index_put, 2);
+    auto v_accumulate = tb::bool_arg(slots[3], kSig_index_put, 3, false);
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_index_put, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_index_put, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::index_put(v_self, v_indices, v_values, v_accumulate, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_index_put);
+    return nullptr;
+  }
+}
+
 // index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_index_select[] = {"input", "dim", "index", "out", "implementation"};
 PyObject* kKeys_index_select[5] = {};
@@ -693,6 +2960,297 @@ PyObject* py_index_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
     return tb::new_reference(slots[3]);
   } catch (...) {
     tb::raise_python_error(kSig_index_select);
+    return nullptr;
+  }
+}
+
+// isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_isnan[] = {"input", "out", "implementation"};
+PyObject* kKeys_isnan[3] = {};
+const tb::Signature kSig_isnan{"isnan", kNames_isnan, kKeys_isnan, 3, 1};
+
+PyObject* py_isnan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_isnan, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_isnan, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_isnan, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_isnan, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::isnan(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_isnan);
+    return nullptr;
+  }
+}
+
+// kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_kron[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_kron[4] = {};
+const tb::Signature kSig_kron{"kron", kNames_kron, kKeys_kron, 4, 2};
+
+PyObject* py_kron(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_kron, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_kron, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_kron, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_kron, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_kron, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::kron(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_kron);
+    return nullptr;
+  }
+}
+
+// kthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
+const char* const kNames_kthvalue[] = {"input", "k", "dim", "keepdim", "values", "indices", "implementation"};
+PyObject* kKeys_kthvalue[7] = {};
+const tb::Signature kSig_kthvalue{"kthvalue", kNames_kthvalue, kKeys_kthvalue, 7, 4};
+
+PyObject* py_kthvalue(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[7] = {};
+  if (!tb::parse_args(kSig_kthvalue, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_kthvalue, 0);
+    auto v_k = tb::int_arg(slots[1], kSig_kthvalue, 1);
+    auto v_dim = tb::int_arg(slots[2], kSig_kthvalue, 2, int64_t{-1});
+    auto v_keepdim = tb::bool_arg(slots[3], kSig_kthvalue, 3, false);
+    auto v_values = tb::tensor_out_arg(slots[4], kSig_kthvalue, 4);
+    auto v_indices = tb::tensor_out_arg(slots[5], kSig_kthvalue, 5);
+    const Implementation impl_ = tb::implementation_arg(slots[6], kSig_kthvalue, 6);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::kthvalue(v_self, v_k, v_dim, v_keepdim, v_values, v_indices, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return PyTuple_Pack(2, slots[4], slots[5]);
+  } catch (...) {
+    tb::raise_python_error(kSig_kthvalue);
+    return nullptr;
+  }
+}
+
+// le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_le_Scalar[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_le_Scalar[4] = {};
+const tb::Signature kSig_le_Scalar{"le_Scalar", kNames_le_Scalar, kKeys_le_Scalar, 4, 2};
+
+PyObject* py_le_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_le_Scalar, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_le_Scalar, 0);
+    auto v_other = tb::scalar_arg(slots[1], kSig_le_Scalar, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_le_Scalar, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_le_Scalar, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::le_Scalar(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_le_Scalar);
+    return nullptr;
+  }
+}
+
+// le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_le_Tensor[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_le_Tensor[4] = {};
+const tb::Signature kSig_le_Tensor{"le_Tensor", kNames_le_Tensor, kKeys_le_Tensor, 4, 2};
+
+PyObject* py_le_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_le_Tensor, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_le_Tensor, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_le_Tensor, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_le_Tensor, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_le_Tensor, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::le_Tensor(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_le_Tensor);
+    return nullptr;
+  }
+}
+
+// leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_leaky_relu[] = {"input", "negative_slope", "out", "implementation"};
+PyObject* kKeys_leaky_relu[4] = {};
+const tb::Signature kSig_leaky_relu{"leaky_relu", kNames_leaky_relu, kKeys_leaky_relu, 4, 2};
+
+PyObject* py_leaky_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_leaky_relu, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_leaky_relu, 0);
+    auto v_negative_slope = tb::scalar_arg(slots[1], kSig_leaky_relu, 1, Scalar(0.01));
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_leaky_relu, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_leaky_relu, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::leaky_relu(v_self, v_negative_slope, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_leaky_relu);
+    return nullptr;
+  }
+}
+
+// lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_lerp_Scalar[] = {"input", "end", "weight", "out", "implementation"};
+PyObject* kKeys_lerp_Scalar[5] = {};
+const tb::Signature kSig_lerp_Scalar{"lerp_Scalar", kNames_lerp_Scalar, kKeys_lerp_Scalar, 5, 3};
+
+PyObject* py_lerp_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_lerp_Scalar, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_lerp_Scalar, 0);
+    auto v_end = tb::tensor_arg(slots[1], kSig_lerp_Scalar, 1);
+    auto v_weight = tb::scalar_arg(slots[2], kSig_lerp_Scalar, 2);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_lerp_Scalar, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_lerp_Scalar, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::lerp_Scalar(v_self, v_end, v_weight, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_lerp_Scalar);
+    return nullptr;
+  }
+}
+
+// lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_lerp_Tensor[] = {"input", "end", "weight", "out", "implementation"};
+PyObject* kKeys_lerp_Tensor[5] = {};
+const tb::Signature kSig_lerp_Tensor{"lerp_Tensor", kNames_lerp_Tensor, kKeys_lerp_Tensor, 5, 3};
+
+PyObject* py_lerp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_lerp_Tensor, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_lerp_Tensor, 0);
+    auto v_end = tb::tensor_arg(slots[1], kSig_lerp_Tensor, 1);
+    auto v_weight = tb::tensor_arg(slots[2], kSig_lerp_Tensor, 2);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_lerp_Tensor, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_lerp_Tensor, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::lerp_Tensor(v_self, v_end, v_weight, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_lerp_Tensor);
+    return nullptr;
+  }
+}
+
+// lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_lgamma[] = {"input", "out", "implementation"};
+PyObject* kKeys_lgamma[3] = {};
+const tb::Signature kSig_lgamma{"lgamma", kNames_lgamma, kKeys_lgamma, 3, 1};
+
+PyObject* py_lgamma(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_lgamma, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_lgamma, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_lgamma, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_lgamma, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::lgamma(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_lgamma);
     return nullptr;
   }
 }
@@ -761,6 +3319,130 @@ PyObject* py_log(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
   }
 }
 
+// log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_log10[] = {"input", "out", "implementation"};
+PyObject* kKeys_log10[3] = {};
+const tb::Signature kSig_log10{"log10", kNames_log10, kKeys_log10, 3, 1};
+
+PyObject* py_log10(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_log10, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_log10, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_log10, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_log10, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::log10(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_log10);
+    return nullptr;
+  }
+}
+
+// log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_log1p[] = {"input", "out", "implementation"};
+PyObject* kKeys_log1p[3] = {};
+const tb::Signature kSig_log1p{"log1p", kNames_log1p, kKeys_log1p, 3, 1};
+
+PyObject* py_log1p(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_log1p, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_log1p, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_log1p, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_log1p, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::log1p(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_log1p);
+    return nullptr;
+  }
+}
+
+// log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_log2[] = {"input", "out", "implementation"};
+PyObject* kKeys_log2[3] = {};
+const tb::Signature kSig_log2{"log2", kNames_log2, kKeys_log2, 3, 1};
+
+PyObject* py_log2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_log2, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_log2, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_log2, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_log2, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::log2(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_log2);
+    return nullptr;
+  }
+}
+
+// log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_log_sigmoid[] = {"input", "out", "implementation"};
+PyObject* kKeys_log_sigmoid[3] = {};
+const tb::Signature kSig_log_sigmoid{"log_sigmoid", kNames_log_sigmoid, kKeys_log_sigmoid, 3, 1};
+
+PyObject* py_log_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_log_sigmoid, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_log_sigmoid, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_log_sigmoid, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_log_sigmoid, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::log_sigmoid(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_log_sigmoid);
+    return nullptr;
+  }
+}
+
 // log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_log_softmax[] = {"input", "dim", "dtype", "out", "implementation"};
 PyObject* kKeys_log_softmax[5] = {};
@@ -794,6 +3476,294 @@ PyObject* py_log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
   }
 }
 
+// logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_logaddexp[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_logaddexp[4] = {};
+const tb::Signature kSig_logaddexp{"logaddexp", kNames_logaddexp, kKeys_logaddexp, 4, 2};
+
+PyObject* py_logaddexp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_logaddexp, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_logaddexp, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_logaddexp, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_logaddexp, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_logaddexp, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::logaddexp(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_logaddexp);
+    return nullptr;
+  }
+}
+
+// logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_logaddexp2[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_logaddexp2[4] = {};
+const tb::Signature kSig_logaddexp2{"logaddexp2", kNames_logaddexp2, kKeys_logaddexp2, 4, 2};
+
+PyObject* py_logaddexp2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_logaddexp2, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_logaddexp2, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_logaddexp2, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_logaddexp2, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_logaddexp2, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::logaddexp2(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_logaddexp2);
+    return nullptr;
+  }
+}
+
+// logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_logical_and[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_logical_and[4] = {};
+const tb::Signature kSig_logical_and{"logical_and", kNames_logical_and, kKeys_logical_and, 4, 2};
+
+PyObject* py_logical_and(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_logical_and, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_logical_and, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_logical_and, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_logical_and, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_logical_and, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::logical_and(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_logical_and);
+    return nullptr;
+  }
+}
+
+// logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_logical_not[] = {"input", "out", "implementation"};
+PyObject* kKeys_logical_not[3] = {};
+const tb::Signature kSig_logical_not{"logical_not", kNames_logical_not, kKeys_logical_not, 3, 1};
+
+PyObject* py_logical_not(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_logical_not, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_logical_not, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_logical_not, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_logical_not, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::logical_not(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_logical_not);
+    return nullptr;
+  }
+}
+
+// logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_logical_or[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_logical_or[4] = {};
+const tb::Signature kSig_logical_or{"logical_or", kNames_logical_or, kKeys_logical_or, 4, 2};
+
+PyObject* py_logical_or(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_logical_or, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_logical_or, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_logical_or, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_logical_or, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_logical_or, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::logical_or(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_logical_or);
+    return nullptr;
+  }
+}
+
+// logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_logical_xor[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_logical_xor[4] = {};
+const tb::Signature kSig_logical_xor{"logical_xor", kNames_logical_xor, kKeys_logical_xor, 4, 2};
+
+PyObject* py_logical_xor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_logical_xor, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_logical_xor, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_logical_xor, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_logical_xor, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_logical_xor, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::logical_xor(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_logical_xor);
+    return nullptr;
+  }
+}
+
+// logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_logsumexp[] = {"input", "dim", "keepdim", "out", "implementation"};
+PyObject* kKeys_logsumexp[5] = {};
+const tb::Signature kSig_logsumexp{"logsumexp", kNames_logsumexp, kKeys_logsumexp, 5, 3};
+
+PyObject* py_logsumexp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_logsumexp, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_logsumexp, 0);
+    auto v_dim = tb::int_list_arg(slots[1], kSig_logsumexp, 1, 1);
+    auto v_keepdim = tb::bool_arg(slots[2], kSig_logsumexp, 2, false);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_logsumexp, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_logsumexp, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::logsumexp(v_self, v_dim, v_keepdim, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_logsumexp);
+    return nullptr;
+  }
+}
+
+// lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_lt_Scalar[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_lt_Scalar[4] = {};
+const tb::Signature kSig_lt_Scalar{"lt_Scalar", kNames_lt_Scalar, kKeys_lt_Scalar, 4, 2};
+
+PyObject* py_lt_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_lt_Scalar, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_lt_Scalar, 0);
+    auto v_other = tb::scalar_arg(slots[1], kSig_lt_Scalar, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_lt_Scalar, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_lt_Scalar, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::lt_Scalar(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_lt_Scalar);
+    return nullptr;
+  }
+}
+
+// lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_lt_Tensor[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_lt_Tensor[4] = {};
+const tb::Signature kSig_lt_Tensor{"lt_Tensor", kNames_lt_Tensor, kKeys_lt_Tensor, 4, 2};
+
+PyObject* py_lt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_lt_Tensor, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_lt_Tensor, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_lt_Tensor, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_lt_Tensor, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_lt_Tensor, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::lt_Tensor(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_lt_Tensor);
+    return nullptr;
+  }
+}
+
 // masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_masked_fill[] = {"input", "mask", "value", "out", "implementation"};
 PyObject* kKeys_masked_fill[5] = {};
@@ -823,6 +3793,71 @@ PyObject* py_masked_fill(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     return tb::new_reference(slots[3]);
   } catch (...) {
     tb::raise_python_error(kSig_masked_fill);
+    return nullptr;
+  }
+}
+
+// masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_masked_fill_Tensor[] = {"input", "mask", "value", "out", "implementation"};
+PyObject* kKeys_masked_fill_Tensor[5] = {};
+const tb::Signature kSig_masked_fill_Tensor{"masked_fill_Tensor", kNames_masked_fill_Tensor, kKeys_masked_fill_Tensor, 5, 3};
+
+PyObject* py_masked_fill_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_masked_fill_Tensor, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_masked_fill_Tensor, 0);
+    auto v_mask = tb::tensor_arg(slots[1], kSig_masked_fill_Tensor, 1);
+    auto v_value = tb::tensor_arg(slots[2], kSig_masked_fill_Tensor, 2);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_masked_fill_Tensor, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_masked_fill_Tensor, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::masked_fill_Tensor(v_self, v_mask, v_value, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_masked_fill_Tensor);
+    return nullptr;
+  }
+}
+
+// masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_masked_select[] = {"input", "mask", "out", "implementation"};
+PyObject* kKeys_masked_select[4] = {};
+const tb::Signature kSig_masked_select{"masked_select", kNames_masked_select, kKeys_masked_select, 4, 2};
+
+PyObject* py_masked_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_masked_select, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_masked_select, 0);
+    auto v_mask = tb::tensor_arg(slots[1], kSig_masked_select, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_masked_select, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_masked_select, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::masked_select(v_self, v_mask, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_masked_select);
     return nullptr;
   }
 }
@@ -893,6 +3928,43 @@ PyObject* py_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
   }
 }
 
+// max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))
+const char* const kNames_max_pool2d_with_indices[] = {"input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "out", "indices", "implementation"};
+PyObject* kKeys_max_pool2d_with_indices[9] = {};
+const tb::Signature kSig_max_pool2d_with_indices{"max_pool2d_with_indices", kNames_max_pool2d_with_indices, kKeys_max_pool2d_with_indices, 9, 6};
+
+PyObject* py_max_pool2d_with_indices(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[9] = {};
+  if (!tb::parse_args(kSig_max_pool2d_with_indices, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_max_pool2d_with_indices, 0);
+    auto v_kernel_size = tb::int_list_arg(slots[1], kSig_max_pool2d_with_indices, 1, 2);
+    auto v_stride = tb::int_list_arg(slots[2], kSig_max_pool2d_with_indices, 2, 2, {});
+    auto v_padding = tb::int_list_arg(slots[3], kSig_max_pool2d_with_indices, 3, 2, {int64_t{0}, int64_t{0}});
+    auto v_dilation = tb::int_list_arg(slots[4], kSig_max_pool2d_with_indices, 4, 2, {int64_t{1}, int64_t{1}});
+    auto v_ceil_mode = tb::bool_arg(slots[5], kSig_max_pool2d_with_indices, 5, false);
+    auto v_out = tb::tensor_out_arg(slots[6], kSig_max_pool2d_with_indices, 6);
+    auto v_indices = tb::tensor_out_arg(slots[7], kSig_max_pool2d_with_indices, 7);
+    const Implementation impl_ = tb::implementation_arg(slots[8], kSig_max_pool2d_with_indices, 8);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::max_pool2d_with_indices(v_self, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, v_out, v_indices, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return PyTuple_Pack(2, slots[6], slots[7]);
+  } catch (...) {
+    tb::raise_python_error(kSig_max_pool2d_with_indices);
+    return nullptr;
+  }
+}
+
 // maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_maximum[] = {"input", "other", "out", "implementation"};
 PyObject* kKeys_maximum[4] = {};
@@ -959,6 +4031,74 @@ PyObject* py_mean(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
   }
 }
 
+// median.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
+const char* const kNames_median_dim_values[] = {"input", "dim", "keepdim", "values", "indices", "implementation"};
+PyObject* kKeys_median_dim_values[6] = {};
+const tb::Signature kSig_median_dim_values{"median_dim_values", kNames_median_dim_values, kKeys_median_dim_values, 6, 3};
+
+PyObject* py_median_dim_values(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_median_dim_values, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_median_dim_values, 0);
+    auto v_dim = tb::int_arg(slots[1], kSig_median_dim_values, 1);
+    auto v_keepdim = tb::bool_arg(slots[2], kSig_median_dim_values, 2, false);
+    auto v_values = tb::tensor_out_arg(slots[3], kSig_median_dim_values, 3);
+    auto v_indices = tb::tensor_out_arg(slots[4], kSig_median_dim_values, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_median_dim_values, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::median_dim_values(v_self, v_dim, v_keepdim, v_values, v_indices, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return PyTuple_Pack(2, slots[3], slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_median_dim_values);
+    return nullptr;
+  }
+}
+
+// min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)
+const char* const kNames_min[] = {"input", "dim", "keepdim", "min", "min_indices", "implementation"};
+PyObject* kKeys_min[6] = {};
+const tb::Signature kSig_min{"min", kNames_min, kKeys_min, 6, 3};
+
+PyObject* py_min(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_min, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_min, 0);
+    auto v_dim = tb::int_arg(slots[1], kSig_min, 1);
+    auto v_keepdim = tb::bool_arg(slots[2], kSig_min, 2, false);
+    auto v_min = tb::tensor_out_arg(slots[3], kSig_min, 3);
+    auto v_min_indices = tb::tensor_out_arg(slots[4], kSig_min, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_min, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::min(v_self, v_dim, v_keepdim, v_min, v_min_indices, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return PyTuple_Pack(2, slots[3], slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_min);
+    return nullptr;
+  }
+}
+
 // minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_minimum[] = {"input", "other", "out", "implementation"};
 PyObject* kKeys_minimum[4] = {};
@@ -987,6 +4127,37 @@ PyObject* py_minimum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     return tb::new_reference(slots[2]);
   } catch (...) {
     tb::raise_python_error(kSig_minimum);
+    return nullptr;
+  }
+}
+
+// mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_mish[] = {"input", "out", "implementation"};
+PyObject* kKeys_mish[3] = {};
+const tb::Signature kSig_mish{"mish", kNames_mish, kKeys_mish, 3, 1};
+
+PyObject* py_mish(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_mish, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_mish, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_mish, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_mish, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::mish(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_mish);
     return nullptr;
   }
 }
@@ -1056,6 +4227,40 @@ PyObject* py_mse_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
   }
 }
 
+// mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)
+const char* const kNames_mse_loss_backward[] = {"grad_output", "input", "target", "reduction", "grad_input", "implementation"};
+PyObject* kKeys_mse_loss_backward[6] = {};
+const tb::Signature kSig_mse_loss_backward{"mse_loss_backward", kNames_mse_loss_backward, kKeys_mse_loss_backward, 6, 4};
+
+PyObject* py_mse_loss_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_mse_loss_backward, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_grad_output = tb::tensor_arg(slots[0], kSig_mse_loss_backward, 0);
+    auto v_self = tb::tensor_arg(slots[1], kSig_mse_loss_backward, 1);
+    auto v_target = tb::tensor_arg(slots[2], kSig_mse_loss_backward, 2);
+    auto v_reduction = tb::int_arg(slots[3], kSig_mse_loss_backward, 3);
+    auto v_grad_input = tb::tensor_out_arg(slots[4], kSig_mse_loss_backward, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_mse_loss_backward, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::mse_loss_backward(v_grad_output, v_self, v_target, v_reduction, v_grad_input, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_mse_loss_backward);
+    return nullptr;
+  }
+}
+
 // mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_mul[] = {"input", "other", "out", "implementation"};
 PyObject* kKeys_mul[4] = {};
@@ -1084,6 +4289,252 @@ PyObject* py_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     return tb::new_reference(slots[2]);
   } catch (...) {
     tb::raise_python_error(kSig_mul);
+    return nullptr;
+  }
+}
+
+// mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_mul_Scalar[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_mul_Scalar[4] = {};
+const tb::Signature kSig_mul_Scalar{"mul_Scalar", kNames_mul_Scalar, kKeys_mul_Scalar, 4, 2};
+
+PyObject* py_mul_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_mul_Scalar, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_mul_Scalar, 0);
+    auto v_other = tb::scalar_arg(slots[1], kSig_mul_Scalar, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_mul_Scalar, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_mul_Scalar, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::mul_Scalar(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_mul_Scalar);
+    return nullptr;
+  }
+}
+
+// mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_mv[] = {"input", "vec", "out", "implementation"};
+PyObject* kKeys_mv[4] = {};
+const tb::Signature kSig_mv{"mv", kNames_mv, kKeys_mv, 4, 2};
+
+PyObject* py_mv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_mv, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_mv, 0);
+    auto v_vec = tb::tensor_arg(slots[1], kSig_mv, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_mv, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_mv, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::mv(v_self, v_vec, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_mv);
+    return nullptr;
+  }
+}
+
+// nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_nan_to_num[] = {"input", "nan", "posinf", "neginf", "out", "implementation"};
+PyObject* kKeys_nan_to_num[6] = {};
+const tb::Signature kSig_nan_to_num{"nan_to_num", kNames_nan_to_num, kKeys_nan_to_num, 6, 4};
+
+PyObject* py_nan_to_num(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_nan_to_num, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_nan_to_num, 0);
+    auto v_nan = tb::float_opt_arg(slots[1], kSig_nan_to_num, 1, std::nullopt);
+    auto v_posinf = tb::float_opt_arg(slots[2], kSig_nan_to_num, 2, std::nullopt);
+    auto v_neginf = tb::float_opt_arg(slots[3], kSig_nan_to_num, 3, std::nullopt);
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_nan_to_num, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_nan_to_num, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::nan_to_num(v_self, v_nan, v_posinf, v_neginf, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_nan_to_num);
+    return nullptr;
+  }
+}
+
+// nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_nansum[] = {"input", "dim", "keepdim", "dtype", "out", "implementation"};
+PyObject* kKeys_nansum[6] = {};
+const tb::Signature kSig_nansum{"nansum", kNames_nansum, kKeys_nansum, 6, 3};
+
+PyObject* py_nansum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_nansum, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_nansum, 0);
+    auto v_dim = tb::int_list_opt_arg(slots[1], kSig_nansum, 1, 1, std::nullopt);
+    auto v_keepdim = tb::bool_arg(slots[2], kSig_nansum, 2, false);
+    auto v_dtype = tb::dtype_opt_arg(slots[3], kSig_nansum, 3, std::nullopt);
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_nansum, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_nansum, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::nansum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_nansum);
+    return nullptr;
+  }
+}
+
+// narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_narrow_copy[] = {"input", "dim", "start", "length", "out", "implementation"};
+PyObject* kKeys_narrow_copy[6] = {};
+const tb::Signature kSig_narrow_copy{"narrow_copy", kNames_narrow_copy, kKeys_narrow_copy, 6, 4};
+
+PyObject* py_narrow_copy(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_narrow_copy, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_narrow_copy, 0);
+    auto v_dim = tb::int_arg(slots[1], kSig_narrow_copy, 1);
+    auto v_start = tb::int_arg(slots[2], kSig_narrow_copy, 2);
+    auto v_length = tb::int_arg(slots[3], kSig_narrow_copy, 3);
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_narrow_copy, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_narrow_copy, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::narrow_copy(v_self, v_dim, v_start, v_length, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_narrow_copy);
+    return nullptr;
+  }
+}
+
+// native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))
+const char* const kNames_native_batch_norm[] = {"input", "weight", "bias", "running_mean", "running_var", "training", "momentum", "eps", "out", "save_mean", "save_invstd", "implementation"};
+PyObject* kKeys_native_batch_norm[12] = {};
+const tb::Signature kSig_native_batch_norm{"native_batch_norm", kNames_native_batch_norm, kKeys_native_batch_norm, 12, 8};
+
+PyObject* py_native_batch_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[12] = {};
+  if (!tb::parse_args(kSig_native_batch_norm, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_input = tb::tensor_arg(slots[0], kSig_native_batch_norm, 0);
+    auto v_weight = tb::tensor_opt_arg(slots[1], kSig_native_batch_norm, 1);
+    auto v_bias = tb::tensor_opt_arg(slots[2], kSig_native_batch_norm, 2);
+    auto v_running_mean = tb::tensor_opt_arg(slots[3], kSig_native_batch_norm, 3);
+    auto v_running_var = tb::tensor_opt_arg(slots[4], kSig_native_batch_norm, 4);
+    auto v_training = tb::bool_arg(slots[5], kSig_native_batch_norm, 5);
+    auto v_momentum = tb::float_arg(slots[6], kSig_native_batch_norm, 6);
+    auto v_eps = tb::float_arg(slots[7], kSig_native_batch_norm, 7);
+    auto v_out = tb::tensor_out_arg(slots[8], kSig_native_batch_norm, 8);
+    auto v_save_mean = tb::tensor_out_arg(slots[9], kSig_native_batch_norm, 9);
+    auto v_save_invstd = tb::tensor_out_arg(slots[10], kSig_native_batch_norm, 10);
+    const Implementation impl_ = tb::implementation_arg(slots[11], kSig_native_batch_norm, 11);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::native_batch_norm(v_input, v_weight, v_bias, v_running_mean, v_running_var, v_training, v_momentum, v_eps, v_out, v_save_mean, v_save_invstd, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
+  } catch (...) {
+    tb::raise_python_error(kSig_native_batch_norm);
+    return nullptr;
+  }
+}
+
+// native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
+const char* const kNames_native_group_norm[] = {"input", "weight", "bias", "N", "C", "HxW", "group", "eps", "out0", "out1", "out2", "implementation"};
+PyObject* kKeys_native_group_norm[12] = {};
+const tb::Signature kSig_native_group_norm{"native_group_norm", kNames_native_group_norm, kKeys_native_group_norm, 12, 8};
+
+PyObject* py_native_group_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[12] = {};
+  if (!tb::parse_args(kSig_native_group_norm, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_input = tb::tensor_arg(slots[0], kSig_native_group_norm, 0);
+    auto v_weight = tb::tensor_opt_arg(slots[1], kSig_native_group_norm, 1);
+    auto v_bias = tb::tensor_opt_arg(slots[2], kSig_native_group_norm, 2);
+    auto v_N = tb::int_arg(slots[3], kSig_native_group_norm, 3);
+    auto v_C = tb::int_arg(slots[4], kSig_native_group_norm, 4);
+    auto v_HxW = tb::int_arg(slots[5], kSig_native_group_norm, 5);
+    auto v_group = tb::int_arg(slots[6], kSig_native_group_norm, 6);
+    auto v_eps = tb::float_arg(slots[7], kSig_native_group_norm, 7);
+    auto v_out0 = tb::tensor_out_arg(slots[8], kSig_native_group_norm, 8);
+    auto v_out1 = tb::tensor_out_arg(slots[9], kSig_native_group_norm, 9);
+    auto v_out2 = tb::tensor_out_arg(slots[10], kSig_native_group_norm, 10);
+    const Implementation impl_ = tb::implementation_arg(slots[11], kSig_native_group_norm, 11);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::native_group_norm(v_input, v_weight, v_bias, v_N, v_C, v_HxW, v_group, v_eps, v_out0, v_out1, v_out2, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
+  } catch (...) {
+    tb::raise_python_error(kSig_native_group_norm);
     return nullptr;
   }
 }
@@ -1125,6 +4576,110 @@ PyObject* py_native_layer_norm(PyObject*, PyObject* const* args, Py_ssize_t narg
   }
 }
 
+// native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
+const char* const kNames_native_layer_norm_backward[] = {"grad_out", "input", "normalized_shape", "mean", "rstd", "weight", "bias", "output_mask", "out0", "out1", "out2", "implementation"};
+PyObject* kKeys_native_layer_norm_backward[12] = {};
+const tb::Signature kSig_native_layer_norm_backward{"native_layer_norm_backward", kNames_native_layer_norm_backward, kKeys_native_layer_norm_backward, 12, 8};
+
+PyObject* py_native_layer_norm_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[12] = {};
+  if (!tb::parse_args(kSig_native_layer_norm_backward, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_grad_out = tb::tensor_arg(slots[0], kSig_native_layer_norm_backward, 0);
+    auto v_input = tb::tensor_arg(slots[1], kSig_native_layer_norm_backward, 1);
+    auto v_normalized_shape = tb::int_list_arg(slots[2], kSig_native_layer_norm_backward, 2, 0);
+    auto v_mean = tb::tensor_arg(slots[3], kSig_native_layer_norm_backward, 3);
+    auto v_rstd = tb::tensor_arg(slots[4], kSig_native_layer_norm_backward, 4);
+    auto v_weight = tb::tensor_opt_arg(slots[5], kSig_native_layer_norm_backward, 5);
+    auto v_bias = tb::tensor_opt_arg(slots[6], kSig_native_layer_norm_backward, 6);
+    auto v_output_mask = tb::bool_array_arg<3>(slots[7], kSig_native_layer_norm_backward, 7);
+    auto v_out0 = tb::tensor_out_arg(slots[8], kSig_native_layer_norm_backward, 8);
+    auto v_out1 = tb::tensor_out_arg(slots[9], kSig_native_layer_norm_backward, 9);
+    auto v_out2 = tb::tensor_out_arg(slots[10], kSig_native_layer_norm_backward, 10);
+    const Implementation impl_ = tb::implementation_arg(slots[11], kSig_native_layer_norm_backward, 11);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::native_layer_norm_backward(v_grad_out, v_input, v_normalized_shape, v_mean, v_rstd, v_weight, v_bias, v_output_mask, v_out0, v_out1, v_out2, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
+  } catch (...) {
+    tb::raise_python_error(kSig_native_layer_norm_backward);
+    return nullptr;
+  }
+}
+
+// ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_ne_Scalar[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_ne_Scalar[4] = {};
+const tb::Signature kSig_ne_Scalar{"ne_Scalar", kNames_ne_Scalar, kKeys_ne_Scalar, 4, 2};
+
+PyObject* py_ne_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_ne_Scalar, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_ne_Scalar, 0);
+    auto v_other = tb::scalar_arg(slots[1], kSig_ne_Scalar, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_ne_Scalar, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_ne_Scalar, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::ne_Scalar(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_ne_Scalar);
+    return nullptr;
+  }
+}
+
+// ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_ne_Tensor[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_ne_Tensor[4] = {};
+const tb::Signature kSig_ne_Tensor{"ne_Tensor", kNames_ne_Tensor, kKeys_ne_Tensor, 4, 2};
+
+PyObject* py_ne_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_ne_Tensor, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_ne_Tensor, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_ne_Tensor, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_ne_Tensor, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_ne_Tensor, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::ne_Tensor(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_ne_Tensor);
+    return nullptr;
+  }
+}
+
 // neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_neg[] = {"input", "out", "implementation"};
 PyObject* kKeys_neg[3] = {};
@@ -1152,6 +4707,103 @@ PyObject* py_neg(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     return tb::new_reference(slots[1]);
   } catch (...) {
     tb::raise_python_error(kSig_neg);
+    return nullptr;
+  }
+}
+
+// nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_nonzero[] = {"input", "out", "implementation"};
+PyObject* kKeys_nonzero[3] = {};
+const tb::Signature kSig_nonzero{"nonzero", kNames_nonzero, kKeys_nonzero, 3, 1};
+
+PyObject* py_nonzero(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_nonzero, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_nonzero, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_nonzero, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_nonzero, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::nonzero(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_nonzero);
+    return nullptr;
+  }
+}
+
+// norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_norm[] = {"input", "p", "dim", "keepdim", "out", "implementation"};
+PyObject* kKeys_norm[6] = {};
+const tb::Signature kSig_norm{"norm", kNames_norm, kKeys_norm, 6, 4};
+
+PyObject* py_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_norm, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_norm, 0);
+    auto v_p = tb::scalar_opt_arg(slots[1], kSig_norm, 1);
+    auto v_dim = tb::int_list_arg(slots[2], kSig_norm, 2, 1);
+    auto v_keepdim = tb::bool_arg(slots[3], kSig_norm, 3, false);
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_norm, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_norm, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::norm(v_self, v_p, v_dim, v_keepdim, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_norm);
+    return nullptr;
+  }
+}
+
+// outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_outer[] = {"input", "vec2", "out", "implementation"};
+PyObject* kKeys_outer[4] = {};
+const tb::Signature kSig_outer{"outer", kNames_outer, kKeys_outer, 4, 2};
+
+PyObject* py_outer(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_outer, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_outer, 0);
+    auto v_vec2 = tb::tensor_arg(slots[1], kSig_outer, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_outer, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_outer, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::outer(v_self, v_vec2, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_outer);
     return nullptr;
   }
 }
@@ -1220,6 +4872,40 @@ PyObject* py_pow_Tensor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t narg
   }
 }
 
+// prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_prod_int[] = {"input", "dim", "keepdim", "dtype", "out", "implementation"};
+PyObject* kKeys_prod_int[6] = {};
+const tb::Signature kSig_prod_int{"prod_int", kNames_prod_int, kKeys_prod_int, 6, 3};
+
+PyObject* py_prod_int(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_prod_int, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_prod_int, 0);
+    auto v_dim = tb::int_arg(slots[1], kSig_prod_int, 1);
+    auto v_keepdim = tb::bool_arg(slots[2], kSig_prod_int, 2, false);
+    auto v_dtype = tb::dtype_opt_arg(slots[3], kSig_prod_int, 3, std::nullopt);
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_prod_int, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_prod_int, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::prod_int(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_prod_int);
+    return nullptr;
+  }
+}
+
 // reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_reciprocal[] = {"input", "out", "implementation"};
 PyObject* kKeys_reciprocal[3] = {};
@@ -1282,6 +4968,38 @@ PyObject* py_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
   }
 }
 
+// remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_remainder_Tensor[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_remainder_Tensor[4] = {};
+const tb::Signature kSig_remainder_Tensor{"remainder_Tensor", kNames_remainder_Tensor, kKeys_remainder_Tensor, 4, 2};
+
+PyObject* py_remainder_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_remainder_Tensor, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_remainder_Tensor, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_remainder_Tensor, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_remainder_Tensor, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_remainder_Tensor, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::remainder_Tensor(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_remainder_Tensor);
+    return nullptr;
+  }
+}
+
 // rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_rms_norm[] = {"input", "weight", "eps", "out", "implementation"};
 PyObject* kKeys_rms_norm[5] = {};
@@ -1311,6 +5029,70 @@ PyObject* py_rms_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
     return tb::new_reference(slots[3]);
   } catch (...) {
     tb::raise_python_error(kSig_rms_norm);
+    return nullptr;
+  }
+}
+
+// roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_roll[] = {"input", "shifts", "dims", "out", "implementation"};
+PyObject* kKeys_roll[5] = {};
+const tb::Signature kSig_roll{"roll", kNames_roll, kKeys_roll, 5, 3};
+
+PyObject* py_roll(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_roll, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_roll, 0);
+    auto v_shifts = tb::int_list_arg(slots[1], kSig_roll, 1, 1);
+    auto v_dims = tb::int_list_arg(slots[2], kSig_roll, 2, 1, {});
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_roll, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_roll, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::roll(v_self, v_shifts, v_dims, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_roll);
+    return nullptr;
+  }
+}
+
+// round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_round[] = {"input", "out", "implementation"};
+PyObject* kKeys_round[3] = {};
+const tb::Signature kSig_round{"round", kNames_round, kKeys_round, 3, 1};
+
+PyObject* py_round(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_round, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_round, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_round, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_round, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::round(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_round);
     return nullptr;
   }
 }
@@ -1383,6 +5165,139 @@ PyObject* py_scaled_dot_product_attention(PyObject*, PyObject* const* args, Py_s
   }
 }
 
+// scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_scatter_add[] = {"input", "dim", "index", "src", "out", "implementation"};
+PyObject* kKeys_scatter_add[6] = {};
+const tb::Signature kSig_scatter_add{"scatter_add", kNames_scatter_add, kKeys_scatter_add, 6, 4};
+
+PyObject* py_scatter_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_scatter_add, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_scatter_add, 0);
+    auto v_dim = tb::int_arg(slots[1], kSig_scatter_add, 1);
+    auto v_index = tb::tensor_arg(slots[2], kSig_scatter_add, 2);
+    auto v_src = tb::tensor_arg(slots[3], kSig_scatter_add, 3);
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_scatter_add, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_scatter_add, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::scatter_add(v_self, v_dim, v_index, v_src, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_scatter_add);
+    return nullptr;
+  }
+}
+
+// scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_scatter_src[] = {"input", "dim", "index", "src", "out", "implementation"};
+PyObject* kKeys_scatter_src[6] = {};
+const tb::Signature kSig_scatter_src{"scatter_src", kNames_scatter_src, kKeys_scatter_src, 6, 4};
+
+PyObject* py_scatter_src(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_scatter_src, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_scatter_src, 0);
+    auto v_dim = tb::int_arg(slots[1], kSig_scatter_src, 1);
+    auto v_index = tb::tensor_arg(slots[2], kSig_scatter_src, 2);
+    auto v_src = tb::tensor_arg(slots[3], kSig_scatter_src, 3);
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_scatter_src, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_scatter_src, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::scatter_src(v_self, v_dim, v_index, v_src, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_scatter_src);
+    return nullptr;
+  }
+}
+
+// scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_scatter_value[] = {"input", "dim", "index", "value", "out", "implementation"};
+PyObject* kKeys_scatter_value[6] = {};
+const tb::Signature kSig_scatter_value{"scatter_value", kNames_scatter_value, kKeys_scatter_value, 6, 4};
+
+PyObject* py_scatter_value(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_scatter_value, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_scatter_value, 0);
+    auto v_dim = tb::int_arg(slots[1], kSig_scatter_value, 1);
+    auto v_index = tb::tensor_arg(slots[2], kSig_scatter_value, 2);
+    auto v_value = tb::scalar_arg(slots[3], kSig_scatter_value, 3);
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_scatter_value, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_scatter_value, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::scatter_value(v_self, v_dim, v_index, v_value, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_scatter_value);
+    return nullptr;
+  }
+}
+
+// sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_sgn[] = {"input", "out", "implementation"};
+PyObject* kKeys_sgn[3] = {};
+const tb::Signature kSig_sgn{"sgn", kNames_sgn, kKeys_sgn, 3, 1};
+
+PyObject* py_sgn(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_sgn, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_sgn, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_sgn, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sgn, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::sgn(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_sgn);
+    return nullptr;
+  }
+}
+
 // sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sigmoid[] = {"input", "out", "implementation"};
 PyObject* kKeys_sigmoid[3] = {};
@@ -1410,6 +5325,69 @@ PyObject* py_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     return tb::new_reference(slots[1]);
   } catch (...) {
     tb::raise_python_error(kSig_sigmoid);
+    return nullptr;
+  }
+}
+
+// sigmoid_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)
+const char* const kNames_sigmoid_backward[] = {"grad_output", "output", "grad_input", "implementation"};
+PyObject* kKeys_sigmoid_backward[4] = {};
+const tb::Signature kSig_sigmoid_backward{"sigmoid_backward", kNames_sigmoid_backward, kKeys_sigmoid_backward, 4, 2};
+
+PyObject* py_sigmoid_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_sigmoid_backward, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_grad_output = tb::tensor_arg(slots[0], kSig_sigmoid_backward, 0);
+    auto v_output = tb::tensor_arg(slots[1], kSig_sigmoid_backward, 1);
+    auto v_grad_input = tb::tensor_out_arg(slots[2], kSig_sigmoid_backward, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_sigmoid_backward, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::sigmoid_backward(v_grad_output, v_output, v_grad_input, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_sigmoid_backward);
+    return nullptr;
+  }
+}
+
+// sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_sign[] = {"input", "out", "implementation"};
+PyObject* kKeys_sign[3] = {};
+const tb::Signature kSig_sign{"sign", kNames_sign, kKeys_sign, 3, 1};
+
+PyObject* py_sign(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_sign, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_sign, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_sign, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sign, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::sign(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_sign);
     return nullptr;
   }
 }
@@ -1476,6 +5454,38 @@ PyObject* py_silu_and_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
   }
 }
 
+// silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)
+const char* const kNames_silu_backward[] = {"grad_output", "input", "grad_input", "implementation"};
+PyObject* kKeys_silu_backward[4] = {};
+const tb::Signature kSig_silu_backward{"silu_backward", kNames_silu_backward, kKeys_silu_backward, 4, 2};
+
+PyObject* py_silu_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_silu_backward, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_grad_output = tb::tensor_arg(slots[0], kSig_silu_backward, 0);
+    auto v_self = tb::tensor_arg(slots[1], kSig_silu_backward, 1);
+    auto v_grad_input = tb::tensor_out_arg(slots[2], kSig_silu_backward, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_silu_backward, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::silu_backward(v_grad_output, v_self, v_grad_input, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_silu_backward);
+    return nullptr;
+  }
+}
+
 // sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sin[] = {"input", "out", "implementation"};
 PyObject* kKeys_sin[3] = {};
@@ -1503,6 +5513,37 @@ PyObject* py_sin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     return tb::new_reference(slots[1]);
   } catch (...) {
     tb::raise_python_error(kSig_sin);
+    return nullptr;
+  }
+}
+
+// sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_sinh[] = {"input", "out", "implementation"};
+PyObject* kKeys_sinh[3] = {};
+const tb::Signature kSig_sinh{"sinh", kNames_sinh, kKeys_sinh, 3, 1};
+
+PyObject* py_sinh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_sinh, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_sinh, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_sinh, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sinh, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::sinh(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_sinh);
     return nullptr;
   }
 }
@@ -1607,6 +5648,73 @@ PyObject* py_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
   }
 }
 
+// softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_softplus[] = {"input", "beta", "threshold", "out", "implementation"};
+PyObject* kKeys_softplus[5] = {};
+const tb::Signature kSig_softplus{"softplus", kNames_softplus, kKeys_softplus, 5, 3};
+
+PyObject* py_softplus(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_softplus, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_softplus, 0);
+    auto v_beta = tb::scalar_arg(slots[1], kSig_softplus, 1, Scalar(int64_t{1}));
+    auto v_threshold = tb::scalar_arg(slots[2], kSig_softplus, 2, Scalar(int64_t{20}));
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_softplus, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_softplus, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::softplus(v_self, v_beta, v_threshold, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_softplus);
+    return nullptr;
+  }
+}
+
+// sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
+const char* const kNames_sort_values[] = {"input", "dim", "descending", "values", "indices", "implementation"};
+PyObject* kKeys_sort_values[6] = {};
+const tb::Signature kSig_sort_values{"sort_values", kNames_sort_values, kKeys_sort_values, 6, 3};
+
+PyObject* py_sort_values(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_sort_values, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_sort_values, 0);
+    auto v_dim = tb::int_arg(slots[1], kSig_sort_values, 1, int64_t{-1});
+    auto v_descending = tb::bool_arg(slots[2], kSig_sort_values, 2, false);
+    auto v_values = tb::tensor_out_arg(slots[3], kSig_sort_values, 3);
+    auto v_indices = tb::tensor_out_arg(slots[4], kSig_sort_values, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_sort_values, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::sort_values(v_self, v_dim, v_descending, v_values, v_indices, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return PyTuple_Pack(2, slots[3], slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_sort_values);
+    return nullptr;
+  }
+}
+
 // sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sqrt[] = {"input", "out", "implementation"};
 PyObject* kKeys_sqrt[3] = {};
@@ -1634,6 +5742,71 @@ PyObject* py_sqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     return tb::new_reference(slots[1]);
   } catch (...) {
     tb::raise_python_error(kSig_sqrt);
+    return nullptr;
+  }
+}
+
+// square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_square[] = {"input", "out", "implementation"};
+PyObject* kKeys_square[3] = {};
+const tb::Signature kSig_square{"square", kNames_square, kKeys_square, 3, 1};
+
+PyObject* py_square(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_square, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_square, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_square, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_square, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::square(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_square);
+    return nullptr;
+  }
+}
+
+// std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_std_correction[] = {"input", "dim", "correction", "keepdim", "out", "implementation"};
+PyObject* kKeys_std_correction[6] = {};
+const tb::Signature kSig_std_correction{"std_correction", kNames_std_correction, kKeys_std_correction, 6, 2};
+
+PyObject* py_std_correction(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_std_correction, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_std_correction, 0);
+    auto v_dim = tb::int_list_opt_arg(slots[1], kSig_std_correction, 1, 1, std::nullopt);
+    auto v_correction = tb::scalar_opt_arg(slots[2], kSig_std_correction, 2, std::nullopt);
+    auto v_keepdim = tb::bool_arg(slots[3], kSig_std_correction, 3, false);
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_std_correction, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_std_correction, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::std_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_std_correction);
     return nullptr;
   }
 }
@@ -1667,6 +5840,39 @@ PyObject* py_sub(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     return tb::new_reference(slots[3]);
   } catch (...) {
     tb::raise_python_error(kSig_sub);
+    return nullptr;
+  }
+}
+
+// sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_sub_Scalar[] = {"input", "other", "alpha", "out", "implementation"};
+PyObject* kKeys_sub_Scalar[5] = {};
+const tb::Signature kSig_sub_Scalar{"sub_Scalar", kNames_sub_Scalar, kKeys_sub_Scalar, 5, 3};
+
+PyObject* py_sub_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_sub_Scalar, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_sub_Scalar, 0);
+    auto v_other = tb::scalar_arg(slots[1], kSig_sub_Scalar, 1);
+    auto v_alpha = tb::scalar_arg(slots[2], kSig_sub_Scalar, 2, Scalar(int64_t{1}));
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_sub_Scalar, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_sub_Scalar, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::sub_Scalar(v_self, v_other, v_alpha, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_sub_Scalar);
     return nullptr;
   }
 }
@@ -1705,6 +5911,101 @@ PyObject* py_sum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
   }
 }
 
+// sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_sum_all[] = {"input", "dtype", "out", "implementation"};
+PyObject* kKeys_sum_all[4] = {};
+const tb::Signature kSig_sum_all{"sum_all", kNames_sum_all, kKeys_sum_all, 4, 1};
+
+PyObject* py_sum_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_sum_all, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_sum_all, 0);
+    auto v_dtype = tb::dtype_opt_arg(slots[1], kSig_sum_all, 1, std::nullopt);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_sum_all, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_sum_all, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::sum_all(v_self, v_dtype, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_sum_all);
+    return nullptr;
+  }
+}
+
+// take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_take[] = {"input", "index", "out", "implementation"};
+PyObject* kKeys_take[4] = {};
+const tb::Signature kSig_take{"take", kNames_take, kKeys_take, 4, 2};
+
+PyObject* py_take(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_take, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_take, 0);
+    auto v_index = tb::tensor_arg(slots[1], kSig_take, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_take, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_take, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::take(v_self, v_index, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_take);
+    return nullptr;
+  }
+}
+
+// tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_tan[] = {"input", "out", "implementation"};
+PyObject* kKeys_tan[3] = {};
+const tb::Signature kSig_tan{"tan", kNames_tan, kKeys_tan, 3, 1};
+
+PyObject* py_tan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_tan, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_tan, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_tan, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_tan, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::tan(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_tan);
+    return nullptr;
+  }
+}
+
 // tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_tanh[] = {"input", "out", "implementation"};
 PyObject* kKeys_tanh[3] = {};
@@ -1732,6 +6033,104 @@ PyObject* py_tanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     return tb::new_reference(slots[1]);
   } catch (...) {
     tb::raise_python_error(kSig_tanh);
+    return nullptr;
+  }
+}
+
+// tanh_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)
+const char* const kNames_tanh_backward[] = {"grad_output", "output", "grad_input", "implementation"};
+PyObject* kKeys_tanh_backward[4] = {};
+const tb::Signature kSig_tanh_backward{"tanh_backward", kNames_tanh_backward, kKeys_tanh_backward, 4, 2};
+
+PyObject* py_tanh_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_tanh_backward, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_grad_output = tb::tensor_arg(slots[0], kSig_tanh_backward, 0);
+    auto v_output = tb::tensor_arg(slots[1], kSig_tanh_backward, 1);
+    auto v_grad_input = tb::tensor_out_arg(slots[2], kSig_tanh_backward, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_tanh_backward, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::tanh_backward(v_grad_output, v_output, v_grad_input, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_tanh_backward);
+    return nullptr;
+  }
+}
+
+// threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_threshold[] = {"input", "threshold", "value", "out", "implementation"};
+PyObject* kKeys_threshold[5] = {};
+const tb::Signature kSig_threshold{"threshold", kNames_threshold, kKeys_threshold, 5, 3};
+
+PyObject* py_threshold(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_threshold, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_threshold, 0);
+    auto v_threshold = tb::scalar_arg(slots[1], kSig_threshold, 1);
+    auto v_value = tb::scalar_arg(slots[2], kSig_threshold, 2);
+    auto v_out = tb::tensor_out_arg(slots[3], kSig_threshold, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_threshold, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::threshold(v_self, v_threshold, v_value, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_threshold);
+    return nullptr;
+  }
+}
+
+// threshold_backward.grad_input(Tensor grad_output, Tensor self, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)
+const char* const kNames_threshold_backward[] = {"grad_output", "input", "threshold", "grad_input", "implementation"};
+PyObject* kKeys_threshold_backward[5] = {};
+const tb::Signature kSig_threshold_backward{"threshold_backward", kNames_threshold_backward, kKeys_threshold_backward, 5, 3};
+
+PyObject* py_threshold_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  if (!tb::parse_args(kSig_threshold_backward, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_grad_output = tb::tensor_arg(slots[0], kSig_threshold_backward, 0);
+    auto v_self = tb::tensor_arg(slots[1], kSig_threshold_backward, 1);
+    auto v_threshold = tb::scalar_arg(slots[2], kSig_threshold_backward, 2);
+    auto v_grad_input = tb::tensor_out_arg(slots[3], kSig_threshold_backward, 3);
+    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_threshold_backward, 4);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::threshold_backward(v_grad_output, v_self, v_threshold, v_grad_input, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[3]);
+  } catch (...) {
+    tb::raise_python_error(kSig_threshold_backward);
     return nullptr;
   }
 }
@@ -1772,6 +6171,167 @@ PyObject* py_topk(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
   }
 }
 
+// tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_tril[] = {"input", "diagonal", "out", "implementation"};
+PyObject* kKeys_tril[4] = {};
+const tb::Signature kSig_tril{"tril", kNames_tril, kKeys_tril, 4, 2};
+
+PyObject* py_tril(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_tril, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_tril, 0);
+    auto v_diagonal = tb::int_arg(slots[1], kSig_tril, 1, int64_t{0});
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_tril, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_tril, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::tril(v_self, v_diagonal, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_tril);
+    return nullptr;
+  }
+}
+
+// triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_triu[] = {"input", "diagonal", "out", "implementation"};
+PyObject* kKeys_triu[4] = {};
+const tb::Signature kSig_triu{"triu", kNames_triu, kKeys_triu, 4, 2};
+
+PyObject* py_triu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_triu, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_triu, 0);
+    auto v_diagonal = tb::int_arg(slots[1], kSig_triu, 1, int64_t{0});
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_triu, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_triu, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::triu(v_self, v_diagonal, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_triu);
+    return nullptr;
+  }
+}
+
+// trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_trunc[] = {"input", "out", "implementation"};
+PyObject* kKeys_trunc[3] = {};
+const tb::Signature kSig_trunc{"trunc", kNames_trunc, kKeys_trunc, 3, 1};
+
+PyObject* py_trunc(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[3] = {};
+  if (!tb::parse_args(kSig_trunc, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_trunc, 0);
+    auto v_out = tb::tensor_out_arg(slots[1], kSig_trunc, 1);
+    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_trunc, 2);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::trunc(v_self, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[1]);
+  } catch (...) {
+    tb::raise_python_error(kSig_trunc);
+    return nullptr;
+  }
+}
+
+// var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_var_correction[] = {"input", "dim", "correction", "keepdim", "out", "implementation"};
+PyObject* kKeys_var_correction[6] = {};
+const tb::Signature kSig_var_correction{"var_correction", kNames_var_correction, kKeys_var_correction, 6, 2};
+
+PyObject* py_var_correction(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  if (!tb::parse_args(kSig_var_correction, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_var_correction, 0);
+    auto v_dim = tb::int_list_opt_arg(slots[1], kSig_var_correction, 1, 1, std::nullopt);
+    auto v_correction = tb::scalar_opt_arg(slots[2], kSig_var_correction, 2, std::nullopt);
+    auto v_keepdim = tb::bool_arg(slots[3], kSig_var_correction, 3, false);
+    auto v_out = tb::tensor_out_arg(slots[4], kSig_var_correction, 4);
+    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_var_correction, 5);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::var_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[4]);
+  } catch (...) {
+    tb::raise_python_error(kSig_var_correction);
+    return nullptr;
+  }
+}
+
+// vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_vdot[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_vdot[4] = {};
+const tb::Signature kSig_vdot{"vdot", kNames_vdot, kKeys_vdot, 4, 2};
+
+PyObject* py_vdot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_vdot, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_vdot, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_vdot, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_vdot, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_vdot, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::vdot(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_vdot);
+    return nullptr;
+  }
+}
+
 // where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_where[] = {"condition", "input", "other", "out", "implementation"};
 PyObject* kKeys_where[5] = {};
@@ -1805,63 +6365,236 @@ PyObject* py_where(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
   }
 }
 
+// xlogy.OutTensor(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_xlogy_OutTensor[] = {"input", "other", "out", "implementation"};
+PyObject* kKeys_xlogy_OutTensor[4] = {};
+const tb::Signature kSig_xlogy_OutTensor{"xlogy_OutTensor", kNames_xlogy_OutTensor, kKeys_xlogy_OutTensor, 4, 2};
+
+PyObject* py_xlogy_OutTensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  if (!tb::parse_args(kSig_xlogy_OutTensor, args, nargs, kwnames, slots)) {
+    return nullptr;
+  }
+  try {
+    auto v_self = tb::tensor_arg(slots[0], kSig_xlogy_OutTensor, 0);
+    auto v_other = tb::tensor_arg(slots[1], kSig_xlogy_OutTensor, 1);
+    auto v_out = tb::tensor_out_arg(slots[2], kSig_xlogy_OutTensor, 2);
+    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_xlogy_OutTensor, 3);
+    {
+      tb::WarningScope warnings;
+      try {
+        tb::GilRelease nogil;
+        ::infini::ops::xlogy_OutTensor(v_self, v_other, v_out, impl_);
+      } catch (...) {
+        warnings.set_in_exception();
+        throw;
+      }
+    }
+    return tb::new_reference(slots[2]);
+  } catch (...) {
+    tb::raise_python_error(kSig_xlogy_OutTensor);
+    return nullptr;
+  }
+}
+
 // Native kernels each op declares, per platform ("" when none).
 const tb::OpImplementations kImplementations[] = {
+    {"_log_softmax", ""},
+    {"_log_softmax_backward_data", ""},
+    {"_softmax", ""},
+    {"_softmax_backward_data", ""},
     {"abs", ""},
+    {"acos", ""},
+    {"acosh", ""},
+    {"adaptive_avg_pool2d", ""},
+    {"adaptive_max_pool2d", ""},
     {"add", "cpu"},
+    {"add_Scalar", ""},
+    {"addbmm", ""},
+    {"addcdiv", ""},
+    {"addcmul", ""},
     {"addmm", ""},
+    {"addmv", ""},
+    {"all", ""},
+    {"all_all", ""},
     {"amax", ""},
+    {"amin", ""},
+    {"aminmax", ""},
+    {"any", ""},
+    {"any_all", ""},
     {"argmax", ""},
+    {"argmin", ""},
+    {"asin", ""},
+    {"asinh", ""},
+    {"atan", ""},
+    {"atan2", ""},
+    {"atanh", ""},
+    {"avg_pool1d", ""},
+    {"avg_pool2d", ""},
     {"baddbmm", ""},
+    {"bitwise_and_Tensor", ""},
+    {"bitwise_left_shift_Tensor", ""},
+    {"bitwise_not", ""},
+    {"bitwise_or_Tensor", ""},
+    {"bitwise_right_shift_Tensor", ""},
+    {"bitwise_xor_Tensor", ""},
     {"bmm", ""},
     {"cat", ""},
+    {"ceil", ""},
     {"clamp", ""},
     {"clamp_Tensor", ""},
+    {"clamp_max", ""},
+    {"clamp_min", ""},
+    {"clone", ""},
+    {"copysign", ""},
     {"cos", ""},
+    {"cosh", ""},
+    {"cross", ""},
+    {"cumprod", ""},
     {"cumsum", ""},
+    {"digamma", ""},
     {"div", ""},
+    {"div_out_mode", ""},
+    {"dot", ""},
+    {"elu", ""},
     {"embedding", ""},
+    {"embedding_dense_backward", ""},
+    {"eq_Scalar", ""},
     {"eq_Tensor", ""},
     {"erf", ""},
+    {"erfc", ""},
+    {"erfinv", ""},
     {"exp", ""},
+    {"exp2", ""},
+    {"expm1", ""},
+    {"flip", ""},
+    {"floor", ""},
+    {"floor_divide", ""},
+    {"fmax", ""},
+    {"fmin", ""},
+    {"fmod_Tensor", ""},
+    {"frac", ""},
     {"gather", ""},
+    {"ge_Scalar", ""},
+    {"ge_Tensor", ""},
     {"gelu", ""},
+    {"gelu_backward", ""},
+    {"glu", ""},
+    {"gt_Scalar", ""},
     {"gt_Tensor", ""},
+    {"hardsigmoid", ""},
+    {"hardswish", ""},
+    {"hardtanh", ""},
+    {"hypot", ""},
+    {"index", ""},
+    {"index_add", ""},
+    {"index_put", ""},
     {"index_select", ""},
+    {"isnan", ""},
+    {"kron", ""},
+    {"kthvalue", ""},
+    {"le_Scalar", ""},
+    {"le_Tensor", ""},
+    {"leaky_relu", ""},
+    {"lerp_Scalar", ""},
+    {"lerp_Tensor", ""},
+    {"lgamma", ""},
     {"linear", ""},
     {"log", ""},
+    {"log10", ""},
+    {"log1p", ""},
+    {"log2", ""},
+    {"log_sigmoid", ""},
     {"log_softmax", ""},
+    {"logaddexp", ""},
+    {"logaddexp2", ""},
+    {"logical_and", ""},
+    {"logical_not", ""},
+    {"logical_or", ""},
+    {"logical_xor", ""},
+    {"logsumexp", ""},
+    {"lt_Scalar", ""},
+    {"lt_Tensor", ""},
     {"masked_fill", ""},
+    {"masked_fill_Tensor", ""},
+    {"masked_select", ""},
     {"matmul", ""},
     {"max", ""},
+    {"max_pool2d_with_indices", ""},
     {"maximum", ""},
     {"mean", ""},
+    {"median_dim_values", ""},
+    {"min", ""},
     {"minimum", ""},
+    {"mish", ""},
     {"mm", ""},
     {"mse_loss", ""},
+    {"mse_loss_backward", ""},
     {"mul", "cpu"},
+    {"mul_Scalar", ""},
+    {"mv", ""},
+    {"nan_to_num", ""},
+    {"nansum", ""},
+    {"narrow_copy", ""},
+    {"native_batch_norm", ""},
+    {"native_group_norm", ""},
     {"native_layer_norm", ""},
+    {"native_layer_norm_backward", ""},
+    {"ne_Scalar", ""},
+    {"ne_Tensor", ""},
     {"neg", ""},
+    {"nonzero", ""},
+    {"norm", ""},
+    {"outer", ""},
     {"pow_Tensor_Scalar", ""},
     {"pow_Tensor_Tensor", ""},
+    {"prod_int", ""},
     {"reciprocal", ""},
     {"relu", ""},
+    {"remainder_Tensor", ""},
     {"rms_norm", "cpu"},
+    {"roll", ""},
+    {"round", ""},
     {"rsqrt", ""},
     {"scaled_dot_product_attention", ""},
+    {"scatter_add", ""},
+    {"scatter_src", ""},
+    {"scatter_value", ""},
+    {"sgn", ""},
     {"sigmoid", ""},
+    {"sigmoid_backward", ""},
+    {"sign", ""},
     {"silu", "cpu"},
     {"silu_and_mul", "cpu"},
+    {"silu_backward", ""},
     {"sin", ""},
+    {"sinh", ""},
     {"smooth_l1_loss", ""},
     {"soft_margin_loss", ""},
     {"softmax", ""},
+    {"softplus", ""},
+    {"sort_values", ""},
     {"sqrt", ""},
+    {"square", ""},
+    {"std_correction", ""},
     {"sub", ""},
+    {"sub_Scalar", ""},
     {"sum", ""},
+    {"sum_all", ""},
+    {"take", ""},
+    {"tan", ""},
     {"tanh", ""},
+    {"tanh_backward", ""},
+    {"threshold", ""},
+    {"threshold_backward", ""},
     {"topk", ""},
+    {"tril", ""},
+    {"triu", ""},
+    {"trunc", ""},
+    {"var_correction", ""},
+    {"vdot", ""},
     {"where", ""},
+    {"xlogy_OutTensor", ""},
 };
 
 PyObject* py_implementations(PyObject*, PyObject*) {
@@ -1869,116 +6602,398 @@ PyObject* py_implementations(PyObject*, PyObject*) {
 }
 
 PyMethodDef kMethods[] = {
+    {"_log_softmax", tb::fastcall(py__log_softmax), METH_FASTCALL | METH_KEYWORDS,
+     "_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"_log_softmax_backward_data", tb::fastcall(py__log_softmax_backward_data), METH_FASTCALL | METH_KEYWORDS,
+     "_log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"_softmax", tb::fastcall(py__softmax), METH_FASTCALL | METH_KEYWORDS,
+     "_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"_softmax_backward_data", tb::fastcall(py__softmax_backward_data), METH_FASTCALL | METH_KEYWORDS,
+     "_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) grad_input) -> Tensor(a!)"},
     {"abs", tb::fastcall(py_abs), METH_FASTCALL | METH_KEYWORDS,
      "abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"acos", tb::fastcall(py_acos), METH_FASTCALL | METH_KEYWORDS,
+     "acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"acosh", tb::fastcall(py_acosh), METH_FASTCALL | METH_KEYWORDS,
+     "acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"adaptive_avg_pool2d", tb::fastcall(py_adaptive_avg_pool2d), METH_FASTCALL | METH_KEYWORDS,
+     "adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"adaptive_max_pool2d", tb::fastcall(py_adaptive_max_pool2d), METH_FASTCALL | METH_KEYWORDS,
+     "adaptive_max_pool2d.out(Tensor self, int[2] output_size, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))"},
     {"add", tb::fastcall(py_add), METH_FASTCALL | METH_KEYWORDS,
      "add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"},
+    {"add_Scalar", tb::fastcall(py_add_Scalar), METH_FASTCALL | METH_KEYWORDS,
+     "add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"addbmm", tb::fastcall(py_addbmm), METH_FASTCALL | METH_KEYWORDS,
+     "addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"},
+    {"addcdiv", tb::fastcall(py_addcdiv), METH_FASTCALL | METH_KEYWORDS,
+     "addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)"},
+    {"addcmul", tb::fastcall(py_addcmul), METH_FASTCALL | METH_KEYWORDS,
+     "addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)"},
     {"addmm", tb::fastcall(py_addmm), METH_FASTCALL | METH_KEYWORDS,
      "addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"},
+    {"addmv", tb::fastcall(py_addmv), METH_FASTCALL | METH_KEYWORDS,
+     "addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"},
+    {"all", tb::fastcall(py_all), METH_FASTCALL | METH_KEYWORDS,
+     "all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"all_all", tb::fastcall(py_all_all), METH_FASTCALL | METH_KEYWORDS,
+     "all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"amax", tb::fastcall(py_amax), METH_FASTCALL | METH_KEYWORDS,
      "amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"amin", tb::fastcall(py_amin), METH_FASTCALL | METH_KEYWORDS,
+     "amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"aminmax", tb::fastcall(py_aminmax), METH_FASTCALL | METH_KEYWORDS,
+     "aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)"},
+    {"any", tb::fastcall(py_any), METH_FASTCALL | METH_KEYWORDS,
+     "any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"any_all", tb::fastcall(py_any_all), METH_FASTCALL | METH_KEYWORDS,
+     "any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"argmax", tb::fastcall(py_argmax), METH_FASTCALL | METH_KEYWORDS,
      "argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"argmin", tb::fastcall(py_argmin), METH_FASTCALL | METH_KEYWORDS,
+     "argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"asin", tb::fastcall(py_asin), METH_FASTCALL | METH_KEYWORDS,
+     "asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"asinh", tb::fastcall(py_asinh), METH_FASTCALL | METH_KEYWORDS,
+     "asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"atan", tb::fastcall(py_atan), METH_FASTCALL | METH_KEYWORDS,
+     "atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"atan2", tb::fastcall(py_atan2), METH_FASTCALL | METH_KEYWORDS,
+     "atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"atanh", tb::fastcall(py_atanh), METH_FASTCALL | METH_KEYWORDS,
+     "atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"avg_pool1d", tb::fastcall(py_avg_pool1d), METH_FASTCALL | METH_KEYWORDS,
+     "avg_pool1d.out(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"avg_pool2d", tb::fastcall(py_avg_pool2d), METH_FASTCALL | METH_KEYWORDS,
+     "avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)"},
     {"baddbmm", tb::fastcall(py_baddbmm), METH_FASTCALL | METH_KEYWORDS,
      "baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"},
+    {"bitwise_and_Tensor", tb::fastcall(py_bitwise_and_Tensor), METH_FASTCALL | METH_KEYWORDS,
+     "bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"bitwise_left_shift_Tensor", tb::fastcall(py_bitwise_left_shift_Tensor), METH_FASTCALL | METH_KEYWORDS,
+     "bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"bitwise_not", tb::fastcall(py_bitwise_not), METH_FASTCALL | METH_KEYWORDS,
+     "bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"bitwise_or_Tensor", tb::fastcall(py_bitwise_or_Tensor), METH_FASTCALL | METH_KEYWORDS,
+     "bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"bitwise_right_shift_Tensor", tb::fastcall(py_bitwise_right_shift_Tensor), METH_FASTCALL | METH_KEYWORDS,
+     "bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"bitwise_xor_Tensor", tb::fastcall(py_bitwise_xor_Tensor), METH_FASTCALL | METH_KEYWORDS,
+     "bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"bmm", tb::fastcall(py_bmm), METH_FASTCALL | METH_KEYWORDS,
      "bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)"},
     {"cat", tb::fastcall(py_cat), METH_FASTCALL | METH_KEYWORDS,
      "cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"ceil", tb::fastcall(py_ceil), METH_FASTCALL | METH_KEYWORDS,
+     "ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"clamp", tb::fastcall(py_clamp), METH_FASTCALL | METH_KEYWORDS,
      "clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)"},
     {"clamp_Tensor", tb::fastcall(py_clamp_Tensor), METH_FASTCALL | METH_KEYWORDS,
      "clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"clamp_max", tb::fastcall(py_clamp_max), METH_FASTCALL | METH_KEYWORDS,
+     "clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"clamp_min", tb::fastcall(py_clamp_min), METH_FASTCALL | METH_KEYWORDS,
+     "clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"clone", tb::fastcall(py_clone), METH_FASTCALL | METH_KEYWORDS,
+     "clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)"},
+    {"copysign", tb::fastcall(py_copysign), METH_FASTCALL | METH_KEYWORDS,
+     "copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"cos", tb::fastcall(py_cos), METH_FASTCALL | METH_KEYWORDS,
      "cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"cosh", tb::fastcall(py_cosh), METH_FASTCALL | METH_KEYWORDS,
+     "cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"cross", tb::fastcall(py_cross), METH_FASTCALL | METH_KEYWORDS,
+     "cross.out(Tensor self, Tensor other, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"cumprod", tb::fastcall(py_cumprod), METH_FASTCALL | METH_KEYWORDS,
+     "cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"},
     {"cumsum", tb::fastcall(py_cumsum), METH_FASTCALL | METH_KEYWORDS,
      "cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"},
+    {"digamma", tb::fastcall(py_digamma), METH_FASTCALL | METH_KEYWORDS,
+     "digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"div", tb::fastcall(py_div), METH_FASTCALL | METH_KEYWORDS,
      "div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"div_out_mode", tb::fastcall(py_div_out_mode), METH_FASTCALL | METH_KEYWORDS,
+     "div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)"},
+    {"dot", tb::fastcall(py_dot), METH_FASTCALL | METH_KEYWORDS,
+     "dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"elu", tb::fastcall(py_elu), METH_FASTCALL | METH_KEYWORDS,
+     "elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)"},
     {"embedding", tb::fastcall(py_embedding), METH_FASTCALL | METH_KEYWORDS,
      "embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"embedding_dense_backward", tb::fastcall(py_embedding_dense_backward), METH_FASTCALL | METH_KEYWORDS,
+     "embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"eq_Scalar", tb::fastcall(py_eq_Scalar), METH_FASTCALL | METH_KEYWORDS,
+     "eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"eq_Tensor", tb::fastcall(py_eq_Tensor), METH_FASTCALL | METH_KEYWORDS,
      "eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"erf", tb::fastcall(py_erf), METH_FASTCALL | METH_KEYWORDS,
      "erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"erfc", tb::fastcall(py_erfc), METH_FASTCALL | METH_KEYWORDS,
+     "erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"erfinv", tb::fastcall(py_erfinv), METH_FASTCALL | METH_KEYWORDS,
+     "erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"exp", tb::fastcall(py_exp), METH_FASTCALL | METH_KEYWORDS,
      "exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"exp2", tb::fastcall(py_exp2), METH_FASTCALL | METH_KEYWORDS,
+     "exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"expm1", tb::fastcall(py_expm1), METH_FASTCALL | METH_KEYWORDS,
+     "expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"flip", tb::fastcall(py_flip), METH_FASTCALL | METH_KEYWORDS,
+     "flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"floor", tb::fastcall(py_floor), METH_FASTCALL | METH_KEYWORDS,
+     "floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"floor_divide", tb::fastcall(py_floor_divide), METH_FASTCALL | METH_KEYWORDS,
+     "floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"fmax", tb::fastcall(py_fmax), METH_FASTCALL | METH_KEYWORDS,
+     "fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"fmin", tb::fastcall(py_fmin), METH_FASTCALL | METH_KEYWORDS,
+     "fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"fmod_Tensor", tb::fastcall(py_fmod_Tensor), METH_FASTCALL | METH_KEYWORDS,
+     "fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"frac", tb::fastcall(py_frac), METH_FASTCALL | METH_KEYWORDS,
+     "frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"gather", tb::fastcall(py_gather), METH_FASTCALL | METH_KEYWORDS,
      "gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)"},
+    {"ge_Scalar", tb::fastcall(py_ge_Scalar), METH_FASTCALL | METH_KEYWORDS,
+     "ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"ge_Tensor", tb::fastcall(py_ge_Tensor), METH_FASTCALL | METH_KEYWORDS,
+     "ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"gelu", tb::fastcall(py_gelu), METH_FASTCALL | METH_KEYWORDS,
      "gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)"},
+    {"gelu_backward", tb::fastcall(py_gelu_backward), METH_FASTCALL | METH_KEYWORDS,
+     "gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)"},
+    {"glu", tb::fastcall(py_glu), METH_FASTCALL | METH_KEYWORDS,
+     "glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"gt_Scalar", tb::fastcall(py_gt_Scalar), METH_FASTCALL | METH_KEYWORDS,
+     "gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"gt_Tensor", tb::fastcall(py_gt_Tensor), METH_FASTCALL | METH_KEYWORDS,
      "gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"hardsigmoid", tb::fastcall(py_hardsigmoid), METH_FASTCALL | METH_KEYWORDS,
+     "hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"hardswish", tb::fastcall(py_hardswish), METH_FASTCALL | METH_KEYWORDS,
+     "hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"hardtanh", tb::fastcall(py_hardtanh), METH_FASTCALL | METH_KEYWORDS,
+     "hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"hypot", tb::fastcall(py_hypot), METH_FASTCALL | METH_KEYWORDS,
+     "hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"index", tb::fastcall(py_index), METH_FASTCALL | METH_KEYWORDS,
+     "index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"index_add", tb::fastcall(py_index_add), METH_FASTCALL | METH_KEYWORDS,
+     "index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"},
+    {"index_put", tb::fastcall(py_index_put), METH_FASTCALL | METH_KEYWORDS,
+     "index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)"},
     {"index_select", tb::fastcall(py_index_select), METH_FASTCALL | METH_KEYWORDS,
      "index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"isnan", tb::fastcall(py_isnan), METH_FASTCALL | METH_KEYWORDS,
+     "isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"kron", tb::fastcall(py_kron), METH_FASTCALL | METH_KEYWORDS,
+     "kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"kthvalue", tb::fastcall(py_kthvalue), METH_FASTCALL | METH_KEYWORDS,
+     "kthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"},
+    {"le_Scalar", tb::fastcall(py_le_Scalar), METH_FASTCALL | METH_KEYWORDS,
+     "le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"le_Tensor", tb::fastcall(py_le_Tensor), METH_FASTCALL | METH_KEYWORDS,
+     "le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"leaky_relu", tb::fastcall(py_leaky_relu), METH_FASTCALL | METH_KEYWORDS,
+     "leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"lerp_Scalar", tb::fastcall(py_lerp_Scalar), METH_FASTCALL | METH_KEYWORDS,
+     "lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"lerp_Tensor", tb::fastcall(py_lerp_Tensor), METH_FASTCALL | METH_KEYWORDS,
+     "lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"lgamma", tb::fastcall(py_lgamma), METH_FASTCALL | METH_KEYWORDS,
+     "lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"linear", tb::fastcall(py_linear), METH_FASTCALL | METH_KEYWORDS,
      "linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)"},
     {"log", tb::fastcall(py_log), METH_FASTCALL | METH_KEYWORDS,
      "log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"log10", tb::fastcall(py_log10), METH_FASTCALL | METH_KEYWORDS,
+     "log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"log1p", tb::fastcall(py_log1p), METH_FASTCALL | METH_KEYWORDS,
+     "log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"log2", tb::fastcall(py_log2), METH_FASTCALL | METH_KEYWORDS,
+     "log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"log_sigmoid", tb::fastcall(py_log_sigmoid), METH_FASTCALL | METH_KEYWORDS,
+     "log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"log_softmax", tb::fastcall(py_log_softmax), METH_FASTCALL | METH_KEYWORDS,
      "log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"logaddexp", tb::fastcall(py_logaddexp), METH_FASTCALL | METH_KEYWORDS,
+     "logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"logaddexp2", tb::fastcall(py_logaddexp2), METH_FASTCALL | METH_KEYWORDS,
+     "logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"logical_and", tb::fastcall(py_logical_and), METH_FASTCALL | METH_KEYWORDS,
+     "logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"logical_not", tb::fastcall(py_logical_not), METH_FASTCALL | METH_KEYWORDS,
+     "logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"logical_or", tb::fastcall(py_logical_or), METH_FASTCALL | METH_KEYWORDS,
+     "logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"logical_xor", tb::fastcall(py_logical_xor), METH_FASTCALL | METH_KEYWORDS,
+     "logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"logsumexp", tb::fastcall(py_logsumexp), METH_FASTCALL | METH_KEYWORDS,
+     "logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"lt_Scalar", tb::fastcall(py_lt_Scalar), METH_FASTCALL | METH_KEYWORDS,
+     "lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"lt_Tensor", tb::fastcall(py_lt_Tensor), METH_FASTCALL | METH_KEYWORDS,
+     "lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"masked_fill", tb::fastcall(py_masked_fill), METH_FASTCALL | METH_KEYWORDS,
      "masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"masked_fill_Tensor", tb::fastcall(py_masked_fill_Tensor), METH_FASTCALL | METH_KEYWORDS,
+     "masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"masked_select", tb::fastcall(py_masked_select), METH_FASTCALL | METH_KEYWORDS,
+     "masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)"},
     {"matmul", tb::fastcall(py_matmul), METH_FASTCALL | METH_KEYWORDS,
      "matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"max", tb::fastcall(py_max), METH_FASTCALL | METH_KEYWORDS,
      "max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)"},
+    {"max_pool2d_with_indices", tb::fastcall(py_max_pool2d_with_indices), METH_FASTCALL | METH_KEYWORDS,
+     "max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))"},
     {"maximum", tb::fastcall(py_maximum), METH_FASTCALL | METH_KEYWORDS,
      "maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"mean", tb::fastcall(py_mean), METH_FASTCALL | METH_KEYWORDS,
      "mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"},
+    {"median_dim_values", tb::fastcall(py_median_dim_values), METH_FASTCALL | METH_KEYWORDS,
+     "median.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"},
+    {"min", tb::fastcall(py_min), METH_FASTCALL | METH_KEYWORDS,
+     "min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)"},
     {"minimum", tb::fastcall(py_minimum), METH_FASTCALL | METH_KEYWORDS,
      "minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"mish", tb::fastcall(py_mish), METH_FASTCALL | METH_KEYWORDS,
+     "mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"mm", tb::fastcall(py_mm), METH_FASTCALL | METH_KEYWORDS,
      "mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)"},
     {"mse_loss", tb::fastcall(py_mse_loss), METH_FASTCALL | METH_KEYWORDS,
      "mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"mse_loss_backward", tb::fastcall(py_mse_loss_backward), METH_FASTCALL | METH_KEYWORDS,
+     "mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)"},
     {"mul", tb::fastcall(py_mul), METH_FASTCALL | METH_KEYWORDS,
      "mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"mul_Scalar", tb::fastcall(py_mul_Scalar), METH_FASTCALL | METH_KEYWORDS,
+     "mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"mv", tb::fastcall(py_mv), METH_FASTCALL | METH_KEYWORDS,
+     "mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"nan_to_num", tb::fastcall(py_nan_to_num), METH_FASTCALL | METH_KEYWORDS,
+     "nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"nansum", tb::fastcall(py_nansum), METH_FASTCALL | METH_KEYWORDS,
+     "nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"},
+    {"narrow_copy", tb::fastcall(py_narrow_copy), METH_FASTCALL | METH_KEYWORDS,
+     "narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"native_batch_norm", tb::fastcall(py_native_batch_norm), METH_FASTCALL | METH_KEYWORDS,
+     "native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))"},
+    {"native_group_norm", tb::fastcall(py_native_group_norm), METH_FASTCALL | METH_KEYWORDS,
+     "native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))"},
     {"native_layer_norm", tb::fastcall(py_native_layer_norm), METH_FASTCALL | METH_KEYWORDS,
      "native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))"},
+    {"native_layer_norm_backward", tb::fastcall(py_native_layer_norm_backward), METH_FASTCALL | METH_KEYWORDS,
+     "native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))"},
+    {"ne_Scalar", tb::fastcall(py_ne_Scalar), METH_FASTCALL | METH_KEYWORDS,
+     "ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"ne_Tensor", tb::fastcall(py_ne_Tensor), METH_FASTCALL | METH_KEYWORDS,
+     "ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"neg", tb::fastcall(py_neg), METH_FASTCALL | METH_KEYWORDS,
      "neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"nonzero", tb::fastcall(py_nonzero), METH_FASTCALL | METH_KEYWORDS,
+     "nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"norm", tb::fastcall(py_norm), METH_FASTCALL | METH_KEYWORDS,
+     "norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"outer", tb::fastcall(py_outer), METH_FASTCALL | METH_KEYWORDS,
+     "outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)"},
     {"pow_Tensor_Scalar", tb::fastcall(py_pow_Tensor_Scalar), METH_FASTCALL | METH_KEYWORDS,
      "pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)"},
     {"pow_Tensor_Tensor", tb::fastcall(py_pow_Tensor_Tensor), METH_FASTCALL | METH_KEYWORDS,
      "pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"prod_int", tb::fastcall(py_prod_int), METH_FASTCALL | METH_KEYWORDS,
+     "prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"},
     {"reciprocal", tb::fastcall(py_reciprocal), METH_FASTCALL | METH_KEYWORDS,
      "reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"relu", tb::fastcall(py_relu), METH_FASTCALL | METH_KEYWORDS,
      "relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"remainder_Tensor", tb::fastcall(py_remainder_Tensor), METH_FASTCALL | METH_KEYWORDS,
+     "remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"rms_norm", tb::fastcall(py_rms_norm), METH_FASTCALL | METH_KEYWORDS,
      "rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"roll", tb::fastcall(py_roll), METH_FASTCALL | METH_KEYWORDS,
+     "roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)"},
+    {"round", tb::fastcall(py_round), METH_FASTCALL | METH_KEYWORDS,
+     "round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"rsqrt", tb::fastcall(py_rsqrt), METH_FASTCALL | METH_KEYWORDS,
      "rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"scaled_dot_product_attention", tb::fastcall(py_scaled_dot_product_attention), METH_FASTCALL | METH_KEYWORDS,
      "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"scatter_add", tb::fastcall(py_scatter_add), METH_FASTCALL | METH_KEYWORDS,
+     "scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"scatter_src", tb::fastcall(py_scatter_src), METH_FASTCALL | METH_KEYWORDS,
+     "scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"scatter_value", tb::fastcall(py_scatter_value), METH_FASTCALL | METH_KEYWORDS,
+     "scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"sgn", tb::fastcall(py_sgn), METH_FASTCALL | METH_KEYWORDS,
+     "sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"sigmoid", tb::fastcall(py_sigmoid), METH_FASTCALL | METH_KEYWORDS,
      "sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"sigmoid_backward", tb::fastcall(py_sigmoid_backward), METH_FASTCALL | METH_KEYWORDS,
+     "sigmoid_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)"},
+    {"sign", tb::fastcall(py_sign), METH_FASTCALL | METH_KEYWORDS,
+     "sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"silu", tb::fastcall(py_silu), METH_FASTCALL | METH_KEYWORDS,
      "silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"silu_and_mul", tb::fastcall(py_silu_and_mul), METH_FASTCALL | METH_KEYWORDS,
      "silu_and_mul(Tensor input, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"silu_backward", tb::fastcall(py_silu_backward), METH_FASTCALL | METH_KEYWORDS,
+     "silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)"},
     {"sin", tb::fastcall(py_sin), METH_FASTCALL | METH_KEYWORDS,
      "sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"sinh", tb::fastcall(py_sinh), METH_FASTCALL | METH_KEYWORDS,
+     "sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"smooth_l1_loss", tb::fastcall(py_smooth_l1_loss), METH_FASTCALL | METH_KEYWORDS,
      "smooth_l1_loss.out(Tensor self, Tensor target, int reduction=Mean, float beta=1.0, *, Tensor(a!) out) -> Tensor(a!)"},
     {"soft_margin_loss", tb::fastcall(py_soft_margin_loss), METH_FASTCALL | METH_KEYWORDS,
      "soft_margin_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)"},
     {"softmax", tb::fastcall(py_softmax), METH_FASTCALL | METH_KEYWORDS,
      "softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"softplus", tb::fastcall(py_softplus), METH_FASTCALL | METH_KEYWORDS,
+     "softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"sort_values", tb::fastcall(py_sort_values), METH_FASTCALL | METH_KEYWORDS,
+     "sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"},
     {"sqrt", tb::fastcall(py_sqrt), METH_FASTCALL | METH_KEYWORDS,
      "sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"square", tb::fastcall(py_square), METH_FASTCALL | METH_KEYWORDS,
+     "square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"std_correction", tb::fastcall(py_std_correction), METH_FASTCALL | METH_KEYWORDS,
+     "std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)"},
     {"sub", tb::fastcall(py_sub), METH_FASTCALL | METH_KEYWORDS,
      "sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"},
+    {"sub_Scalar", tb::fastcall(py_sub_Scalar), METH_FASTCALL | METH_KEYWORDS,
+     "sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)"},
     {"sum", tb::fastcall(py_sum), METH_FASTCALL | METH_KEYWORDS,
      "sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"},
+    {"sum_all", tb::fastcall(py_sum_all), METH_FASTCALL | METH_KEYWORDS,
+     "sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"},
+    {"take", tb::fastcall(py_take), METH_FASTCALL | METH_KEYWORDS,
+     "take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"tan", tb::fastcall(py_tan), METH_FASTCALL | METH_KEYWORDS,
+     "tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"tanh", tb::fastcall(py_tanh), METH_FASTCALL | METH_KEYWORDS,
      "tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"tanh_backward", tb::fastcall(py_tanh_backward), METH_FASTCALL | METH_KEYWORDS,
+     "tanh_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)"},
+    {"threshold", tb::fastcall(py_threshold), METH_FASTCALL | METH_KEYWORDS,
+     "threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"threshold_backward", tb::fastcall(py_threshold_backward), METH_FASTCALL | METH_KEYWORDS,
+     "threshold_backward.grad_input(Tensor grad_output, Tensor self, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)"},
     {"topk", tb::fastcall(py_topk), METH_FASTCALL | METH_KEYWORDS,
      "topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"},
+    {"tril", tb::fastcall(py_tril), METH_FASTCALL | METH_KEYWORDS,
+     "tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"triu", tb::fastcall(py_triu), METH_FASTCALL | METH_KEYWORDS,
+     "triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"trunc", tb::fastcall(py_trunc), METH_FASTCALL | METH_KEYWORDS,
+     "trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"var_correction", tb::fastcall(py_var_correction), METH_FASTCALL | METH_KEYWORDS,
+     "var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)"},
+    {"vdot", tb::fastcall(py_vdot), METH_FASTCALL | METH_KEYWORDS,
+     "vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"where", tb::fastcall(py_where), METH_FASTCALL | METH_KEYWORDS,
      "where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"xlogy_OutTensor", tb::fastcall(py_xlogy_OutTensor), METH_FASTCALL | METH_KEYWORDS,
+     "xlogy.OutTensor(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"implementations", py_implementations, METH_NOARGS,
      "{op: {platform: [implementations]}} for the platforms this build has."},
     {"platforms", tb::py_platforms, METH_NOARGS, "Platforms this build has."},

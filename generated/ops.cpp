@@ -8,11 +8,67 @@
 
 namespace infini::ops {
 
+void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("_log_softmax");
+  }
+  torch_fallback::_log_softmax(self, dim, half_to_float, out);
+}
+
+void _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim, DataType input_dtype, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("_log_softmax_backward_data");
+  }
+  torch_fallback::_log_softmax_backward_data(grad_output, output, dim, input_dtype, out);
+}
+
+void _softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("_softmax");
+  }
+  torch_fallback::_softmax(self, dim, half_to_float, out);
+}
+
+void _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim, DataType input_dtype, Tensor& grad_input, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("_softmax_backward_data");
+  }
+  torch_fallback::_softmax_backward_data(grad_output, output, dim, input_dtype, grad_input);
+}
+
 void abs(const Tensor& self, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("abs");
   }
   torch_fallback::abs(self, out);
+}
+
+void acos(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("acos");
+  }
+  torch_fallback::acos(self, out);
+}
+
+void acosh(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("acosh");
+  }
+  torch_fallback::acosh(self, out);
+}
+
+void adaptive_avg_pool2d(const Tensor& self, std::span<const int64_t> output_size, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("adaptive_avg_pool2d");
+  }
+  torch_fallback::adaptive_avg_pool2d(self, output_size, out);
+}
+
+void adaptive_max_pool2d(const Tensor& self, std::span<const int64_t> output_size, Tensor& out, Tensor& indices, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("adaptive_max_pool2d");
+  }
+  torch_fallback::adaptive_max_pool2d(self, output_size, out, indices);
 }
 
 void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out, Implementation impl_) {
@@ -37,11 +93,60 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
   torch_fallback::add(self, other, alpha, out);
 }
 
+void add_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("add_Scalar");
+  }
+  torch_fallback::add_Scalar(self, other, alpha, out);
+}
+
+void addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("addbmm");
+  }
+  torch_fallback::addbmm(self, batch1, batch2, beta, alpha, out);
+}
+
+void addcdiv(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("addcdiv");
+  }
+  torch_fallback::addcdiv(self, tensor1, tensor2, value, out);
+}
+
+void addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("addcmul");
+  }
+  torch_fallback::addcmul(self, tensor1, tensor2, value, out);
+}
+
 void addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("addmm");
   }
   torch_fallback::addmm(self, mat1, mat2, beta, alpha, out);
+}
+
+void addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("addmv");
+  }
+  torch_fallback::addmv(self, mat, vec, beta, alpha, out);
+}
+
+void all(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("all");
+  }
+  torch_fallback::all(self, dim, keepdim, out);
+}
+
+void all_all(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("all_all");
+  }
+  torch_fallback::all_all(self, out);
 }
 
 void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_) {
@@ -51,6 +156,34 @@ void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
   torch_fallback::amax(self, dim, keepdim, out);
 }
 
+void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("amin");
+  }
+  torch_fallback::amin(self, dim, keepdim, out);
+}
+
+void aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& min, Tensor& max, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("aminmax");
+  }
+  torch_fallback::aminmax(self, dim, keepdim, min, max);
+}
+
+void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("any");
+  }
+  torch_fallback::any(self, dim, keepdim, out);
+}
+
+void any_all(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("any_all");
+  }
+  torch_fallback::any_all(self, out);
+}
+
 void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("argmax");
@@ -58,11 +191,109 @@ void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
   torch_fallback::argmax(self, dim, keepdim, out);
 }
 
+void argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("argmin");
+  }
+  torch_fallback::argmin(self, dim, keepdim, out);
+}
+
+void asin(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("asin");
+  }
+  torch_fallback::asin(self, out);
+}
+
+void asinh(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("asinh");
+  }
+  torch_fallback::asinh(self, out);
+}
+
+void atan(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("atan");
+  }
+  torch_fallback::atan(self, out);
+}
+
+void atan2(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("atan2");
+  }
+  torch_fallback::atan2(self, other, out);
+}
+
+void atanh(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("atanh");
+  }
+  torch_fallback::atanh(self, out);
+}
+
+void avg_pool1d(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("avg_pool1d");
+  }
+  torch_fallback::avg_pool1d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, out);
+}
+
+void avg_pool2d(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("avg_pool2d");
+  }
+  torch_fallback::avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out);
+}
+
 void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("baddbmm");
   }
   torch_fallback::baddbmm(self, batch1, batch2, beta, alpha, out);
+}
+
+void bitwise_and_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("bitwise_and_Tensor");
+  }
+  torch_fallback::bitwise_and_Tensor(self, other, out);
+}
+
+void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("bitwise_left_shift_Tensor");
+  }
+  torch_fallback::bitwise_left_shift_Tensor(self, other, out);
+}
+
+void bitwise_not(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("bitwise_not");
+  }
+  torch_fallback::bitwise_not(self, out);
+}
+
+void bitwise_or_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("bitwise_or_Tensor");
+  }
+  torch_fallback::bitwise_or_Tensor(self, other, out);
+}
+
+void bitwise_right_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("bitwise_right_shift_Tensor");
+  }
+  torch_fallback::bitwise_right_shift_Tensor(self, other, out);
+}
+
+void bitwise_xor_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("bitwise_xor_Tensor");
+  }
+  torch_fallback::bitwise_xor_Tensor(self, other, out);
 }
 
 void bmm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation impl_) {
@@ -79,6 +310,13 @@ void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out, Implementati
   torch_fallback::cat(tensors, dim, out);
 }
 
+void ceil(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("ceil");
+  }
+  torch_fallback::ceil(self, out);
+}
+
 void clamp(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("clamp");
@@ -93,11 +331,60 @@ void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const st
   torch_fallback::clamp_Tensor(self, min, max, out);
 }
 
+void clamp_max(const Tensor& self, const Scalar& max, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("clamp_max");
+  }
+  torch_fallback::clamp_max(self, max, out);
+}
+
+void clamp_min(const Tensor& self, const Scalar& min, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("clamp_min");
+  }
+  torch_fallback::clamp_min(self, min, out);
+}
+
+void clone(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("clone");
+  }
+  torch_fallback::clone(self, out);
+}
+
+void copysign(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("copysign");
+  }
+  torch_fallback::copysign(self, other, out);
+}
+
 void cos(const Tensor& self, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("cos");
   }
   torch_fallback::cos(self, out);
+}
+
+void cosh(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("cosh");
+  }
+  torch_fallback::cosh(self, out);
+}
+
+void cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("cross");
+  }
+  torch_fallback::cross(self, other, dim, out);
+}
+
+void cumprod(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("cumprod");
+  }
+  torch_fallback::cumprod(self, dim, dtype, out);
 }
 
 void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_) {
@@ -107,6 +394,13 @@ void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tens
   torch_fallback::cumsum(self, dim, dtype, out);
 }
 
+void digamma(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("digamma");
+  }
+  torch_fallback::digamma(self, out);
+}
+
 void div(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("div");
@@ -114,11 +408,46 @@ void div(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
   torch_fallback::div(self, other, out);
 }
 
+void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::string_view> rounding_mode, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("div_out_mode");
+  }
+  torch_fallback::div_out_mode(self, other, rounding_mode, out);
+}
+
+void dot(const Tensor& self, const Tensor& tensor, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("dot");
+  }
+  torch_fallback::dot(self, tensor, out);
+}
+
+void elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("elu");
+  }
+  torch_fallback::elu(self, alpha, scale, input_scale, out);
+}
+
 void embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("embedding");
   }
   torch_fallback::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse, out);
+}
+
+void embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights, int64_t padding_idx, bool scale_grad_by_freq, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("embedding_dense_backward");
+  }
+  torch_fallback::embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq, out);
+}
+
+void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("eq_Scalar");
+  }
+  torch_fallback::eq_Scalar(self, other, out);
 }
 
 void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
@@ -135,11 +464,88 @@ void erf(const Tensor& self, Tensor& out, Implementation impl_) {
   torch_fallback::erf(self, out);
 }
 
+void erfc(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("erfc");
+  }
+  torch_fallback::erfc(self, out);
+}
+
+void erfinv(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("erfinv");
+  }
+  torch_fallback::erfinv(self, out);
+}
+
 void exp(const Tensor& self, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("exp");
   }
   torch_fallback::exp(self, out);
+}
+
+void exp2(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("exp2");
+  }
+  torch_fallback::exp2(self, out);
+}
+
+void expm1(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("expm1");
+  }
+  torch_fallback::expm1(self, out);
+}
+
+void flip(const Tensor& self, std::span<const int64_t> dims, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("flip");
+  }
+  torch_fallback::flip(self, dims, out);
+}
+
+void floor(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("floor");
+  }
+  torch_fallback::floor(self, out);
+}
+
+void floor_divide(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("floor_divide");
+  }
+  torch_fallback::floor_divide(self, other, out);
+}
+
+void fmax(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("fmax");
+  }
+  torch_fallback::fmax(self, other, out);
+}
+
+void fmin(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("fmin");
+  }
+  torch_fallback::fmin(self, other, out);
+}
+
+void fmod_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("fmod_Tensor");
+  }
+  torch_fallback::fmod_Tensor(self, other, out);
+}
+
+void frac(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("frac");
+  }
+  torch_fallback::frac(self, out);
 }
 
 void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad, Tensor& out, Implementation impl_) {
@@ -149,11 +555,46 @@ void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_gr
   torch_fallback::gather(self, dim, index, sparse_grad, out);
 }
 
+void ge_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("ge_Scalar");
+  }
+  torch_fallback::ge_Scalar(self, other, out);
+}
+
+void ge_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("ge_Tensor");
+  }
+  torch_fallback::ge_Tensor(self, other, out);
+}
+
 void gelu(const Tensor& self, std::string_view approximate, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("gelu");
   }
   torch_fallback::gelu(self, approximate, out);
+}
+
+void gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_view approximate, Tensor& grad_input, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("gelu_backward");
+  }
+  torch_fallback::gelu_backward(grad_output, self, approximate, grad_input);
+}
+
+void glu(const Tensor& self, int64_t dim, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("glu");
+  }
+  torch_fallback::glu(self, dim, out);
+}
+
+void gt_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("gt_Scalar");
+  }
+  torch_fallback::gt_Scalar(self, other, out);
 }
 
 void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
@@ -163,11 +604,123 @@ void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
   torch_fallback::gt_Tensor(self, other, out);
 }
 
+void hardsigmoid(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("hardsigmoid");
+  }
+  torch_fallback::hardsigmoid(self, out);
+}
+
+void hardswish(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("hardswish");
+  }
+  torch_fallback::hardswish(self, out);
+}
+
+void hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("hardtanh");
+  }
+  torch_fallback::hardtanh(self, min_val, max_val, out);
+}
+
+void hypot(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("hypot");
+  }
+  torch_fallback::hypot(self, other, out);
+}
+
+void index(const Tensor& self, std::span<const std::optional<Tensor>> indices, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("index");
+  }
+  torch_fallback::index(self, indices, out);
+}
+
+void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("index_add");
+  }
+  torch_fallback::index_add(self, dim, index, source, alpha, out);
+}
+
+void index_put(const Tensor& self, std::span<const std::optional<Tensor>> indices, const Tensor& values, bool accumulate, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("index_put");
+  }
+  torch_fallback::index_put(self, indices, values, accumulate, out);
+}
+
 void index_select(const Tensor& self, int64_t dim, const Tensor& index, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("index_select");
   }
   torch_fallback::index_select(self, dim, index, out);
+}
+
+void isnan(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("isnan");
+  }
+  torch_fallback::isnan(self, out);
+}
+
+void kron(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("kron");
+  }
+  torch_fallback::kron(self, other, out);
+}
+
+void kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& values, Tensor& indices, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("kthvalue");
+  }
+  torch_fallback::kthvalue(self, k, dim, keepdim, values, indices);
+}
+
+void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("le_Scalar");
+  }
+  torch_fallback::le_Scalar(self, other, out);
+}
+
+void le_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("le_Tensor");
+  }
+  torch_fallback::le_Tensor(self, other, out);
+}
+
+void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("leaky_relu");
+  }
+  torch_fallback::leaky_relu(self, negative_slope, out);
+}
+
+void lerp_Scalar(const Tensor& self, const Tensor& end, const Scalar& weight, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("lerp_Scalar");
+  }
+  torch_fallback::lerp_Scalar(self, end, weight, out);
+}
+
+void lerp_Tensor(const Tensor& self, const Tensor& end, const Tensor& weight, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("lerp_Tensor");
+  }
+  torch_fallback::lerp_Tensor(self, end, weight, out);
+}
+
+void lgamma(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("lgamma");
+  }
+  torch_fallback::lgamma(self, out);
 }
 
 void linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, Tensor& out, Implementation impl_) {
@@ -184,6 +737,34 @@ void log(const Tensor& self, Tensor& out, Implementation impl_) {
   torch_fallback::log(self, out);
 }
 
+void log10(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("log10");
+  }
+  torch_fallback::log10(self, out);
+}
+
+void log1p(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("log1p");
+  }
+  torch_fallback::log1p(self, out);
+}
+
+void log2(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("log2");
+  }
+  torch_fallback::log2(self, out);
+}
+
+void log_sigmoid(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("log_sigmoid");
+  }
+  torch_fallback::log_sigmoid(self, out);
+}
+
 void log_softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("log_softmax");
@@ -191,11 +772,88 @@ void log_softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype,
   torch_fallback::log_softmax(self, dim, dtype, out);
 }
 
+void logaddexp(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("logaddexp");
+  }
+  torch_fallback::logaddexp(self, other, out);
+}
+
+void logaddexp2(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("logaddexp2");
+  }
+  torch_fallback::logaddexp2(self, other, out);
+}
+
+void logical_and(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("logical_and");
+  }
+  torch_fallback::logical_and(self, other, out);
+}
+
+void logical_not(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("logical_not");
+  }
+  torch_fallback::logical_not(self, out);
+}
+
+void logical_or(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("logical_or");
+  }
+  torch_fallback::logical_or(self, other, out);
+}
+
+void logical_xor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("logical_xor");
+  }
+  torch_fallback::logical_xor(self, other, out);
+}
+
+void logsumexp(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("logsumexp");
+  }
+  torch_fallback::logsumexp(self, dim, keepdim, out);
+}
+
+void lt_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("lt_Scalar");
+  }
+  torch_fallback::lt_Scalar(self, other, out);
+}
+
+void lt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("lt_Tensor");
+  }
+  torch_fallback::lt_Tensor(self, other, out);
+}
+
 void masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("masked_fill");
   }
   torch_fallback::masked_fill(self, mask, value, out);
+}
+
+void masked_fill_Tensor(const Tensor& self, const Tensor& mask, const Tensor& value, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("masked_fill_Tensor");
+  }
+  torch_fallback::masked_fill_Tensor(self, mask, value, out);
+}
+
+void masked_select(const Tensor& self, const Tensor& mask, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("masked_select");
+  }
+  torch_fallback::masked_select(self, mask, out);
 }
 
 void matmul(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
@@ -212,6 +870,13 @@ void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max
   torch_fallback::max(self, dim, keepdim, max, max_values);
 }
 
+void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, std::span<const int64_t> dilation, bool ceil_mode, Tensor& out, Tensor& indices, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("max_pool2d_with_indices");
+  }
+  torch_fallback::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode, out, indices);
+}
+
 void maximum(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("maximum");
@@ -226,11 +891,32 @@ void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool 
   torch_fallback::mean(self, dim, keepdim, dtype, out);
 }
 
+void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& values, Tensor& indices, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("median_dim_values");
+  }
+  torch_fallback::median_dim_values(self, dim, keepdim, values, indices);
+}
+
+void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min_indices, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("min");
+  }
+  torch_fallback::min(self, dim, keepdim, min, min_indices);
+}
+
 void minimum(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("minimum");
   }
   torch_fallback::minimum(self, other, out);
+}
+
+void mish(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("mish");
+  }
+  torch_fallback::mish(self, out);
 }
 
 void mm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation impl_) {
@@ -245,6 +931,13 @@ void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tenso
     no_native_kernel("mse_loss");
   }
   torch_fallback::mse_loss(self, target, reduction, out);
+}
+
+void mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target, int64_t reduction, Tensor& grad_input, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("mse_loss_backward");
+  }
+  torch_fallback::mse_loss_backward(grad_output, self, target, reduction, grad_input);
 }
 
 void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
@@ -269,6 +962,55 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
   torch_fallback::mul(self, other, out);
 }
 
+void mul_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("mul_Scalar");
+  }
+  torch_fallback::mul_Scalar(self, other, out);
+}
+
+void mv(const Tensor& self, const Tensor& vec, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("mv");
+  }
+  torch_fallback::mv(self, vec, out);
+}
+
+void nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("nan_to_num");
+  }
+  torch_fallback::nan_to_num(self, nan, posinf, neginf, out);
+}
+
+void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("nansum");
+  }
+  torch_fallback::nansum(self, dim, keepdim, dtype, out);
+}
+
+void narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("narrow_copy");
+  }
+  torch_fallback::narrow_copy(self, dim, start, length, out);
+}
+
+void native_batch_norm(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var, bool training, double momentum, double eps, Tensor& out, Tensor& save_mean, Tensor& save_invstd, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("native_batch_norm");
+  }
+  torch_fallback::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd);
+}
+
+void native_group_norm(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, int64_t N, int64_t C, int64_t HxW, int64_t group, double eps, Tensor& out0, Tensor& out1, Tensor& out2, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("native_group_norm");
+  }
+  torch_fallback::native_group_norm(input, weight, bias, N, C, HxW, group, eps, out0, out1, out2);
+}
+
 void native_layer_norm(const Tensor& input, std::span<const int64_t> normalized_shape, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps, Tensor& out0, Tensor& out1, Tensor& out2, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("native_layer_norm");
@@ -276,11 +1018,53 @@ void native_layer_norm(const Tensor& input, std::span<const int64_t> normalized_
   torch_fallback::native_layer_norm(input, normalized_shape, weight, bias, eps, out0, out1, out2);
 }
 
+void native_layer_norm_backward(const Tensor& grad_out, const Tensor& input, std::span<const int64_t> normalized_shape, const Tensor& mean, const Tensor& rstd, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, std::array<bool, 3> output_mask, Tensor& out0, Tensor& out1, Tensor& out2, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("native_layer_norm_backward");
+  }
+  torch_fallback::native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask, out0, out1, out2);
+}
+
+void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("ne_Scalar");
+  }
+  torch_fallback::ne_Scalar(self, other, out);
+}
+
+void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("ne_Tensor");
+  }
+  torch_fallback::ne_Tensor(self, other, out);
+}
+
 void neg(const Tensor& self, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("neg");
   }
   torch_fallback::neg(self, out);
+}
+
+void nonzero(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("nonzero");
+  }
+  torch_fallback::nonzero(self, out);
+}
+
+void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("norm");
+  }
+  torch_fallback::norm(self, p, dim, keepdim, out);
+}
+
+void outer(const Tensor& self, const Tensor& vec2, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("outer");
+  }
+  torch_fallback::outer(self, vec2, out);
 }
 
 void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out, Implementation impl_) {
@@ -297,6 +1081,13 @@ void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out, 
   torch_fallback::pow_Tensor_Tensor(self, exponent, out);
 }
 
+void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("prod_int");
+  }
+  torch_fallback::prod_int(self, dim, keepdim, dtype, out);
+}
+
 void reciprocal(const Tensor& self, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("reciprocal");
@@ -309,6 +1100,13 @@ void relu(const Tensor& self, Tensor& out, Implementation impl_) {
     no_native_kernel("relu");
   }
   torch_fallback::relu(self, out);
+}
+
+void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("remainder_Tensor");
+  }
+  torch_fallback::remainder_Tensor(self, other, out);
 }
 
 void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out, Implementation impl_) {
@@ -333,6 +1131,20 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
   torch_fallback::rms_norm(input, weight, eps, out);
 }
 
+void roll(const Tensor& self, std::span<const int64_t> shifts, std::span<const int64_t> dims, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("roll");
+  }
+  torch_fallback::roll(self, shifts, dims, out);
+}
+
+void round(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("round");
+  }
+  torch_fallback::round(self, out);
+}
+
 void rsqrt(const Tensor& self, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("rsqrt");
@@ -347,11 +1159,53 @@ void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const 
   torch_fallback::scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, out);
 }
 
+void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("scatter_add");
+  }
+  torch_fallback::scatter_add(self, dim, index, src, out);
+}
+
+void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("scatter_src");
+  }
+  torch_fallback::scatter_src(self, dim, index, src, out);
+}
+
+void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("scatter_value");
+  }
+  torch_fallback::scatter_value(self, dim, index, value, out);
+}
+
+void sgn(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("sgn");
+  }
+  torch_fallback::sgn(self, out);
+}
+
 void sigmoid(const Tensor& self, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sigmoid");
   }
   torch_fallback::sigmoid(self, out);
+}
+
+void sigmoid_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad_input, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("sigmoid_backward");
+  }
+  torch_fallback::sigmoid_backward(grad_output, output, grad_input);
+}
+
+void sign(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("sign");
+  }
+  torch_fallback::sign(self, out);
 }
 
 void silu(const Tensor& self, Tensor& out, Implementation impl_) {
@@ -398,11 +1252,25 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_) {
   torch_fallback::silu_and_mul(input, out);
 }
 
+void silu_backward(const Tensor& grad_output, const Tensor& self, Tensor& grad_input, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("silu_backward");
+  }
+  torch_fallback::silu_backward(grad_output, self, grad_input);
+}
+
 void sin(const Tensor& self, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sin");
   }
   torch_fallback::sin(self, out);
+}
+
+void sinh(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("sinh");
+  }
+  torch_fallback::sinh(self, out);
 }
 
 void smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction, double beta, Tensor& out, Implementation impl_) {
@@ -426,11 +1294,39 @@ void softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
   torch_fallback::softmax(self, dim, dtype, out);
 }
 
+void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("softplus");
+  }
+  torch_fallback::softplus(self, beta, threshold, out);
+}
+
+void sort_values(const Tensor& self, int64_t dim, bool descending, Tensor& values, Tensor& indices, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("sort_values");
+  }
+  torch_fallback::sort_values(self, dim, descending, values, indices);
+}
+
 void sqrt(const Tensor& self, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sqrt");
   }
   torch_fallback::sqrt(self, out);
+}
+
+void square(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("square");
+  }
+  torch_fallback::square(self, out);
+}
+
+void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("std_correction");
+  }
+  torch_fallback::std_correction(self, dim, correction, keepdim, out);
 }
 
 void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out, Implementation impl_) {
@@ -440,11 +1336,39 @@ void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
   torch_fallback::sub(self, other, alpha, out);
 }
 
+void sub_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("sub_Scalar");
+  }
+  torch_fallback::sub_Scalar(self, other, alpha, out);
+}
+
 void sum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sum");
   }
   torch_fallback::sum(self, dim, keepdim, dtype, out);
+}
+
+void sum_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("sum_all");
+  }
+  torch_fallback::sum_all(self, dtype, out);
+}
+
+void take(const Tensor& self, const Tensor& index, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("take");
+  }
+  torch_fallback::take(self, index, out);
+}
+
+void tan(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("tan");
+  }
+  torch_fallback::tan(self, out);
 }
 
 void tanh(const Tensor& self, Tensor& out, Implementation impl_) {
@@ -454,6 +1378,27 @@ void tanh(const Tensor& self, Tensor& out, Implementation impl_) {
   torch_fallback::tanh(self, out);
 }
 
+void tanh_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad_input, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("tanh_backward");
+  }
+  torch_fallback::tanh_backward(grad_output, output, grad_input);
+}
+
+void threshold(const Tensor& self, const Scalar& threshold, const Scalar& value, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("threshold");
+  }
+  torch_fallback::threshold(self, threshold, value, out);
+}
+
+void threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold, Tensor& grad_input, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("threshold_backward");
+  }
+  torch_fallback::threshold_backward(grad_output, self, threshold, grad_input);
+}
+
 void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted, Tensor& values, Tensor& indices, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("topk");
@@ -461,11 +1406,53 @@ void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted,
   torch_fallback::topk(self, k, dim, largest, sorted, values, indices);
 }
 
+void tril(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("tril");
+  }
+  torch_fallback::tril(self, diagonal, out);
+}
+
+void triu(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("triu");
+  }
+  torch_fallback::triu(self, diagonal, out);
+}
+
+void trunc(const Tensor& self, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("trunc");
+  }
+  torch_fallback::trunc(self, out);
+}
+
+void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("var_correction");
+  }
+  torch_fallback::var_correction(self, dim, correction, keepdim, out);
+}
+
+void vdot(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("vdot");
+  }
+  torch_fallback::vdot(self, other, out);
+}
+
 void where(const Tensor& condition, const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
   if (impl_ == Implementation::kNative) {
     no_native_kernel("where");
   }
   torch_fallback::where(condition, self, other, out);
+}
+
+void xlogy_OutTensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("xlogy_OutTensor");
+  }
+  torch_fallback::xlogy_OutTensor(self, other, out);
 }
 
 }  // namespace infini::ops

@@ -13,23 +13,122 @@
 
 namespace infini::ops {
 
+// _log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)
+void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// _log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)
+void _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim, DataType input_dtype, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// _softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)
+void _softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// _softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) grad_input) -> Tensor(a!)
+void _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim, DataType input_dtype, Tensor& grad_input, Implementation impl_ = Implementation::kDefault);
+
 // abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void abs(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void acos(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void acosh(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)
+void adaptive_avg_pool2d(const Tensor& self, std::span<const int64_t> output_size, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// adaptive_max_pool2d.out(Tensor self, int[2] output_size, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))
+void adaptive_max_pool2d(const Tensor& self, std::span<const int64_t> output_size, Tensor& out, Tensor& indices, Implementation impl_ = Implementation::kDefault);
 
 // add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
+void add_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+void addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)
+void addcdiv(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)
+void addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 void addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+void addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+void all(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void all_all(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)
+void aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& min, Tensor& max, Implementation impl_ = Implementation::kDefault);
+
+// any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void any_all(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+void argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void asin(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void asinh(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void atan(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void atan2(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void atanh(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// avg_pool1d.out(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True, *, Tensor(a!) out) -> Tensor(a!)
+void avg_pool1d(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)
+void avg_pool2d(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void bitwise_and_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void bitwise_not(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void bitwise_or_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void bitwise_right_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void bitwise_xor_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
 void bmm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation impl_ = Implementation::kDefault);
@@ -37,23 +136,65 @@ void bmm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation imp
 // cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)
 void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void ceil(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)
 void clamp(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)
 void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const std::optional<Tensor>& max, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)
+void clamp_max(const Tensor& self, const Scalar& max, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)
+void clamp_min(const Tensor& self, const Scalar& min, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)
+void clone(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void copysign(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void cos(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void cosh(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// cross.out(Tensor self, Tensor other, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)
+void cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+void cumprod(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void digamma(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void div(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)
+void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::string_view> rounding_mode, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)
+void dot(const Tensor& self, const Tensor& tensor, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)
+void elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)
 void embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)
+void embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights, int64_t padding_idx, bool scale_grad_by_freq, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
@@ -61,20 +202,116 @@ void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
 // erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void erf(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void erfc(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void erfinv(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void exp(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void exp2(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void expm1(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)
+void flip(const Tensor& self, std::span<const int64_t> dims, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void floor(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void floor_divide(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void fmax(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void fmin(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void fmod_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void frac(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)
 void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+void ge_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void ge_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)
 void gelu(const Tensor& self, std::string_view approximate, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)
+void gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_view approximate, Tensor& grad_input, Implementation impl_ = Implementation::kDefault);
+
+// glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)
+void glu(const Tensor& self, int64_t dim, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+void gt_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void hardsigmoid(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void hardswish(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)
+void hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void hypot(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)
+void index(const Tensor& self, std::span<const std::optional<Tensor>> indices, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)
+void index_put(const Tensor& self, std::span<const std::optional<Tensor>> indices, const Tensor& values, bool accumulate, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
 void index_select(const Tensor& self, int64_t dim, const Tensor& index, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void isnan(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void kron(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// kthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
+void kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& values, Tensor& indices, Implementation impl_ = Implementation::kDefault);
+
+// le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void le_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)
+void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)
+void lerp_Scalar(const Tensor& self, const Tensor& end, const Scalar& weight, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)
+void lerp_Tensor(const Tensor& self, const Tensor& end, const Tensor& weight, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void lgamma(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)
 void linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, Tensor& out, Implementation impl_ = Implementation::kDefault);
@@ -82,11 +319,56 @@ void linear(const Tensor& input, const Tensor& weight, const std::optional<Tenso
 // log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void log(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void log10(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void log1p(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void log2(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void log_sigmoid(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
 void log_softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void logaddexp(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void logaddexp2(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void logical_and(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void logical_not(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void logical_or(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void logical_xor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+void logsumexp(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+void lt_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void lt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
 void masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)
+void masked_fill_Tensor(const Tensor& self, const Tensor& mask, const Tensor& value, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)
+void masked_select(const Tensor& self, const Tensor& mask, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void matmul(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
@@ -94,14 +376,26 @@ void matmul(const Tensor& self, const Tensor& other, Tensor& out, Implementation
 // max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)
 void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max_values, Implementation impl_ = Implementation::kDefault);
 
+// max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))
+void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, std::span<const int64_t> dilation, bool ceil_mode, Tensor& out, Tensor& indices, Implementation impl_ = Implementation::kDefault);
+
 // maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void maximum(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// median.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
+void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& values, Tensor& indices, Implementation impl_ = Implementation::kDefault);
+
+// min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)
+void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min_indices, Implementation impl_ = Implementation::kDefault);
+
 // minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void minimum(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void mish(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
 void mm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation impl_ = Implementation::kDefault);
@@ -109,14 +403,56 @@ void mm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation impl
 // mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)
 void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)
+void mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target, int64_t reduction, Tensor& grad_input, Implementation impl_ = Implementation::kDefault);
+
 // mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+void mul_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)
+void mv(const Tensor& self, const Tensor& vec, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)
+void nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)
+void narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))
+void native_batch_norm(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var, bool training, double momentum, double eps, Tensor& out, Tensor& save_mean, Tensor& save_invstd, Implementation impl_ = Implementation::kDefault);
+
+// native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
+void native_group_norm(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, int64_t N, int64_t C, int64_t HxW, int64_t group, double eps, Tensor& out0, Tensor& out1, Tensor& out2, Implementation impl_ = Implementation::kDefault);
 
 // native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
 void native_layer_norm(const Tensor& input, std::span<const int64_t> normalized_shape, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps, Tensor& out0, Tensor& out1, Tensor& out2, Implementation impl_ = Implementation::kDefault);
 
+// native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
+void native_layer_norm_backward(const Tensor& grad_out, const Tensor& input, std::span<const int64_t> normalized_shape, const Tensor& mean, const Tensor& rstd, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, std::array<bool, 3> output_mask, Tensor& out0, Tensor& out1, Tensor& out2, Implementation impl_ = Implementation::kDefault);
+
+// ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void neg(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void nonzero(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)
+void outer(const Tensor& self, const Tensor& vec2, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)
 void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out, Implementation impl_ = Implementation::kDefault);
@@ -124,14 +460,26 @@ void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out, 
 // pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)
 void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void reciprocal(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void relu(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)
 void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)
+void roll(const Tensor& self, std::span<const int64_t> shifts, std::span<const int64_t> dims, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void round(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void rsqrt(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
@@ -139,8 +487,26 @@ void rsqrt(const Tensor& self, Tensor& out, Implementation impl_ = Implementatio
 // scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)
 void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
+void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
+void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
+void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void sgn(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void sigmoid(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// sigmoid_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)
+void sigmoid_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad_input, Implementation impl_ = Implementation::kDefault);
+
+// sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void sign(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void silu(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
@@ -148,8 +514,14 @@ void silu(const Tensor& self, Tensor& out, Implementation impl_ = Implementation
 // silu_and_mul(Tensor input, *, Tensor(a!) out) -> Tensor(a!)
 void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)
+void silu_backward(const Tensor& grad_output, const Tensor& self, Tensor& grad_input, Implementation impl_ = Implementation::kDefault);
+
 // sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void sin(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void sinh(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // smooth_l1_loss.out(Tensor self, Tensor target, int reduction=Mean, float beta=1.0, *, Tensor(a!) out) -> Tensor(a!)
 void smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction, double beta, Tensor& out, Implementation impl_ = Implementation::kDefault);
@@ -160,22 +532,73 @@ void soft_margin_loss(const Tensor& self, const Tensor& target, int64_t reductio
 // softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
 void softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)
+void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
+void sort_values(const Tensor& self, int64_t dim, bool descending, Tensor& values, Tensor& indices, Implementation impl_ = Implementation::kDefault);
+
 // sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void sqrt(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void square(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
+void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
+void sub_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 void sum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+void sum_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
+void take(const Tensor& self, const Tensor& index, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void tan(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 // tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void tanh(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
+// tanh_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)
+void tanh_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad_input, Implementation impl_ = Implementation::kDefault);
+
+// threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
+void threshold(const Tensor& self, const Scalar& threshold, const Scalar& value, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// threshold_backward.grad_input(Tensor grad_output, Tensor self, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)
+void threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold, Tensor& grad_input, Implementation impl_ = Implementation::kDefault);
+
 // topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted, Tensor& values, Tensor& indices, Implementation impl_ = Implementation::kDefault);
 
+// tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)
+void tril(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)
+void triu(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void trunc(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
+void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void vdot(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
 // where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void where(const Tensor& condition, const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
+
+// xlogy.OutTensor(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void xlogy_OutTensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault);
 
 }  // namespace infini::ops

@@ -9,6 +9,14 @@ set(INFINI_OPS_GENERATED_FALLBACK_SOURCES
     "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_005.cpp"
     "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_006.cpp"
     "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_007.cpp"
+    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_008.cpp"
+    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_009.cpp"
+    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_010.cpp"
+    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_011.cpp"
+    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_012.cpp"
+    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_013.cpp"
+    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_014.cpp"
+    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_015.cpp"
 )
 set(INFINI_OPS_GENERATED_DISPATCH_SOURCES
     "${CMAKE_CURRENT_LIST_DIR}/ops.cpp"
@@ -16,4 +24,4 @@ set(INFINI_OPS_GENERATED_DISPATCH_SOURCES
 set(INFINI_OPS_GENERATED_BINDING_SOURCES
     "${CMAKE_CURRENT_LIST_DIR}/bindings.cpp"
 )
-set(INFINI_OPS_GENERATED_OP_COUNT 55)
+set(INFINI_OPS_GENERATED_OP_COUNT 196)

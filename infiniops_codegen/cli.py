@@ -209,10 +209,12 @@ def build(ctx, spec_dir, ops, opt_level, build_dir, jobs, ccache, smoke):
     build_dir = build_dir or (pipeline.REPO_ROOT / "build")
     gen = run_generation(spec_dir, ops)
     selection = pipeline.parse_selection(ops)[0]
-    # Only the default set lives in the committed generated/.
-    gen_dir = (
-        pipeline.DEFAULT_OUT if selection == "default" else build_dir / "generated"
+    # Only the default set of the default specs lives in the committed
+    # generated/; anything else is generated inside the build directory.
+    default_set = selection == "default" and (
+        spec_dir.resolve() == pipeline.DEFAULT_SPECS.resolve()
     )
+    gen_dir = pipeline.DEFAULT_OUT if default_set else build_dir / "generated"
     written = write_or_exit(gen.files, gen_dir)
     changed = len(written.stale) + len(written.missing) + len(written.extra)
     click.echo(

@@ -48,4 +48,6 @@ class AtenSchema:
     cpu_kernel: bool  # a CPU kernel is registered: at::cpu::<cpp_name> exists
     schema: str  # str(FunctionSchema), for humans only
     functional: str | None = None  # functional overload, e.g. "add.Tensor"
-    tags: tuple[str, ...] = ()  # native_functions.yaml tags (nondeterministic_seeded, ...)
+    tags: tuple[
+        str, ...
+    ] = ()  # native_functions.yaml tags (nondeterministic_seeded, ...)

@@ -80,5 +80,6 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             f"harness: {len(STATS['ops'])} ops, {STATS['cases']} op x dtype cases, "
             f"{STATS['passed']} passed, {skipped} skipped ({share:.1f}%), "
-            f"{STATS['calls']} checked calls"
+            f"{STATS['calls']} checked calls, "
+            f"{STATS['skipped_variants']} layout variants skipped by the data file"
         )

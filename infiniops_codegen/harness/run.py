@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .samples import DATA, INDEX, INDEX_BOUND, MASK, OpEntry, TensorSpec
+from .samples import CASE_DTYPE, DATA, INDEX, INDEX_BOUND, MASK, OpEntry, TensorSpec
 from .samples import candidate_plans, hinted_plans, map_tensors, reshaped
 
 DTYPES = {
@@ -39,6 +39,9 @@ class NotApplicable(Exception):
 class Outcome:
     checked: list[str] = field(default_factory=list)  # "variant/path"
     failures: list[str] = field(default_factory=list)
+    skipped: list[str] = field(
+        default_factory=list
+    )  # variants skipped by the data file
 
 
 # -- materialising ----------------------------------------------------------
@@ -78,7 +81,9 @@ def _variant_plan(plan: dict, variant: str) -> dict:
     if variant == "zero_size":
         return reshaped(plan, lambda s: (0,) + s.shape[1:] if s.shape else s.shape)
     if variant == "broadcast":
-        data = [k for k, v in plan.items() if isinstance(v, TensorSpec) and v.role == DATA]
+        data = [
+            k for k, v in plan.items() if isinstance(v, TensorSpec) and v.role == DATA
+        ]
         if len(data) < 2 or not plan[data[1]].shape:
             raise NotApplicable("not a binary op")
         last = plan[data[1]].shape[-1:]
@@ -89,6 +94,7 @@ def _variant_plan(plan: dict, variant: str) -> dict:
 def materialize(plan: dict, dtype: torch.dtype, variant: str, seed: int) -> dict:
     gen = torch.Generator().manual_seed(seed)
     plan = _variant_plan(plan, variant)
+    plan = {k: dtype if v == CASE_DTYPE else v for k, v in plan.items()}
     return map_tensors(plan, lambda spec: _layout(_values(spec, dtype, gen), variant))
 
 
@@ -186,12 +192,17 @@ def find_plan(op: OpEntry, dtype: torch.dtype) -> dict | None:
     return None
 
 
-def check(module, op: OpEntry, dtype_name: str, plan: dict) -> Outcome:
+def check(
+    module, op: OpEntry, dtype_name: str, plan: dict, skip_variants=()
+) -> Outcome:
     """Every variant × path of one op and dtype; failures are collected."""
     dtype = DTYPES[dtype_name]
     outcome = Outcome()
     for sample_index, sample in enumerate(hinted_plans(op, plan)):
         for variant in VARIANTS:
+            if variant in skip_variants:
+                outcome.skipped.append(f"sample {sample_index} {variant}")
+                continue
             _check_variant(module, op, dtype, sample, sample_index, variant, outcome)
     return outcome
 

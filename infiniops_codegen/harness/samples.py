@@ -13,6 +13,7 @@ import itertools
 from dataclasses import dataclass, field, replace
 
 DATA, INDEX, MASK = "data", "index", "mask"
+CASE_DTYPE = "<case dtype>"  # a ScalarType argument takes the case's dtype
 BASE_SHAPE = (4, 6)
 INDEX_BOUND = 4  # index values lie in [0, 4): valid along every base dim
 
@@ -176,7 +177,7 @@ def _attribute(arg: Arg, ndim: int):
     if kind in ("dtype_opt", "float_list_opt", "tensor_opt"):
         return None
     if kind == "dtype":
-        return "float32"
+        return CASE_DTYPE
     return None
 
 
@@ -229,7 +230,9 @@ def _shape_plans(op: OpEntry) -> list[dict]:
     names = {a.name for a in op.inputs}
     if names & set(_MATMUL_SHAPES):
         matmul = {
-            a.py_name: _MATMUL_SHAPES[a.name] for a in op.inputs if a.name in _MATMUL_SHAPES
+            a.py_name: _MATMUL_SHAPES[a.name]
+            for a in op.inputs
+            if a.name in _MATMUL_SHAPES
         }
         if "batch1" in names:
             plans.insert(0, ((2, 4, 5), matmul))

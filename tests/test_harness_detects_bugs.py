@@ -1,0 +1,90 @@
+"""The harness must fail on a wrong wrapper: a test-only spec whose fallback
+swaps two arguments is generated and built in a temporary directory, and the
+harness reports it while a correct op in the same build passes."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from infiniops_codegen.harness import run, samples
+
+SPEC = """
+ops:
+  - sub.out
+  - signature: "swapped_sub(Tensor input, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"
+    uses: [sub]
+    reference: "torch.sub(input, other)"
+    fallback: |
+      at::sub_out(out, other, input);  // deliberately swapped
+"""
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def broken_build(tmp_path_factory):
+    base = tmp_path_factory.mktemp("broken")
+    specs = base / "specs"
+    specs.mkdir()
+    (specs / "ops.yaml").write_text(SPEC)
+    build = base / "build"
+    # A fresh interpreter: the session may already hold the default module.
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "infiniops_codegen.cli",
+            "build",
+            "--specs",
+            str(specs),
+            "--build-dir",
+            str(build),
+            "--no-smoke",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return build
+
+
+def _harness(build: Path, op_name: str) -> dict:
+    """Run the harness on one op in a subprocess; returns its findings."""
+    code = f"""
+import json, sys, torch
+from infiniops_codegen.runtime import load
+from infiniops_codegen.harness import run, samples
+m = load({str(build)!r})
+manifest = json.load(open({str(build / 'manifest.json')!r}))
+op = next(e for e in samples.entries(manifest) if e.name == {op_name!r})
+plan = run.find_plan(op, torch.float32)
+outcome = run.check(m, op, "float32", plan)
+print(json.dumps({{"checked": len(outcome.checked), "failures": outcome.failures}}))
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_swapped_arguments_fail_the_harness(broken_build):
+    found = _harness(broken_build, "swapped_sub")
+    assert found["failures"], "the harness accepted a wrapper with swapped arguments"
+    assert any("Mismatched elements" in f for f in found["failures"])
+
+
+def test_correct_op_in_the_same_build_passes(broken_build):
+    found = _harness(broken_build, "sub")
+    assert found["failures"] == []
+    assert found["checked"] > 0
+
+
+def test_selection_build_leaves_committed_generated_alone(broken_build):
+    manifest = json.loads((ROOT / "generated" / "manifest.json").read_text())
+    assert "swapped_sub" not in {op["name"] for op in manifest["ops"]}
+    assert (broken_build / "generated" / "manifest.json").is_file()
