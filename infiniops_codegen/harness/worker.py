@@ -1,0 +1,75 @@
+"""Harness worker: reads op names on stdin, answers one JSON line per op.
+
+Run by `python -m infiniops_codegen.harness`, which restarts it when an op
+kills it (see __main__.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import torch
+
+from ..runtime import load
+from . import run, samples, skips
+
+
+def check_op(module, op, skip_list) -> dict:
+    cases = []
+    for dtype in run.DTYPES:
+        plan = run.find_plan(op, run.DTYPES[dtype])
+        if plan is None:
+            continue
+        reason = skips.skip_reason(skip_list, op, dtype)
+        if reason:
+            cases.append({"dtype": dtype, "status": "skipped", "reason": reason})
+            continue
+        outcome = run.check(
+            module, op, dtype, plan, skips.skipped_variants(skip_list, op, dtype)
+        )
+        failed = bool(outcome.failures) or not outcome.checked
+        cases.append(
+            {
+                "dtype": dtype,
+                "status": "failed" if failed else "passed",
+                "checked": len(outcome.checked),
+                "failures": [f[:500] for f in outcome.failures[:3]],
+            }
+        )
+    if not cases:
+        status = "nosample"
+    elif any(c["status"] == "failed" for c in cases):
+        status = "failed"
+    else:
+        status = "passed"
+    return {"status": status, "cases": cases}
+
+
+def main() -> None:
+    warnings.filterwarnings("ignore")
+    build = Path(os.environ["INFINIOPS_BUILD_DIR"])
+    module = load(build)
+    manifest = json.loads((build / "manifest.json").read_text())
+    by_name = {op.name: op for op in samples.entries(manifest)}
+    skip_list = skips.load_skips()
+    torch.manual_seed(0)
+    for line in sys.stdin:
+        name = line.strip()
+        try:
+            result = check_op(module, by_name[name], skip_list)
+        except Exception as e:  # noqa: BLE001 - reported, the run goes on
+            result = {
+                "status": "error",
+                "error": f"{type(e).__name__}: {e}",
+                "cases": [],
+            }
+        sys.stdout.write(json.dumps(result) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
