@@ -87,7 +87,8 @@ def _cmake_error(proc: subprocess.CompletedProcess) -> str:
 
 def compile_all(config: BuildConfig, echo, shard_ops: dict[str, list[str]]) -> int:
     """Run Ninja with progress lines; returns the number of steps run."""
-    cmd = ["ninja", "-C", str(config.build_dir), f"-j{config.jobs}"]
+    # -k 0: keep going, so one build reports every shard that fails.
+    cmd = ["ninja", "-C", str(config.build_dir), f"-j{config.jobs}", "-k", "0"]
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -115,21 +116,28 @@ def _short_step(text: str) -> str:
 
 
 def _compile_error(output: list[str], shard_ops: dict[str, list[str]]) -> str:
-    failed = next((l for l in output if l.startswith("FAILED:")), None)
-    first = next((i for i, l in enumerate(output) if ": error:" in l), None)
-    if failed is None and first is None:
+    """Every failed step, each with its ops and the compiler's first error."""
+    failed = [i for i, l in enumerate(output) if l.startswith("FAILED:")]
+    if not failed:
         return "the build failed:\n" + "\n".join(output[-20:])
-    where = "the build failed"
-    if failed is not None:
-        for shard, ops in shard_ops.items():
-            if shard in failed:
-                where = f"{shard} failed to compile (ops: {', '.join(ops)})"
-                break
-        else:
-            m = re.search(r"(\S+\.(?:cpp|cc|cu))\.o", failed)
-            where = f"{m.group(1) if m else failed} failed to compile"
-    detail = output[first : first + 8] if first is not None else output[-20:]
-    return where + ":\n" + "\n".join(detail)
+    parts = []
+    for n, i in enumerate(failed):
+        end = failed[n + 1] if n + 1 < len(failed) else len(output)
+        block = output[i:end]
+        where = _failed_target(output[i], shard_ops)
+        first = next((k for k, l in enumerate(block) if ": error:" in l), None)
+        detail = block[first : first + 6] if first is not None else block[1:8]
+        parts.append(where + ":\n" + "\n".join(detail))
+    summary = f"{len(failed)} build step(s) failed"
+    return summary + "\n" + "\n".join(parts)
+
+
+def _failed_target(line: str, shard_ops: dict[str, list[str]]) -> str:
+    for shard, ops in shard_ops.items():
+        if shard in line:
+            return f"{shard} failed to compile (ops: {', '.join(ops)})"
+    m = re.search(r"(\S+\.(?:cpp|cc|cu))\.o", line)
+    return f"{m.group(1) if m else line} failed to compile"
 
 
 def find_module(build_dir: Path) -> Path | None:

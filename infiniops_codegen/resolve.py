@@ -61,6 +61,13 @@ def default_name(schema: AtenSchema, db: SchemaDB) -> str:
     return f"{schema.base}_{suffix}"
 
 
+def _hidden_value(a: SchemaArg) -> str:
+    """A typed empty optional (or torchgen's default): a bare std::nullopt is
+    ambiguous where ATen overloads differ only in a trailing optional."""
+    value_type = a.cpp_type.removeprefix("const ").removesuffix("&").strip()
+    return f"{value_type}({a.cpp_default or ''})"
+
+
 def _argument(a: SchemaArg, py_name: str) -> Argument:  # raises UnsupportedType
     t = a.type
     if arg_types.is_hidden(t):
@@ -75,7 +82,7 @@ def _argument(a: SchemaArg, py_name: str) -> Argument:  # raises UnsupportedType
             py_type=None,
             kwarg_only=a.kwarg_only,
             default=None,
-            hidden_value=a.cpp_default or "::std::nullopt",
+            hidden_value=_hidden_value(a),
             converter=None,
         )
     kind = arg_types.classify(t, a.is_out)

@@ -78,7 +78,7 @@ void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out) {
 void clone(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::clone_out(a_out, a_self, ::std::nullopt);
+  at::clone_out(a_out, a_self, ::std::optional<at::MemoryFormat>(::std::nullopt));
   tb::check_output(out, a_out, "clone", "out");
 }
 
