@@ -209,7 +209,7 @@ PyObject* py_platforms(PyObject*, PyObject*);
 PyObject* py_set_handle_reuse(PyObject*, PyObject* enabled);
 PyObject* py_handle_reuse(PyObject*, PyObject*);
 
-// Test hooks (debug_hooks.cpp): keep a C++ copy of a tensor's core Tensor,
+// Test hooks (python_args.cpp): keep a C++ copy of a tensor's core Tensor,
 // get it back through its handle, drop all copies.
 PyObject* py_debug_keep(PyObject*, PyObject* tensor);
 PyObject* py_debug_kept(PyObject*, PyObject* index);

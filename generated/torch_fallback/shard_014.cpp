@@ -2,7 +2,9 @@
 // PyTorch fallback wrappers, shard 14 of 16.
 // Only per-operator ATen headers: the method-operators guard turns an
 // accidental include of the umbrella headers into a compile error.
+#ifndef TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#endif
 
 #include "torch/aten_convert.h"
 #include "torch_fallback.h"
