@@ -411,6 +411,30 @@ std::optional<int64_t> int_opt_arg(PyObject* obj, const Signature& sig, int i,
   return int_arg(obj, sig, i);
 }
 
+std::optional<int64_t> int_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                   int64_t dflt) {
+  if (obj == nullptr) return dflt;
+  return int_opt_arg(obj, sig, i, std::nullopt);
+}
+
+std::optional<double> float_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                    double dflt) {
+  if (obj == nullptr) return dflt;
+  return float_opt_arg(obj, sig, i, std::nullopt);
+}
+
+std::optional<bool> bool_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                 bool dflt) {
+  if (obj == nullptr) return dflt;
+  return bool_opt_arg(obj, sig, i, std::nullopt);
+}
+
+std::optional<Scalar> scalar_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                     Scalar dflt) {
+  if (obj == nullptr) return dflt;
+  return scalar_opt_arg(obj, sig, i, std::nullopt);
+}
+
 IntListArg int_list_arg(PyObject* obj, const Signature& sig, int i,
                         std::size_t size) {
   if (obj == nullptr) missing(sig, i);

@@ -66,6 +66,8 @@ Scalar scalar_arg(PyObject* obj, const Signature& sig, int i, Scalar dflt);
 std::optional<Scalar> scalar_opt_arg(PyObject* obj, const Signature& sig, int i);
 std::optional<Scalar> scalar_opt_arg(PyObject* obj, const Signature& sig, int i,
                                      std::nullopt_t);
+std::optional<Scalar> scalar_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                     Scalar dflt);
 
 class ScalarListArg {
  public:
@@ -79,6 +81,9 @@ int64_t int_arg(PyObject* obj, const Signature& sig, int i, int64_t dflt);
 std::optional<int64_t> int_opt_arg(PyObject* obj, const Signature& sig, int i);
 std::optional<int64_t> int_opt_arg(PyObject* obj, const Signature& sig, int i,
                                    std::nullopt_t);
+// An optional with a non-None default (`int? x=0`): absent -> dflt, None -> nullopt.
+std::optional<int64_t> int_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                   int64_t dflt);
 
 // Inline storage for up to 8 values: no heap allocation for usual dims.
 class IntListArg {
@@ -110,6 +115,8 @@ double float_arg(PyObject* obj, const Signature& sig, int i, double dflt);
 std::optional<double> float_opt_arg(PyObject* obj, const Signature& sig, int i);
 std::optional<double> float_opt_arg(PyObject* obj, const Signature& sig, int i,
                                     std::nullopt_t);
+std::optional<double> float_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                    double dflt);
 
 class OptionalFloatListArg {
  public:
@@ -129,6 +136,8 @@ bool bool_arg(PyObject* obj, const Signature& sig, int i, bool dflt);
 std::optional<bool> bool_opt_arg(PyObject* obj, const Signature& sig, int i);
 std::optional<bool> bool_opt_arg(PyObject* obj, const Signature& sig, int i,
                                  std::nullopt_t);
+std::optional<bool> bool_opt_arg(PyObject* obj, const Signature& sig, int i,
+                                 bool dflt);
 
 void fill_bool_array(PyObject* obj, const Signature& sig, int i, bool* out,
                      std::size_t n);

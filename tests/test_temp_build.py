@@ -1,6 +1,10 @@
-"""The harness must fail on a wrong wrapper: a test-only spec whose fallback
-swaps two arguments is generated and built in a temporary directory, and the
-harness reports it while a correct op in the same build passes."""
+"""Builds a small spec set in a temporary directory (one build, shared):
+
+- the harness must fail on a wrong wrapper: a test-only spec whose fallback
+  swaps two arguments is reported, while a correct op in the same build passes;
+- adding one op recompiles only the shard it lands in (plus the small
+  aggregate dispatch/bindings TUs), read from Ninja's log.
+"""
 
 import json
 import subprocess
@@ -30,6 +34,8 @@ def broken_build(tmp_path_factory):
     specs = base / "specs"
     specs.mkdir()
     (specs / "ops.yaml").write_text(SPEC)
+    # One op per shard on average: several shards, so stability is visible.
+    (specs / "settings.yaml").write_text("settings:\n  shard_size: 1\n")
     build = base / "build"
     # A fresh interpreter: the session may already hold the default module.
     proc = subprocess.run(
@@ -88,3 +94,43 @@ def test_selection_build_leaves_committed_generated_alone(broken_build):
     manifest = json.loads((ROOT / "generated" / "manifest.json").read_text())
     assert "swapped_sub" not in {op["name"] for op in manifest["ops"]}
     assert (broken_build / "generated" / "manifest.json").is_file()
+
+
+def _ninja_entries(build: Path) -> list[str]:
+    lines = (build / ".ninja_log").read_text().splitlines()
+    return [l.split("\t")[3] for l in lines if not l.startswith("#")]
+
+
+def test_adding_an_op_recompiles_only_its_shard(broken_build):
+    manifest = json.loads((broken_build / "manifest.json").read_text())
+    shards_before = manifest["shard_count"]
+    seen = len(_ninja_entries(broken_build))
+    specs = broken_build.parent / "specs"
+    with (specs / "ops.yaml").open("a") as f:
+        f.write("  - neg.out\n")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "infiniops_codegen.cli",
+            "build",
+            "--specs",
+            str(specs),
+            "--build-dir",
+            str(broken_build),
+            "--no-smoke",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    manifest = json.loads((broken_build / "manifest.json").read_text())
+    assert manifest["shard_count"] == shards_before
+    neg_shard = next(op["shard"] for op in manifest["ops"] if op["name"] == "neg")
+    rebuilt = [e for e in _ninja_entries(broken_build)[seen:] if e.endswith(".o")]
+    shards = [e for e in rebuilt if "/shard_" in e]
+    assert len(shards) == 1, rebuilt
+    assert shards[0].endswith(f"shard_{neg_shard:03d}.cpp.o"), rebuilt
+    others = [e for e in rebuilt if e not in shards]
+    assert all(e.endswith(("/ops.cpp.o", "/bindings.cpp.o")) for e in others), others

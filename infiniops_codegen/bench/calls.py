@@ -1,0 +1,123 @@
+"""How each variant calls an op, and the timed loops that make those calls.
+
+Arguments are known by schema name (configs.py); the manifest entry of the op
+says which are positional, keyword-only or outputs and gives the defaults.
+Every variant gets the same values:
+
+  ours       m.<op>(positional..., kw_attr=..., out=...)   (Python names)
+  torch      torch.<op>(positional..., kw_attr=..., out=o | out=(o1, o2))
+  aten       torch.ops.aten.<op>.<overload>(..., <output names>=...)
+  floor      floor.<op>(every argument in schema order, positionally)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from time import perf_counter_ns
+
+
+@dataclass(frozen=True)
+class Call:
+    func: object
+    args: tuple
+    kwargs: tuple[tuple[str, object], ...]
+
+    def __call__(self):
+        return self.func(*self.args, **dict(self.kwargs))
+
+
+def _visible(entry: dict) -> list[dict]:
+    return [a for a in entry["arguments"] if a["role"] != "hidden"]
+
+
+def _inputs_and_attrs(entry: dict, values: dict):
+    """(positional values, [(schema arg, value)] of given keyword-only ones)."""
+    args = [a for a in _visible(entry) if a["role"] != "output"]
+    positional = [a for a in args if not a["keyword_only"]]
+    given = [i for i, a in enumerate(positional) if a["name"] in values]
+    last = max(given, default=-1)
+    pos_values = []
+    for a in positional[: last + 1]:
+        if a["name"] in values:
+            pos_values.append(values[a["name"]])
+        elif a["has_default"]:
+            pos_values.append(a["default"])
+        else:
+            raise ValueError(f"{entry['name']}: argument '{a['name']}' is required")
+    for a in positional[last + 1 :]:
+        if not a["has_default"]:
+            raise ValueError(f"{entry['name']}: argument '{a['name']}' is required")
+    keywords = [
+        (a, values[a["name"]])
+        for a in args
+        if a["keyword_only"] and a["name"] in values
+    ]
+    return pos_values, keywords
+
+
+def output_args(entry: dict) -> list[dict]:
+    return [a for a in _visible(entry) if a["role"] == "output"]
+
+
+def ours(func, entry: dict, values: dict, outputs: list) -> Call:
+    pos, kws = _inputs_and_attrs(entry, values)
+    kw = [(a["python_name"], v) for a, v in kws]
+    kw += [(a["python_name"], o) for a, o in zip(output_args(entry), outputs)]
+    return Call(func, tuple(pos), tuple(kw))
+
+
+def torch_style(func, entry: dict, values: dict, outputs: list) -> Call:
+    pos, kws = _inputs_and_attrs(entry, values)
+    kw = [(a["name"], v) for a, v in kws]
+    kw.append(("out", outputs[0] if len(outputs) == 1 else tuple(outputs)))
+    return Call(func, tuple(pos), tuple(kw))
+
+
+def aten_style(func, entry: dict, values: dict, outputs: list) -> Call:
+    pos, kws = _inputs_and_attrs(entry, values)
+    kw = [(a["name"], v) for a, v in kws]
+    kw += [(a["name"], o) for a, o in zip(output_args(entry), outputs)]
+    return Call(func, tuple(pos), tuple(kw))
+
+
+def functional(func, entry: dict, values: dict) -> Call:
+    pos, kws = _inputs_and_attrs(entry, values)
+    return Call(func, tuple(pos), tuple((a["name"], v) for a, v in kws))
+
+
+def floor(func, entry: dict, values: dict, outputs: list) -> Call:
+    out_iter = iter(outputs)
+    args = []
+    for a in _visible(entry):
+        if a["role"] == "output":
+            args.append(next(out_iter))
+        elif a["name"] in values:
+            args.append(values[a["name"]])
+        elif a["has_default"]:
+            args.append(a["default"])
+        else:
+            raise ValueError(f"{entry['name']}: argument '{a['name']}' is required")
+    return Call(func, tuple(args), ())
+
+
+def timed_loop(call: Call):
+    """loop(n) -> nanoseconds for n calls. The call is spelled out in the
+    loop's source (locals, literal keywords), so the loop adds nothing per
+    call beyond Python's own CALL of the function."""
+    names = [f"a{i}" for i in range(len(call.args))]
+    kw_names = [f"k{i}" for i in range(len(call.kwargs))]
+    parts = names + [f"{k}={v}" for (k, _), v in zip(call.kwargs, kw_names)]
+    params = ", ".join(["f", "clock"] + names + kw_names)
+    source = (
+        f"def make({params}):\n"
+        "    def loop(n):\n"
+        "        t0 = clock()\n"
+        "        for _ in range(n):\n"
+        f"            f({', '.join(parts)})\n"
+        "        return clock() - t0\n"
+        "    return loop\n"
+    )
+    namespace: dict = {}
+    exec(compile(source, "<bench loop>", "exec"), namespace)
+    values = list(call.args) + [v for _, v in call.kwargs]
+    return namespace["make"](call.func, perf_counter_ns, *values)

@@ -1,0 +1,133 @@
+"""Expanding the configuration table (configs.py) into concrete configurations,
+and materialising their tensors (in the worker processes)."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+from . import configs as C
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    shape: tuple[int, ...]
+    fill: str
+    dtype: str
+    high: int
+
+
+@dataclass(frozen=True)
+class Config:
+    id: str  # e.g. "tiny/add/64/bfloat16", "llm/mm[qkv/o proj]/T=16/float32"
+    family: str  # "tiny" | "llm"
+    op: str
+    label: str
+    size: int  # tiny: elements; llm: tokens
+    dtype: str
+    args: dict  # schema name -> TensorArg | list[TensorArg] | literal
+
+    @property
+    def seed(self) -> int:
+        return zlib.crc32(self.id.encode())
+
+    @property
+    def shape_text(self) -> str:
+        """The tensor arguments' shapes, e.g. "[16,4096] [4096,4096]"."""
+        parts = []
+        for v in self.args.values():
+            for item in v if isinstance(v, list) else [v]:
+                if isinstance(item, TensorArg):
+                    parts.append("[" + ",".join(map(str, item.shape)) + "]")
+        return " ".join(parts)
+
+
+def _dim(d: C.Dim, symbols: dict[str, int]) -> int:
+    return symbols[d] if isinstance(d, str) else d
+
+
+def _resolve(value, symbols: dict[str, int], dtype: str):
+    if isinstance(value, C.Tensor):
+        return TensorArg(
+            shape=tuple(_dim(d, symbols) for d in value.shape),
+            fill=value.fill,
+            dtype=value.dtype or dtype,
+            high=_dim(value.high, symbols),
+        )
+    if isinstance(value, list):
+        return [_resolve(v, symbols, dtype) for v in value]
+    if isinstance(value, str) and value in symbols:
+        return symbols[value]
+    return value
+
+
+def _config(family: str, case: C.Case, size: int, dtype: str, symbols) -> Config:
+    name = f"{case.op}[{case.label}]" if case.label else case.op
+    size_text = str(size) if family == "tiny" else f"T={size}"
+    args = {k: _resolve(v, symbols, dtype) for k, v in case.args.items()}
+    return Config(
+        f"{family}/{name}/{size_text}/{dtype}",
+        family,
+        case.op,
+        case.label,
+        size,
+        dtype,
+        args,
+    )
+
+
+def all_configs() -> list[Config]:
+    """Every configuration of the full sweep, tiny family first."""
+    result = []
+    for case in C.TINY:
+        for size, symbols in C.TINY_SIZES.items():
+            for dtype in C.TINY_DTYPES:
+                result.append(_config("tiny", case, size, dtype, symbols))
+    for case in C.LLM:
+        for dtype in C.LLM_DTYPES:
+            for tokens in case.tokens.get(dtype, C.LLM_TOKENS):
+                symbols = dict(C.LLM_DIMS, T=tokens)
+                result.append(_config("llm", case, tokens, dtype, symbols))
+    return result
+
+
+def select(quick: bool, ops: set[str] | None) -> list[Config]:
+    configs = all_configs()
+    if quick:
+        wanted = set(C.QUICK)
+        configs = [c for c in configs if c.id in wanted]
+    if ops is not None:
+        configs = [c for c in configs if c.op in ops]
+    return configs
+
+
+def materialise(config: Config):
+    """The configuration's argument values (tensors made from its seed; the
+    same in every process)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(config.seed)
+
+    def make(spec: TensorArg):
+        dtype = getattr(torch, spec.dtype)
+        shape = spec.shape
+        if spec.fill == "index":
+            return torch.randint(0, spec.high, shape, generator=gen, dtype=dtype)
+        if spec.fill == "mask":
+            return torch.rand(shape, generator=gen) < 0.5
+        if spec.fill == "pos":
+            base = torch.rand(shape, generator=gen) + 0.5
+        elif spec.fill == "unit":
+            base = torch.rand(shape, generator=gen) * 1.8 - 0.9
+        else:
+            base = torch.randn(shape, generator=gen)
+        return base.to(dtype)
+
+    def value(v):
+        if isinstance(v, TensorArg):
+            return make(v)
+        if isinstance(v, list):
+            return [value(x) for x in v]
+        return v
+
+    return {name: value(v) for name, v in config.args.items()}

@@ -1,0 +1,213 @@
+"""Interleaved timing across long-lived worker processes.
+
+One process per variant (each loads its own module: the before and the after
+builds are both named `infiniops`, and an extension module loads once per
+process). The parent asks them in turn for one short timed batch each, so the
+batches run in wall-clock order reference, before, after, floor, reference,
+... and slow drifts of the (shared, noisy) machine hit every variant alike.
+The result per variant is the median of the per-call times of its batches.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import statistics
+import time
+from dataclasses import dataclass
+
+from . import worker
+from .cases import Config
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How long to time each configuration."""
+
+    batch_ns: int = 2_000_000  # target length of one timed batch
+    budget_ns: int = 1_500_000_000  # timed batches of one config, all variants
+    min_reps: int = 3
+    max_reps: int = 25
+    warmup_rounds: int = 1
+    calibrate_ns: int = 1_000_000
+
+
+FULL = Plan()
+QUICK = Plan(
+    batch_ns=1_000_000,
+    budget_ns=400_000_000,
+    min_reps=3,
+    max_reps=9,
+    calibrate_ns=500_000,
+)
+
+
+class WorkerError(Exception):
+    pass
+
+
+class WorkerDied(Exception):
+    pass
+
+
+class Worker:
+    def __init__(self, role: str, params: dict):
+        self.role = role
+        self.params = params
+        self._start()
+
+    def _start(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(
+            target=worker.main,
+            args=(child, self.role, self.params),
+            daemon=True,
+            name=f"bench-{self.role}",
+        )
+        self.proc.start()
+        child.close()
+        self.started = False
+
+    def wait_started(self) -> None:
+        if not self.started:
+            self.recv()
+            self.started = True
+
+    def restart(self) -> None:
+        self.close()
+        self._start()
+        self.wait_started()
+
+    def send(self, *request) -> None:
+        self.conn.send(request)
+
+    def recv(self):
+        try:
+            status, value = self.conn.recv()
+        except (EOFError, ConnectionResetError):
+            code = self.proc.exitcode
+            raise WorkerDied(f"the {self.role} worker died (exit code {code})")
+        if status != "ok":
+            raise WorkerError(f"{self.role}: {value}")
+        return value
+
+    def request(self, *request):
+        self.send(*request)
+        return self.recv()
+
+    def close(self) -> None:
+        try:
+            if self.proc.is_alive():
+                self.conn.send(("close",))
+                self.conn.recv()
+        except (OSError, EOFError):
+            pass
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
+@dataclass
+class Outcome:
+    config: Config
+    medians: dict[str, float] | None = None  # role -> ns per call
+    mins: dict[str, float] | None = None
+    calls_per_batch: int = 0
+    reps: int = 0
+    match: dict[str, bool] | None = None
+    reference_call: str = ""
+    error: str = ""
+
+
+class Runner:
+    def __init__(self, params: dict[str, dict], plan: Plan):
+        self.plan = plan
+        self.workers = [Worker(role, params[role]) for role in worker.ROLES]
+        for w in self.workers:  # they import torch in parallel
+            w.wait_started()
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.close()
+
+    def run(self, config: Config, entry: dict) -> Outcome:
+        try:
+            return self._run(config, entry)
+        except WorkerError as e:
+            return Outcome(config, error=str(e))
+        except WorkerDied as e:
+            for w in self.workers:
+                if not w.proc.is_alive():
+                    w.restart()
+            return Outcome(config, error=str(e))
+
+    def _run(self, config: Config, entry: dict) -> Outcome:
+        # Setup in parallel: every process makes the same tensors.
+        for w in self.workers:
+            w.send("setup", config, entry)
+        infos, errors, died = {}, [], None
+        for w in self.workers:  # every reply is read, whatever happened
+            try:
+                infos[w.role] = w.recv()
+            except WorkerError as e:
+                errors.append(str(e))
+            except WorkerDied as e:
+                died = e
+        if died:
+            raise died
+        if errors:
+            raise WorkerError("; ".join(errors))
+        plan = self.plan
+        per_call = max(w.request("calibrate", plan.calibrate_ns) for w in self.workers)
+        n = max(1, int(plan.batch_ns / per_call))
+        reps = int(plan.budget_ns / (len(self.workers) * n * per_call))
+        reps = min(plan.max_reps, max(plan.min_reps, reps))
+        for _ in range(plan.warmup_rounds):
+            for w in self.workers:
+                w.request("time", n)
+        samples: dict[str, list[float]] = {w.role: [] for w in self.workers}
+        for _ in range(reps):
+            for w in self.workers:
+                samples[w.role].append(w.request("time", n) / n)
+        return Outcome(
+            config,
+            medians={r: statistics.median(s) for r, s in samples.items()},
+            mins={r: min(s) for r, s in samples.items()},
+            calls_per_batch=n,
+            reps=reps,
+            match={r: i["match"] for r, i in infos.items() if r != "reference"},
+            reference_call=infos["reference"]["call"],
+        )
+
+
+def run_all(configs, entries: dict, params, plan: Plan, echo) -> list[Outcome]:
+    """Time every configuration; echo one line each."""
+    runner = Runner(params, plan)
+    outcomes = []
+    start = time.perf_counter()
+    try:
+        for i, config in enumerate(configs, 1):
+            outcome = runner.run(config, entries[config.op])
+            outcomes.append(outcome)
+            echo(_progress_line(i, len(configs), outcome, time.perf_counter() - start))
+    finally:
+        runner.close()
+    return outcomes
+
+
+def _progress_line(i: int, total: int, o: Outcome, elapsed: float) -> str:
+    head = f"[{i}/{total} {elapsed:5.0f}s] {o.config.id}"
+    if o.error:
+        return f"{head}: skipped ({o.error})"
+    m = o.medians
+    return (
+        f"{head}: ref {_us(m['reference'])}  before {_us(m['before'])}  "
+        f"after {_us(m['after'])}  floor {_us(m['floor'])}  "
+        f"ratio {m['reference'] / m['after']:.2f}x"
+    )
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:.2f}us" if ns < 1e7 else f"{ns / 1e6:.1f}ms"

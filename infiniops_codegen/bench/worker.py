@@ -1,0 +1,166 @@
+"""A timing worker process: one per variant, driven over a pipe by runner.py.
+
+Roles:
+  reference  torch.<op>(..., out=) from Python (torch.ops.aten.<overload>
+             when there is no such function)
+  before     the before build, handle reuse off (the from_blob path)
+  after      the after build, handle reuse on, default implementation
+  floor      the bench's own floor extension (floor.py)
+
+Requests (tuples) and their replies ("ok", value) or ("error", text):
+  ("setup", config, manifest_entry) -> {"match": bool, "call": str}
+  ("calibrate", target_ns)          -> estimated ns per call
+  ("time", n)                       -> ns taken by n calls
+  ("close",)
+"""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+from . import calls, cases
+
+ROLES = ("reference", "before", "after", "floor")
+
+
+def _aten_overload(name: str):
+    import torch
+
+    base, _, overload = name.partition(".")
+    return getattr(getattr(torch.ops.aten, base), overload or "default")
+
+
+def _reference_candidates(entry: dict):
+    """(label, callable, call builder), best first: the public Python
+    function, then torch._C._nn, then the aten overload itself."""
+    import torch
+
+    base = entry["aten"].split(".")[0]
+    found = []
+    for prefix, namespace in (("torch", torch), ("torch._C._nn", torch._C._nn)):
+        fn = getattr(namespace, base, None)
+        if callable(fn):
+            found.append((f"{prefix}.{base}", fn, calls.torch_style))
+    found.append(
+        (
+            f"torch.ops.aten.{entry['aten']}",
+            _aten_overload(entry["aten"]),
+            calls.aten_style,
+        )
+    )
+    return found
+
+
+def _same(got, expected) -> bool:
+    import torch
+
+    if got.shape != expected.shape or got.dtype != expected.dtype:
+        return False
+    if got.dtype in (torch.bool,) or not got.is_floating_point():
+        return bool(torch.equal(got, expected))
+    tol = 1e-4 if got.dtype in (torch.float32, torch.float64) else 2e-2
+    return bool(
+        torch.allclose(
+            got.float(), expected.float(), rtol=tol, atol=tol, equal_nan=True
+        )
+    )
+
+
+class _Worker:
+    def __init__(self, role: str, params: dict):
+        import torch
+
+        torch.set_num_threads(params["threads"])
+        self.role = role
+        self.module = None
+        if role in ("before", "after"):
+            from ..runtime import load
+
+            self.module = load(params["build_dir"])
+            self.module.set_handle_reuse(role == "after")
+        elif role == "floor":
+            from . import floor
+
+            self.module = floor.load(Path(params["floor_path"]))
+        self.loop = None
+
+    def setup(self, config: cases.Config, entry: dict) -> dict:
+        import torch
+
+        self.loop = None
+        gc.collect()
+        values = cases.materialise(config)
+        func = _aten_overload(entry["functional"])
+        result = calls.functional(func, entry, values)()
+        expected = list(result) if isinstance(result, (tuple, list)) else [result]
+        outputs = [torch.empty_like(r).zero_() for r in expected]
+        if self.role == "reference":
+            call, label = self._reference(entry, values, outputs, expected)
+        else:
+            fn = getattr(self.module, entry["name"], None)
+            if fn is None:
+                raise LookupError(f"the {self.role} module has no op {entry['name']}")
+            build = calls.floor if self.role == "floor" else calls.ours
+            call = build(fn, entry, values, outputs)
+            call()
+            label = f"{self.role}.{entry['name']}"
+        match = all(_same(o, e) for o, e in zip(outputs, expected))
+        self.loop = calls.timed_loop(call)
+        return {"match": match, "call": label}
+
+    def _reference(self, entry, values, outputs, expected):
+        errors = []
+        for label, fn, build in _reference_candidates(entry):
+            call = build(fn, entry, values, outputs)
+            try:
+                call()
+            except (TypeError, RuntimeError) as e:
+                errors.append(f"{label}: {str(e).splitlines()[0]}")
+                continue
+            if all(_same(o, e) for o, e in zip(outputs, expected)):
+                return call, label
+            errors.append(f"{label}: result differs from the functional op")
+        raise RuntimeError("no reference call works: " + "; ".join(errors))
+
+    def calibrate(self, target_ns: int) -> float:
+        n = 1
+        while True:
+            ns = self.loop(n)
+            if ns >= target_ns or n >= 1 << 22:
+                return ns / n
+            # Grow towards the target, at most tenfold a step.
+            n = min(n * 10, max(n * 2, int(n * 1.2 * target_ns / max(ns, 1))))
+
+
+def main(conn, role: str, params: dict) -> None:
+    """Process entry point (multiprocessing spawn)."""
+    gc.disable()  # collections only at setup, never inside a timed batch
+    try:
+        worker = _Worker(role, params)
+    except Exception as e:
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+        return
+    conn.send(("ok", None))
+    while True:
+        try:
+            request = conn.recv()
+        except EOFError:
+            return
+        kind = request[0]
+        try:
+            if kind == "setup":
+                reply = ("ok", worker.setup(request[1], request[2]))
+            elif kind == "calibrate":
+                reply = ("ok", worker.calibrate(request[1]))
+            elif kind == "time":
+                reply = ("ok", worker.loop(request[1]))
+            elif kind == "close":
+                conn.send(("ok", None))
+                return
+            else:
+                reply = ("error", f"unknown request {kind!r}")
+        except Exception as e:
+            text = str(e).strip().splitlines()
+            reply = ("error", f"{type(e).__name__}: {text[0] if text else ''}")
+        conn.send(reply)
