@@ -7001,6 +7001,10 @@ PyMethodDef kMethods[] = {
      "Reuse the at::Tensor a Python tensor arrived with (True, the default) "
      "or rebuild it with from_blob on every call (False)."},
     {"handle_reuse", tb::py_handle_reuse, METH_NOARGS, "Whether handles are reused."},
+    {"set_direct_mode", tb::py_set_direct_mode, METH_O,
+     "Call ATen's CPU kernels directly for plain CPU tensors (True, the default) "
+     "or always go through the dispatcher (False)."},
+    {"direct_mode", tb::py_direct_mode, METH_NOARGS, "Whether direct kernel mode is on."},
     {"_debug_keep", tb::py_debug_keep, METH_O, "Test hook: keep a C++ copy of a tensor."},
     {"_debug_kept", tb::py_debug_kept, METH_O, "Test hook: a kept tensor, through its handle."},
     {"_debug_release", tb::py_debug_release, METH_NOARGS, "Test hook: drop the kept copies."},

@@ -288,5 +288,72 @@ def _check(gen: pipeline.Generation, out: Path) -> int:
     return EXIT_DIFF
 
 
+@main.command()
+@click.option("--quick", is_flag=True, help="A few configurations (under a minute).")
+@click.option(
+    "--ops",
+    default=None,
+    metavar="NAMES",
+    help="Only configurations of these ops (names separated by commas).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("bench-results"),
+    show_default=True,
+    help="Where bench.json, bench.md and bench.png go.",
+)
+@click.option(
+    "--after-build-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The build timed as 'after' (-O3, handle reuse) "
+    "[default: $INFINIOPS_BUILD_DIR or build/].",
+)
+@click.option(
+    "--before-build-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The build timed as 'before' (handle reuse off: the from_blob path); "
+    "built with --opt-level 0 when missing [default: build-O0/].",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="torch intra-op threads in every timed process.",
+)
+def bench(quick, ops, out_dir, after_build_dir, before_build_dir, threads):
+    """Time ops against PyTorch: reference, before, after and floor,
+    interleaved, per operator x shape x dtype configuration.
+
+    \b
+    Examples:
+      infiniops-codegen bench --quick
+      infiniops-codegen bench                       # the full sweep (minutes)
+      infiniops-codegen bench --ops add,mm --out bench-add-mm
+    """
+    from .bench.main import BenchError, run_bench
+
+    names = None
+    if ops is not None:
+        names = {n.strip() for n in ops.split(",") if n.strip()}
+    try:
+        run_bench(
+            quick=quick,
+            ops=names,
+            out=out_dir,
+            after_build_dir=after_build_dir,
+            before_build_dir=before_build_dir,
+            threads=threads,
+            echo=click.echo,
+        )
+    except BenchError as e:
+        error(str(e))
+        sys.exit(EXIT_DIFF)
+
+
 if __name__ == "__main__":
     main()

@@ -106,6 +106,16 @@ class Op:
     functional: str | None = None  # ATen functional overload, e.g. "add.Tensor"
     tags: tuple[str, ...] = ()  # ATen tags, e.g. nondeterministic_seeded
     reference: str | None = None  # composites: Python reference expression
+    direct_cpu: bool = False  # may call at::cpu::<fn> directly, skipping the dispatcher
+
+    @property
+    def direct_function(self) -> str:
+        """The CPU kernel entry point, e.g. "at::cpu::add_out"."""
+        return "at::cpu::" + (self.aten_function or "").removeprefix("at::")
+
+    @property
+    def tensor_arguments(self) -> tuple[Argument, ...]:
+        return tuple(a for a in self.visible if a.kind in ("tensor", "tensor_opt"))
 
     @property
     def composite(self) -> bool:
@@ -180,7 +190,9 @@ class Shard:
 
     @property
     def headers(self) -> tuple[str, ...]:
-        return tuple(sorted({h for op in self.ops for h in op.headers}))
+        names = {h for op in self.ops for h in op.headers}
+        names |= {f"{op.headers[0]}_cpu_dispatch" for op in self.ops if op.direct_cpu}
+        return tuple(sorted(names))
 
     @property
     def file(self) -> str:

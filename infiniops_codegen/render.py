@@ -59,6 +59,7 @@ def manifest_data(opset: OpSet) -> dict:
                     "native": {n.platform: list(n.dtypes) for n in op.native},
                 },
                 "cpu_kernel": op.cpu_kernel,
+                "direct_cpu": op.direct_cpu,
                 "functional": op.functional,
                 "tags": list(op.tags),
                 "reference": op.reference,

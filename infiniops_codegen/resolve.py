@@ -332,7 +332,7 @@ def build_opset(
         ops = [op for op in ops if op.name in wanted]
     ops.sort(key=lambda op: op.name)
     count = shard_count(len(ops), specs.shard_size)
-    ops = [_with_shard(op, shard_of(op.name, count)) for op in ops]
+    ops = [_finish(op, shard_of(op.name, count), specs.direct_cpu) for op in ops]
     label = selection if selection != "names" else ",".join(sorted(names or ()))
     return OpSet(
         ops=tuple(ops),
@@ -384,7 +384,19 @@ def _replace_name(op: Op, name: str) -> Op:
     return replace(op, name=name)
 
 
-def _with_shard(op: Op, shard: int) -> Op:
+def _finish(op: Op, shard: int, direct_cpu: bool) -> Op:
     from dataclasses import replace
 
-    return replace(op, shard=shard)
+    # Direct mode needs ATen's CPU entry point and plain tensor arguments
+    # (lists would need per-element checks on the hot path).
+    direct = (
+        direct_cpu
+        and op.cpu_kernel
+        and not op.composite
+        and all(
+            a.kind in ("tensor", "tensor_opt")
+            for a in op.visible
+            if a.role in (Role.INPUT, Role.OUTPUT)
+        )
+    )
+    return replace(op, shard=shard, direct_cpu=direct)

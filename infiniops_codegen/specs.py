@@ -29,8 +29,13 @@ OP_KEYS = (
     "uses",
     "reference",
 )
-SETTING_KEYS = ("shard_size",)
-DEFAULT_SHARD_SIZE = 12
+# Setting name -> (Python type, default, check, what a valid value is).
+SETTINGS = {
+    "shard_size": (int, 16, lambda v: v >= 1, "an integer of at least 1"),
+    # Call at::cpu::<op>_out directly (no dispatcher) for plain CPU tensors.
+    "direct_cpu": (bool, True, lambda v: True, "true or false"),
+}
+SETTING_KEYS = tuple(SETTINGS)
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,7 @@ class SpecSet:
     ops: tuple[OpSpec, ...]
     shard_size: int
     sources: tuple[str, ...]
+    direct_cpu: bool = True
 
 
 def _suggest(word: str, choices) -> str:
@@ -240,19 +246,22 @@ class _Reader:
         return tuple(good)
 
     def settings(self, node: Node) -> dict:
+        """Setting name -> (value, where)."""
         if not self.expect(node, "mapping", "'settings'"):
             return {}
         self.check_keys(node, SETTING_KEYS, "'settings'")
         result = {}
-        size = node.value.get("shard_size")
-        if size is not None:
-            if isinstance(size.value, int) and not isinstance(size.value, bool):
-                if size.value >= 1:
-                    result["shard_size"] = (size.value, self.where(size))
-                else:
-                    self.fail(size, "'shard_size' must be at least 1")
+        for key, (kind, _, valid, what) in SETTINGS.items():
+            value = node.value.get(key)
+            if value is None:
+                continue
+            ok_type = isinstance(value.value, kind) and (
+                kind is bool or not isinstance(value.value, bool)
+            )
+            if ok_type and valid(value.value):
+                result[key] = (value.value, self.where(value))
             else:
-                self.fail(size, f"'shard_size' must be an integer, got {size.value!r}")
+                self.fail(value, f"'{key}' must be {what}, got {value.value!r}")
         return result
 
 
@@ -275,7 +284,7 @@ def spec_files(spec_dir: Path) -> list[Path]:
 def read_specs(spec_dir: Path, errors: list[SpecError]) -> SpecSet:
     """Read every *.yaml in spec_dir (sorted by name, so order is stable)."""
     ops: list[OpSpec] = []
-    shard_size = None
+    settings: dict = {}  # name -> (value, where)
     sources = []
     for path in spec_files(spec_dir):
         source = f"{spec_dir.name}/{path.name}"
@@ -299,17 +308,17 @@ def read_specs(spec_dir: Path, errors: list[SpecError]) -> SpecSet:
                 if spec is not None:
                     ops.append(spec)
         if "settings" in root.value:
-            found = reader.settings(root.value["settings"])
-            if "shard_size" in found:
-                value, where = found["shard_size"]
-                if shard_size is not None:
+            for key, (value, where) in reader.settings(root.value["settings"]).items():
+                if key in settings:
+                    first = settings[key][1]
                     errors.append(
                         where.error(
-                            f"'shard_size' is already set at {shard_size[1].path}:"
-                            f"{shard_size[1].line}:{shard_size[1].col}"
+                            f"'{key}' is already set at {first.path}:{first.line}:{first.col}"
                         )
                     )
                 else:
-                    shard_size = (value, where)
-    size = shard_size[0] if shard_size else DEFAULT_SHARD_SIZE
-    return SpecSet(tuple(ops), size, tuple(sources))
+                    settings[key] = (value, where)
+    value = {k: settings[k][0] if k in settings else d[1] for k, d in SETTINGS.items()}
+    return SpecSet(
+        tuple(ops), value["shard_size"], tuple(sources), direct_cpu=value["direct_cpu"]
+    )

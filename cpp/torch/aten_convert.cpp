@@ -5,6 +5,8 @@
 #include <ATen/ops/copy.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/TensorOptions.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/util/intrusive_ptr.h>
 
@@ -26,6 +28,12 @@ void release(void* impl) noexcept {
 
 const HandleOps kTorchHandleOps{retain, release};
 std::atomic<bool> g_handle_reuse{true};
+std::atomic<bool> g_direct_mode{true};
+
+bool direct_cpu_context() {
+  return c10::impl::tls_local_dispatch_key_set().included_.empty() &&
+         !c10::impl::dispatch_mode_enabled();
+}
 
 c10::ScalarType to_aten(DataType dtype) {
   switch (dtype) {

@@ -159,6 +159,35 @@ inline void check_output(std::span<const Tensor> ts, const AtenTensorList& as,
   for (std::size_t k = 0; k < ts.size(); ++k) check_output(ts[k], as.items[k], op, name);
 }
 
+// Direct kernel mode: call at::cpu::<op>_out without the c10 dispatcher
+// when that is what the dispatcher would do anyway: every tensor a plain,
+// dense CPU tensor (no subclass, mode or functionalisation key), no
+// thread-local keys included (autocast, vmap, ...), no Python dispatch mode.
+// Autograd is already excluded (the bridge refuses out= with requires_grad).
+extern std::atomic<bool> g_direct_mode;
+
+inline bool direct_cpu_tensor(const at::Tensor& t) {
+  constexpr c10::DispatchKeySet kIgnored =
+      c10::DispatchKeySet({c10::DispatchKey::ADInplaceOrView, c10::DispatchKey::AutogradCPU,
+                           c10::DispatchKey::AutocastCPU});
+  return (t.key_set() - kIgnored) == c10::DispatchKeySet(c10::DispatchKey::CPU) &&
+         !t.is_inference();
+}
+inline bool direct_cpu_tensor(const std::optional<at::Tensor>& t) {
+  return !t || direct_cpu_tensor(*t);
+}
+
+bool direct_cpu_context();  // no TLS-included keys, no Python dispatch mode
+
+template <class... T>
+bool direct_cpu(const T&... tensors) {
+  return g_direct_mode.load(std::memory_order_relaxed) &&
+         (direct_cpu_tensor(tensors) && ...) && direct_cpu_context();
+}
+
+// What ADInplaceOrView does for an out= call through the dispatcher.
+inline void bump_version(at::Tensor& t) { t.unsafeGetTensorImpl()->bump_version(); }
+
 // ATen -> core, for the bridge's own use when a Python tensor arrives.
 DataType from_aten(c10::ScalarType type);  // TypeError when unsupported
 Device from_aten(c10::Device device);      // TypeError when unsupported

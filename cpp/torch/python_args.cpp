@@ -702,6 +702,20 @@ PyObject* py_handle_reuse(PyObject*, PyObject*) {
   return PyBool_FromLong(g_handle_reuse.load(std::memory_order_relaxed));
 }
 
+PyObject* py_set_direct_mode(PyObject*, PyObject* enabled) {
+  if (!PyBool_Check(enabled)) {
+    PyErr_Format(PyExc_TypeError, "set_direct_mode() takes a bool, not %s",
+                 Py_TYPE(enabled)->tp_name);
+    return nullptr;
+  }
+  g_direct_mode.store(enabled == Py_True, std::memory_order_relaxed);
+  Py_RETURN_NONE;
+}
+
+PyObject* py_direct_mode(PyObject*, PyObject*) {
+  return PyBool_FromLong(g_direct_mode.load(std::memory_order_relaxed));
+}
+
 bool init_module(PyObject*) {
   PyObject* torch = PyImport_ImportModule("torch");
   if (torch == nullptr) return false;

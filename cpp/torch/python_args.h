@@ -217,6 +217,8 @@ PyObject* implementations_dict(const OpImplementations* ops, std::size_t n);
 PyObject* py_platforms(PyObject*, PyObject*);
 PyObject* py_set_handle_reuse(PyObject*, PyObject* enabled);
 PyObject* py_handle_reuse(PyObject*, PyObject*);
+PyObject* py_set_direct_mode(PyObject*, PyObject* enabled);
+PyObject* py_direct_mode(PyObject*, PyObject*);
 
 // Test hooks (python_args.cpp): keep a C++ copy of a tensor's core Tensor,
 // get it back through its handle, drop all copies.

@@ -10,21 +10,35 @@
 #include "torch/aten_convert.h"
 
 #include <ATen/ops/addcmul.h>
+#include <ATen/ops/addcmul_cpu_dispatch.h>
 #include <ATen/ops/any.h>
+#include <ATen/ops/any_cpu_dispatch.h>
 #include <ATen/ops/copysign.h>
+#include <ATen/ops/copysign_cpu_dispatch.h>
 #include <ATen/ops/erf.h>
+#include <ATen/ops/erf_cpu_dispatch.h>
 #include <ATen/ops/erfc.h>
+#include <ATen/ops/erfc_cpu_dispatch.h>
 #include <ATen/ops/fmod.h>
+#include <ATen/ops/fmod_cpu_dispatch.h>
 #include <ATen/ops/gelu_backward.h>
+#include <ATen/ops/gelu_backward_cpu_dispatch.h>
 #include <ATen/ops/isnan.h>
 #include <ATen/ops/logaddexp2.h>
+#include <ATen/ops/logaddexp2_cpu_dispatch.h>
 #include <ATen/ops/mean.h>
+#include <ATen/ops/mean_cpu_dispatch.h>
 #include <ATen/ops/min.h>
+#include <ATen/ops/min_cpu_dispatch.h>
 #include <ATen/ops/mm.h>
+#include <ATen/ops/mm_cpu_dispatch.h>
 #include <ATen/ops/native_group_norm.h>
 #include <ATen/ops/norm.h>
+#include <ATen/ops/norm_cpu_dispatch.h>
 #include <ATen/ops/std.h>
+#include <ATen/ops/std_cpu_dispatch.h>
 #include <ATen/ops/xlogy.h>
+#include <ATen/ops/xlogy_cpu_dispatch.h>
 
 namespace infini::ops::torch_fallback {
 
@@ -37,7 +51,13 @@ void addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
   auto a_tensor2 = tb::to_aten(tensor2);
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
-  at::addcmul_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
+  if (tb::direct_cpu(a_self, a_tensor1, a_tensor2, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::addcmul_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
+    tb::bump_version(a_out);
+  } else {
+    at::addcmul_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
+  }
   tb::check_output(out, a_out, "addcmul", "out");
 }
 
@@ -45,7 +65,13 @@ void addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
 void any_all(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::any_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::any_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::any_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "any_all", "out");
 }
 
@@ -54,7 +80,13 @@ void copysign(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::copysign_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::copysign_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::copysign_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "copysign", "out");
 }
 
@@ -62,7 +94,13 @@ void copysign(const Tensor& self, const Tensor& other, Tensor& out) {
 void erf(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::erf_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::erf_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::erf_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "erf", "out");
 }
 
@@ -70,7 +108,13 @@ void erf(const Tensor& self, Tensor& out) {
 void erfc(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::erfc_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::erfc_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::erfc_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "erfc", "out");
 }
 
@@ -79,7 +123,13 @@ void fmod_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::fmod_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::fmod_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::fmod_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "fmod_Tensor", "out");
 }
 
@@ -89,7 +139,13 @@ void gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_vi
   auto a_self = tb::to_aten(self);
   auto a_approximate = tb::to_aten(approximate);
   auto a_grad_input = tb::to_aten(grad_input);
-  at::gelu_backward_out(a_grad_input, a_grad_output, a_self, a_approximate);
+  if (tb::direct_cpu(a_grad_output, a_self, a_grad_input)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::gelu_backward_out(a_grad_input, a_grad_output, a_self, a_approximate);
+    tb::bump_version(a_grad_input);
+  } else {
+    at::gelu_backward_out(a_grad_input, a_grad_output, a_self, a_approximate);
+  }
   tb::check_output(grad_input, a_grad_input, "gelu_backward", "grad_input");
 }
 
@@ -106,7 +162,13 @@ void logaddexp2(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::logaddexp2_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::logaddexp2_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::logaddexp2_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "logaddexp2", "out");
 }
 
@@ -117,7 +179,13 @@ void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool 
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  at::mean_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::mean_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+    tb::bump_version(a_out);
+  } else {
+    at::mean_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+  }
   tb::check_output(out, a_out, "mean", "out");
 }
 
@@ -128,7 +196,14 @@ void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_min = tb::to_aten(min);
   auto a_min_indices = tb::to_aten(min_indices);
-  at::min_out(a_min, a_min_indices, a_self, a_dim, a_keepdim);
+  if (tb::direct_cpu(a_self, a_min, a_min_indices)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::min_out(a_min, a_min_indices, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_min);
+    tb::bump_version(a_min_indices);
+  } else {
+    at::min_out(a_min, a_min_indices, a_self, a_dim, a_keepdim);
+  }
   tb::check_output(min, a_min, "min", "min");
   tb::check_output(min_indices, a_min_indices, "min", "min_indices");
 }
@@ -138,7 +213,13 @@ void mm(const Tensor& self, const Tensor& mat2, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_mat2 = tb::to_aten(mat2);
   auto a_out = tb::to_aten(out);
-  at::mm_out(a_out, a_self, a_mat2);
+  if (tb::direct_cpu(a_self, a_mat2, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::mm_out(a_out, a_self, a_mat2);
+    tb::bump_version(a_out);
+  } else {
+    at::mm_out(a_out, a_self, a_mat2);
+  }
   tb::check_output(out, a_out, "mm", "out");
 }
 
@@ -168,7 +249,13 @@ void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const in
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  at::norm_out(a_out, a_self, a_p, a_dim, a_keepdim);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::norm_out(a_out, a_self, a_p, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::norm_out(a_out, a_self, a_p, a_dim, a_keepdim);
+  }
   tb::check_output(out, a_out, "norm", "out");
 }
 
@@ -179,7 +266,13 @@ void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
   auto a_correction = tb::to_aten(correction);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  at::std_out(a_out, a_self, a_dim, a_correction, a_keepdim);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::std_out(a_out, a_self, a_dim, a_correction, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::std_out(a_out, a_self, a_dim, a_correction, a_keepdim);
+  }
   tb::check_output(out, a_out, "std_correction", "out");
 }
 
@@ -188,7 +281,13 @@ void xlogy_OutTensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::xlogy_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::xlogy_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::xlogy_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "xlogy_OutTensor", "out");
 }
 

@@ -10,15 +10,23 @@
 #include "torch/aten_convert.h"
 
 #include <ATen/ops/amax.h>
+#include <ATen/ops/amax_cpu_dispatch.h>
 #include <ATen/ops/bitwise_or.h>
+#include <ATen/ops/bitwise_or_cpu_dispatch.h>
 #include <ATen/ops/elu.h>
+#include <ATen/ops/elu_cpu_dispatch.h>
 #include <ATen/ops/fmin.h>
+#include <ATen/ops/fmin_cpu_dispatch.h>
 #include <ATen/ops/index.h>
 #include <ATen/ops/index_select.h>
+#include <ATen/ops/index_select_cpu_dispatch.h>
 #include <ATen/ops/mul.h>
+#include <ATen/ops/mul_cpu_dispatch.h>
 #include <ATen/ops/neg.h>
+#include <ATen/ops/neg_cpu_dispatch.h>
 #include <ATen/ops/outer.h>
 #include <ATen/ops/reciprocal.h>
+#include <ATen/ops/reciprocal_cpu_dispatch.h>
 #include <ATen/ops/sort.h>
 
 namespace infini::ops::torch_fallback {
@@ -31,7 +39,13 @@ void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  at::amax_out(a_out, a_self, a_dim, a_keepdim);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::amax_out(a_out, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::amax_out(a_out, a_self, a_dim, a_keepdim);
+  }
   tb::check_output(out, a_out, "amax", "out");
 }
 
@@ -40,7 +54,13 @@ void bitwise_or_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::bitwise_or_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::bitwise_or_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::bitwise_or_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "bitwise_or_Tensor", "out");
 }
 
@@ -51,7 +71,13 @@ void elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Sca
   auto a_scale = tb::to_aten(scale);
   auto a_input_scale = tb::to_aten(input_scale);
   auto a_out = tb::to_aten(out);
-  at::elu_out(a_out, a_self, a_alpha, a_scale, a_input_scale);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::elu_out(a_out, a_self, a_alpha, a_scale, a_input_scale);
+    tb::bump_version(a_out);
+  } else {
+    at::elu_out(a_out, a_self, a_alpha, a_scale, a_input_scale);
+  }
   tb::check_output(out, a_out, "elu", "out");
 }
 
@@ -60,7 +86,13 @@ void fmin(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::fmin_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::fmin_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::fmin_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "fmin", "out");
 }
 
@@ -79,7 +111,13 @@ void index_select(const Tensor& self, int64_t dim, const Tensor& index, Tensor& 
   auto a_dim = tb::to_aten(dim);
   auto a_index = tb::to_aten(index);
   auto a_out = tb::to_aten(out);
-  at::index_select_out(a_out, a_self, a_dim, a_index);
+  if (tb::direct_cpu(a_self, a_index, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::index_select_out(a_out, a_self, a_dim, a_index);
+    tb::bump_version(a_out);
+  } else {
+    at::index_select_out(a_out, a_self, a_dim, a_index);
+  }
   tb::check_output(out, a_out, "index_select", "out");
 }
 
@@ -88,7 +126,13 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::mul_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::mul_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::mul_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "mul", "out");
 }
 
@@ -96,7 +140,13 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out) {
 void neg(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::neg_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::neg_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::neg_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "neg", "out");
 }
 
@@ -113,7 +163,13 @@ void outer(const Tensor& self, const Tensor& vec2, Tensor& out) {
 void reciprocal(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::reciprocal_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::reciprocal_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::reciprocal_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "reciprocal", "out");
 }
 

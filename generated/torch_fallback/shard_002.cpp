@@ -10,16 +10,26 @@
 #include "torch/aten_convert.h"
 
 #include <ATen/ops/argmax.h>
+#include <ATen/ops/argmax_cpu_dispatch.h>
 #include <ATen/ops/asin.h>
+#include <ATen/ops/asin_cpu_dispatch.h>
 #include <ATen/ops/ge.h>
+#include <ATen/ops/ge_cpu_dispatch.h>
 #include <ATen/ops/kthvalue.h>
+#include <ATen/ops/kthvalue_cpu_dispatch.h>
 #include <ATen/ops/le.h>
+#include <ATen/ops/le_cpu_dispatch.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/median.h>
+#include <ATen/ops/median_cpu_dispatch.h>
 #include <ATen/ops/mish.h>
+#include <ATen/ops/mish_cpu_dispatch.h>
 #include <ATen/ops/pow.h>
+#include <ATen/ops/pow_cpu_dispatch.h>
 #include <ATen/ops/sinh.h>
+#include <ATen/ops/sinh_cpu_dispatch.h>
 #include <ATen/ops/tanh_backward.h>
+#include <ATen/ops/tanh_backward_cpu_dispatch.h>
 
 namespace infini::ops::torch_fallback {
 
@@ -31,7 +41,13 @@ void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  at::argmax_out(a_out, a_self, a_dim, a_keepdim);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::argmax_out(a_out, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::argmax_out(a_out, a_self, a_dim, a_keepdim);
+  }
   tb::check_output(out, a_out, "argmax", "out");
 }
 
@@ -39,7 +55,13 @@ void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
 void asin(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::asin_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::asin_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::asin_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "asin", "out");
 }
 
@@ -48,7 +70,13 @@ void ge_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::ge_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::ge_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::ge_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "ge_Scalar", "out");
 }
 
@@ -60,7 +88,14 @@ void kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& 
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_values = tb::to_aten(values);
   auto a_indices = tb::to_aten(indices);
-  at::kthvalue_out(a_values, a_indices, a_self, a_k, a_dim, a_keepdim);
+  if (tb::direct_cpu(a_self, a_values, a_indices)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::kthvalue_out(a_values, a_indices, a_self, a_k, a_dim, a_keepdim);
+    tb::bump_version(a_values);
+    tb::bump_version(a_indices);
+  } else {
+    at::kthvalue_out(a_values, a_indices, a_self, a_k, a_dim, a_keepdim);
+  }
   tb::check_output(values, a_values, "kthvalue", "values");
   tb::check_output(indices, a_indices, "kthvalue", "indices");
 }
@@ -70,7 +105,13 @@ void le_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::le_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::le_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::le_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "le_Tensor", "out");
 }
 
@@ -90,7 +131,14 @@ void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& va
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_values = tb::to_aten(values);
   auto a_indices = tb::to_aten(indices);
-  at::median_out(a_values, a_indices, a_self, a_dim, a_keepdim);
+  if (tb::direct_cpu(a_self, a_values, a_indices)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::median_out(a_values, a_indices, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_values);
+    tb::bump_version(a_indices);
+  } else {
+    at::median_out(a_values, a_indices, a_self, a_dim, a_keepdim);
+  }
   tb::check_output(values, a_values, "median_dim_values", "values");
   tb::check_output(indices, a_indices, "median_dim_values", "indices");
 }
@@ -99,7 +147,13 @@ void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& va
 void mish(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::mish_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::mish_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::mish_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "mish", "out");
 }
 
@@ -108,7 +162,13 @@ void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out) 
   auto a_self = tb::to_aten(self);
   auto a_exponent = tb::to_aten(exponent);
   auto a_out = tb::to_aten(out);
-  at::pow_out(a_out, a_self, a_exponent);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::pow_out(a_out, a_self, a_exponent);
+    tb::bump_version(a_out);
+  } else {
+    at::pow_out(a_out, a_self, a_exponent);
+  }
   tb::check_output(out, a_out, "pow_Tensor_Scalar", "out");
 }
 
@@ -116,7 +176,13 @@ void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out) 
 void sinh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::sinh_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::sinh_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::sinh_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "sinh", "out");
 }
 
@@ -125,7 +191,13 @@ void tanh_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad
   auto a_grad_output = tb::to_aten(grad_output);
   auto a_output = tb::to_aten(output);
   auto a_grad_input = tb::to_aten(grad_input);
-  at::tanh_backward_out(a_grad_input, a_grad_output, a_output);
+  if (tb::direct_cpu(a_grad_output, a_output, a_grad_input)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::tanh_backward_out(a_grad_input, a_grad_output, a_output);
+    tb::bump_version(a_grad_input);
+  } else {
+    at::tanh_backward_out(a_grad_input, a_grad_output, a_output);
+  }
   tb::check_output(grad_input, a_grad_input, "tanh_backward", "grad_input");
 }
 

@@ -11,24 +11,39 @@
 
 #include <ATen/ops/_log_softmax.h>
 #include <ATen/ops/_log_softmax_backward_data.h>
+#include <ATen/ops/_log_softmax_backward_data_cpu_dispatch.h>
+#include <ATen/ops/_log_softmax_cpu_dispatch.h>
 #include <ATen/ops/bmm.h>
+#include <ATen/ops/bmm_cpu_dispatch.h>
 #include <ATen/ops/cosh.h>
+#include <ATen/ops/cosh_cpu_dispatch.h>
 #include <ATen/ops/cumprod.h>
+#include <ATen/ops/cumprod_cpu_dispatch.h>
 #include <ATen/ops/dot.h>
 #include <ATen/ops/exp2.h>
+#include <ATen/ops/exp2_cpu_dispatch.h>
 #include <ATen/ops/expm1.h>
+#include <ATen/ops/expm1_cpu_dispatch.h>
 #include <ATen/ops/hardswish.h>
+#include <ATen/ops/hardswish_cpu_dispatch.h>
 #include <ATen/ops/linear.h>
 #include <ATen/ops/logical_and.h>
+#include <ATen/ops/logical_and_cpu_dispatch.h>
 #include <ATen/ops/max_pool2d_with_indices.h>
+#include <ATen/ops/max_pool2d_with_indices_cpu_dispatch.h>
 #include <ATen/ops/mse_loss.h>
 #include <ATen/ops/mse_loss_backward.h>
+#include <ATen/ops/mse_loss_backward_cpu_dispatch.h>
+#include <ATen/ops/mse_loss_cpu_dispatch.h>
 #include <ATen/ops/narrow_copy.h>
+#include <ATen/ops/narrow_copy_cpu_dispatch.h>
 #include <ATen/ops/native_layer_norm_backward.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
 #include <ATen/ops/soft_margin_loss.h>
 #include <ATen/ops/softplus.h>
+#include <ATen/ops/softplus_cpu_dispatch.h>
 #include <ATen/ops/tanh.h>
+#include <ATen/ops/tanh_cpu_dispatch.h>
 
 namespace infini::ops::torch_fallback {
 
@@ -40,7 +55,13 @@ void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& o
   auto a_dim = tb::to_aten(dim);
   auto a_half_to_float = tb::to_aten(half_to_float);
   auto a_out = tb::to_aten(out);
-  at::_log_softmax_out(a_out, a_self, a_dim, a_half_to_float);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::_log_softmax_out(a_out, a_self, a_dim, a_half_to_float);
+    tb::bump_version(a_out);
+  } else {
+    at::_log_softmax_out(a_out, a_self, a_dim, a_half_to_float);
+  }
   tb::check_output(out, a_out, "_log_softmax", "out");
 }
 
@@ -51,7 +72,13 @@ void _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output,
   auto a_dim = tb::to_aten(dim);
   auto a_input_dtype = tb::to_aten(input_dtype);
   auto a_out = tb::to_aten(out);
-  at::_log_softmax_backward_data_out(a_out, a_grad_output, a_output, a_dim, a_input_dtype);
+  if (tb::direct_cpu(a_grad_output, a_output, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::_log_softmax_backward_data_out(a_out, a_grad_output, a_output, a_dim, a_input_dtype);
+    tb::bump_version(a_out);
+  } else {
+    at::_log_softmax_backward_data_out(a_out, a_grad_output, a_output, a_dim, a_input_dtype);
+  }
   tb::check_output(out, a_out, "_log_softmax_backward_data", "out");
 }
 
@@ -60,7 +87,13 @@ void bmm(const Tensor& self, const Tensor& mat2, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_mat2 = tb::to_aten(mat2);
   auto a_out = tb::to_aten(out);
-  at::bmm_out(a_out, a_self, a_mat2);
+  if (tb::direct_cpu(a_self, a_mat2, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::bmm_out(a_out, a_self, a_mat2);
+    tb::bump_version(a_out);
+  } else {
+    at::bmm_out(a_out, a_self, a_mat2);
+  }
   tb::check_output(out, a_out, "bmm", "out");
 }
 
@@ -68,7 +101,13 @@ void bmm(const Tensor& self, const Tensor& mat2, Tensor& out) {
 void cosh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::cosh_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::cosh_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::cosh_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "cosh", "out");
 }
 
@@ -78,7 +117,13 @@ void cumprod(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
   auto a_dim = tb::to_aten(dim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  at::cumprod_out(a_out, a_self, a_dim, a_dtype);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::cumprod_out(a_out, a_self, a_dim, a_dtype);
+    tb::bump_version(a_out);
+  } else {
+    at::cumprod_out(a_out, a_self, a_dim, a_dtype);
+  }
   tb::check_output(out, a_out, "cumprod", "out");
 }
 
@@ -95,7 +140,13 @@ void dot(const Tensor& self, const Tensor& tensor, Tensor& out) {
 void exp2(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::exp2_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::exp2_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::exp2_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "exp2", "out");
 }
 
@@ -103,7 +154,13 @@ void exp2(const Tensor& self, Tensor& out) {
 void expm1(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::expm1_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::expm1_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::expm1_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "expm1", "out");
 }
 
@@ -111,7 +168,13 @@ void expm1(const Tensor& self, Tensor& out) {
 void hardswish(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::hardswish_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::hardswish_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::hardswish_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "hardswish", "out");
 }
 
@@ -130,7 +193,13 @@ void logical_and(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::logical_and_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::logical_and_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::logical_and_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "logical_and", "out");
 }
 
@@ -144,7 +213,14 @@ void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel
   auto a_ceil_mode = tb::to_aten(ceil_mode);
   auto a_out = tb::to_aten(out);
   auto a_indices = tb::to_aten(indices);
-  at::max_pool2d_with_indices_out(a_out, a_indices, a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode);
+  if (tb::direct_cpu(a_self, a_out, a_indices)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::max_pool2d_with_indices_out(a_out, a_indices, a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode);
+    tb::bump_version(a_out);
+    tb::bump_version(a_indices);
+  } else {
+    at::max_pool2d_with_indices_out(a_out, a_indices, a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode);
+  }
   tb::check_output(out, a_out, "max_pool2d_with_indices", "out");
   tb::check_output(indices, a_indices, "max_pool2d_with_indices", "indices");
 }
@@ -155,7 +231,13 @@ void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tenso
   auto a_target = tb::to_aten(target);
   auto a_reduction = tb::to_aten(reduction);
   auto a_out = tb::to_aten(out);
-  at::mse_loss_out(a_out, a_self, a_target, a_reduction);
+  if (tb::direct_cpu(a_self, a_target, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::mse_loss_out(a_out, a_self, a_target, a_reduction);
+    tb::bump_version(a_out);
+  } else {
+    at::mse_loss_out(a_out, a_self, a_target, a_reduction);
+  }
   tb::check_output(out, a_out, "mse_loss", "out");
 }
 
@@ -166,7 +248,13 @@ void mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tens
   auto a_target = tb::to_aten(target);
   auto a_reduction = tb::to_aten(reduction);
   auto a_grad_input = tb::to_aten(grad_input);
-  at::mse_loss_backward_out(a_grad_input, a_grad_output, a_self, a_target, a_reduction);
+  if (tb::direct_cpu(a_grad_output, a_self, a_target, a_grad_input)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::mse_loss_backward_out(a_grad_input, a_grad_output, a_self, a_target, a_reduction);
+    tb::bump_version(a_grad_input);
+  } else {
+    at::mse_loss_backward_out(a_grad_input, a_grad_output, a_self, a_target, a_reduction);
+  }
   tb::check_output(grad_input, a_grad_input, "mse_loss_backward", "grad_input");
 }
 
@@ -177,7 +265,13 @@ void narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length,
   auto a_start = tb::to_aten(start);
   auto a_length = tb::to_aten(length);
   auto a_out = tb::to_aten(out);
-  at::narrow_copy_out(a_out, a_self, a_dim, a_start, a_length);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::narrow_copy_out(a_out, a_self, a_dim, a_start, a_length);
+    tb::bump_version(a_out);
+  } else {
+    at::narrow_copy_out(a_out, a_self, a_dim, a_start, a_length);
+  }
   tb::check_output(out, a_out, "narrow_copy", "out");
 }
 
@@ -235,7 +329,13 @@ void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, T
   auto a_beta = tb::to_aten(beta);
   auto a_threshold = tb::to_aten(threshold);
   auto a_out = tb::to_aten(out);
-  at::softplus_out(a_out, a_self, a_beta, a_threshold);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::softplus_out(a_out, a_self, a_beta, a_threshold);
+    tb::bump_version(a_out);
+  } else {
+    at::softplus_out(a_out, a_self, a_beta, a_threshold);
+  }
   tb::check_output(out, a_out, "softplus", "out");
 }
 
@@ -243,7 +343,13 @@ void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, T
 void tanh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::tanh_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::tanh_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::tanh_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "tanh", "out");
 }
 

@@ -10,14 +10,21 @@
 #include "torch/aten_convert.h"
 
 #include <ATen/ops/addbmm.h>
+#include <ATen/ops/addbmm_cpu_dispatch.h>
 #include <ATen/ops/any.h>
+#include <ATen/ops/any_cpu_dispatch.h>
 #include <ATen/ops/avg_pool1d.h>
 #include <ATen/ops/embedding_dense_backward.h>
 #include <ATen/ops/ne.h>
+#include <ATen/ops/ne_cpu_dispatch.h>
 #include <ATen/ops/round.h>
+#include <ATen/ops/round_cpu_dispatch.h>
 #include <ATen/ops/sgn.h>
+#include <ATen/ops/sgn_cpu_dispatch.h>
 #include <ATen/ops/tril.h>
+#include <ATen/ops/tril_cpu_dispatch.h>
 #include <ATen/ops/triu.h>
+#include <ATen/ops/triu_cpu_dispatch.h>
 
 namespace infini::ops::torch_fallback {
 
@@ -31,7 +38,13 @@ void addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, cons
   auto a_beta = tb::to_aten(beta);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
-  at::addbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
+  if (tb::direct_cpu(a_self, a_batch1, a_batch2, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::addbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
+    tb::bump_version(a_out);
+  } else {
+    at::addbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
+  }
   tb::check_output(out, a_out, "addbmm", "out");
 }
 
@@ -41,7 +54,13 @@ void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  at::any_out(a_out, a_self, a_dim, a_keepdim);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::any_out(a_out, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::any_out(a_out, a_self, a_dim, a_keepdim);
+  }
   tb::check_output(out, a_out, "any", "out");
 }
 
@@ -75,7 +94,13 @@ void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::ne_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::ne_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::ne_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "ne_Tensor", "out");
 }
 
@@ -83,7 +108,13 @@ void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
 void round(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::round_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::round_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::round_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "round", "out");
 }
 
@@ -91,7 +122,13 @@ void round(const Tensor& self, Tensor& out) {
 void sgn(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::sgn_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::sgn_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::sgn_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "sgn", "out");
 }
 
@@ -100,7 +137,13 @@ void tril(const Tensor& self, int64_t diagonal, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_diagonal = tb::to_aten(diagonal);
   auto a_out = tb::to_aten(out);
-  at::tril_out(a_out, a_self, a_diagonal);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::tril_out(a_out, a_self, a_diagonal);
+    tb::bump_version(a_out);
+  } else {
+    at::tril_out(a_out, a_self, a_diagonal);
+  }
   tb::check_output(out, a_out, "tril", "out");
 }
 
@@ -109,7 +152,13 @@ void triu(const Tensor& self, int64_t diagonal, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_diagonal = tb::to_aten(diagonal);
   auto a_out = tb::to_aten(out);
-  at::triu_out(a_out, a_self, a_diagonal);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::triu_out(a_out, a_self, a_diagonal);
+    tb::bump_version(a_out);
+  } else {
+    at::triu_out(a_out, a_self, a_diagonal);
+  }
   tb::check_output(out, a_out, "triu", "out");
 }
 

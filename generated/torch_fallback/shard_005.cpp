@@ -10,16 +10,25 @@
 #include "torch/aten_convert.h"
 
 #include <ATen/ops/atan2.h>
+#include <ATen/ops/atan2_cpu_dispatch.h>
 #include <ATen/ops/baddbmm.h>
+#include <ATen/ops/baddbmm_cpu_dispatch.h>
 #include <ATen/ops/cos.h>
+#include <ATen/ops/cos_cpu_dispatch.h>
 #include <ATen/ops/eq.h>
+#include <ATen/ops/eq_cpu_dispatch.h>
 #include <ATen/ops/erfinv.h>
+#include <ATen/ops/erfinv_cpu_dispatch.h>
 #include <ATen/ops/flip.h>
 #include <ATen/ops/gelu.h>
+#include <ATen/ops/gelu_cpu_dispatch.h>
 #include <ATen/ops/log.h>
+#include <ATen/ops/log_cpu_dispatch.h>
 #include <ATen/ops/logsumexp.h>
 #include <ATen/ops/scatter.h>
+#include <ATen/ops/scatter_cpu_dispatch.h>
 #include <ATen/ops/trunc.h>
+#include <ATen/ops/trunc_cpu_dispatch.h>
 
 namespace infini::ops::torch_fallback {
 
@@ -30,7 +39,13 @@ void atan2(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::atan2_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::atan2_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::atan2_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "atan2", "out");
 }
 
@@ -42,7 +57,13 @@ void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, con
   auto a_beta = tb::to_aten(beta);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
-  at::baddbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
+  if (tb::direct_cpu(a_self, a_batch1, a_batch2, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::baddbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
+    tb::bump_version(a_out);
+  } else {
+    at::baddbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
+  }
   tb::check_output(out, a_out, "baddbmm", "out");
 }
 
@@ -50,7 +71,13 @@ void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, con
 void cos(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::cos_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::cos_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::cos_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "cos", "out");
 }
 
@@ -59,7 +86,13 @@ void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::eq_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::eq_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::eq_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "eq_Scalar", "out");
 }
 
@@ -67,7 +100,13 @@ void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
 void erfinv(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::erfinv_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::erfinv_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::erfinv_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "erfinv", "out");
 }
 
@@ -85,7 +124,13 @@ void gelu(const Tensor& self, std::string_view approximate, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_approximate = tb::to_aten(approximate);
   auto a_out = tb::to_aten(out);
-  at::gelu_out(a_out, a_self, a_approximate);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::gelu_out(a_out, a_self, a_approximate);
+    tb::bump_version(a_out);
+  } else {
+    at::gelu_out(a_out, a_self, a_approximate);
+  }
   tb::check_output(out, a_out, "gelu", "out");
 }
 
@@ -93,7 +138,13 @@ void gelu(const Tensor& self, std::string_view approximate, Tensor& out) {
 void log(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::log_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::log_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::log_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "log", "out");
 }
 
@@ -114,7 +165,13 @@ void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   auto a_index = tb::to_aten(index);
   auto a_src = tb::to_aten(src);
   auto a_out = tb::to_aten(out);
-  at::scatter_out(a_out, a_self, a_dim, a_index, a_src);
+  if (tb::direct_cpu(a_self, a_index, a_src, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_src);
+    tb::bump_version(a_out);
+  } else {
+    at::scatter_out(a_out, a_self, a_dim, a_index, a_src);
+  }
   tb::check_output(out, a_out, "scatter_src", "out");
 }
 
@@ -125,7 +182,13 @@ void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const S
   auto a_index = tb::to_aten(index);
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
-  at::scatter_out(a_out, a_self, a_dim, a_index, a_value);
+  if (tb::direct_cpu(a_self, a_index, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_value);
+    tb::bump_version(a_out);
+  } else {
+    at::scatter_out(a_out, a_self, a_dim, a_index, a_value);
+  }
   tb::check_output(out, a_out, "scatter_value", "out");
 }
 
@@ -133,7 +196,13 @@ void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const S
 void trunc(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::trunc_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::trunc_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::trunc_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "trunc", "out");
 }
 

@@ -10,16 +10,26 @@
 #include "torch/aten_convert.h"
 
 #include <ATen/ops/abs.h>
+#include <ATen/ops/abs_cpu_dispatch.h>
 #include <ATen/ops/bitwise_and.h>
+#include <ATen/ops/bitwise_and_cpu_dispatch.h>
 #include <ATen/ops/clamp.h>
+#include <ATen/ops/clamp_cpu_dispatch.h>
 #include <ATen/ops/digamma.h>
+#include <ATen/ops/digamma_cpu_dispatch.h>
 #include <ATen/ops/maximum.h>
+#include <ATen/ops/maximum_cpu_dispatch.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/nan_to_num.h>
+#include <ATen/ops/nan_to_num_cpu_dispatch.h>
 #include <ATen/ops/remainder.h>
+#include <ATen/ops/remainder_cpu_dispatch.h>
 #include <ATen/ops/rsqrt.h>
+#include <ATen/ops/rsqrt_cpu_dispatch.h>
 #include <ATen/ops/threshold.h>
+#include <ATen/ops/threshold_cpu_dispatch.h>
 #include <ATen/ops/where.h>
+#include <ATen/ops/where_cpu_dispatch.h>
 
 namespace infini::ops::torch_fallback {
 
@@ -29,7 +39,13 @@ namespace tb = ::infini::ops::torch_bridge;
 void abs(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::abs_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::abs_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::abs_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "abs", "out");
 }
 
@@ -38,7 +54,13 @@ void bitwise_and_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::bitwise_and_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::bitwise_and_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::bitwise_and_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "bitwise_and_Tensor", "out");
 }
 
@@ -48,7 +70,13 @@ void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const st
   auto a_min = tb::to_aten(min);
   auto a_max = tb::to_aten(max);
   auto a_out = tb::to_aten(out);
-  at::clamp_out(a_out, a_self, a_min, a_max);
+  if (tb::direct_cpu(a_self, a_min, a_max, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::clamp_out(a_out, a_self, a_min, a_max);
+    tb::bump_version(a_out);
+  } else {
+    at::clamp_out(a_out, a_self, a_min, a_max);
+  }
   tb::check_output(out, a_out, "clamp_Tensor", "out");
 }
 
@@ -56,7 +84,13 @@ void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const st
 void digamma(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::digamma_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::digamma_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::digamma_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "digamma", "out");
 }
 
@@ -65,7 +99,13 @@ void maximum(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::maximum_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::maximum_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::maximum_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "maximum", "out");
 }
 
@@ -85,7 +125,13 @@ void nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<dou
   auto a_posinf = tb::to_aten(posinf);
   auto a_neginf = tb::to_aten(neginf);
   auto a_out = tb::to_aten(out);
-  at::nan_to_num_out(a_out, a_self, a_nan, a_posinf, a_neginf);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::nan_to_num_out(a_out, a_self, a_nan, a_posinf, a_neginf);
+    tb::bump_version(a_out);
+  } else {
+    at::nan_to_num_out(a_out, a_self, a_nan, a_posinf, a_neginf);
+  }
   tb::check_output(out, a_out, "nan_to_num", "out");
 }
 
@@ -94,7 +140,13 @@ void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::remainder_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::remainder_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::remainder_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "remainder_Tensor", "out");
 }
 
@@ -102,7 +154,13 @@ void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
 void rsqrt(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::rsqrt_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::rsqrt_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::rsqrt_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "rsqrt", "out");
 }
 
@@ -112,7 +170,13 @@ void threshold(const Tensor& self, const Scalar& threshold, const Scalar& value,
   auto a_threshold = tb::to_aten(threshold);
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
-  at::threshold_out(a_out, a_self, a_threshold, a_value);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::threshold_out(a_out, a_self, a_threshold, a_value);
+    tb::bump_version(a_out);
+  } else {
+    at::threshold_out(a_out, a_self, a_threshold, a_value);
+  }
   tb::check_output(out, a_out, "threshold", "out");
 }
 
@@ -122,7 +186,13 @@ void where(const Tensor& condition, const Tensor& self, const Tensor& other, Ten
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::where_out(a_out, a_condition, a_self, a_other);
+  if (tb::direct_cpu(a_condition, a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::where_out(a_out, a_condition, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::where_out(a_out, a_condition, a_self, a_other);
+  }
   tb::check_output(out, a_out, "where", "out");
 }
 

@@ -10,18 +10,30 @@
 #include "torch/aten_convert.h"
 
 #include <ATen/ops/_softmax.h>
+#include <ATen/ops/_softmax_cpu_dispatch.h>
 #include <ATen/ops/add.h>
+#include <ATen/ops/add_cpu_dispatch.h>
 #include <ATen/ops/addmm.h>
+#include <ATen/ops/addmm_cpu_dispatch.h>
 #include <ATen/ops/avg_pool2d.h>
+#include <ATen/ops/avg_pool2d_cpu_dispatch.h>
 #include <ATen/ops/bitwise_left_shift.h>
+#include <ATen/ops/bitwise_left_shift_cpu_dispatch.h>
 #include <ATen/ops/ceil.h>
+#include <ATen/ops/ceil_cpu_dispatch.h>
 #include <ATen/ops/clamp_min.h>
+#include <ATen/ops/clamp_min_cpu_dispatch.h>
 #include <ATen/ops/gt.h>
+#include <ATen/ops/gt_cpu_dispatch.h>
 #include <ATen/ops/kron.h>
 #include <ATen/ops/lerp.h>
+#include <ATen/ops/lerp_cpu_dispatch.h>
 #include <ATen/ops/lt.h>
+#include <ATen/ops/lt_cpu_dispatch.h>
 #include <ATen/ops/masked_select.h>
+#include <ATen/ops/masked_select_cpu_dispatch.h>
 #include <ATen/ops/tan.h>
+#include <ATen/ops/tan_cpu_dispatch.h>
 
 namespace infini::ops::torch_fallback {
 
@@ -33,7 +45,13 @@ void _softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out) 
   auto a_dim = tb::to_aten(dim);
   auto a_half_to_float = tb::to_aten(half_to_float);
   auto a_out = tb::to_aten(out);
-  at::_softmax_out(a_out, a_self, a_dim, a_half_to_float);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::_softmax_out(a_out, a_self, a_dim, a_half_to_float);
+    tb::bump_version(a_out);
+  } else {
+    at::_softmax_out(a_out, a_self, a_dim, a_half_to_float);
+  }
   tb::check_output(out, a_out, "_softmax", "out");
 }
 
@@ -43,7 +61,13 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
   auto a_other = tb::to_aten(other);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
-  at::add_out(a_out, a_self, a_other, a_alpha);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::add_out(a_out, a_self, a_other, a_alpha);
+    tb::bump_version(a_out);
+  } else {
+    at::add_out(a_out, a_self, a_other, a_alpha);
+  }
   tb::check_output(out, a_out, "add", "out");
 }
 
@@ -55,7 +79,13 @@ void addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Sca
   auto a_beta = tb::to_aten(beta);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
-  at::addmm_out(a_out, a_self, a_mat1, a_mat2, a_beta, a_alpha);
+  if (tb::direct_cpu(a_self, a_mat1, a_mat2, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::addmm_out(a_out, a_self, a_mat1, a_mat2, a_beta, a_alpha);
+    tb::bump_version(a_out);
+  } else {
+    at::addmm_out(a_out, a_self, a_mat1, a_mat2, a_beta, a_alpha);
+  }
   tb::check_output(out, a_out, "addmm", "out");
 }
 
@@ -69,7 +99,13 @@ void avg_pool2d(const Tensor& self, std::span<const int64_t> kernel_size, std::s
   auto a_count_include_pad = tb::to_aten(count_include_pad);
   auto a_divisor_override = tb::to_aten(divisor_override);
   auto a_out = tb::to_aten(out);
-  at::avg_pool2d_out(a_out, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::avg_pool2d_out(a_out, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override);
+    tb::bump_version(a_out);
+  } else {
+    at::avg_pool2d_out(a_out, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override);
+  }
   tb::check_output(out, a_out, "avg_pool2d", "out");
 }
 
@@ -78,7 +114,13 @@ void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& 
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::bitwise_left_shift_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::bitwise_left_shift_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::bitwise_left_shift_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "bitwise_left_shift_Tensor", "out");
 }
 
@@ -86,7 +128,13 @@ void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& 
 void ceil(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::ceil_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::ceil_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::ceil_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "ceil", "out");
 }
 
@@ -95,7 +143,13 @@ void clamp_min(const Tensor& self, const Scalar& min, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_min = tb::to_aten(min);
   auto a_out = tb::to_aten(out);
-  at::clamp_min_out(a_out, a_self, a_min);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::clamp_min_out(a_out, a_self, a_min);
+    tb::bump_version(a_out);
+  } else {
+    at::clamp_min_out(a_out, a_self, a_min);
+  }
   tb::check_output(out, a_out, "clamp_min", "out");
 }
 
@@ -104,7 +158,13 @@ void gt_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::gt_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::gt_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::gt_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "gt_Scalar", "out");
 }
 
@@ -123,7 +183,13 @@ void lerp_Tensor(const Tensor& self, const Tensor& end, const Tensor& weight, Te
   auto a_end = tb::to_aten(end);
   auto a_weight = tb::to_aten(weight);
   auto a_out = tb::to_aten(out);
-  at::lerp_out(a_out, a_self, a_end, a_weight);
+  if (tb::direct_cpu(a_self, a_end, a_weight, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::lerp_out(a_out, a_self, a_end, a_weight);
+    tb::bump_version(a_out);
+  } else {
+    at::lerp_out(a_out, a_self, a_end, a_weight);
+  }
   tb::check_output(out, a_out, "lerp_Tensor", "out");
 }
 
@@ -132,7 +198,13 @@ void lt_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::lt_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::lt_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::lt_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "lt_Tensor", "out");
 }
 
@@ -141,7 +213,13 @@ void masked_select(const Tensor& self, const Tensor& mask, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_mask = tb::to_aten(mask);
   auto a_out = tb::to_aten(out);
-  at::masked_select_out(a_out, a_self, a_mask);
+  if (tb::direct_cpu(a_self, a_mask, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::masked_select_out(a_out, a_self, a_mask);
+    tb::bump_version(a_out);
+  } else {
+    at::masked_select_out(a_out, a_self, a_mask);
+  }
   tb::check_output(out, a_out, "masked_select", "out");
 }
 
@@ -149,7 +227,13 @@ void masked_select(const Tensor& self, const Tensor& mask, Tensor& out) {
 void tan(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::tan_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::tan_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::tan_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "tan", "out");
 }
 

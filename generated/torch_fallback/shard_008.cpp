@@ -10,20 +10,31 @@
 #include "torch/aten_convert.h"
 
 #include <ATen/ops/addcdiv.h>
+#include <ATen/ops/addcdiv_cpu_dispatch.h>
 #include <ATen/ops/amin.h>
+#include <ATen/ops/amin_cpu_dispatch.h>
 #include <ATen/ops/bitwise_not.h>
+#include <ATen/ops/bitwise_not_cpu_dispatch.h>
 #include <ATen/ops/bitwise_right_shift.h>
+#include <ATen/ops/bitwise_right_shift_cpu_dispatch.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/clone.h>
 #include <ATen/ops/eq.h>
+#include <ATen/ops/eq_cpu_dispatch.h>
 #include <ATen/ops/floor_divide.h>
+#include <ATen/ops/floor_divide_cpu_dispatch.h>
 #include <ATen/ops/fmax.h>
+#include <ATen/ops/fmax_cpu_dispatch.h>
 #include <ATen/ops/hardsigmoid.h>
+#include <ATen/ops/hardsigmoid_cpu_dispatch.h>
 #include <ATen/ops/index_add.h>
+#include <ATen/ops/index_add_cpu_dispatch.h>
 #include <ATen/ops/relu.h>
 #include <ATen/ops/rms_norm.h>
 #include <ATen/ops/sqrt.h>
+#include <ATen/ops/sqrt_cpu_dispatch.h>
 #include <ATen/ops/var.h>
+#include <ATen/ops/var_cpu_dispatch.h>
 
 namespace infini::ops::torch_fallback {
 
@@ -36,7 +47,13 @@ void addcdiv(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
   auto a_tensor2 = tb::to_aten(tensor2);
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
-  at::addcdiv_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
+  if (tb::direct_cpu(a_self, a_tensor1, a_tensor2, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::addcdiv_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
+    tb::bump_version(a_out);
+  } else {
+    at::addcdiv_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
+  }
   tb::check_output(out, a_out, "addcdiv", "out");
 }
 
@@ -46,7 +63,13 @@ void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  at::amin_out(a_out, a_self, a_dim, a_keepdim);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::amin_out(a_out, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::amin_out(a_out, a_self, a_dim, a_keepdim);
+  }
   tb::check_output(out, a_out, "amin", "out");
 }
 
@@ -54,7 +77,13 @@ void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
 void bitwise_not(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::bitwise_not_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::bitwise_not_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::bitwise_not_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "bitwise_not", "out");
 }
 
@@ -63,7 +92,13 @@ void bitwise_right_shift_Tensor(const Tensor& self, const Tensor& other, Tensor&
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::bitwise_right_shift_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::bitwise_right_shift_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::bitwise_right_shift_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "bitwise_right_shift_Tensor", "out");
 }
 
@@ -89,7 +124,13 @@ void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::eq_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::eq_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::eq_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "eq_Tensor", "out");
 }
 
@@ -98,7 +139,13 @@ void floor_divide(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::floor_divide_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::floor_divide_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::floor_divide_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "floor_divide", "out");
 }
 
@@ -107,7 +154,13 @@ void fmax(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::fmax_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::fmax_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::fmax_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "fmax", "out");
 }
 
@@ -115,7 +168,13 @@ void fmax(const Tensor& self, const Tensor& other, Tensor& out) {
 void hardsigmoid(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::hardsigmoid_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::hardsigmoid_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::hardsigmoid_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "hardsigmoid", "out");
 }
 
@@ -127,7 +186,13 @@ void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tenso
   auto a_source = tb::to_aten(source);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
-  at::index_add_out(a_out, a_self, a_dim, a_index, a_source, a_alpha);
+  if (tb::direct_cpu(a_self, a_index, a_source, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::index_add_out(a_out, a_self, a_dim, a_index, a_source, a_alpha);
+    tb::bump_version(a_out);
+  } else {
+    at::index_add_out(a_out, a_self, a_dim, a_index, a_source, a_alpha);
+  }
   tb::check_output(out, a_out, "index_add", "out");
 }
 
@@ -158,7 +223,13 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
 void sqrt(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::sqrt_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::sqrt_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::sqrt_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "sqrt", "out");
 }
 
@@ -169,7 +240,13 @@ void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
   auto a_correction = tb::to_aten(correction);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  at::var_out(a_out, a_self, a_dim, a_correction, a_keepdim);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::var_out(a_out, a_self, a_dim, a_correction, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::var_out(a_out, a_self, a_dim, a_correction, a_keepdim);
+  }
   tb::check_output(out, a_out, "var_correction", "out");
 }
 

@@ -10,16 +10,25 @@
 #include "torch/aten_convert.h"
 
 #include <ATen/ops/_softmax_backward_data.h>
+#include <ATen/ops/_softmax_backward_data_cpu_dispatch.h>
 #include <ATen/ops/all.h>
+#include <ATen/ops/all_cpu_dispatch.h>
 #include <ATen/ops/cross.h>
 #include <ATen/ops/cumsum.h>
+#include <ATen/ops/cumsum_cpu_dispatch.h>
 #include <ATen/ops/div.h>
+#include <ATen/ops/div_cpu_dispatch.h>
 #include <ATen/ops/frac.h>
+#include <ATen/ops/frac_cpu_dispatch.h>
 #include <ATen/ops/max.h>
+#include <ATen/ops/max_cpu_dispatch.h>
 #include <ATen/ops/minimum.h>
+#include <ATen/ops/minimum_cpu_dispatch.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/ne.h>
+#include <ATen/ops/ne_cpu_dispatch.h>
 #include <ATen/ops/silu.h>
+#include <ATen/ops/silu_cpu_dispatch.h>
 #include <ATen/ops/square.h>
 
 namespace infini::ops::torch_fallback {
@@ -33,7 +42,13 @@ void _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int
   auto a_dim = tb::to_aten(dim);
   auto a_input_dtype = tb::to_aten(input_dtype);
   auto a_grad_input = tb::to_aten(grad_input);
-  at::_softmax_backward_data_out(a_grad_input, a_grad_output, a_output, a_dim, a_input_dtype);
+  if (tb::direct_cpu(a_grad_output, a_output, a_grad_input)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::_softmax_backward_data_out(a_grad_input, a_grad_output, a_output, a_dim, a_input_dtype);
+    tb::bump_version(a_grad_input);
+  } else {
+    at::_softmax_backward_data_out(a_grad_input, a_grad_output, a_output, a_dim, a_input_dtype);
+  }
   tb::check_output(grad_input, a_grad_input, "_softmax_backward_data", "grad_input");
 }
 
@@ -41,7 +56,13 @@ void _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int
 void all_all(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::all_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::all_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::all_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "all_all", "out");
 }
 
@@ -61,7 +82,13 @@ void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tens
   auto a_dim = tb::to_aten(dim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  at::cumsum_out(a_out, a_self, a_dim, a_dtype);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::cumsum_out(a_out, a_self, a_dim, a_dtype);
+    tb::bump_version(a_out);
+  } else {
+    at::cumsum_out(a_out, a_self, a_dim, a_dtype);
+  }
   tb::check_output(out, a_out, "cumsum", "out");
 }
 
@@ -70,7 +97,13 @@ void div(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::div_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::div_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::div_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "div", "out");
 }
 
@@ -78,7 +111,13 @@ void div(const Tensor& self, const Tensor& other, Tensor& out) {
 void frac(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::frac_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::frac_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::frac_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "frac", "out");
 }
 
@@ -89,7 +128,14 @@ void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_max = tb::to_aten(max);
   auto a_max_values = tb::to_aten(max_values);
-  at::max_out(a_max, a_max_values, a_self, a_dim, a_keepdim);
+  if (tb::direct_cpu(a_self, a_max, a_max_values)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::max_out(a_max, a_max_values, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_max);
+    tb::bump_version(a_max_values);
+  } else {
+    at::max_out(a_max, a_max_values, a_self, a_dim, a_keepdim);
+  }
   tb::check_output(max, a_max, "max", "max");
   tb::check_output(max_values, a_max_values, "max", "max_values");
 }
@@ -99,7 +145,13 @@ void minimum(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::minimum_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::minimum_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::minimum_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "minimum", "out");
 }
 
@@ -108,7 +160,13 @@ void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::ne_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::ne_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::ne_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "ne_Scalar", "out");
 }
 
@@ -116,7 +174,13 @@ void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
 void silu(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::silu_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::silu_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::silu_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "silu", "out");
 }
 

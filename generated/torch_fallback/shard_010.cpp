@@ -10,15 +10,23 @@
 #include "torch/aten_convert.h"
 
 #include <ATen/ops/clamp.h>
+#include <ATen/ops/clamp_cpu_dispatch.h>
 #include <ATen/ops/gt.h>
+#include <ATen/ops/gt_cpu_dispatch.h>
 #include <ATen/ops/hypot.h>
+#include <ATen/ops/hypot_cpu_dispatch.h>
 #include <ATen/ops/lerp.h>
+#include <ATen/ops/lerp_cpu_dispatch.h>
 #include <ATen/ops/log2.h>
+#include <ATen/ops/log2_cpu_dispatch.h>
 #include <ATen/ops/lt.h>
+#include <ATen/ops/lt_cpu_dispatch.h>
 #include <ATen/ops/masked_fill.h>
 #include <ATen/ops/native_layer_norm.h>
 #include <ATen/ops/sigmoid_backward.h>
+#include <ATen/ops/sigmoid_backward_cpu_dispatch.h>
 #include <ATen/ops/sin.h>
+#include <ATen/ops/sin_cpu_dispatch.h>
 #include <ATen/ops/softmax.h>
 
 namespace infini::ops::torch_fallback {
@@ -31,7 +39,13 @@ void clamp(const Tensor& self, const std::optional<Scalar>& min, const std::opti
   auto a_min = tb::to_aten(min);
   auto a_max = tb::to_aten(max);
   auto a_out = tb::to_aten(out);
-  at::clamp_out(a_out, a_self, a_min, a_max);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::clamp_out(a_out, a_self, a_min, a_max);
+    tb::bump_version(a_out);
+  } else {
+    at::clamp_out(a_out, a_self, a_min, a_max);
+  }
   tb::check_output(out, a_out, "clamp", "out");
 }
 
@@ -40,7 +54,13 @@ void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::gt_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::gt_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::gt_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "gt_Tensor", "out");
 }
 
@@ -49,7 +69,13 @@ void hypot(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::hypot_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::hypot_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::hypot_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "hypot", "out");
 }
 
@@ -59,7 +85,13 @@ void lerp_Scalar(const Tensor& self, const Tensor& end, const Scalar& weight, Te
   auto a_end = tb::to_aten(end);
   auto a_weight = tb::to_aten(weight);
   auto a_out = tb::to_aten(out);
-  at::lerp_out(a_out, a_self, a_end, a_weight);
+  if (tb::direct_cpu(a_self, a_end, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::lerp_out(a_out, a_self, a_end, a_weight);
+    tb::bump_version(a_out);
+  } else {
+    at::lerp_out(a_out, a_self, a_end, a_weight);
+  }
   tb::check_output(out, a_out, "lerp_Scalar", "out");
 }
 
@@ -67,7 +99,13 @@ void lerp_Scalar(const Tensor& self, const Tensor& end, const Scalar& weight, Te
 void log2(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::log2_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::log2_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::log2_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "log2", "out");
 }
 
@@ -76,7 +114,13 @@ void lt_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::lt_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::lt_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::lt_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "lt_Scalar", "out");
 }
 
@@ -111,7 +155,13 @@ void sigmoid_backward(const Tensor& grad_output, const Tensor& output, Tensor& g
   auto a_grad_output = tb::to_aten(grad_output);
   auto a_output = tb::to_aten(output);
   auto a_grad_input = tb::to_aten(grad_input);
-  at::sigmoid_backward_out(a_grad_input, a_grad_output, a_output);
+  if (tb::direct_cpu(a_grad_output, a_output, a_grad_input)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::sigmoid_backward_out(a_grad_input, a_grad_output, a_output);
+    tb::bump_version(a_grad_input);
+  } else {
+    at::sigmoid_backward_out(a_grad_input, a_grad_output, a_output);
+  }
   tb::check_output(grad_input, a_grad_input, "sigmoid_backward", "grad_input");
 }
 
@@ -119,7 +169,13 @@ void sigmoid_backward(const Tensor& grad_output, const Tensor& output, Tensor& g
 void sin(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::sin_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::sin_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::sin_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "sin", "out");
 }
 

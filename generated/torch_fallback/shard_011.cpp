@@ -10,15 +10,24 @@
 #include "torch/aten_convert.h"
 
 #include <ATen/ops/addmv.h>
+#include <ATen/ops/addmv_cpu_dispatch.h>
 #include <ATen/ops/argmin.h>
+#include <ATen/ops/argmin_cpu_dispatch.h>
 #include <ATen/ops/bitwise_xor.h>
+#include <ATen/ops/bitwise_xor_cpu_dispatch.h>
 #include <ATen/ops/exp.h>
+#include <ATen/ops/exp_cpu_dispatch.h>
 #include <ATen/ops/index_put.h>
 #include <ATen/ops/logical_not.h>
+#include <ATen/ops/logical_not_cpu_dispatch.h>
 #include <ATen/ops/nansum.h>
+#include <ATen/ops/nansum_cpu_dispatch.h>
 #include <ATen/ops/nonzero.h>
+#include <ATen/ops/nonzero_cpu_dispatch.h>
 #include <ATen/ops/sigmoid.h>
+#include <ATen/ops/sigmoid_cpu_dispatch.h>
 #include <ATen/ops/take.h>
+#include <ATen/ops/take_cpu_dispatch.h>
 
 namespace infini::ops::torch_fallback {
 
@@ -32,7 +41,13 @@ void addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scala
   auto a_beta = tb::to_aten(beta);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
-  at::addmv_out(a_out, a_self, a_mat, a_vec, a_beta, a_alpha);
+  if (tb::direct_cpu(a_self, a_mat, a_vec, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::addmv_out(a_out, a_self, a_mat, a_vec, a_beta, a_alpha);
+    tb::bump_version(a_out);
+  } else {
+    at::addmv_out(a_out, a_self, a_mat, a_vec, a_beta, a_alpha);
+  }
   tb::check_output(out, a_out, "addmv", "out");
 }
 
@@ -42,7 +57,13 @@ void argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  at::argmin_out(a_out, a_self, a_dim, a_keepdim);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::argmin_out(a_out, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::argmin_out(a_out, a_self, a_dim, a_keepdim);
+  }
   tb::check_output(out, a_out, "argmin", "out");
 }
 
@@ -51,7 +72,13 @@ void bitwise_xor_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::bitwise_xor_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::bitwise_xor_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::bitwise_xor_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "bitwise_xor_Tensor", "out");
 }
 
@@ -59,7 +86,13 @@ void bitwise_xor_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
 void exp(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::exp_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::exp_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::exp_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "exp", "out");
 }
 
@@ -78,7 +111,13 @@ void index_put(const Tensor& self, std::span<const std::optional<Tensor>> indice
 void logical_not(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::logical_not_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::logical_not_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::logical_not_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "logical_not", "out");
 }
 
@@ -89,7 +128,13 @@ void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, boo
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  at::nansum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::nansum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+    tb::bump_version(a_out);
+  } else {
+    at::nansum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+  }
   tb::check_output(out, a_out, "nansum", "out");
 }
 
@@ -97,7 +142,13 @@ void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, boo
 void nonzero(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::nonzero_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::nonzero_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::nonzero_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "nonzero", "out");
 }
 
@@ -105,7 +156,13 @@ void nonzero(const Tensor& self, Tensor& out) {
 void sigmoid(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::sigmoid_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::sigmoid_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::sigmoid_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "sigmoid", "out");
 }
 
@@ -114,7 +171,13 @@ void take(const Tensor& self, const Tensor& index, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_index = tb::to_aten(index);
   auto a_out = tb::to_aten(out);
-  at::take_out(a_out, a_self, a_index);
+  if (tb::direct_cpu(a_self, a_index, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::take_out(a_out, a_self, a_index);
+    tb::bump_version(a_out);
+  } else {
+    at::take_out(a_out, a_self, a_index);
+  }
   tb::check_output(out, a_out, "take", "out");
 }
 

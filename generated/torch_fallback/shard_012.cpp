@@ -10,15 +10,22 @@
 #include "torch/aten_convert.h"
 
 #include <ATen/ops/adaptive_max_pool2d.h>
+#include <ATen/ops/adaptive_max_pool2d_cpu_dispatch.h>
 #include <ATen/ops/aminmax.h>
+#include <ATen/ops/aminmax_cpu_dispatch.h>
 #include <ATen/ops/div.h>
+#include <ATen/ops/div_cpu_dispatch.h>
 #include <ATen/ops/log_sigmoid.h>
 #include <ATen/ops/logical_xor.h>
+#include <ATen/ops/logical_xor_cpu_dispatch.h>
 #include <ATen/ops/masked_fill.h>
 #include <ATen/ops/mv.h>
 #include <ATen/ops/smooth_l1_loss.h>
+#include <ATen/ops/smooth_l1_loss_cpu_dispatch.h>
 #include <ATen/ops/sub.h>
+#include <ATen/ops/sub_cpu_dispatch.h>
 #include <ATen/ops/topk.h>
+#include <ATen/ops/topk_cpu_dispatch.h>
 
 namespace infini::ops::torch_fallback {
 
@@ -30,7 +37,14 @@ void adaptive_max_pool2d(const Tensor& self, std::span<const int64_t> output_siz
   auto a_output_size = tb::to_aten(output_size);
   auto a_out = tb::to_aten(out);
   auto a_indices = tb::to_aten(indices);
-  at::adaptive_max_pool2d_out(a_out, a_indices, a_self, a_output_size);
+  if (tb::direct_cpu(a_self, a_out, a_indices)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::adaptive_max_pool2d_out(a_out, a_indices, a_self, a_output_size);
+    tb::bump_version(a_out);
+    tb::bump_version(a_indices);
+  } else {
+    at::adaptive_max_pool2d_out(a_out, a_indices, a_self, a_output_size);
+  }
   tb::check_output(out, a_out, "adaptive_max_pool2d", "out");
   tb::check_output(indices, a_indices, "adaptive_max_pool2d", "indices");
 }
@@ -42,7 +56,14 @@ void aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tenso
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_min = tb::to_aten(min);
   auto a_max = tb::to_aten(max);
-  at::aminmax_out(a_min, a_max, a_self, a_dim, a_keepdim);
+  if (tb::direct_cpu(a_self, a_min, a_max)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::aminmax_out(a_min, a_max, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_min);
+    tb::bump_version(a_max);
+  } else {
+    at::aminmax_out(a_min, a_max, a_self, a_dim, a_keepdim);
+  }
   tb::check_output(min, a_min, "aminmax", "min");
   tb::check_output(max, a_max, "aminmax", "max");
 }
@@ -53,7 +74,13 @@ void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::st
   auto a_other = tb::to_aten(other);
   auto a_rounding_mode = tb::to_aten(rounding_mode);
   auto a_out = tb::to_aten(out);
-  at::div_out(a_out, a_self, a_other, a_rounding_mode);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::div_out(a_out, a_self, a_other, a_rounding_mode);
+    tb::bump_version(a_out);
+  } else {
+    at::div_out(a_out, a_self, a_other, a_rounding_mode);
+  }
   tb::check_output(out, a_out, "div_out_mode", "out");
 }
 
@@ -70,7 +97,13 @@ void logical_xor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::logical_xor_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::logical_xor_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::logical_xor_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "logical_xor", "out");
 }
 
@@ -100,7 +133,13 @@ void smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction,
   auto a_reduction = tb::to_aten(reduction);
   auto a_beta = tb::to_aten(beta);
   auto a_out = tb::to_aten(out);
-  at::smooth_l1_loss_out(a_out, a_self, a_target, a_reduction, a_beta);
+  if (tb::direct_cpu(a_self, a_target, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::smooth_l1_loss_out(a_out, a_self, a_target, a_reduction, a_beta);
+    tb::bump_version(a_out);
+  } else {
+    at::smooth_l1_loss_out(a_out, a_self, a_target, a_reduction, a_beta);
+  }
   tb::check_output(out, a_out, "smooth_l1_loss", "out");
 }
 
@@ -110,7 +149,13 @@ void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
   auto a_other = tb::to_aten(other);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
-  at::sub_out(a_out, a_self, a_other, a_alpha);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::sub_out(a_out, a_self, a_other, a_alpha);
+    tb::bump_version(a_out);
+  } else {
+    at::sub_out(a_out, a_self, a_other, a_alpha);
+  }
   tb::check_output(out, a_out, "sub", "out");
 }
 
@@ -123,7 +168,14 @@ void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted,
   auto a_sorted = tb::to_aten(sorted);
   auto a_values = tb::to_aten(values);
   auto a_indices = tb::to_aten(indices);
-  at::topk_out(a_values, a_indices, a_self, a_k, a_dim, a_largest, a_sorted);
+  if (tb::direct_cpu(a_self, a_values, a_indices)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::topk_out(a_values, a_indices, a_self, a_k, a_dim, a_largest, a_sorted);
+    tb::bump_version(a_values);
+    tb::bump_version(a_indices);
+  } else {
+    at::topk_out(a_values, a_indices, a_self, a_k, a_dim, a_largest, a_sorted);
+  }
   tb::check_output(values, a_values, "topk", "values");
   tb::check_output(indices, a_indices, "topk", "indices");
 }

@@ -10,13 +10,20 @@
 #include "torch/aten_convert.h"
 
 #include <ATen/ops/acos.h>
+#include <ATen/ops/acos_cpu_dispatch.h>
 #include <ATen/ops/adaptive_avg_pool2d.h>
+#include <ATen/ops/adaptive_avg_pool2d_cpu_dispatch.h>
 #include <ATen/ops/all.h>
+#include <ATen/ops/all_cpu_dispatch.h>
 #include <ATen/ops/gather.h>
+#include <ATen/ops/gather_cpu_dispatch.h>
 #include <ATen/ops/log_softmax.h>
 #include <ATen/ops/logaddexp.h>
+#include <ATen/ops/logaddexp_cpu_dispatch.h>
 #include <ATen/ops/silu_backward.h>
+#include <ATen/ops/silu_backward_cpu_dispatch.h>
 #include <ATen/ops/sum.h>
+#include <ATen/ops/sum_cpu_dispatch.h>
 #include <ATen/ops/vdot.h>
 
 namespace infini::ops::torch_fallback {
@@ -27,7 +34,13 @@ namespace tb = ::infini::ops::torch_bridge;
 void acos(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::acos_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::acos_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::acos_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "acos", "out");
 }
 
@@ -36,7 +49,13 @@ void adaptive_avg_pool2d(const Tensor& self, std::span<const int64_t> output_siz
   auto a_self = tb::to_aten(self);
   auto a_output_size = tb::to_aten(output_size);
   auto a_out = tb::to_aten(out);
-  at::adaptive_avg_pool2d_out(a_out, a_self, a_output_size);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::adaptive_avg_pool2d_out(a_out, a_self, a_output_size);
+    tb::bump_version(a_out);
+  } else {
+    at::adaptive_avg_pool2d_out(a_out, a_self, a_output_size);
+  }
   tb::check_output(out, a_out, "adaptive_avg_pool2d", "out");
 }
 
@@ -46,7 +65,13 @@ void all(const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  at::all_out(a_out, a_self, a_dim, a_keepdim);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::all_out(a_out, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::all_out(a_out, a_self, a_dim, a_keepdim);
+  }
   tb::check_output(out, a_out, "all", "out");
 }
 
@@ -57,7 +82,13 @@ void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_gr
   auto a_index = tb::to_aten(index);
   auto a_sparse_grad = tb::to_aten(sparse_grad);
   auto a_out = tb::to_aten(out);
-  at::gather_out(a_out, a_self, a_dim, a_index, a_sparse_grad);
+  if (tb::direct_cpu(a_self, a_index, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::gather_out(a_out, a_self, a_dim, a_index, a_sparse_grad);
+    tb::bump_version(a_out);
+  } else {
+    at::gather_out(a_out, a_self, a_dim, a_index, a_sparse_grad);
+  }
   tb::check_output(out, a_out, "gather", "out");
 }
 
@@ -76,7 +107,13 @@ void logaddexp(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::logaddexp_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::logaddexp_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::logaddexp_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "logaddexp", "out");
 }
 
@@ -85,7 +122,13 @@ void silu_backward(const Tensor& grad_output, const Tensor& self, Tensor& grad_i
   auto a_grad_output = tb::to_aten(grad_output);
   auto a_self = tb::to_aten(self);
   auto a_grad_input = tb::to_aten(grad_input);
-  at::silu_backward_out(a_grad_input, a_grad_output, a_self);
+  if (tb::direct_cpu(a_grad_output, a_self, a_grad_input)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::silu_backward_out(a_grad_input, a_grad_output, a_self);
+    tb::bump_version(a_grad_input);
+  } else {
+    at::silu_backward_out(a_grad_input, a_grad_output, a_self);
+  }
   tb::check_output(grad_input, a_grad_input, "silu_backward", "grad_input");
 }
 
@@ -96,7 +139,13 @@ void sum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool k
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  at::sum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::sum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+    tb::bump_version(a_out);
+  } else {
+    at::sum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+  }
   tb::check_output(out, a_out, "sum", "out");
 }
 

@@ -10,16 +10,25 @@
 #include "torch/aten_convert.h"
 
 #include <ATen/ops/asinh.h>
+#include <ATen/ops/asinh_cpu_dispatch.h>
 #include <ATen/ops/clamp_max.h>
+#include <ATen/ops/clamp_max_cpu_dispatch.h>
 #include <ATen/ops/embedding.h>
 #include <ATen/ops/floor.h>
+#include <ATen/ops/floor_cpu_dispatch.h>
 #include <ATen/ops/hardtanh.h>
+#include <ATen/ops/hardtanh_cpu_dispatch.h>
 #include <ATen/ops/leaky_relu.h>
+#include <ATen/ops/leaky_relu_cpu_dispatch.h>
 #include <ATen/ops/lgamma.h>
+#include <ATen/ops/lgamma_cpu_dispatch.h>
 #include <ATen/ops/logical_or.h>
+#include <ATen/ops/logical_or_cpu_dispatch.h>
 #include <ATen/ops/prod.h>
+#include <ATen/ops/prod_cpu_dispatch.h>
 #include <ATen/ops/roll.h>
 #include <ATen/ops/sign.h>
+#include <ATen/ops/sign_cpu_dispatch.h>
 
 namespace infini::ops::torch_fallback {
 
@@ -29,7 +38,13 @@ namespace tb = ::infini::ops::torch_bridge;
 void asinh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::asinh_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::asinh_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::asinh_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "asinh", "out");
 }
 
@@ -38,7 +53,13 @@ void clamp_max(const Tensor& self, const Scalar& max, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_max = tb::to_aten(max);
   auto a_out = tb::to_aten(out);
-  at::clamp_max_out(a_out, a_self, a_max);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::clamp_max_out(a_out, a_self, a_max);
+    tb::bump_version(a_out);
+  } else {
+    at::clamp_max_out(a_out, a_self, a_max);
+  }
   tb::check_output(out, a_out, "clamp_max", "out");
 }
 
@@ -58,7 +79,13 @@ void embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx,
 void floor(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::floor_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::floor_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::floor_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "floor", "out");
 }
 
@@ -68,7 +95,13 @@ void hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val, 
   auto a_min_val = tb::to_aten(min_val);
   auto a_max_val = tb::to_aten(max_val);
   auto a_out = tb::to_aten(out);
-  at::hardtanh_out(a_out, a_self, a_min_val, a_max_val);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::hardtanh_out(a_out, a_self, a_min_val, a_max_val);
+    tb::bump_version(a_out);
+  } else {
+    at::hardtanh_out(a_out, a_self, a_min_val, a_max_val);
+  }
   tb::check_output(out, a_out, "hardtanh", "out");
 }
 
@@ -77,7 +110,13 @@ void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_negative_slope = tb::to_aten(negative_slope);
   auto a_out = tb::to_aten(out);
-  at::leaky_relu_out(a_out, a_self, a_negative_slope);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::leaky_relu_out(a_out, a_self, a_negative_slope);
+    tb::bump_version(a_out);
+  } else {
+    at::leaky_relu_out(a_out, a_self, a_negative_slope);
+  }
   tb::check_output(out, a_out, "leaky_relu", "out");
 }
 
@@ -85,7 +124,13 @@ void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out) {
 void lgamma(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::lgamma_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::lgamma_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::lgamma_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "lgamma", "out");
 }
 
@@ -94,7 +139,13 @@ void logical_or(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::logical_or_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::logical_or_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::logical_or_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "logical_or", "out");
 }
 
@@ -105,7 +156,13 @@ void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataT
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  at::prod_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::prod_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+    tb::bump_version(a_out);
+  } else {
+    at::prod_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+  }
   tb::check_output(out, a_out, "prod_int", "out");
 }
 
@@ -123,7 +180,13 @@ void roll(const Tensor& self, std::span<const int64_t> shifts, std::span<const i
 void sign(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::sign_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::sign_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::sign_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "sign", "out");
 }
 

@@ -10,19 +10,31 @@
 #include "torch/aten_convert.h"
 
 #include <ATen/ops/acosh.h>
+#include <ATen/ops/acosh_cpu_dispatch.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/atan.h>
+#include <ATen/ops/atan_cpu_dispatch.h>
 #include <ATen/ops/atanh.h>
+#include <ATen/ops/atanh_cpu_dispatch.h>
 #include <ATen/ops/ge.h>
+#include <ATen/ops/ge_cpu_dispatch.h>
 #include <ATen/ops/glu.h>
+#include <ATen/ops/glu_cpu_dispatch.h>
 #include <ATen/ops/le.h>
+#include <ATen/ops/le_cpu_dispatch.h>
 #include <ATen/ops/log10.h>
+#include <ATen/ops/log10_cpu_dispatch.h>
 #include <ATen/ops/log1p.h>
+#include <ATen/ops/log1p_cpu_dispatch.h>
 #include <ATen/ops/native_batch_norm.h>
+#include <ATen/ops/native_batch_norm_cpu_dispatch.h>
 #include <ATen/ops/pow.h>
+#include <ATen/ops/pow_cpu_dispatch.h>
 #include <ATen/ops/scatter_add.h>
+#include <ATen/ops/scatter_add_cpu_dispatch.h>
 #include <ATen/ops/sub.h>
 #include <ATen/ops/threshold_backward.h>
+#include <ATen/ops/threshold_backward_cpu_dispatch.h>
 
 namespace infini::ops::torch_fallback {
 
@@ -32,7 +44,13 @@ namespace tb = ::infini::ops::torch_bridge;
 void acosh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::acosh_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::acosh_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::acosh_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "acosh", "out");
 }
 
@@ -50,7 +68,13 @@ void add_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Te
 void atan(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::atan_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::atan_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::atan_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "atan", "out");
 }
 
@@ -58,7 +82,13 @@ void atan(const Tensor& self, Tensor& out) {
 void atanh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::atanh_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::atanh_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::atanh_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "atanh", "out");
 }
 
@@ -67,7 +97,13 @@ void ge_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::ge_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_other, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::ge_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::ge_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "ge_Tensor", "out");
 }
 
@@ -76,7 +112,13 @@ void glu(const Tensor& self, int64_t dim, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_dim = tb::to_aten(dim);
   auto a_out = tb::to_aten(out);
-  at::glu_out(a_out, a_self, a_dim);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::glu_out(a_out, a_self, a_dim);
+    tb::bump_version(a_out);
+  } else {
+    at::glu_out(a_out, a_self, a_dim);
+  }
   tb::check_output(out, a_out, "glu", "out");
 }
 
@@ -85,7 +127,13 @@ void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  at::le_out(a_out, a_self, a_other);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::le_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::le_out(a_out, a_self, a_other);
+  }
   tb::check_output(out, a_out, "le_Scalar", "out");
 }
 
@@ -93,7 +141,13 @@ void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
 void log10(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::log10_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::log10_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::log10_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "log10", "out");
 }
 
@@ -101,7 +155,13 @@ void log10(const Tensor& self, Tensor& out) {
 void log1p(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  at::log1p_out(a_out, a_self);
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::log1p_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::log1p_out(a_out, a_self);
+  }
   tb::check_output(out, a_out, "log1p", "out");
 }
 
@@ -118,7 +178,15 @@ void native_batch_norm(const Tensor& input, const std::optional<Tensor>& weight,
   auto a_out = tb::to_aten(out);
   auto a_save_mean = tb::to_aten(save_mean);
   auto a_save_invstd = tb::to_aten(save_invstd);
-  at::native_batch_norm_out(a_out, a_save_mean, a_save_invstd, a_input, a_weight, a_bias, a_running_mean, a_running_var, a_training, a_momentum, a_eps);
+  if (tb::direct_cpu(a_input, a_weight, a_bias, a_running_mean, a_running_var, a_out, a_save_mean, a_save_invstd)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::native_batch_norm_out(a_out, a_save_mean, a_save_invstd, a_input, a_weight, a_bias, a_running_mean, a_running_var, a_training, a_momentum, a_eps);
+    tb::bump_version(a_out);
+    tb::bump_version(a_save_mean);
+    tb::bump_version(a_save_invstd);
+  } else {
+    at::native_batch_norm_out(a_out, a_save_mean, a_save_invstd, a_input, a_weight, a_bias, a_running_mean, a_running_var, a_training, a_momentum, a_eps);
+  }
   tb::check_output(out, a_out, "native_batch_norm", "out");
   tb::check_output(save_mean, a_save_mean, "native_batch_norm", "save_mean");
   tb::check_output(save_invstd, a_save_invstd, "native_batch_norm", "save_invstd");
@@ -129,7 +197,13 @@ void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out) 
   auto a_self = tb::to_aten(self);
   auto a_exponent = tb::to_aten(exponent);
   auto a_out = tb::to_aten(out);
-  at::pow_out(a_out, a_self, a_exponent);
+  if (tb::direct_cpu(a_self, a_exponent, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::pow_out(a_out, a_self, a_exponent);
+    tb::bump_version(a_out);
+  } else {
+    at::pow_out(a_out, a_self, a_exponent);
+  }
   tb::check_output(out, a_out, "pow_Tensor_Tensor", "out");
 }
 
@@ -140,7 +214,13 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   auto a_index = tb::to_aten(index);
   auto a_src = tb::to_aten(src);
   auto a_out = tb::to_aten(out);
-  at::scatter_add_out(a_out, a_self, a_dim, a_index, a_src);
+  if (tb::direct_cpu(a_self, a_index, a_src, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::scatter_add_out(a_out, a_self, a_dim, a_index, a_src);
+    tb::bump_version(a_out);
+  } else {
+    at::scatter_add_out(a_out, a_self, a_dim, a_index, a_src);
+  }
   tb::check_output(out, a_out, "scatter_add", "out");
 }
 
@@ -160,7 +240,13 @@ void threshold_backward(const Tensor& grad_output, const Tensor& self, const Sca
   auto a_self = tb::to_aten(self);
   auto a_threshold = tb::to_aten(threshold);
   auto a_grad_input = tb::to_aten(grad_input);
-  at::threshold_backward_out(a_grad_input, a_grad_output, a_self, a_threshold);
+  if (tb::direct_cpu(a_grad_output, a_self, a_grad_input)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    at::cpu::threshold_backward_out(a_grad_input, a_grad_output, a_self, a_threshold);
+    tb::bump_version(a_grad_input);
+  } else {
+    at::threshold_backward_out(a_grad_input, a_grad_output, a_self, a_threshold);
+  }
   tb::check_output(grad_input, a_grad_input, "threshold_backward", "grad_input");
 }
 

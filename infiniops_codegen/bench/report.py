@@ -1,10 +1,15 @@
 """Per-configuration figures, summaries, and the JSON / Markdown outputs.
 
-Definitions (ours = before or after; all from per-configuration medians):
+Latency: the median over rounds of each variant's per-call time. The
+comparisons are *paired*: taken within each round (whose four batches ran
+back to back), then the median over rounds, so that the shared machine's
+slow changes of speed, which hit a whole round alike, cancel out.
+(ours = before or after)
   dispatch gap        ours - reference (ns; negative: we are faster)
   speed ratio         reference / ours (> 1: we are faster)
   overhead over floor ours - floor (ns)
   after vs before     after / before - 1 (negative: after is faster)
+Summaries are medians (and counts) over configurations.
 """
 
 from __future__ import annotations
@@ -35,20 +40,24 @@ def config_row(o: Outcome, entry: dict) -> dict:
     if o.error:
         row["error"] = o.error
         return row
-    m = o.medians
+    s = o.samples
     row.update(
         reference_call=o.reference_call,
         calls_per_batch=o.calls_per_batch,
-        reps=o.reps,
-        median_ns={k: round(v, 1) for k, v in m.items()},
-        min_ns={k: round(v, 1) for k, v in o.mins.items()},
+        rounds=o.reps,
+        median_ns={k: round(statistics.median(v), 1) for k, v in s.items()},
+        min_ns={k: round(min(v), 1) for k, v in s.items()},
         outputs_match=o.match,
     )
+
+    def paired(fn, a: str, b: str, digits: int) -> float:
+        return round(statistics.median(map(fn, s[a], s[b])), digits)
+
     for v in VARIANTS:
-        row[f"gap_{v}_ns"] = round(m[v] - m["reference"], 1)
-        row[f"ratio_{v}"] = round(m["reference"] / m[v], 4)
-        row[f"over_floor_{v}_ns"] = round(m[v] - m["floor"], 1)
-    row["after_vs_before"] = round(m["after"] / m["before"] - 1, 4)
+        row[f"gap_{v}_ns"] = paired(lambda x, r: x - r, v, "reference", 1)
+        row[f"ratio_{v}"] = paired(lambda x, r: r / x, v, "reference", 4)
+        row[f"over_floor_{v}_ns"] = paired(lambda x, f: x - f, v, "floor", 1)
+    row["after_vs_before"] = paired(lambda a, b: a / b - 1, "after", "before", 4)
     return row
 
 
@@ -184,8 +193,11 @@ def write_markdown(path: Path, meta: dict, rows: list[dict], summary: dict) -> N
         f"(-O{meta['after']['opt_level']}), handle reuse on, default implementation",
         "- floor: `THPVariable_Unpack` + `at::<op>_out`, nothing else",
         "",
-        "Latencies are medians per call; summary rows are medians over "
-        "configurations. Ratio = reference / ours (> 1: ours is faster).",
+        "Latencies are medians over rounds of the per-call time. Gaps, ratios "
+        "and overheads are paired: taken within each round (reference, before, "
+        "after and floor batches run back to back), then the median over rounds. "
+        "Summary rows are medians over configurations. "
+        "Ratio = reference / ours (> 1: ours is faster).",
         "",
         "## Summary",
         "",

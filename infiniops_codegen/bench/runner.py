@@ -3,9 +3,10 @@
 One process per variant (each loads its own module: the before and the after
 builds are both named `infiniops`, and an extension module loads once per
 process). The parent asks them in turn for one short timed batch each, so the
-batches run in wall-clock order reference, before, after, floor, reference,
-... and slow drifts of the (shared, noisy) machine hit every variant alike.
-The result per variant is the median of the per-call times of its batches.
+batches run in wall-clock order reference, before, after, floor, then floor, after,
+before, reference, ... and slow drifts of the (shared, noisy) machine hit
+every variant of a round alike. Each round gives one per-call time per
+variant; report.py takes medians and paired comparisons over the rounds.
 """
 
 from __future__ import annotations
@@ -23,22 +24,16 @@ from .cases import Config
 class Plan:
     """How long to time each configuration."""
 
-    batch_ns: int = 2_000_000  # target length of one timed batch
+    batch_ns: int = 1_000_000  # target length of one timed batch
     budget_ns: int = 1_500_000_000  # timed batches of one config, all variants
-    min_reps: int = 3
-    max_reps: int = 25
+    min_reps: int = 3  # rounds (one batch of each variant per round)
+    max_reps: int = 41
     warmup_rounds: int = 1
     calibrate_ns: int = 1_000_000
 
 
 FULL = Plan()
-QUICK = Plan(
-    batch_ns=1_000_000,
-    budget_ns=400_000_000,
-    min_reps=3,
-    max_reps=9,
-    calibrate_ns=500_000,
-)
+QUICK = Plan(batch_ns=500_000, budget_ns=300_000_000, max_reps=15, calibrate_ns=300_000)
 
 
 class WorkerError(Exception):
@@ -112,8 +107,7 @@ class Worker:
 @dataclass
 class Outcome:
     config: Config
-    medians: dict[str, float] | None = None  # role -> ns per call
-    mins: dict[str, float] | None = None
+    samples: dict[str, list[float]] | None = None  # role -> ns per call, per round
     calls_per_batch: int = 0
     reps: int = 0
     match: dict[str, bool] | None = None
@@ -168,13 +162,13 @@ class Runner:
             for w in self.workers:
                 w.request("time", n)
         samples: dict[str, list[float]] = {w.role: [] for w in self.workers}
-        for _ in range(reps):
-            for w in self.workers:
+        for i in range(reps):
+            # A B C D, D C B A, ...: a drift within a round evens out.
+            for w in self.workers if i % 2 == 0 else self.workers[::-1]:
                 samples[w.role].append(w.request("time", n) / n)
         return Outcome(
             config,
-            medians={r: statistics.median(s) for r, s in samples.items()},
-            mins={r: min(s) for r, s in samples.items()},
+            samples=samples,
             calls_per_batch=n,
             reps=reps,
             match={r: i["match"] for r, i in infos.items() if r != "reference"},
@@ -201,11 +195,12 @@ def _progress_line(i: int, total: int, o: Outcome, elapsed: float) -> str:
     head = f"[{i}/{total} {elapsed:5.0f}s] {o.config.id}"
     if o.error:
         return f"{head}: skipped ({o.error})"
-    m = o.medians
+    s = o.samples
+    m = {r: statistics.median(v) for r, v in s.items()}
+    ratio = statistics.median(r / a for r, a in zip(s["reference"], s["after"]))
     return (
         f"{head}: ref {_us(m['reference'])}  before {_us(m['before'])}  "
-        f"after {_us(m['after'])}  floor {_us(m['floor'])}  "
-        f"ratio {m['reference'] / m['after']:.2f}x"
+        f"after {_us(m['after'])}  floor {_us(m['floor'])}  ratio {ratio:.2f}x"
     )
 
 

@@ -28,7 +28,9 @@ VARIANTS = (
     "zero_size",
     "broadcast",
 )
-PATHS = ("reuse", "from_blob")
+# reuse: handle reuse, direct kernel mode (the default); from_blob: no handle;
+# dispatcher: handle reuse with direct mode off.
+PATHS = ("reuse", "from_blob", "dispatcher")
 
 
 class NotApplicable(Exception):
@@ -223,8 +225,9 @@ def _check_variant(module, op, dtype, plan, sample_index, variant, outcome):
         return
     for path in PATHS:
         outs = _empty_like_results(wanted, variant == "transposed")
-        previous = module.handle_reuse()
-        module.set_handle_reuse(path == "reuse")
+        previous = module.handle_reuse(), module.direct_mode()
+        module.set_handle_reuse(path != "from_blob")
+        module.set_direct_mode(path != "dispatcher")
         try:
             returned = ours(module, op, args, outs)
             got = outs
@@ -237,7 +240,8 @@ def _check_variant(module, op, dtype, plan, sample_index, variant, outcome):
         except Exception as e:  # noqa: BLE001 - reported with the case
             outcome.failures.append(f"{label}/{path}: {type(e).__name__}: {e}")
         finally:
-            module.set_handle_reuse(previous)
+            module.set_handle_reuse(previous[0])
+            module.set_direct_mode(previous[1])
 
 
 def _guess_outs(op: OpEntry, args: dict) -> list:
