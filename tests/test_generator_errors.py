@@ -164,11 +164,11 @@ def test_wrong_value_types(run_specs, entry, col, message):
         ),
         (
             "settings: {shard_size: big}\n",
-            "specs/bad.yaml:1:24: 'shard_size' must be an integer, got 'big'",
+            "specs/bad.yaml:1:24: 'shard_size' must be an integer of at least 1, got 'big'",
         ),
         (
             "settings: {shard_size: 0}\n",
-            "specs/bad.yaml:1:24: 'shard_size' must be at least 1",
+            "specs/bad.yaml:1:24: 'shard_size' must be an integer of at least 1, got 0",
         ),
     ],
 )
@@ -290,7 +290,7 @@ def test_every_problem_of_a_run_is_reported_sorted_by_line(run_specs):
         "type 'Storage'",
         "duplicate op name 'log' (also at specs/bad.yaml:4:5)",
         "unknown key 'extra'",
-        "'shard_size' must be at least 1",
+        "'shard_size' must be an integer of at least 1",
         "malformed YAML",
     ):
         assert any(fragment in m for m in messages), (fragment, messages)
@@ -302,3 +302,9 @@ def test_missing_spec_directory(tmp_path, monkeypatch, runner, helpers):
     assert result.exit_code == 2
     assert "nope:1:1: spec directory not found" in result.output
     assert "Traceback" not in result.output
+
+
+def test_direct_cpu_setting_must_be_a_bool(run_specs):
+    assert only_error(run_specs, "settings: {direct_cpu: 3}\n") == (
+        "specs/bad.yaml:1:24: 'direct_cpu' must be true or false, got 3"
+    )

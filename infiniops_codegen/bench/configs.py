@@ -124,9 +124,11 @@ TINY: tuple[Case, ...] = (
             "eps": 1e-5,
         },
     ),
-    # losses (reduction='mean': a 0-d output)
+    # losses, reduction='none': with 'mean' or 'sum' ATen's out= kernels
+    # use the 0-d out as their elementwise buffer, resizing it (and warning)
+    # on every call, which would time ATen's warning path.
     *(
-        Case(op, {"self": _x, "target": _x})
+        Case(op, {"self": _x, "target": _x, "reduction": 0})
         for op in "mse_loss smooth_l1_loss soft_margin_loss".split()
     ),
 )

@@ -49,12 +49,12 @@ def _git_revision() -> str:
         return "unknown"
 
 
-def _build_meta(info: builds.BuildInfo, handle_reuse: bool) -> dict:
+def _build_meta(info: builds.BuildInfo, state: dict) -> dict:
     return {
         "build_dir": str(info.build_dir),
         "opt_level": info.opt_level,
         "ops": len(info.ops),
-        "handle_reuse": handle_reuse,
+        **state,
         "module_mtime": datetime.datetime.fromtimestamp(
             info.module.stat().st_mtime, datetime.timezone.utc
         ).isoformat(timespec="seconds"),
@@ -120,7 +120,7 @@ def run_bench(
         "reference / before / after / floor"
     )
     load_before = os.getloadavg()
-    outcomes = runner.run_all(configs, entries, params, plan, echo)
+    outcomes, states = runner.run_all(configs, entries, params, plan, echo)
     rows = [report.config_row(o, entries[o.config.op]) for o in outcomes]
     summary = report.summarise(rows)
     if not summary:
@@ -142,8 +142,8 @@ def run_bench(
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "git": _git_revision(),
-        "before": _build_meta(before, handle_reuse=False),
-        "after": _build_meta(after, handle_reuse=True),
+        "before": _build_meta(before, states["before"]),
+        "after": _build_meta(after, states["after"]),
         "floor": str(floor_path),
         "plan": asdict(plan),
         "configs": len(rows),

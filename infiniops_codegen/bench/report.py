@@ -177,6 +177,18 @@ def config_table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def _build_line(b: dict) -> str:
+    reuse = b.get("handle_reuse")
+    parts = [f"`{b['build_dir']}` (-O{b['opt_level']})"]
+    if reuse is not None:
+        parts.append(
+            "handle reuse on" if reuse else "handle reuse off (from_blob path)"
+        )
+    if "direct_mode" in b:
+        parts.append(f"direct kernel mode {'on' if b['direct_mode'] else 'off'}")
+    return ", ".join(parts)
+
+
 def write_markdown(path: Path, meta: dict, rows: list[dict], summary: dict) -> None:
     skipped = [r for r in rows if "error" in r]
     lines = [
@@ -187,10 +199,8 @@ def write_markdown(path: Path, meta: dict, rows: list[dict], summary: dict) -> N
         f"{'quick' if meta['quick'] else 'full'} sweep",
         "",
         f"- reference: `torch.<op>(..., out=)` from Python",
-        f"- before: `{meta['before']['build_dir']}` "
-        f"(-O{meta['before']['opt_level']}), handle reuse off (from_blob path)",
-        f"- after: `{meta['after']['build_dir']}` "
-        f"(-O{meta['after']['opt_level']}), handle reuse on, default implementation",
+        f"- before: {_build_line(meta['before'])}",
+        f"- after: {_build_line(meta['after'])}, default implementation",
         "- floor: `THPVariable_Unpack` + `at::<op>_out`, nothing else",
         "",
         "Latencies are medians over rounds of the per-call time. Gaps, ratios "

@@ -65,7 +65,7 @@ class Worker:
 
     def wait_started(self) -> None:
         if not self.started:
-            self.recv()
+            self.state = self.recv()
             self.started = True
 
     def restart(self) -> None:
@@ -176,9 +176,13 @@ class Runner:
         )
 
 
-def run_all(configs, entries: dict, params, plan: Plan, echo) -> list[Outcome]:
-    """Time every configuration; echo one line each."""
+def run_all(
+    configs, entries: dict, params, plan: Plan, echo
+) -> tuple[list[Outcome], dict[str, dict]]:
+    """Time every configuration; echo one line each. Also returns each
+    worker's module state (handle reuse, direct mode)."""
     runner = Runner(params, plan)
+    states = {w.role: w.state for w in runner.workers}
     outcomes = []
     start = time.perf_counter()
     try:
@@ -188,7 +192,7 @@ def run_all(configs, entries: dict, params, plan: Plan, echo) -> list[Outcome]:
             echo(_progress_line(i, len(configs), outcome, time.perf_counter() - start))
     finally:
         runner.close()
-    return outcomes
+    return outcomes, states
 
 
 def _progress_line(i: int, total: int, o: Outcome, elapsed: float) -> str:

@@ -79,11 +79,24 @@ class _Worker:
 
             self.module = load(params["build_dir"])
             self.module.set_handle_reuse(role == "after")
+            if role == "before" and hasattr(self.module, "set_direct_mode"):
+                # The path before any optimisation: through the dispatcher.
+                self.module.set_direct_mode(False)
         elif role == "floor":
             from . import floor
 
             self.module = floor.load(Path(params["floor_path"]))
         self.loop = None
+
+    def state(self) -> dict:
+        """The module's runtime switches (before/after)."""
+        if self.role not in ("before", "after"):
+            return {}
+        m = self.module
+        result = {"handle_reuse": bool(m.handle_reuse())}
+        if hasattr(m, "direct_mode"):
+            result["direct_mode"] = bool(m.direct_mode())
+        return result
 
     def setup(self, config: cases.Config, entry: dict) -> dict:
         import torch
@@ -141,7 +154,7 @@ def main(conn, role: str, params: dict) -> None:
     except Exception as e:
         conn.send(("error", f"{type(e).__name__}: {e}"))
         return
-    conn.send(("ok", None))
+    conn.send(("ok", worker.state()))
     while True:
         try:
             request = conn.recv()
