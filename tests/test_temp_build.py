@@ -18,6 +18,7 @@ from infiniops_codegen.harness import run, samples
 SPEC = """
 ops:
   - sub.out
+  - abs.out
   - signature: "swapped_sub(Tensor input, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"
     uses: [sub]
     reference: "torch.sub(input, other)"
