@@ -43,6 +43,10 @@ class BuildConfig:
             f"-DPython_EXECUTABLE={sys.executable}",
         ]
         launcher = shutil.which("ccache") if self.ccache else None
+        if launcher:
+            # Without this sloppiness ccache refuses TUs that use the PCH.
+            sloppiness = "pch_defines,time_macros,include_file_mtime,include_file_ctime"
+            launcher = f"env;CCACHE_SLOPPINESS={sloppiness};{launcher}"
         args.append(f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher or ''}")
         return args + list(self.extra_cmake_args)
 

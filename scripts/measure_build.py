@@ -81,10 +81,8 @@ def main() -> None:
     for line in log.read_text().splitlines():
         parts = line.split(" ", 2)
         if len(parts) == 3 and parts[0].isdigit():
-            target = next(
-                (p for p in parts[2].split() if p.endswith((".cpp", ".cc", ".hxx"))),
-                "?",
-            )
+            words = parts[2].split()
+            target = words[words.index("-c") + 1] if "-c" in words else "?"
             peaks.append((int(parts[0]) / 1024, float(parts[1]), target))
     peaks.sort(reverse=True)
     print(f"clean build (configure + compile + link): {clean:.1f} s wall")

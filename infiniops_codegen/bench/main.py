@@ -107,10 +107,10 @@ def run_bench(
         echo(f"note: no floor for {line}")
 
     params = {
-        "reference": {"threads": threads},
-        "before": {"threads": threads, "build_dir": str(before_dir)},
-        "after": {"threads": threads, "build_dir": str(after_dir)},
-        "floor": {"threads": threads, "floor_path": str(floor_path)},
+        "threads": threads,
+        "before_build_dir": str(before_dir),
+        "after_build_dir": str(after_dir),
+        "floor_path": str(floor_path),
     }
     plan = runner.QUICK if quick else runner.FULL
     n_tiny = sum(c.family == "tiny" for c in configs)

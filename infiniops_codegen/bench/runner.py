@@ -1,11 +1,12 @@
 """Interleaved timing across long-lived worker processes.
 
-One process per variant (each loads its own module: the before and the after
-builds are both named `infiniops`, and an extension module loads once per
-process). The parent asks them in turn for one short timed batch each, so the
-batches run in wall-clock order reference, before, after, floor, then floor, after,
-before, reference, ... and slow drifts of the (shared, noisy) machine hit
-every variant of a round alike. Each round gives one per-call time per
+Two processes (worker.PROCESSES): the reference, the after build and the
+floor share one, with one set of tensors; the before build has its own (both
+builds are named `infiniops`, and an extension module loads once per
+process). The parent asks for one short timed batch of each variant in turn,
+so the batches run in wall-clock order reference, before, after, floor, then
+floor, after, before, reference, ... and slow drifts of the (shared, noisy)
+machine hit every variant of a round alike. Each round gives one per-call time per
 variant; report.py takes medians and paired comparisons over the rounds.
 """
 
@@ -45,9 +46,12 @@ class WorkerDied(Exception):
 
 
 class Worker:
-    def __init__(self, role: str, params: dict):
-        self.role = role
+    """One worker process hosting some roles (worker.PROCESSES)."""
+
+    def __init__(self, roles: tuple[str, ...], params: dict):
+        self.roles = roles
         self.params = params
+        self.state: dict = {}
         self._start()
 
     def _start(self) -> None:
@@ -55,9 +59,9 @@ class Worker:
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(
             target=worker.main,
-            args=(child, self.role, self.params),
+            args=(child, self.roles, self.params),
             daemon=True,
-            name=f"bench-{self.role}",
+            name=f"bench-{'-'.join(self.roles)}",
         )
         self.proc.start()
         child.close()
@@ -81,9 +85,11 @@ class Worker:
             status, value = self.conn.recv()
         except (EOFError, ConnectionResetError):
             code = self.proc.exitcode
-            raise WorkerDied(f"the {self.role} worker died (exit code {code})")
+            raise WorkerDied(
+                f"the {'/'.join(self.roles)} worker died (exit code {code})"
+            )
         if status != "ok":
-            raise WorkerError(f"{self.role}: {value}")
+            raise WorkerError(f"{'/'.join(self.roles)}: {value}")
         return value
 
     def request(self, *request):
@@ -116,11 +122,13 @@ class Outcome:
 
 
 class Runner:
-    def __init__(self, params: dict[str, dict], plan: Plan):
+    def __init__(self, params: dict, plan: Plan):
         self.plan = plan
-        self.workers = [Worker(role, params[role]) for role in worker.ROLES]
+        self.workers = [Worker(roles, params) for roles in worker.PROCESSES]
         for w in self.workers:  # they import torch in parallel
             w.wait_started()
+        self.host = {role: w for w in self.workers for role in w.roles}
+        self.states = {k: v for w in self.workers for k, v in w.state.items()}
 
     def close(self) -> None:
         for w in self.workers:
@@ -137,6 +145,9 @@ class Runner:
                     w.restart()
             return Outcome(config, error=str(e))
 
+    def _time(self, role: str, n: int) -> int:
+        return self.host[role].request("time", role, n)
+
     def _run(self, config: Config, entry: dict) -> Outcome:
         # Setup in parallel: every process makes the same tensors.
         for w in self.workers:
@@ -144,7 +155,7 @@ class Runner:
         infos, errors, died = {}, [], None
         for w in self.workers:  # every reply is read, whatever happened
             try:
-                infos[w.role] = w.recv()
+                infos.update(w.recv())
             except WorkerError as e:
                 errors.append(str(e))
             except WorkerDied as e:
@@ -154,18 +165,21 @@ class Runner:
         if errors:
             raise WorkerError("; ".join(errors))
         plan = self.plan
-        per_call = max(w.request("calibrate", plan.calibrate_ns) for w in self.workers)
+        roles = worker.ROLES
+        per_call = max(
+            self.host[r].request("calibrate", r, plan.calibrate_ns) for r in roles
+        )
         n = max(1, int(plan.batch_ns / per_call))
-        reps = int(plan.budget_ns / (len(self.workers) * n * per_call))
+        reps = int(plan.budget_ns / (len(roles) * n * per_call))
         reps = min(plan.max_reps, max(plan.min_reps, reps))
         for _ in range(plan.warmup_rounds):
-            for w in self.workers:
-                w.request("time", n)
-        samples: dict[str, list[float]] = {w.role: [] for w in self.workers}
+            for r in roles:
+                self._time(r, n)
+        samples: dict[str, list[float]] = {r: [] for r in roles}
         for i in range(reps):
             # A B C D, D C B A, ...: a drift within a round evens out.
-            for w in self.workers if i % 2 == 0 else self.workers[::-1]:
-                samples[w.role].append(w.request("time", n) / n)
+            for r in roles if i % 2 == 0 else roles[::-1]:
+                samples[r].append(self._time(r, n) / n)
         return Outcome(
             config,
             samples=samples,
@@ -182,7 +196,7 @@ def run_all(
     """Time every configuration; echo one line each. Also returns each
     worker's module state (handle reuse, direct mode)."""
     runner = Runner(params, plan)
-    states = {w.role: w.state for w in runner.workers}
+    states = runner.states
     outcomes = []
     start = time.perf_counter()
     try:

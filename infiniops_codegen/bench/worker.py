@@ -1,4 +1,9 @@
-"""A timing worker process: one per variant, driven over a pipe by runner.py.
+"""A timing worker process, driven over a pipe by runner.py.
+
+A process hosts one or more roles, which then share the argument and output
+tensors (same memory, same pages: a fair comparison for memory-bound ops).
+The before and after builds must live in different processes: both modules
+are named `infiniops`, and an extension module loads once per process.
 
 Roles:
   reference  torch.<op>(..., out=) from Python (torch.ops.aten.<overload>
@@ -8,9 +13,10 @@ Roles:
   floor      the bench's own floor extension (floor.py)
 
 Requests (tuples) and their replies ("ok", value) or ("error", text):
-  ("setup", config, manifest_entry) -> {"match": bool, "call": str}
-  ("calibrate", target_ns)          -> estimated ns per call
-  ("time", n)                       -> ns taken by n calls
+  (start)                           -> {role: module switches} (before/after)
+  ("setup", config, manifest_entry) -> {role: {"match": bool, "call": str}}
+  ("calibrate", role, target_ns)    -> estimated ns per call
+  ("time", role, n)                 -> ns taken by n calls
   ("close",)
 """
 
@@ -21,7 +27,9 @@ from pathlib import Path
 
 from . import calls, cases
 
-ROLES = ("reference", "before", "after", "floor")
+ROLES = ("reference", "before", "after", "floor")  # the order of a round
+# Which roles share a process (and their tensors).
+PROCESSES = (("reference", "after", "floor"), ("before",))
 
 
 def _aten_overload(name: str):
@@ -68,59 +76,68 @@ def _same(got, expected) -> bool:
 
 
 class _Worker:
-    def __init__(self, role: str, params: dict):
+    """Hosts some roles; they share one set of argument tensors."""
+
+    def __init__(self, roles: tuple[str, ...], params: dict):
         import torch
 
         torch.set_num_threads(params["threads"])
-        self.role = role
-        self.module = None
-        if role in ("before", "after"):
-            from ..runtime import load
+        self.roles = roles
+        self.modules: dict[str, object] = {}
+        for role in roles:
+            if role in ("before", "after"):
+                from ..runtime import load
 
-            self.module = load(params["build_dir"])
-            self.module.set_handle_reuse(role == "after")
-            if role == "before" and hasattr(self.module, "set_direct_mode"):
-                # The path before any optimisation: through the dispatcher.
-                self.module.set_direct_mode(False)
-        elif role == "floor":
-            from . import floor
+                module = load(params[f"{role}_build_dir"])
+                module.set_handle_reuse(role == "after")
+                if role == "before" and hasattr(module, "set_direct_mode"):
+                    # The path before any optimisation: through the dispatcher.
+                    module.set_direct_mode(False)
+                self.modules[role] = module
+            elif role == "floor":
+                from . import floor
 
-            self.module = floor.load(Path(params["floor_path"]))
-        self.loop = None
+                self.modules[role] = floor.load(Path(params["floor_path"]))
+        self.loops: dict[str, object] = {}
 
     def state(self) -> dict:
-        """The module's runtime switches (before/after)."""
-        if self.role not in ("before", "after"):
-            return {}
-        m = self.module
-        result = {"handle_reuse": bool(m.handle_reuse())}
-        if hasattr(m, "direct_mode"):
-            result["direct_mode"] = bool(m.direct_mode())
+        """The runtime switches of the hosted builds."""
+        result = {}
+        for role, m in self.modules.items():
+            if role in ("before", "after"):
+                result[role] = {"handle_reuse": bool(m.handle_reuse())}
+                if hasattr(m, "direct_mode"):
+                    result[role]["direct_mode"] = bool(m.direct_mode())
         return result
 
     def setup(self, config: cases.Config, entry: dict) -> dict:
         import torch
 
-        self.loop = None
+        self.loops = {}
         gc.collect()
         values = cases.materialise(config)
         func = _aten_overload(entry["functional"])
         result = calls.functional(func, entry, values)()
         expected = list(result) if isinstance(result, (tuple, list)) else [result]
-        outputs = [torch.empty_like(r).zero_() for r in expected]
-        if self.role == "reference":
-            call, label = self._reference(entry, values, outputs, expected)
-        else:
-            fn = getattr(self.module, entry["name"], None)
-            if fn is None:
-                raise LookupError(f"the {self.role} module has no op {entry['name']}")
-            build = calls.floor if self.role == "floor" else calls.ours
-            call = build(fn, entry, values, outputs)
-            call()
-            label = f"{self.role}.{entry['name']}"
-        match = all(_same(o, e) for o, e in zip(outputs, expected))
-        self.loop = calls.timed_loop(call)
-        return {"match": match, "call": label}
+        outputs = [torch.empty_like(r) for r in expected]
+        info = {}
+        for role in self.roles:
+            for o in outputs:
+                o.zero_()
+            if role == "reference":
+                call, label = self._reference(entry, values, outputs, expected)
+            else:
+                fn = getattr(self.modules[role], entry["name"], None)
+                if fn is None:
+                    raise LookupError(f"the {role} module has no op {entry['name']}")
+                build = calls.floor if role == "floor" else calls.ours
+                call = build(fn, entry, values, outputs)
+                call()
+                label = f"{role}.{entry['name']}"
+            match = all(_same(o, e) for o, e in zip(outputs, expected))
+            self.loops[role] = calls.timed_loop(call)
+            info[role] = {"match": match, "call": label}
+        return info
 
     def _reference(self, entry, values, outputs, expected):
         errors = []
@@ -136,21 +153,22 @@ class _Worker:
             errors.append(f"{label}: result differs from the functional op")
         raise RuntimeError("no reference call works: " + "; ".join(errors))
 
-    def calibrate(self, target_ns: int) -> float:
+    def calibrate(self, role: str, target_ns: int) -> float:
+        loop = self.loops[role]
         n = 1
         while True:
-            ns = self.loop(n)
+            ns = loop(n)
             if ns >= target_ns or n >= 1 << 22:
                 return ns / n
             # Grow towards the target, at most tenfold a step.
             n = min(n * 10, max(n * 2, int(n * 1.2 * target_ns / max(ns, 1))))
 
 
-def main(conn, role: str, params: dict) -> None:
+def main(conn, roles: tuple[str, ...], params: dict) -> None:
     """Process entry point (multiprocessing spawn)."""
     gc.disable()  # collections only at setup, never inside a timed batch
     try:
-        worker = _Worker(role, params)
+        worker = _Worker(roles, params)
     except Exception as e:
         conn.send(("error", f"{type(e).__name__}: {e}"))
         return
@@ -165,9 +183,9 @@ def main(conn, role: str, params: dict) -> None:
             if kind == "setup":
                 reply = ("ok", worker.setup(request[1], request[2]))
             elif kind == "calibrate":
-                reply = ("ok", worker.calibrate(request[1]))
+                reply = ("ok", worker.calibrate(request[1], request[2]))
             elif kind == "time":
-                reply = ("ok", worker.loop(request[1]))
+                reply = ("ok", worker.loops[request[1]](request[2]))
             elif kind == "close":
                 conn.send(("ok", None))
                 return
