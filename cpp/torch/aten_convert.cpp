@@ -31,7 +31,10 @@ std::atomic<bool> g_handle_reuse{true};
 std::atomic<bool> g_direct_mode{true};
 
 bool direct_cpu_context() {
-  return c10::impl::tls_local_dispatch_key_set().included_.empty() &&
+  // BackendSelect and ADInplaceOrView are always included; anything more
+  // (autocast, vmap, functionalization, ...) needs the dispatcher.
+  const auto included = c10::impl::tls_local_dispatch_key_set().included_;
+  return (included - c10::default_included_set).empty() &&
          !c10::impl::dispatch_mode_enabled();
 }
 

@@ -49,9 +49,17 @@ def _git_revision() -> str:
         return "unknown"
 
 
+def _rel(path: Path) -> str:
+    """Relative to the repository when inside it (bench.json is committed)."""
+    try:
+        return str(Path(path).resolve().relative_to(REPO_ROOT.resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _build_meta(info: builds.BuildInfo, state: dict) -> dict:
     return {
-        "build_dir": str(info.build_dir),
+        "build_dir": _rel(info.build_dir),
         "opt_level": info.opt_level,
         "ops": len(info.ops),
         **state,
@@ -144,7 +152,7 @@ def run_bench(
         "git": _git_revision(),
         "before": _build_meta(before, states["before"]),
         "after": _build_meta(after, states["after"]),
-        "floor": str(floor_path),
+        "floor": _rel(floor_path),
         "plan": asdict(plan),
         "configs": len(rows),
         "skipped": sum("error" in r for r in rows),

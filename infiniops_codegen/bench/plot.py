@@ -75,8 +75,9 @@ def write_png(path: Path, rows: list[dict], title: str) -> None:
             f"{FAMILY_TITLES[family]} — above 1: faster than torch", fontsize=9
         )
         ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=7, loc="upper right")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", ncol=2, fontsize=8, frameon=False)
+    fig.suptitle(title, fontsize=10, x=0.01, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -105,8 +105,11 @@ def summarise(rows: list[dict]) -> dict:
 
 
 def write_json(path: Path, meta: dict, rows: list[dict], summary: dict) -> None:
-    data = {"meta": meta, "summary": summary, "configs": rows}
-    path.write_text(json.dumps(data, indent=1) + "\n")
+    """Indented meta and summary; one line per configuration (small diffs)."""
+    head = json.dumps({"meta": meta, "summary": summary}, indent=1)[:-2]
+    lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+    body = ",\n  ".join(lines)
+    path.write_text(f'{head},\n "configs": [\n  {body}\n ]\n}}\n')
 
 
 def _ns(x: float | None) -> str:

@@ -31,6 +31,7 @@ class Plan:
     max_reps: int = 41
     warmup_rounds: int = 1
     calibrate_ns: int = 1_000_000
+    warm_below_ns: int = 5_000_000  # an untimed call before each shorter batch
 
 
 FULL = Plan()
@@ -145,8 +146,8 @@ class Runner:
                     w.restart()
             return Outcome(config, error=str(e))
 
-    def _time(self, role: str, n: int) -> int:
-        return self.host[role].request("time", role, n)
+    def _time(self, role: str, n: int, warm: bool) -> int:
+        return self.host[role].request("time", role, n, warm)
 
     def _run(self, config: Config, entry: dict) -> Outcome:
         # Setup in parallel: every process makes the same tensors.
@@ -172,14 +173,17 @@ class Runner:
         n = max(1, int(plan.batch_ns / per_call))
         reps = int(plan.budget_ns / (len(roles) * n * per_call))
         reps = min(plan.max_reps, max(plan.min_reps, reps))
+        # Below warm_below_ns a call's data may fit in cache, and the batch
+        # before (another variant, maybe another process) has evicted it.
+        warm = per_call < plan.warm_below_ns
         for _ in range(plan.warmup_rounds):
             for r in roles:
-                self._time(r, n)
+                self._time(r, n, warm)
         samples: dict[str, list[float]] = {r: [] for r in roles}
         for i in range(reps):
             # A B C D, D C B A, ...: a drift within a round evens out.
             for r in roles if i % 2 == 0 else roles[::-1]:
-                samples[r].append(self._time(r, n) / n)
+                samples[r].append(self._time(r, n, warm) / n)
         return Outcome(
             config,
             samples=samples,

@@ -16,7 +16,8 @@ Requests (tuples) and their replies ("ok", value) or ("error", text):
   (start)                           -> {role: module switches} (before/after)
   ("setup", config, manifest_entry) -> {role: {"match": bool, "call": str}}
   ("calibrate", role, target_ns)    -> estimated ns per call
-  ("time", role, n)                 -> ns taken by n calls
+  ("time", role, n, warm)           -> ns taken by n calls (after one
+                                       untimed call when warm)
   ("close",)
 """
 
@@ -153,6 +154,14 @@ class _Worker:
             errors.append(f"{label}: result differs from the functional op")
         raise RuntimeError("no reference call works: " + "; ".join(errors))
 
+    def time(self, role: str, n: int, warm: bool) -> int:
+        """ns for n calls; warm: one untimed call first, so that the batch
+        starts with this variant's data in cache whatever ran before it."""
+        loop = self.loops[role]
+        if warm:
+            loop(1)
+        return loop(n)
+
     def calibrate(self, role: str, target_ns: int) -> float:
         loop = self.loops[role]
         n = 1
@@ -185,7 +194,7 @@ def main(conn, roles: tuple[str, ...], params: dict) -> None:
             elif kind == "calibrate":
                 reply = ("ok", worker.calibrate(request[1], request[2]))
             elif kind == "time":
-                reply = ("ok", worker.loops[request[1]](request[2]))
+                reply = ("ok", worker.time(*request[1:]))
             elif kind == "close":
                 conn.send(("ok", None))
                 return
