@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from enum import Enum
 
@@ -26,10 +25,6 @@ class Default:
     value: object  # JSON value: None, bool, int, float, str or list
     core_expr: str  # C++ expression in core types (bindings)
     py_repr: str  # as written in the .pyi stub
-
-    @property
-    def json(self) -> str:
-        return json.dumps(self.value)
 
 
 @dataclass(frozen=True)

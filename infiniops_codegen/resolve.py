@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import keyword
 import zlib
+from dataclasses import replace
 
 from . import arg_types
 from .errors import SpecError, SpecErrors
@@ -168,7 +169,7 @@ def _arguments(schema: AtenSchema, spec: OpSpec) -> tuple[Argument, ...]:
 def _check_hints(spec: OpSpec, args: tuple[Argument, ...]) -> None:
     names = {a.py_name for a in args if not a.hidden}
     for key, _ in spec.hints:
-        if key not in names and key not in ("shapes", "dtypes", "skip"):
+        if key not in names and key != "shapes":
             raise _OpError(
                 spec.at("hints"),
                 f"hint '{key}' names no argument (arguments: {', '.join(sorted(names))})",
@@ -258,9 +259,7 @@ def _name_for(spec: OpSpec, db: SchemaDB) -> str | None:
         return spec.name
     if spec.aten and spec.aten in db.out_overloads:
         return default_name(db.out_overloads[spec.aten], db)
-    if spec.signature:
-        return None  # taken from the parsed signature
-    return None
+    return None  # composites: taken from the parsed signature
 
 
 def _check_name(name: str, where: Where) -> None:
@@ -379,14 +378,10 @@ def _everything_else(db, covered, taken, exclusions) -> list[Op]:
 
 
 def _replace_name(op: Op, name: str) -> Op:
-    from dataclasses import replace
-
     return replace(op, name=name)
 
 
 def _finish(op: Op, shard: int, direct_cpu: bool) -> Op:
-    from dataclasses import replace
-
     # Direct mode needs ATen's CPU entry point and plain tensor arguments
     # (lists would need per-element checks on the hot path).
     direct = (
