@@ -4,20 +4,25 @@
 // release the GIL and call the library's dispatch.
 #include "ops.h"
 #include "torch/python_args.h"
+#include "torch/stream_args.h"
 
 namespace {
 
 namespace tb = ::infini::ops::torch_bridge;
 using ::infini::ops::Implementation;
 using ::infini::ops::Scalar;
+using ::infini::ops::Stream;
+
+// Attributes of Python stream objects that hold the raw handle (platforms.yaml).
+const char* const kStreamAttributes[] = {"cuda_stream", "mlu_stream", "musa_stream", "npu_stream", nullptr};
 
 // _log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames__log_softmax[] = {"input", "dim", "half_to_float", "out", "implementation"};
-PyObject* kKeys__log_softmax[5] = {};
-const tb::Signature kSig__log_softmax{"_log_softmax", kNames__log_softmax, kKeys__log_softmax, 5, 3};
+const char* const kNames__log_softmax[] = {"input", "dim", "half_to_float", "out", "implementation", "stream"};
+PyObject* kKeys__log_softmax[6] = {};
+const tb::Signature kSig__log_softmax{"_log_softmax", kNames__log_softmax, kKeys__log_softmax, 6, 3, false};
 
 PyObject* py__log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig__log_softmax, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -27,11 +32,12 @@ PyObject* py__log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
     auto v_half_to_float = tb::bool_arg(slots[2], kSig__log_softmax, 2);
     auto v_out = tb::tensor_out_arg(slots[3], kSig__log_softmax, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig__log_softmax, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig__log_softmax, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::_log_softmax(v_self, v_dim, v_half_to_float, v_out, impl_);
+        ::infini::ops::_log_softmax(v_self, v_dim, v_half_to_float, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -45,12 +51,12 @@ PyObject* py__log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 }
 
 // _log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames__log_softmax_backward_data[] = {"grad_output", "output", "dim", "input_dtype", "out", "implementation"};
-PyObject* kKeys__log_softmax_backward_data[6] = {};
-const tb::Signature kSig__log_softmax_backward_data{"_log_softmax_backward_data", kNames__log_softmax_backward_data, kKeys__log_softmax_backward_data, 6, 4};
+const char* const kNames__log_softmax_backward_data[] = {"grad_output", "output", "dim", "input_dtype", "out", "implementation", "stream"};
+PyObject* kKeys__log_softmax_backward_data[7] = {};
+const tb::Signature kSig__log_softmax_backward_data{"_log_softmax_backward_data", kNames__log_softmax_backward_data, kKeys__log_softmax_backward_data, 7, 4, false};
 
 PyObject* py__log_softmax_backward_data(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig__log_softmax_backward_data, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -61,11 +67,12 @@ PyObject* py__log_softmax_backward_data(PyObject*, PyObject* const* args, Py_ssi
     auto v_input_dtype = tb::dtype_arg(slots[3], kSig__log_softmax_backward_data, 3);
     auto v_out = tb::tensor_out_arg(slots[4], kSig__log_softmax_backward_data, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig__log_softmax_backward_data, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig__log_softmax_backward_data, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::_log_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_out, impl_);
+        ::infini::ops::_log_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -79,12 +86,12 @@ PyObject* py__log_softmax_backward_data(PyObject*, PyObject* const* args, Py_ssi
 }
 
 // _softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames__softmax[] = {"input", "dim", "half_to_float", "out", "implementation"};
-PyObject* kKeys__softmax[5] = {};
-const tb::Signature kSig__softmax{"_softmax", kNames__softmax, kKeys__softmax, 5, 3};
+const char* const kNames__softmax[] = {"input", "dim", "half_to_float", "out", "implementation", "stream"};
+PyObject* kKeys__softmax[6] = {};
+const tb::Signature kSig__softmax{"_softmax", kNames__softmax, kKeys__softmax, 6, 3, false};
 
 PyObject* py__softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig__softmax, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -94,11 +101,12 @@ PyObject* py__softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
     auto v_half_to_float = tb::bool_arg(slots[2], kSig__softmax, 2);
     auto v_out = tb::tensor_out_arg(slots[3], kSig__softmax, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig__softmax, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig__softmax, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::_softmax(v_self, v_dim, v_half_to_float, v_out, impl_);
+        ::infini::ops::_softmax(v_self, v_dim, v_half_to_float, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -112,12 +120,12 @@ PyObject* py__softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 }
 
 // _softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) grad_input) -> Tensor(a!)
-const char* const kNames__softmax_backward_data[] = {"grad_output", "output", "dim", "input_dtype", "grad_input", "implementation"};
-PyObject* kKeys__softmax_backward_data[6] = {};
-const tb::Signature kSig__softmax_backward_data{"_softmax_backward_data", kNames__softmax_backward_data, kKeys__softmax_backward_data, 6, 4};
+const char* const kNames__softmax_backward_data[] = {"grad_output", "output", "dim", "input_dtype", "grad_input", "implementation", "stream"};
+PyObject* kKeys__softmax_backward_data[7] = {};
+const tb::Signature kSig__softmax_backward_data{"_softmax_backward_data", kNames__softmax_backward_data, kKeys__softmax_backward_data, 7, 4, false};
 
 PyObject* py__softmax_backward_data(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig__softmax_backward_data, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -128,11 +136,12 @@ PyObject* py__softmax_backward_data(PyObject*, PyObject* const* args, Py_ssize_t
     auto v_input_dtype = tb::dtype_arg(slots[3], kSig__softmax_backward_data, 3);
     auto v_grad_input = tb::tensor_out_arg(slots[4], kSig__softmax_backward_data, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig__softmax_backward_data, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig__softmax_backward_data, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_grad_input, impl_);
+        ::infini::ops::_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_grad_input, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -146,12 +155,12 @@ PyObject* py__softmax_backward_data(PyObject*, PyObject* const* args, Py_ssize_t
 }
 
 // abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_abs[] = {"input", "out", "implementation"};
-PyObject* kKeys_abs[3] = {};
-const tb::Signature kSig_abs{"abs", kNames_abs, kKeys_abs, 3, 1};
+const char* const kNames_abs[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_abs[4] = {};
+const tb::Signature kSig_abs{"abs", kNames_abs, kKeys_abs, 4, 1, false};
 
 PyObject* py_abs(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_abs, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -159,11 +168,12 @@ PyObject* py_abs(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_self = tb::tensor_arg(slots[0], kSig_abs, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_abs, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_abs, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_abs, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::abs(v_self, v_out, impl_);
+        ::infini::ops::abs(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -177,12 +187,12 @@ PyObject* py_abs(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_acos[] = {"input", "out", "implementation"};
-PyObject* kKeys_acos[3] = {};
-const tb::Signature kSig_acos{"acos", kNames_acos, kKeys_acos, 3, 1};
+const char* const kNames_acos[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_acos[4] = {};
+const tb::Signature kSig_acos{"acos", kNames_acos, kKeys_acos, 4, 1, true};
 
 PyObject* py_acos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_acos, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -190,11 +200,12 @@ PyObject* py_acos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_acos, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_acos, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_acos, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_acos, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::acos(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::acos(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -208,12 +219,12 @@ PyObject* py_acos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_acosh[] = {"input", "out", "implementation"};
-PyObject* kKeys_acosh[3] = {};
-const tb::Signature kSig_acosh{"acosh", kNames_acosh, kKeys_acosh, 3, 1};
+const char* const kNames_acosh[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_acosh[4] = {};
+const tb::Signature kSig_acosh{"acosh", kNames_acosh, kKeys_acosh, 4, 1, true};
 
 PyObject* py_acosh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_acosh, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -221,11 +232,12 @@ PyObject* py_acosh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_self = tb::tensor_arg(slots[0], kSig_acosh, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_acosh, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_acosh, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_acosh, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::acosh(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::acosh(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -239,12 +251,12 @@ PyObject* py_acosh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_adaptive_avg_pool2d[] = {"input", "output_size", "out", "implementation"};
-PyObject* kKeys_adaptive_avg_pool2d[4] = {};
-const tb::Signature kSig_adaptive_avg_pool2d{"adaptive_avg_pool2d", kNames_adaptive_avg_pool2d, kKeys_adaptive_avg_pool2d, 4, 2};
+const char* const kNames_adaptive_avg_pool2d[] = {"input", "output_size", "out", "implementation", "stream"};
+PyObject* kKeys_adaptive_avg_pool2d[5] = {};
+const tb::Signature kSig_adaptive_avg_pool2d{"adaptive_avg_pool2d", kNames_adaptive_avg_pool2d, kKeys_adaptive_avg_pool2d, 5, 2, false};
 
 PyObject* py_adaptive_avg_pool2d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_adaptive_avg_pool2d, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -253,11 +265,12 @@ PyObject* py_adaptive_avg_pool2d(PyObject*, PyObject* const* args, Py_ssize_t na
     auto v_output_size = tb::int_list_arg(slots[1], kSig_adaptive_avg_pool2d, 1, 2);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_adaptive_avg_pool2d, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_adaptive_avg_pool2d, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_adaptive_avg_pool2d, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::adaptive_avg_pool2d(v_self, v_output_size, v_out, impl_);
+        ::infini::ops::adaptive_avg_pool2d(v_self, v_output_size, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -271,12 +284,12 @@ PyObject* py_adaptive_avg_pool2d(PyObject*, PyObject* const* args, Py_ssize_t na
 }
 
 // adaptive_max_pool2d.out(Tensor self, int[2] output_size, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))
-const char* const kNames_adaptive_max_pool2d[] = {"input", "output_size", "out", "indices", "implementation"};
-PyObject* kKeys_adaptive_max_pool2d[5] = {};
-const tb::Signature kSig_adaptive_max_pool2d{"adaptive_max_pool2d", kNames_adaptive_max_pool2d, kKeys_adaptive_max_pool2d, 5, 2};
+const char* const kNames_adaptive_max_pool2d[] = {"input", "output_size", "out", "indices", "implementation", "stream"};
+PyObject* kKeys_adaptive_max_pool2d[6] = {};
+const tb::Signature kSig_adaptive_max_pool2d{"adaptive_max_pool2d", kNames_adaptive_max_pool2d, kKeys_adaptive_max_pool2d, 6, 2, false};
 
 PyObject* py_adaptive_max_pool2d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_adaptive_max_pool2d, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -286,11 +299,12 @@ PyObject* py_adaptive_max_pool2d(PyObject*, PyObject* const* args, Py_ssize_t na
     auto v_out = tb::tensor_out_arg(slots[2], kSig_adaptive_max_pool2d, 2);
     auto v_indices = tb::tensor_out_arg(slots[3], kSig_adaptive_max_pool2d, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_adaptive_max_pool2d, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_adaptive_max_pool2d, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::adaptive_max_pool2d(v_self, v_output_size, v_out, v_indices, impl_);
+        ::infini::ops::adaptive_max_pool2d(v_self, v_output_size, v_out, v_indices, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -304,12 +318,12 @@ PyObject* py_adaptive_max_pool2d(PyObject*, PyObject* const* args, Py_ssize_t na
 }
 
 // add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_add[] = {"input", "other", "alpha", "out", "implementation"};
-PyObject* kKeys_add[5] = {};
-const tb::Signature kSig_add{"add", kNames_add, kKeys_add, 5, 2};
+const char* const kNames_add[] = {"input", "other", "alpha", "out", "implementation", "stream"};
+PyObject* kKeys_add[6] = {};
+const tb::Signature kSig_add{"add", kNames_add, kKeys_add, 6, 2, true};
 
 PyObject* py_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_add, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -319,11 +333,12 @@ PyObject* py_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_alpha = tb::scalar_arg(slots[2], kSig_add, 2, Scalar(int64_t{1}));
     auto v_out = tb::tensor_out_arg(slots[3], kSig_add, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_add, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_add, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::add(v_self, v_other, v_alpha, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::add(v_self, v_other, v_alpha, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -337,12 +352,12 @@ PyObject* py_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_add_Scalar[] = {"input", "other", "alpha", "out", "implementation"};
-PyObject* kKeys_add_Scalar[5] = {};
-const tb::Signature kSig_add_Scalar{"add_Scalar", kNames_add_Scalar, kKeys_add_Scalar, 5, 3};
+const char* const kNames_add_Scalar[] = {"input", "other", "alpha", "out", "implementation", "stream"};
+PyObject* kKeys_add_Scalar[6] = {};
+const tb::Signature kSig_add_Scalar{"add_Scalar", kNames_add_Scalar, kKeys_add_Scalar, 6, 3, false};
 
 PyObject* py_add_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_add_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -352,11 +367,12 @@ PyObject* py_add_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_alpha = tb::scalar_arg(slots[2], kSig_add_Scalar, 2, Scalar(int64_t{1}));
     auto v_out = tb::tensor_out_arg(slots[3], kSig_add_Scalar, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_add_Scalar, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_add_Scalar, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::add_Scalar(v_self, v_other, v_alpha, v_out, impl_);
+        ::infini::ops::add_Scalar(v_self, v_other, v_alpha, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -370,12 +386,12 @@ PyObject* py_add_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 }
 
 // addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_addbmm[] = {"input", "batch1", "batch2", "beta", "alpha", "out", "implementation"};
-PyObject* kKeys_addbmm[7] = {};
-const tb::Signature kSig_addbmm{"addbmm", kNames_addbmm, kKeys_addbmm, 7, 3};
+const char* const kNames_addbmm[] = {"input", "batch1", "batch2", "beta", "alpha", "out", "implementation", "stream"};
+PyObject* kKeys_addbmm[8] = {};
+const tb::Signature kSig_addbmm{"addbmm", kNames_addbmm, kKeys_addbmm, 8, 3, false};
 
 PyObject* py_addbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};
   if (!tb::parse_args(kSig_addbmm, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -387,11 +403,12 @@ PyObject* py_addbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
     auto v_alpha = tb::scalar_arg(slots[4], kSig_addbmm, 4, Scalar(int64_t{1}));
     auto v_out = tb::tensor_out_arg(slots[5], kSig_addbmm, 5);
     const Implementation impl_ = tb::implementation_arg(slots[6], kSig_addbmm, 6);
+    const Stream stream_ = tb::stream_arg(slots[7], kSig_addbmm, 7, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::addbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_);
+        ::infini::ops::addbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -405,12 +422,12 @@ PyObject* py_addbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 }
 
 // addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_addcdiv[] = {"input", "tensor1", "tensor2", "value", "out", "implementation"};
-PyObject* kKeys_addcdiv[6] = {};
-const tb::Signature kSig_addcdiv{"addcdiv", kNames_addcdiv, kKeys_addcdiv, 6, 3};
+const char* const kNames_addcdiv[] = {"input", "tensor1", "tensor2", "value", "out", "implementation", "stream"};
+PyObject* kKeys_addcdiv[7] = {};
+const tb::Signature kSig_addcdiv{"addcdiv", kNames_addcdiv, kKeys_addcdiv, 7, 3, true};
 
 PyObject* py_addcdiv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_addcdiv, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -421,11 +438,12 @@ PyObject* py_addcdiv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     auto v_value = tb::scalar_arg(slots[3], kSig_addcdiv, 3, Scalar(int64_t{1}));
     auto v_out = tb::tensor_out_arg(slots[4], kSig_addcdiv, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_addcdiv, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_addcdiv, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::addcdiv(v_self, v_tensor1, v_tensor2, v_value, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_tensor1, v_tensor2, v_out));
+        ::infini::ops::addcdiv(v_self, v_tensor1, v_tensor2, v_value, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -439,12 +457,12 @@ PyObject* py_addcdiv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 }
 
 // addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_addcmul[] = {"input", "tensor1", "tensor2", "value", "out", "implementation"};
-PyObject* kKeys_addcmul[6] = {};
-const tb::Signature kSig_addcmul{"addcmul", kNames_addcmul, kKeys_addcmul, 6, 3};
+const char* const kNames_addcmul[] = {"input", "tensor1", "tensor2", "value", "out", "implementation", "stream"};
+PyObject* kKeys_addcmul[7] = {};
+const tb::Signature kSig_addcmul{"addcmul", kNames_addcmul, kKeys_addcmul, 7, 3, true};
 
 PyObject* py_addcmul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_addcmul, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -455,11 +473,12 @@ PyObject* py_addcmul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     auto v_value = tb::scalar_arg(slots[3], kSig_addcmul, 3, Scalar(int64_t{1}));
     auto v_out = tb::tensor_out_arg(slots[4], kSig_addcmul, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_addcmul, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_addcmul, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::addcmul(v_self, v_tensor1, v_tensor2, v_value, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_tensor1, v_tensor2, v_out));
+        ::infini::ops::addcmul(v_self, v_tensor1, v_tensor2, v_value, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -473,12 +492,12 @@ PyObject* py_addcmul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 }
 
 // addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_addmm[] = {"input", "mat1", "mat2", "beta", "alpha", "out", "implementation"};
-PyObject* kKeys_addmm[7] = {};
-const tb::Signature kSig_addmm{"addmm", kNames_addmm, kKeys_addmm, 7, 3};
+const char* const kNames_addmm[] = {"input", "mat1", "mat2", "beta", "alpha", "out", "implementation", "stream"};
+PyObject* kKeys_addmm[8] = {};
+const tb::Signature kSig_addmm{"addmm", kNames_addmm, kKeys_addmm, 8, 3, false};
 
 PyObject* py_addmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};
   if (!tb::parse_args(kSig_addmm, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -490,11 +509,12 @@ PyObject* py_addmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_alpha = tb::scalar_arg(slots[4], kSig_addmm, 4, Scalar(int64_t{1}));
     auto v_out = tb::tensor_out_arg(slots[5], kSig_addmm, 5);
     const Implementation impl_ = tb::implementation_arg(slots[6], kSig_addmm, 6);
+    const Stream stream_ = tb::stream_arg(slots[7], kSig_addmm, 7, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::addmm(v_self, v_mat1, v_mat2, v_beta, v_alpha, v_out, impl_);
+        ::infini::ops::addmm(v_self, v_mat1, v_mat2, v_beta, v_alpha, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -508,12 +528,12 @@ PyObject* py_addmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_addmv[] = {"input", "mat", "vec", "beta", "alpha", "out", "implementation"};
-PyObject* kKeys_addmv[7] = {};
-const tb::Signature kSig_addmv{"addmv", kNames_addmv, kKeys_addmv, 7, 3};
+const char* const kNames_addmv[] = {"input", "mat", "vec", "beta", "alpha", "out", "implementation", "stream"};
+PyObject* kKeys_addmv[8] = {};
+const tb::Signature kSig_addmv{"addmv", kNames_addmv, kKeys_addmv, 8, 3, false};
 
 PyObject* py_addmv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};
   if (!tb::parse_args(kSig_addmv, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -525,11 +545,12 @@ PyObject* py_addmv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_alpha = tb::scalar_arg(slots[4], kSig_addmv, 4, Scalar(int64_t{1}));
     auto v_out = tb::tensor_out_arg(slots[5], kSig_addmv, 5);
     const Implementation impl_ = tb::implementation_arg(slots[6], kSig_addmv, 6);
+    const Stream stream_ = tb::stream_arg(slots[7], kSig_addmv, 7, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::addmv(v_self, v_mat, v_vec, v_beta, v_alpha, v_out, impl_);
+        ::infini::ops::addmv(v_self, v_mat, v_vec, v_beta, v_alpha, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -543,12 +564,12 @@ PyObject* py_addmv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_all[] = {"input", "dim", "keepdim", "out", "implementation"};
-PyObject* kKeys_all[5] = {};
-const tb::Signature kSig_all{"all", kNames_all, kKeys_all, 5, 3};
+const char* const kNames_all[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
+PyObject* kKeys_all[6] = {};
+const tb::Signature kSig_all{"all", kNames_all, kKeys_all, 6, 3, false};
 
 PyObject* py_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_all, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -558,11 +579,12 @@ PyObject* py_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_keepdim = tb::bool_arg(slots[2], kSig_all, 2, false);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_all, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_all, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_all, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::all(v_self, v_dim, v_keepdim, v_out, impl_);
+        ::infini::ops::all(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -576,12 +598,12 @@ PyObject* py_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_all_all[] = {"input", "out", "implementation"};
-PyObject* kKeys_all_all[3] = {};
-const tb::Signature kSig_all_all{"all_all", kNames_all_all, kKeys_all_all, 3, 1};
+const char* const kNames_all_all[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_all_all[4] = {};
+const tb::Signature kSig_all_all{"all_all", kNames_all_all, kKeys_all_all, 4, 1, false};
 
 PyObject* py_all_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_all_all, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -589,11 +611,12 @@ PyObject* py_all_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     auto v_self = tb::tensor_arg(slots[0], kSig_all_all, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_all_all, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_all_all, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_all_all, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::all_all(v_self, v_out, impl_);
+        ::infini::ops::all_all(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -607,12 +630,12 @@ PyObject* py_all_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 }
 
 // amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_amax[] = {"input", "dim", "keepdim", "out", "implementation"};
-PyObject* kKeys_amax[5] = {};
-const tb::Signature kSig_amax{"amax", kNames_amax, kKeys_amax, 5, 3};
+const char* const kNames_amax[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
+PyObject* kKeys_amax[6] = {};
+const tb::Signature kSig_amax{"amax", kNames_amax, kKeys_amax, 6, 3, false};
 
 PyObject* py_amax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_amax, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -622,11 +645,12 @@ PyObject* py_amax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_keepdim = tb::bool_arg(slots[2], kSig_amax, 2, false);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_amax, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_amax, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_amax, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::amax(v_self, v_dim, v_keepdim, v_out, impl_);
+        ::infini::ops::amax(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -640,12 +664,12 @@ PyObject* py_amax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_amin[] = {"input", "dim", "keepdim", "out", "implementation"};
-PyObject* kKeys_amin[5] = {};
-const tb::Signature kSig_amin{"amin", kNames_amin, kKeys_amin, 5, 3};
+const char* const kNames_amin[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
+PyObject* kKeys_amin[6] = {};
+const tb::Signature kSig_amin{"amin", kNames_amin, kKeys_amin, 6, 3, false};
 
 PyObject* py_amin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_amin, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -655,11 +679,12 @@ PyObject* py_amin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_keepdim = tb::bool_arg(slots[2], kSig_amin, 2, false);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_amin, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_amin, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_amin, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::amin(v_self, v_dim, v_keepdim, v_out, impl_);
+        ::infini::ops::amin(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -673,12 +698,12 @@ PyObject* py_amin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)
-const char* const kNames_aminmax[] = {"input", "dim", "keepdim", "min", "max", "implementation"};
-PyObject* kKeys_aminmax[6] = {};
-const tb::Signature kSig_aminmax{"aminmax", kNames_aminmax, kKeys_aminmax, 6, 1};
+const char* const kNames_aminmax[] = {"input", "dim", "keepdim", "min", "max", "implementation", "stream"};
+PyObject* kKeys_aminmax[7] = {};
+const tb::Signature kSig_aminmax{"aminmax", kNames_aminmax, kKeys_aminmax, 7, 1, false};
 
 PyObject* py_aminmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_aminmax, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -689,11 +714,12 @@ PyObject* py_aminmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     auto v_min = tb::tensor_out_arg(slots[3], kSig_aminmax, 3);
     auto v_max = tb::tensor_out_arg(slots[4], kSig_aminmax, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_aminmax, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_aminmax, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::aminmax(v_self, v_dim, v_keepdim, v_min, v_max, impl_);
+        ::infini::ops::aminmax(v_self, v_dim, v_keepdim, v_min, v_max, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -707,12 +733,12 @@ PyObject* py_aminmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 }
 
 // any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_any[] = {"input", "dim", "keepdim", "out", "implementation"};
-PyObject* kKeys_any[5] = {};
-const tb::Signature kSig_any{"any", kNames_any, kKeys_any, 5, 3};
+const char* const kNames_any[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
+PyObject* kKeys_any[6] = {};
+const tb::Signature kSig_any{"any", kNames_any, kKeys_any, 6, 3, false};
 
 PyObject* py_any(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_any, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -722,11 +748,12 @@ PyObject* py_any(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_keepdim = tb::bool_arg(slots[2], kSig_any, 2, false);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_any, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_any, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_any, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::any(v_self, v_dim, v_keepdim, v_out, impl_);
+        ::infini::ops::any(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -740,12 +767,12 @@ PyObject* py_any(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_any_all[] = {"input", "out", "implementation"};
-PyObject* kKeys_any_all[3] = {};
-const tb::Signature kSig_any_all{"any_all", kNames_any_all, kKeys_any_all, 3, 1};
+const char* const kNames_any_all[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_any_all[4] = {};
+const tb::Signature kSig_any_all{"any_all", kNames_any_all, kKeys_any_all, 4, 1, false};
 
 PyObject* py_any_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_any_all, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -753,11 +780,12 @@ PyObject* py_any_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     auto v_self = tb::tensor_arg(slots[0], kSig_any_all, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_any_all, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_any_all, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_any_all, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::any_all(v_self, v_out, impl_);
+        ::infini::ops::any_all(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -771,12 +799,12 @@ PyObject* py_any_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 }
 
 // argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_argmax[] = {"input", "dim", "keepdim", "out", "implementation"};
-PyObject* kKeys_argmax[5] = {};
-const tb::Signature kSig_argmax{"argmax", kNames_argmax, kKeys_argmax, 5, 3};
+const char* const kNames_argmax[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
+PyObject* kKeys_argmax[6] = {};
+const tb::Signature kSig_argmax{"argmax", kNames_argmax, kKeys_argmax, 6, 3, false};
 
 PyObject* py_argmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_argmax, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -786,11 +814,12 @@ PyObject* py_argmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
     auto v_keepdim = tb::bool_arg(slots[2], kSig_argmax, 2, false);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_argmax, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_argmax, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_argmax, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::argmax(v_self, v_dim, v_keepdim, v_out, impl_);
+        ::infini::ops::argmax(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -804,12 +833,12 @@ PyObject* py_argmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 }
 
 // argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_argmin[] = {"input", "dim", "keepdim", "out", "implementation"};
-PyObject* kKeys_argmin[5] = {};
-const tb::Signature kSig_argmin{"argmin", kNames_argmin, kKeys_argmin, 5, 3};
+const char* const kNames_argmin[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
+PyObject* kKeys_argmin[6] = {};
+const tb::Signature kSig_argmin{"argmin", kNames_argmin, kKeys_argmin, 6, 3, false};
 
 PyObject* py_argmin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_argmin, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -819,11 +848,12 @@ PyObject* py_argmin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
     auto v_keepdim = tb::bool_arg(slots[2], kSig_argmin, 2, false);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_argmin, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_argmin, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_argmin, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::argmin(v_self, v_dim, v_keepdim, v_out, impl_);
+        ::infini::ops::argmin(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -837,12 +867,12 @@ PyObject* py_argmin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 }
 
 // asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_asin[] = {"input", "out", "implementation"};
-PyObject* kKeys_asin[3] = {};
-const tb::Signature kSig_asin{"asin", kNames_asin, kKeys_asin, 3, 1};
+const char* const kNames_asin[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_asin[4] = {};
+const tb::Signature kSig_asin{"asin", kNames_asin, kKeys_asin, 4, 1, true};
 
 PyObject* py_asin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_asin, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -850,11 +880,12 @@ PyObject* py_asin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_asin, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_asin, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_asin, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_asin, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::asin(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::asin(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -868,12 +899,12 @@ PyObject* py_asin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_asinh[] = {"input", "out", "implementation"};
-PyObject* kKeys_asinh[3] = {};
-const tb::Signature kSig_asinh{"asinh", kNames_asinh, kKeys_asinh, 3, 1};
+const char* const kNames_asinh[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_asinh[4] = {};
+const tb::Signature kSig_asinh{"asinh", kNames_asinh, kKeys_asinh, 4, 1, true};
 
 PyObject* py_asinh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_asinh, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -881,11 +912,12 @@ PyObject* py_asinh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_self = tb::tensor_arg(slots[0], kSig_asinh, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_asinh, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_asinh, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_asinh, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::asinh(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::asinh(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -899,12 +931,12 @@ PyObject* py_asinh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_atan[] = {"input", "out", "implementation"};
-PyObject* kKeys_atan[3] = {};
-const tb::Signature kSig_atan{"atan", kNames_atan, kKeys_atan, 3, 1};
+const char* const kNames_atan[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_atan[4] = {};
+const tb::Signature kSig_atan{"atan", kNames_atan, kKeys_atan, 4, 1, true};
 
 PyObject* py_atan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_atan, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -912,11 +944,12 @@ PyObject* py_atan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_atan, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_atan, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_atan, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_atan, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::atan(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::atan(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -930,12 +963,12 @@ PyObject* py_atan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_atan2[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_atan2[4] = {};
-const tb::Signature kSig_atan2{"atan2", kNames_atan2, kKeys_atan2, 4, 2};
+const char* const kNames_atan2[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_atan2[5] = {};
+const tb::Signature kSig_atan2{"atan2", kNames_atan2, kKeys_atan2, 5, 2, true};
 
 PyObject* py_atan2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_atan2, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -944,11 +977,12 @@ PyObject* py_atan2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_other = tb::tensor_arg(slots[1], kSig_atan2, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_atan2, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_atan2, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_atan2, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::atan2(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::atan2(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -962,12 +996,12 @@ PyObject* py_atan2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_atanh[] = {"input", "out", "implementation"};
-PyObject* kKeys_atanh[3] = {};
-const tb::Signature kSig_atanh{"atanh", kNames_atanh, kKeys_atanh, 3, 1};
+const char* const kNames_atanh[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_atanh[4] = {};
+const tb::Signature kSig_atanh{"atanh", kNames_atanh, kKeys_atanh, 4, 1, true};
 
 PyObject* py_atanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_atanh, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -975,11 +1009,12 @@ PyObject* py_atanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_self = tb::tensor_arg(slots[0], kSig_atanh, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_atanh, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_atanh, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_atanh, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::atanh(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::atanh(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -993,12 +1028,12 @@ PyObject* py_atanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // avg_pool1d.out(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_avg_pool1d[] = {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "out", "implementation"};
-PyObject* kKeys_avg_pool1d[8] = {};
-const tb::Signature kSig_avg_pool1d{"avg_pool1d", kNames_avg_pool1d, kKeys_avg_pool1d, 8, 6};
+const char* const kNames_avg_pool1d[] = {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "out", "implementation", "stream"};
+PyObject* kKeys_avg_pool1d[9] = {};
+const tb::Signature kSig_avg_pool1d{"avg_pool1d", kNames_avg_pool1d, kKeys_avg_pool1d, 9, 6, false};
 
 PyObject* py_avg_pool1d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
+  PyObject* slots[9] = {};
   if (!tb::parse_args(kSig_avg_pool1d, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1011,11 +1046,12 @@ PyObject* py_avg_pool1d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_count_include_pad = tb::bool_arg(slots[5], kSig_avg_pool1d, 5, true);
     auto v_out = tb::tensor_out_arg(slots[6], kSig_avg_pool1d, 6);
     const Implementation impl_ = tb::implementation_arg(slots[7], kSig_avg_pool1d, 7);
+    const Stream stream_ = tb::stream_arg(slots[8], kSig_avg_pool1d, 8, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::avg_pool1d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_out, impl_);
+        ::infini::ops::avg_pool1d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1029,12 +1065,12 @@ PyObject* py_avg_pool1d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 }
 
 // avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_avg_pool2d[] = {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override", "out", "implementation"};
-PyObject* kKeys_avg_pool2d[9] = {};
-const tb::Signature kSig_avg_pool2d{"avg_pool2d", kNames_avg_pool2d, kKeys_avg_pool2d, 9, 7};
+const char* const kNames_avg_pool2d[] = {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override", "out", "implementation", "stream"};
+PyObject* kKeys_avg_pool2d[10] = {};
+const tb::Signature kSig_avg_pool2d{"avg_pool2d", kNames_avg_pool2d, kKeys_avg_pool2d, 10, 7, false};
 
 PyObject* py_avg_pool2d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[9] = {};
+  PyObject* slots[10] = {};
   if (!tb::parse_args(kSig_avg_pool2d, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1048,11 +1084,12 @@ PyObject* py_avg_pool2d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_divisor_override = tb::int_opt_arg(slots[6], kSig_avg_pool2d, 6, std::nullopt);
     auto v_out = tb::tensor_out_arg(slots[7], kSig_avg_pool2d, 7);
     const Implementation impl_ = tb::implementation_arg(slots[8], kSig_avg_pool2d, 8);
+    const Stream stream_ = tb::stream_arg(slots[9], kSig_avg_pool2d, 9, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::avg_pool2d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, v_out, impl_);
+        ::infini::ops::avg_pool2d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1066,12 +1103,12 @@ PyObject* py_avg_pool2d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 }
 
 // baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_baddbmm[] = {"input", "batch1", "batch2", "beta", "alpha", "out", "implementation"};
-PyObject* kKeys_baddbmm[7] = {};
-const tb::Signature kSig_baddbmm{"baddbmm", kNames_baddbmm, kKeys_baddbmm, 7, 3};
+const char* const kNames_baddbmm[] = {"input", "batch1", "batch2", "beta", "alpha", "out", "implementation", "stream"};
+PyObject* kKeys_baddbmm[8] = {};
+const tb::Signature kSig_baddbmm{"baddbmm", kNames_baddbmm, kKeys_baddbmm, 8, 3, false};
 
 PyObject* py_baddbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};
   if (!tb::parse_args(kSig_baddbmm, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1083,11 +1120,12 @@ PyObject* py_baddbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     auto v_alpha = tb::scalar_arg(slots[4], kSig_baddbmm, 4, Scalar(int64_t{1}));
     auto v_out = tb::tensor_out_arg(slots[5], kSig_baddbmm, 5);
     const Implementation impl_ = tb::implementation_arg(slots[6], kSig_baddbmm, 6);
+    const Stream stream_ = tb::stream_arg(slots[7], kSig_baddbmm, 7, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::baddbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_);
+        ::infini::ops::baddbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1101,12 +1139,12 @@ PyObject* py_baddbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 }
 
 // bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_bitwise_and_Tensor[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_bitwise_and_Tensor[4] = {};
-const tb::Signature kSig_bitwise_and_Tensor{"bitwise_and_Tensor", kNames_bitwise_and_Tensor, kKeys_bitwise_and_Tensor, 4, 2};
+const char* const kNames_bitwise_and_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_bitwise_and_Tensor[5] = {};
+const tb::Signature kSig_bitwise_and_Tensor{"bitwise_and_Tensor", kNames_bitwise_and_Tensor, kKeys_bitwise_and_Tensor, 5, 2, true};
 
 PyObject* py_bitwise_and_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_bitwise_and_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1115,11 +1153,12 @@ PyObject* py_bitwise_and_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nar
     auto v_other = tb::tensor_arg(slots[1], kSig_bitwise_and_Tensor, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_bitwise_and_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bitwise_and_Tensor, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_bitwise_and_Tensor, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::bitwise_and_Tensor(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::bitwise_and_Tensor(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1133,12 +1172,12 @@ PyObject* py_bitwise_and_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nar
 }
 
 // bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_bitwise_left_shift_Tensor[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_bitwise_left_shift_Tensor[4] = {};
-const tb::Signature kSig_bitwise_left_shift_Tensor{"bitwise_left_shift_Tensor", kNames_bitwise_left_shift_Tensor, kKeys_bitwise_left_shift_Tensor, 4, 2};
+const char* const kNames_bitwise_left_shift_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_bitwise_left_shift_Tensor[5] = {};
+const tb::Signature kSig_bitwise_left_shift_Tensor{"bitwise_left_shift_Tensor", kNames_bitwise_left_shift_Tensor, kKeys_bitwise_left_shift_Tensor, 5, 2, true};
 
 PyObject* py_bitwise_left_shift_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_bitwise_left_shift_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1147,11 +1186,12 @@ PyObject* py_bitwise_left_shift_Tensor(PyObject*, PyObject* const* args, Py_ssiz
     auto v_other = tb::tensor_arg(slots[1], kSig_bitwise_left_shift_Tensor, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_bitwise_left_shift_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bitwise_left_shift_Tensor, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_bitwise_left_shift_Tensor, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::bitwise_left_shift_Tensor(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::bitwise_left_shift_Tensor(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1165,12 +1205,12 @@ PyObject* py_bitwise_left_shift_Tensor(PyObject*, PyObject* const* args, Py_ssiz
 }
 
 // bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_bitwise_not[] = {"input", "out", "implementation"};
-PyObject* kKeys_bitwise_not[3] = {};
-const tb::Signature kSig_bitwise_not{"bitwise_not", kNames_bitwise_not, kKeys_bitwise_not, 3, 1};
+const char* const kNames_bitwise_not[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_bitwise_not[4] = {};
+const tb::Signature kSig_bitwise_not{"bitwise_not", kNames_bitwise_not, kKeys_bitwise_not, 4, 1, true};
 
 PyObject* py_bitwise_not(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_bitwise_not, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1178,11 +1218,12 @@ PyObject* py_bitwise_not(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_not, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_bitwise_not, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_bitwise_not, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_bitwise_not, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::bitwise_not(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::bitwise_not(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1196,12 +1237,12 @@ PyObject* py_bitwise_not(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_bitwise_or_Tensor[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_bitwise_or_Tensor[4] = {};
-const tb::Signature kSig_bitwise_or_Tensor{"bitwise_or_Tensor", kNames_bitwise_or_Tensor, kKeys_bitwise_or_Tensor, 4, 2};
+const char* const kNames_bitwise_or_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_bitwise_or_Tensor[5] = {};
+const tb::Signature kSig_bitwise_or_Tensor{"bitwise_or_Tensor", kNames_bitwise_or_Tensor, kKeys_bitwise_or_Tensor, 5, 2, true};
 
 PyObject* py_bitwise_or_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_bitwise_or_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1210,11 +1251,12 @@ PyObject* py_bitwise_or_Tensor(PyObject*, PyObject* const* args, Py_ssize_t narg
     auto v_other = tb::tensor_arg(slots[1], kSig_bitwise_or_Tensor, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_bitwise_or_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bitwise_or_Tensor, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_bitwise_or_Tensor, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::bitwise_or_Tensor(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::bitwise_or_Tensor(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1228,12 +1270,12 @@ PyObject* py_bitwise_or_Tensor(PyObject*, PyObject* const* args, Py_ssize_t narg
 }
 
 // bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_bitwise_right_shift_Tensor[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_bitwise_right_shift_Tensor[4] = {};
-const tb::Signature kSig_bitwise_right_shift_Tensor{"bitwise_right_shift_Tensor", kNames_bitwise_right_shift_Tensor, kKeys_bitwise_right_shift_Tensor, 4, 2};
+const char* const kNames_bitwise_right_shift_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_bitwise_right_shift_Tensor[5] = {};
+const tb::Signature kSig_bitwise_right_shift_Tensor{"bitwise_right_shift_Tensor", kNames_bitwise_right_shift_Tensor, kKeys_bitwise_right_shift_Tensor, 5, 2, true};
 
 PyObject* py_bitwise_right_shift_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_bitwise_right_shift_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1242,11 +1284,12 @@ PyObject* py_bitwise_right_shift_Tensor(PyObject*, PyObject* const* args, Py_ssi
     auto v_other = tb::tensor_arg(slots[1], kSig_bitwise_right_shift_Tensor, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_bitwise_right_shift_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bitwise_right_shift_Tensor, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_bitwise_right_shift_Tensor, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::bitwise_right_shift_Tensor(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::bitwise_right_shift_Tensor(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1260,12 +1303,12 @@ PyObject* py_bitwise_right_shift_Tensor(PyObject*, PyObject* const* args, Py_ssi
 }
 
 // bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_bitwise_xor_Tensor[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_bitwise_xor_Tensor[4] = {};
-const tb::Signature kSig_bitwise_xor_Tensor{"bitwise_xor_Tensor", kNames_bitwise_xor_Tensor, kKeys_bitwise_xor_Tensor, 4, 2};
+const char* const kNames_bitwise_xor_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_bitwise_xor_Tensor[5] = {};
+const tb::Signature kSig_bitwise_xor_Tensor{"bitwise_xor_Tensor", kNames_bitwise_xor_Tensor, kKeys_bitwise_xor_Tensor, 5, 2, true};
 
 PyObject* py_bitwise_xor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_bitwise_xor_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1274,11 +1317,12 @@ PyObject* py_bitwise_xor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nar
     auto v_other = tb::tensor_arg(slots[1], kSig_bitwise_xor_Tensor, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_bitwise_xor_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bitwise_xor_Tensor, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_bitwise_xor_Tensor, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::bitwise_xor_Tensor(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::bitwise_xor_Tensor(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1292,12 +1336,12 @@ PyObject* py_bitwise_xor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nar
 }
 
 // bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_bmm[] = {"input", "mat2", "out", "implementation"};
-PyObject* kKeys_bmm[4] = {};
-const tb::Signature kSig_bmm{"bmm", kNames_bmm, kKeys_bmm, 4, 2};
+const char* const kNames_bmm[] = {"input", "mat2", "out", "implementation", "stream"};
+PyObject* kKeys_bmm[5] = {};
+const tb::Signature kSig_bmm{"bmm", kNames_bmm, kKeys_bmm, 5, 2, false};
 
 PyObject* py_bmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_bmm, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1306,11 +1350,12 @@ PyObject* py_bmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_mat2 = tb::tensor_arg(slots[1], kSig_bmm, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_bmm, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bmm, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_bmm, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::bmm(v_self, v_mat2, v_out, impl_);
+        ::infini::ops::bmm(v_self, v_mat2, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1324,12 +1369,12 @@ PyObject* py_bmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_cat[] = {"tensors", "dim", "out", "implementation"};
-PyObject* kKeys_cat[4] = {};
-const tb::Signature kSig_cat{"cat", kNames_cat, kKeys_cat, 4, 2};
+const char* const kNames_cat[] = {"tensors", "dim", "out", "implementation", "stream"};
+PyObject* kKeys_cat[5] = {};
+const tb::Signature kSig_cat{"cat", kNames_cat, kKeys_cat, 5, 2, false};
 
 PyObject* py_cat(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_cat, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1338,11 +1383,12 @@ PyObject* py_cat(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_dim = tb::int_arg(slots[1], kSig_cat, 1, int64_t{0});
     auto v_out = tb::tensor_out_arg(slots[2], kSig_cat, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_cat, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_cat, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::cat(v_tensors, v_dim, v_out, impl_);
+        ::infini::ops::cat(v_tensors, v_dim, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1356,12 +1402,12 @@ PyObject* py_cat(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_ceil[] = {"input", "out", "implementation"};
-PyObject* kKeys_ceil[3] = {};
-const tb::Signature kSig_ceil{"ceil", kNames_ceil, kKeys_ceil, 3, 1};
+const char* const kNames_ceil[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_ceil[4] = {};
+const tb::Signature kSig_ceil{"ceil", kNames_ceil, kKeys_ceil, 4, 1, true};
 
 PyObject* py_ceil(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_ceil, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1369,11 +1415,12 @@ PyObject* py_ceil(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_ceil, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_ceil, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_ceil, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_ceil, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::ceil(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::ceil(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1387,12 +1434,12 @@ PyObject* py_ceil(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_clamp[] = {"input", "min", "max", "out", "implementation"};
-PyObject* kKeys_clamp[5] = {};
-const tb::Signature kSig_clamp{"clamp", kNames_clamp, kKeys_clamp, 5, 3};
+const char* const kNames_clamp[] = {"input", "min", "max", "out", "implementation", "stream"};
+PyObject* kKeys_clamp[6] = {};
+const tb::Signature kSig_clamp{"clamp", kNames_clamp, kKeys_clamp, 6, 3, true};
 
 PyObject* py_clamp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_clamp, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1402,11 +1449,12 @@ PyObject* py_clamp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_max = tb::scalar_opt_arg(slots[2], kSig_clamp, 2, std::nullopt);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_clamp, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_clamp, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_clamp, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::clamp(v_self, v_min, v_max, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::clamp(v_self, v_min, v_max, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1420,12 +1468,12 @@ PyObject* py_clamp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_clamp_Tensor[] = {"input", "min", "max", "out", "implementation"};
-PyObject* kKeys_clamp_Tensor[5] = {};
-const tb::Signature kSig_clamp_Tensor{"clamp_Tensor", kNames_clamp_Tensor, kKeys_clamp_Tensor, 5, 3};
+const char* const kNames_clamp_Tensor[] = {"input", "min", "max", "out", "implementation", "stream"};
+PyObject* kKeys_clamp_Tensor[6] = {};
+const tb::Signature kSig_clamp_Tensor{"clamp_Tensor", kNames_clamp_Tensor, kKeys_clamp_Tensor, 6, 3, true};
 
 PyObject* py_clamp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_clamp_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1435,11 +1483,12 @@ PyObject* py_clamp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
     auto v_max = tb::tensor_opt_arg(slots[2], kSig_clamp_Tensor, 2, std::nullopt);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_clamp_Tensor, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_clamp_Tensor, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_clamp_Tensor, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::clamp_Tensor(v_self, v_min, v_max, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_min, v_max, v_out));
+        ::infini::ops::clamp_Tensor(v_self, v_min, v_max, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1453,12 +1502,12 @@ PyObject* py_clamp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 }
 
 // clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_clamp_max[] = {"input", "max", "out", "implementation"};
-PyObject* kKeys_clamp_max[4] = {};
-const tb::Signature kSig_clamp_max{"clamp_max", kNames_clamp_max, kKeys_clamp_max, 4, 2};
+const char* const kNames_clamp_max[] = {"input", "max", "out", "implementation", "stream"};
+PyObject* kKeys_clamp_max[5] = {};
+const tb::Signature kSig_clamp_max{"clamp_max", kNames_clamp_max, kKeys_clamp_max, 5, 2, true};
 
 PyObject* py_clamp_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_clamp_max, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1467,11 +1516,12 @@ PyObject* py_clamp_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_max = tb::scalar_arg(slots[1], kSig_clamp_max, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_clamp_max, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_clamp_max, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_clamp_max, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::clamp_max(v_self, v_max, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::clamp_max(v_self, v_max, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1485,12 +1535,12 @@ PyObject* py_clamp_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_clamp_min[] = {"input", "min", "out", "implementation"};
-PyObject* kKeys_clamp_min[4] = {};
-const tb::Signature kSig_clamp_min{"clamp_min", kNames_clamp_min, kKeys_clamp_min, 4, 2};
+const char* const kNames_clamp_min[] = {"input", "min", "out", "implementation", "stream"};
+PyObject* kKeys_clamp_min[5] = {};
+const tb::Signature kSig_clamp_min{"clamp_min", kNames_clamp_min, kKeys_clamp_min, 5, 2, true};
 
 PyObject* py_clamp_min(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_clamp_min, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1499,11 +1549,12 @@ PyObject* py_clamp_min(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_min = tb::scalar_arg(slots[1], kSig_clamp_min, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_clamp_min, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_clamp_min, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_clamp_min, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::clamp_min(v_self, v_min, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::clamp_min(v_self, v_min, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1517,12 +1568,12 @@ PyObject* py_clamp_min(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_clone[] = {"input", "out", "implementation"};
-PyObject* kKeys_clone[3] = {};
-const tb::Signature kSig_clone{"clone", kNames_clone, kKeys_clone, 3, 1};
+const char* const kNames_clone[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_clone[4] = {};
+const tb::Signature kSig_clone{"clone", kNames_clone, kKeys_clone, 4, 1, false};
 
 PyObject* py_clone(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_clone, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1530,11 +1581,12 @@ PyObject* py_clone(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_self = tb::tensor_arg(slots[0], kSig_clone, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_clone, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_clone, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_clone, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::clone(v_self, v_out, impl_);
+        ::infini::ops::clone(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1548,12 +1600,12 @@ PyObject* py_clone(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_copysign[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_copysign[4] = {};
-const tb::Signature kSig_copysign{"copysign", kNames_copysign, kKeys_copysign, 4, 2};
+const char* const kNames_copysign[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_copysign[5] = {};
+const tb::Signature kSig_copysign{"copysign", kNames_copysign, kKeys_copysign, 5, 2, true};
 
 PyObject* py_copysign(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_copysign, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1562,11 +1614,12 @@ PyObject* py_copysign(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
     auto v_other = tb::tensor_arg(slots[1], kSig_copysign, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_copysign, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_copysign, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_copysign, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::copysign(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::copysign(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1580,12 +1633,12 @@ PyObject* py_copysign(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 }
 
 // cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_cos[] = {"input", "out", "implementation"};
-PyObject* kKeys_cos[3] = {};
-const tb::Signature kSig_cos{"cos", kNames_cos, kKeys_cos, 3, 1};
+const char* const kNames_cos[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_cos[4] = {};
+const tb::Signature kSig_cos{"cos", kNames_cos, kKeys_cos, 4, 1, true};
 
 PyObject* py_cos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_cos, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1593,11 +1646,12 @@ PyObject* py_cos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_self = tb::tensor_arg(slots[0], kSig_cos, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_cos, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_cos, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_cos, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::cos(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::cos(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1611,12 +1665,12 @@ PyObject* py_cos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_cosh[] = {"input", "out", "implementation"};
-PyObject* kKeys_cosh[3] = {};
-const tb::Signature kSig_cosh{"cosh", kNames_cosh, kKeys_cosh, 3, 1};
+const char* const kNames_cosh[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_cosh[4] = {};
+const tb::Signature kSig_cosh{"cosh", kNames_cosh, kKeys_cosh, 4, 1, true};
 
 PyObject* py_cosh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_cosh, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1624,11 +1678,12 @@ PyObject* py_cosh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_cosh, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_cosh, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_cosh, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_cosh, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::cosh(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::cosh(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1642,12 +1697,12 @@ PyObject* py_cosh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // cross.out(Tensor self, Tensor other, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_cross[] = {"input", "other", "dim", "out", "implementation"};
-PyObject* kKeys_cross[5] = {};
-const tb::Signature kSig_cross{"cross", kNames_cross, kKeys_cross, 5, 3};
+const char* const kNames_cross[] = {"input", "other", "dim", "out", "implementation", "stream"};
+PyObject* kKeys_cross[6] = {};
+const tb::Signature kSig_cross{"cross", kNames_cross, kKeys_cross, 6, 3, false};
 
 PyObject* py_cross(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_cross, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1657,11 +1712,12 @@ PyObject* py_cross(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_dim = tb::int_opt_arg(slots[2], kSig_cross, 2, std::nullopt);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_cross, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_cross, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_cross, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::cross(v_self, v_other, v_dim, v_out, impl_);
+        ::infini::ops::cross(v_self, v_other, v_dim, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1675,12 +1731,12 @@ PyObject* py_cross(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_cumprod[] = {"input", "dim", "dtype", "out", "implementation"};
-PyObject* kKeys_cumprod[5] = {};
-const tb::Signature kSig_cumprod{"cumprod", kNames_cumprod, kKeys_cumprod, 5, 2};
+const char* const kNames_cumprod[] = {"input", "dim", "dtype", "out", "implementation", "stream"};
+PyObject* kKeys_cumprod[6] = {};
+const tb::Signature kSig_cumprod{"cumprod", kNames_cumprod, kKeys_cumprod, 6, 2, false};
 
 PyObject* py_cumprod(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_cumprod, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1690,11 +1746,12 @@ PyObject* py_cumprod(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     auto v_dtype = tb::dtype_opt_arg(slots[2], kSig_cumprod, 2, std::nullopt);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_cumprod, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_cumprod, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_cumprod, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::cumprod(v_self, v_dim, v_dtype, v_out, impl_);
+        ::infini::ops::cumprod(v_self, v_dim, v_dtype, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1708,12 +1765,12 @@ PyObject* py_cumprod(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 }
 
 // cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_cumsum[] = {"input", "dim", "dtype", "out", "implementation"};
-PyObject* kKeys_cumsum[5] = {};
-const tb::Signature kSig_cumsum{"cumsum", kNames_cumsum, kKeys_cumsum, 5, 2};
+const char* const kNames_cumsum[] = {"input", "dim", "dtype", "out", "implementation", "stream"};
+PyObject* kKeys_cumsum[6] = {};
+const tb::Signature kSig_cumsum{"cumsum", kNames_cumsum, kKeys_cumsum, 6, 2, false};
 
 PyObject* py_cumsum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_cumsum, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1723,11 +1780,12 @@ PyObject* py_cumsum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
     auto v_dtype = tb::dtype_opt_arg(slots[2], kSig_cumsum, 2, std::nullopt);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_cumsum, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_cumsum, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_cumsum, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::cumsum(v_self, v_dim, v_dtype, v_out, impl_);
+        ::infini::ops::cumsum(v_self, v_dim, v_dtype, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1741,12 +1799,12 @@ PyObject* py_cumsum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 }
 
 // digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_digamma[] = {"input", "out", "implementation"};
-PyObject* kKeys_digamma[3] = {};
-const tb::Signature kSig_digamma{"digamma", kNames_digamma, kKeys_digamma, 3, 1};
+const char* const kNames_digamma[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_digamma[4] = {};
+const tb::Signature kSig_digamma{"digamma", kNames_digamma, kKeys_digamma, 4, 1, true};
 
 PyObject* py_digamma(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_digamma, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1754,11 +1812,12 @@ PyObject* py_digamma(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     auto v_self = tb::tensor_arg(slots[0], kSig_digamma, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_digamma, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_digamma, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_digamma, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::digamma(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::digamma(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1772,12 +1831,12 @@ PyObject* py_digamma(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 }
 
 // div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_div[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_div[4] = {};
-const tb::Signature kSig_div{"div", kNames_div, kKeys_div, 4, 2};
+const char* const kNames_div[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_div[5] = {};
+const tb::Signature kSig_div{"div", kNames_div, kKeys_div, 5, 2, true};
 
 PyObject* py_div(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_div, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1786,11 +1845,12 @@ PyObject* py_div(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_other = tb::tensor_arg(slots[1], kSig_div, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_div, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_div, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_div, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::div(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::div(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1804,12 +1864,12 @@ PyObject* py_div(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_div_out_mode[] = {"input", "other", "rounding_mode", "out", "implementation"};
-PyObject* kKeys_div_out_mode[5] = {};
-const tb::Signature kSig_div_out_mode{"div_out_mode", kNames_div_out_mode, kKeys_div_out_mode, 5, 2};
+const char* const kNames_div_out_mode[] = {"input", "other", "rounding_mode", "out", "implementation", "stream"};
+PyObject* kKeys_div_out_mode[6] = {};
+const tb::Signature kSig_div_out_mode{"div_out_mode", kNames_div_out_mode, kKeys_div_out_mode, 6, 2, true};
 
 PyObject* py_div_out_mode(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_div_out_mode, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1819,11 +1879,12 @@ PyObject* py_div_out_mode(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
     auto v_rounding_mode = tb::str_opt_arg(slots[2], kSig_div_out_mode, 2);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_div_out_mode, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_div_out_mode, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_div_out_mode, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::div_out_mode(v_self, v_other, v_rounding_mode, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::div_out_mode(v_self, v_other, v_rounding_mode, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1837,12 +1898,12 @@ PyObject* py_div_out_mode(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 }
 
 // dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_dot[] = {"input", "tensor", "out", "implementation"};
-PyObject* kKeys_dot[4] = {};
-const tb::Signature kSig_dot{"dot", kNames_dot, kKeys_dot, 4, 2};
+const char* const kNames_dot[] = {"input", "tensor", "out", "implementation", "stream"};
+PyObject* kKeys_dot[5] = {};
+const tb::Signature kSig_dot{"dot", kNames_dot, kKeys_dot, 5, 2, false};
 
 PyObject* py_dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_dot, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1851,11 +1912,12 @@ PyObject* py_dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_tensor = tb::tensor_arg(slots[1], kSig_dot, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_dot, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_dot, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_dot, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::dot(v_self, v_tensor, v_out, impl_);
+        ::infini::ops::dot(v_self, v_tensor, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1869,12 +1931,12 @@ PyObject* py_dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_elu[] = {"input", "alpha", "scale", "input_scale", "out", "implementation"};
-PyObject* kKeys_elu[6] = {};
-const tb::Signature kSig_elu{"elu", kNames_elu, kKeys_elu, 6, 4};
+const char* const kNames_elu[] = {"input", "alpha", "scale", "input_scale", "out", "implementation", "stream"};
+PyObject* kKeys_elu[7] = {};
+const tb::Signature kSig_elu{"elu", kNames_elu, kKeys_elu, 7, 4, true};
 
 PyObject* py_elu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_elu, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1885,11 +1947,12 @@ PyObject* py_elu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_input_scale = tb::scalar_arg(slots[3], kSig_elu, 3, Scalar(int64_t{1}));
     auto v_out = tb::tensor_out_arg(slots[4], kSig_elu, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_elu, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_elu, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::elu(v_self, v_alpha, v_scale, v_input_scale, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::elu(v_self, v_alpha, v_scale, v_input_scale, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1903,12 +1966,12 @@ PyObject* py_elu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_embedding[] = {"weight", "indices", "padding_idx", "scale_grad_by_freq", "sparse", "out", "implementation"};
-PyObject* kKeys_embedding[7] = {};
-const tb::Signature kSig_embedding{"embedding", kNames_embedding, kKeys_embedding, 7, 5};
+const char* const kNames_embedding[] = {"weight", "indices", "padding_idx", "scale_grad_by_freq", "sparse", "out", "implementation", "stream"};
+PyObject* kKeys_embedding[8] = {};
+const tb::Signature kSig_embedding{"embedding", kNames_embedding, kKeys_embedding, 8, 5, false};
 
 PyObject* py_embedding(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};
   if (!tb::parse_args(kSig_embedding, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1920,11 +1983,12 @@ PyObject* py_embedding(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_sparse = tb::bool_arg(slots[4], kSig_embedding, 4, false);
     auto v_out = tb::tensor_out_arg(slots[5], kSig_embedding, 5);
     const Implementation impl_ = tb::implementation_arg(slots[6], kSig_embedding, 6);
+    const Stream stream_ = tb::stream_arg(slots[7], kSig_embedding, 7, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::embedding(v_weight, v_indices, v_padding_idx, v_scale_grad_by_freq, v_sparse, v_out, impl_);
+        ::infini::ops::embedding(v_weight, v_indices, v_padding_idx, v_scale_grad_by_freq, v_sparse, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1938,12 +2002,12 @@ PyObject* py_embedding(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_embedding_dense_backward[] = {"grad_output", "indices", "num_weights", "padding_idx", "scale_grad_by_freq", "out", "implementation"};
-PyObject* kKeys_embedding_dense_backward[7] = {};
-const tb::Signature kSig_embedding_dense_backward{"embedding_dense_backward", kNames_embedding_dense_backward, kKeys_embedding_dense_backward, 7, 5};
+const char* const kNames_embedding_dense_backward[] = {"grad_output", "indices", "num_weights", "padding_idx", "scale_grad_by_freq", "out", "implementation", "stream"};
+PyObject* kKeys_embedding_dense_backward[8] = {};
+const tb::Signature kSig_embedding_dense_backward{"embedding_dense_backward", kNames_embedding_dense_backward, kKeys_embedding_dense_backward, 8, 5, false};
 
 PyObject* py_embedding_dense_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};
   if (!tb::parse_args(kSig_embedding_dense_backward, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1955,11 +2019,12 @@ PyObject* py_embedding_dense_backward(PyObject*, PyObject* const* args, Py_ssize
     auto v_scale_grad_by_freq = tb::bool_arg(slots[4], kSig_embedding_dense_backward, 4);
     auto v_out = tb::tensor_out_arg(slots[5], kSig_embedding_dense_backward, 5);
     const Implementation impl_ = tb::implementation_arg(slots[6], kSig_embedding_dense_backward, 6);
+    const Stream stream_ = tb::stream_arg(slots[7], kSig_embedding_dense_backward, 7, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::embedding_dense_backward(v_grad_output, v_indices, v_num_weights, v_padding_idx, v_scale_grad_by_freq, v_out, impl_);
+        ::infini::ops::embedding_dense_backward(v_grad_output, v_indices, v_num_weights, v_padding_idx, v_scale_grad_by_freq, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -1973,12 +2038,12 @@ PyObject* py_embedding_dense_backward(PyObject*, PyObject* const* args, Py_ssize
 }
 
 // eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_eq_Scalar[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_eq_Scalar[4] = {};
-const tb::Signature kSig_eq_Scalar{"eq_Scalar", kNames_eq_Scalar, kKeys_eq_Scalar, 4, 2};
+const char* const kNames_eq_Scalar[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_eq_Scalar[5] = {};
+const tb::Signature kSig_eq_Scalar{"eq_Scalar", kNames_eq_Scalar, kKeys_eq_Scalar, 5, 2, true};
 
 PyObject* py_eq_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_eq_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -1987,11 +2052,12 @@ PyObject* py_eq_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_other = tb::scalar_arg(slots[1], kSig_eq_Scalar, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_eq_Scalar, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_eq_Scalar, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_eq_Scalar, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::eq_Scalar(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::eq_Scalar(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2005,12 +2071,12 @@ PyObject* py_eq_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_eq_Tensor[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_eq_Tensor[4] = {};
-const tb::Signature kSig_eq_Tensor{"eq_Tensor", kNames_eq_Tensor, kKeys_eq_Tensor, 4, 2};
+const char* const kNames_eq_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_eq_Tensor[5] = {};
+const tb::Signature kSig_eq_Tensor{"eq_Tensor", kNames_eq_Tensor, kKeys_eq_Tensor, 5, 2, true};
 
 PyObject* py_eq_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_eq_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2019,11 +2085,12 @@ PyObject* py_eq_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_other = tb::tensor_arg(slots[1], kSig_eq_Tensor, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_eq_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_eq_Tensor, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_eq_Tensor, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::eq_Tensor(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::eq_Tensor(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2037,12 +2104,12 @@ PyObject* py_eq_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_erf[] = {"input", "out", "implementation"};
-PyObject* kKeys_erf[3] = {};
-const tb::Signature kSig_erf{"erf", kNames_erf, kKeys_erf, 3, 1};
+const char* const kNames_erf[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_erf[4] = {};
+const tb::Signature kSig_erf{"erf", kNames_erf, kKeys_erf, 4, 1, true};
 
 PyObject* py_erf(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_erf, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2050,11 +2117,12 @@ PyObject* py_erf(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_self = tb::tensor_arg(slots[0], kSig_erf, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_erf, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_erf, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_erf, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::erf(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::erf(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2068,12 +2136,12 @@ PyObject* py_erf(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_erfc[] = {"input", "out", "implementation"};
-PyObject* kKeys_erfc[3] = {};
-const tb::Signature kSig_erfc{"erfc", kNames_erfc, kKeys_erfc, 3, 1};
+const char* const kNames_erfc[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_erfc[4] = {};
+const tb::Signature kSig_erfc{"erfc", kNames_erfc, kKeys_erfc, 4, 1, true};
 
 PyObject* py_erfc(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_erfc, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2081,11 +2149,12 @@ PyObject* py_erfc(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_erfc, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_erfc, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_erfc, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_erfc, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::erfc(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::erfc(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2099,12 +2168,12 @@ PyObject* py_erfc(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_erfinv[] = {"input", "out", "implementation"};
-PyObject* kKeys_erfinv[3] = {};
-const tb::Signature kSig_erfinv{"erfinv", kNames_erfinv, kKeys_erfinv, 3, 1};
+const char* const kNames_erfinv[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_erfinv[4] = {};
+const tb::Signature kSig_erfinv{"erfinv", kNames_erfinv, kKeys_erfinv, 4, 1, true};
 
 PyObject* py_erfinv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_erfinv, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2112,11 +2181,12 @@ PyObject* py_erfinv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
     auto v_self = tb::tensor_arg(slots[0], kSig_erfinv, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_erfinv, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_erfinv, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_erfinv, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::erfinv(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::erfinv(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2130,12 +2200,12 @@ PyObject* py_erfinv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 }
 
 // exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_exp[] = {"input", "out", "implementation"};
-PyObject* kKeys_exp[3] = {};
-const tb::Signature kSig_exp{"exp", kNames_exp, kKeys_exp, 3, 1};
+const char* const kNames_exp[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_exp[4] = {};
+const tb::Signature kSig_exp{"exp", kNames_exp, kKeys_exp, 4, 1, true};
 
 PyObject* py_exp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_exp, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2143,11 +2213,12 @@ PyObject* py_exp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_self = tb::tensor_arg(slots[0], kSig_exp, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_exp, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_exp, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_exp, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::exp(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::exp(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2161,12 +2232,12 @@ PyObject* py_exp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_exp2[] = {"input", "out", "implementation"};
-PyObject* kKeys_exp2[3] = {};
-const tb::Signature kSig_exp2{"exp2", kNames_exp2, kKeys_exp2, 3, 1};
+const char* const kNames_exp2[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_exp2[4] = {};
+const tb::Signature kSig_exp2{"exp2", kNames_exp2, kKeys_exp2, 4, 1, true};
 
 PyObject* py_exp2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_exp2, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2174,11 +2245,12 @@ PyObject* py_exp2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_exp2, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_exp2, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_exp2, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_exp2, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::exp2(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::exp2(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2192,12 +2264,12 @@ PyObject* py_exp2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_expm1[] = {"input", "out", "implementation"};
-PyObject* kKeys_expm1[3] = {};
-const tb::Signature kSig_expm1{"expm1", kNames_expm1, kKeys_expm1, 3, 1};
+const char* const kNames_expm1[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_expm1[4] = {};
+const tb::Signature kSig_expm1{"expm1", kNames_expm1, kKeys_expm1, 4, 1, true};
 
 PyObject* py_expm1(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_expm1, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2205,11 +2277,12 @@ PyObject* py_expm1(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_self = tb::tensor_arg(slots[0], kSig_expm1, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_expm1, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_expm1, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_expm1, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::expm1(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::expm1(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2223,12 +2296,12 @@ PyObject* py_expm1(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_flip[] = {"input", "dims", "out", "implementation"};
-PyObject* kKeys_flip[4] = {};
-const tb::Signature kSig_flip{"flip", kNames_flip, kKeys_flip, 4, 2};
+const char* const kNames_flip[] = {"input", "dims", "out", "implementation", "stream"};
+PyObject* kKeys_flip[5] = {};
+const tb::Signature kSig_flip{"flip", kNames_flip, kKeys_flip, 5, 2, false};
 
 PyObject* py_flip(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_flip, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2237,11 +2310,12 @@ PyObject* py_flip(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_dims = tb::int_list_arg(slots[1], kSig_flip, 1, 0);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_flip, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_flip, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_flip, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::flip(v_self, v_dims, v_out, impl_);
+        ::infini::ops::flip(v_self, v_dims, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2255,12 +2329,12 @@ PyObject* py_flip(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_floor[] = {"input", "out", "implementation"};
-PyObject* kKeys_floor[3] = {};
-const tb::Signature kSig_floor{"floor", kNames_floor, kKeys_floor, 3, 1};
+const char* const kNames_floor[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_floor[4] = {};
+const tb::Signature kSig_floor{"floor", kNames_floor, kKeys_floor, 4, 1, true};
 
 PyObject* py_floor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_floor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2268,11 +2342,12 @@ PyObject* py_floor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_self = tb::tensor_arg(slots[0], kSig_floor, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_floor, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_floor, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_floor, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::floor(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::floor(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2286,12 +2361,12 @@ PyObject* py_floor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_floor_divide[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_floor_divide[4] = {};
-const tb::Signature kSig_floor_divide{"floor_divide", kNames_floor_divide, kKeys_floor_divide, 4, 2};
+const char* const kNames_floor_divide[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_floor_divide[5] = {};
+const tb::Signature kSig_floor_divide{"floor_divide", kNames_floor_divide, kKeys_floor_divide, 5, 2, false};
 
 PyObject* py_floor_divide(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_floor_divide, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2300,11 +2375,12 @@ PyObject* py_floor_divide(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
     auto v_other = tb::tensor_arg(slots[1], kSig_floor_divide, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_floor_divide, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_floor_divide, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_floor_divide, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::floor_divide(v_self, v_other, v_out, impl_);
+        ::infini::ops::floor_divide(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2318,12 +2394,12 @@ PyObject* py_floor_divide(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 }
 
 // fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_fmax[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_fmax[4] = {};
-const tb::Signature kSig_fmax{"fmax", kNames_fmax, kKeys_fmax, 4, 2};
+const char* const kNames_fmax[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_fmax[5] = {};
+const tb::Signature kSig_fmax{"fmax", kNames_fmax, kKeys_fmax, 5, 2, true};
 
 PyObject* py_fmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_fmax, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2332,11 +2408,12 @@ PyObject* py_fmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_other = tb::tensor_arg(slots[1], kSig_fmax, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_fmax, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_fmax, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_fmax, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::fmax(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::fmax(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2350,12 +2427,12 @@ PyObject* py_fmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_fmin[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_fmin[4] = {};
-const tb::Signature kSig_fmin{"fmin", kNames_fmin, kKeys_fmin, 4, 2};
+const char* const kNames_fmin[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_fmin[5] = {};
+const tb::Signature kSig_fmin{"fmin", kNames_fmin, kKeys_fmin, 5, 2, true};
 
 PyObject* py_fmin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_fmin, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2364,11 +2441,12 @@ PyObject* py_fmin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_other = tb::tensor_arg(slots[1], kSig_fmin, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_fmin, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_fmin, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_fmin, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::fmin(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::fmin(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2382,12 +2460,12 @@ PyObject* py_fmin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_fmod_Tensor[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_fmod_Tensor[4] = {};
-const tb::Signature kSig_fmod_Tensor{"fmod_Tensor", kNames_fmod_Tensor, kKeys_fmod_Tensor, 4, 2};
+const char* const kNames_fmod_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_fmod_Tensor[5] = {};
+const tb::Signature kSig_fmod_Tensor{"fmod_Tensor", kNames_fmod_Tensor, kKeys_fmod_Tensor, 5, 2, true};
 
 PyObject* py_fmod_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_fmod_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2396,11 +2474,12 @@ PyObject* py_fmod_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_other = tb::tensor_arg(slots[1], kSig_fmod_Tensor, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_fmod_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_fmod_Tensor, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_fmod_Tensor, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::fmod_Tensor(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::fmod_Tensor(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2414,12 +2493,12 @@ PyObject* py_fmod_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_frac[] = {"input", "out", "implementation"};
-PyObject* kKeys_frac[3] = {};
-const tb::Signature kSig_frac{"frac", kNames_frac, kKeys_frac, 3, 1};
+const char* const kNames_frac[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_frac[4] = {};
+const tb::Signature kSig_frac{"frac", kNames_frac, kKeys_frac, 4, 1, true};
 
 PyObject* py_frac(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_frac, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2427,11 +2506,12 @@ PyObject* py_frac(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_frac, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_frac, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_frac, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_frac, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::frac(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::frac(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2445,12 +2525,12 @@ PyObject* py_frac(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_gather[] = {"input", "dim", "index", "sparse_grad", "out", "implementation"};
-PyObject* kKeys_gather[6] = {};
-const tb::Signature kSig_gather{"gather", kNames_gather, kKeys_gather, 6, 3};
+const char* const kNames_gather[] = {"input", "dim", "index", "sparse_grad", "out", "implementation", "stream"};
+PyObject* kKeys_gather[7] = {};
+const tb::Signature kSig_gather{"gather", kNames_gather, kKeys_gather, 7, 3, false};
 
 PyObject* py_gather(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_gather, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2461,11 +2541,12 @@ PyObject* py_gather(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
     auto v_sparse_grad = tb::bool_arg(slots[3], kSig_gather, 3, false);
     auto v_out = tb::tensor_out_arg(slots[4], kSig_gather, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_gather, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_gather, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::gather(v_self, v_dim, v_index, v_sparse_grad, v_out, impl_);
+        ::infini::ops::gather(v_self, v_dim, v_index, v_sparse_grad, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2479,12 +2560,12 @@ PyObject* py_gather(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 }
 
 // ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_ge_Scalar[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_ge_Scalar[4] = {};
-const tb::Signature kSig_ge_Scalar{"ge_Scalar", kNames_ge_Scalar, kKeys_ge_Scalar, 4, 2};
+const char* const kNames_ge_Scalar[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_ge_Scalar[5] = {};
+const tb::Signature kSig_ge_Scalar{"ge_Scalar", kNames_ge_Scalar, kKeys_ge_Scalar, 5, 2, true};
 
 PyObject* py_ge_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_ge_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2493,11 +2574,12 @@ PyObject* py_ge_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_other = tb::scalar_arg(slots[1], kSig_ge_Scalar, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_ge_Scalar, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_ge_Scalar, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_ge_Scalar, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::ge_Scalar(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::ge_Scalar(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2511,12 +2593,12 @@ PyObject* py_ge_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_ge_Tensor[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_ge_Tensor[4] = {};
-const tb::Signature kSig_ge_Tensor{"ge_Tensor", kNames_ge_Tensor, kKeys_ge_Tensor, 4, 2};
+const char* const kNames_ge_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_ge_Tensor[5] = {};
+const tb::Signature kSig_ge_Tensor{"ge_Tensor", kNames_ge_Tensor, kKeys_ge_Tensor, 5, 2, true};
 
 PyObject* py_ge_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_ge_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2525,11 +2607,12 @@ PyObject* py_ge_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_other = tb::tensor_arg(slots[1], kSig_ge_Tensor, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_ge_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_ge_Tensor, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_ge_Tensor, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::ge_Tensor(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::ge_Tensor(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2543,12 +2626,12 @@ PyObject* py_ge_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_gelu[] = {"input", "approximate", "out", "implementation"};
-PyObject* kKeys_gelu[4] = {};
-const tb::Signature kSig_gelu{"gelu", kNames_gelu, kKeys_gelu, 4, 1};
+const char* const kNames_gelu[] = {"input", "approximate", "out", "implementation", "stream"};
+PyObject* kKeys_gelu[5] = {};
+const tb::Signature kSig_gelu{"gelu", kNames_gelu, kKeys_gelu, 5, 1, true};
 
 PyObject* py_gelu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_gelu, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2557,11 +2640,12 @@ PyObject* py_gelu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_approximate = tb::str_arg(slots[1], kSig_gelu, 1, "none");
     auto v_out = tb::tensor_out_arg(slots[2], kSig_gelu, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_gelu, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_gelu, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::gelu(v_self, v_approximate, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::gelu(v_self, v_approximate, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2575,12 +2659,12 @@ PyObject* py_gelu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)
-const char* const kNames_gelu_backward[] = {"grad_output", "input", "approximate", "grad_input", "implementation"};
-PyObject* kKeys_gelu_backward[5] = {};
-const tb::Signature kSig_gelu_backward{"gelu_backward", kNames_gelu_backward, kKeys_gelu_backward, 5, 2};
+const char* const kNames_gelu_backward[] = {"grad_output", "input", "approximate", "grad_input", "implementation", "stream"};
+PyObject* kKeys_gelu_backward[6] = {};
+const tb::Signature kSig_gelu_backward{"gelu_backward", kNames_gelu_backward, kKeys_gelu_backward, 6, 2, true};
 
 PyObject* py_gelu_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_gelu_backward, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2590,11 +2674,12 @@ PyObject* py_gelu_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
     auto v_approximate = tb::str_arg(slots[2], kSig_gelu_backward, 2, "none");
     auto v_grad_input = tb::tensor_out_arg(slots[3], kSig_gelu_backward, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_gelu_backward, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_gelu_backward, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::gelu_backward(v_grad_output, v_self, v_approximate, v_grad_input, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_grad_output, v_self, v_grad_input));
+        ::infini::ops::gelu_backward(v_grad_output, v_self, v_approximate, v_grad_input, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2608,12 +2693,12 @@ PyObject* py_gelu_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
 }
 
 // glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_glu[] = {"input", "dim", "out", "implementation"};
-PyObject* kKeys_glu[4] = {};
-const tb::Signature kSig_glu{"glu", kNames_glu, kKeys_glu, 4, 2};
+const char* const kNames_glu[] = {"input", "dim", "out", "implementation", "stream"};
+PyObject* kKeys_glu[5] = {};
+const tb::Signature kSig_glu{"glu", kNames_glu, kKeys_glu, 5, 2, true};
 
 PyObject* py_glu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_glu, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2622,11 +2707,12 @@ PyObject* py_glu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_dim = tb::int_arg(slots[1], kSig_glu, 1, int64_t{-1});
     auto v_out = tb::tensor_out_arg(slots[2], kSig_glu, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_glu, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_glu, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::glu(v_self, v_dim, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::glu(v_self, v_dim, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2640,12 +2726,12 @@ PyObject* py_glu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_gt_Scalar[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_gt_Scalar[4] = {};
-const tb::Signature kSig_gt_Scalar{"gt_Scalar", kNames_gt_Scalar, kKeys_gt_Scalar, 4, 2};
+const char* const kNames_gt_Scalar[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_gt_Scalar[5] = {};
+const tb::Signature kSig_gt_Scalar{"gt_Scalar", kNames_gt_Scalar, kKeys_gt_Scalar, 5, 2, true};
 
 PyObject* py_gt_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_gt_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2654,11 +2740,12 @@ PyObject* py_gt_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_other = tb::scalar_arg(slots[1], kSig_gt_Scalar, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_gt_Scalar, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_gt_Scalar, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_gt_Scalar, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::gt_Scalar(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::gt_Scalar(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2672,12 +2759,12 @@ PyObject* py_gt_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_gt_Tensor[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_gt_Tensor[4] = {};
-const tb::Signature kSig_gt_Tensor{"gt_Tensor", kNames_gt_Tensor, kKeys_gt_Tensor, 4, 2};
+const char* const kNames_gt_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_gt_Tensor[5] = {};
+const tb::Signature kSig_gt_Tensor{"gt_Tensor", kNames_gt_Tensor, kKeys_gt_Tensor, 5, 2, true};
 
 PyObject* py_gt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_gt_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2686,11 +2773,12 @@ PyObject* py_gt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_other = tb::tensor_arg(slots[1], kSig_gt_Tensor, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_gt_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_gt_Tensor, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_gt_Tensor, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::gt_Tensor(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::gt_Tensor(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2704,12 +2792,12 @@ PyObject* py_gt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_hardsigmoid[] = {"input", "out", "implementation"};
-PyObject* kKeys_hardsigmoid[3] = {};
-const tb::Signature kSig_hardsigmoid{"hardsigmoid", kNames_hardsigmoid, kKeys_hardsigmoid, 3, 1};
+const char* const kNames_hardsigmoid[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_hardsigmoid[4] = {};
+const tb::Signature kSig_hardsigmoid{"hardsigmoid", kNames_hardsigmoid, kKeys_hardsigmoid, 4, 1, true};
 
 PyObject* py_hardsigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_hardsigmoid, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2717,11 +2805,12 @@ PyObject* py_hardsigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_self = tb::tensor_arg(slots[0], kSig_hardsigmoid, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_hardsigmoid, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_hardsigmoid, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_hardsigmoid, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::hardsigmoid(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::hardsigmoid(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2735,12 +2824,12 @@ PyObject* py_hardsigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_hardswish[] = {"input", "out", "implementation"};
-PyObject* kKeys_hardswish[3] = {};
-const tb::Signature kSig_hardswish{"hardswish", kNames_hardswish, kKeys_hardswish, 3, 1};
+const char* const kNames_hardswish[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_hardswish[4] = {};
+const tb::Signature kSig_hardswish{"hardswish", kNames_hardswish, kKeys_hardswish, 4, 1, false};
 
 PyObject* py_hardswish(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_hardswish, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2748,11 +2837,12 @@ PyObject* py_hardswish(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_self = tb::tensor_arg(slots[0], kSig_hardswish, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_hardswish, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_hardswish, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_hardswish, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::hardswish(v_self, v_out, impl_);
+        ::infini::ops::hardswish(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2766,12 +2856,12 @@ PyObject* py_hardswish(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_hardtanh[] = {"input", "min_val", "max_val", "out", "implementation"};
-PyObject* kKeys_hardtanh[5] = {};
-const tb::Signature kSig_hardtanh{"hardtanh", kNames_hardtanh, kKeys_hardtanh, 5, 3};
+const char* const kNames_hardtanh[] = {"input", "min_val", "max_val", "out", "implementation", "stream"};
+PyObject* kKeys_hardtanh[6] = {};
+const tb::Signature kSig_hardtanh{"hardtanh", kNames_hardtanh, kKeys_hardtanh, 6, 3, false};
 
 PyObject* py_hardtanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_hardtanh, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2781,11 +2871,12 @@ PyObject* py_hardtanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
     auto v_max_val = tb::scalar_arg(slots[2], kSig_hardtanh, 2, Scalar(int64_t{1}));
     auto v_out = tb::tensor_out_arg(slots[3], kSig_hardtanh, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_hardtanh, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_hardtanh, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::hardtanh(v_self, v_min_val, v_max_val, v_out, impl_);
+        ::infini::ops::hardtanh(v_self, v_min_val, v_max_val, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2799,12 +2890,12 @@ PyObject* py_hardtanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 }
 
 // hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_hypot[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_hypot[4] = {};
-const tb::Signature kSig_hypot{"hypot", kNames_hypot, kKeys_hypot, 4, 2};
+const char* const kNames_hypot[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_hypot[5] = {};
+const tb::Signature kSig_hypot{"hypot", kNames_hypot, kKeys_hypot, 5, 2, true};
 
 PyObject* py_hypot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_hypot, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2813,11 +2904,12 @@ PyObject* py_hypot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_other = tb::tensor_arg(slots[1], kSig_hypot, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_hypot, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_hypot, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_hypot, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::hypot(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::hypot(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2831,12 +2923,12 @@ PyObject* py_hypot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_index[] = {"input", "indices", "out", "implementation"};
-PyObject* kKeys_index[4] = {};
-const tb::Signature kSig_index{"index", kNames_index, kKeys_index, 4, 2};
+const char* const kNames_index[] = {"input", "indices", "out", "implementation", "stream"};
+PyObject* kKeys_index[5] = {};
+const tb::Signature kSig_index{"index", kNames_index, kKeys_index, 5, 2, false};
 
 PyObject* py_index(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_index, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2845,11 +2937,12 @@ PyObject* py_index(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_indices = tb::tensor_opt_list_arg(slots[1], kSig_index, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_index, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_index, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_index, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::index(v_self, v_indices, v_out, impl_);
+        ::infini::ops::index(v_self, v_indices, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2863,12 +2956,12 @@ PyObject* py_index(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_index_add[] = {"input", "dim", "index", "source", "alpha", "out", "implementation"};
-PyObject* kKeys_index_add[7] = {};
-const tb::Signature kSig_index_add{"index_add", kNames_index_add, kKeys_index_add, 7, 4};
+const char* const kNames_index_add[] = {"input", "dim", "index", "source", "alpha", "out", "implementation", "stream"};
+PyObject* kKeys_index_add[8] = {};
+const tb::Signature kSig_index_add{"index_add", kNames_index_add, kKeys_index_add, 8, 4, false};
 
 PyObject* py_index_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};
   if (!tb::parse_args(kSig_index_add, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2880,11 +2973,12 @@ PyObject* py_index_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_alpha = tb::scalar_arg(slots[4], kSig_index_add, 4, Scalar(int64_t{1}));
     auto v_out = tb::tensor_out_arg(slots[5], kSig_index_add, 5);
     const Implementation impl_ = tb::implementation_arg(slots[6], kSig_index_add, 6);
+    const Stream stream_ = tb::stream_arg(slots[7], kSig_index_add, 7, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::index_add(v_self, v_dim, v_index, v_source, v_alpha, v_out, impl_);
+        ::infini::ops::index_add(v_self, v_dim, v_index, v_source, v_alpha, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2898,12 +2992,12 @@ PyObject* py_index_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_index_put[] = {"input", "indices", "values", "accumulate", "out", "implementation"};
-PyObject* kKeys_index_put[6] = {};
-const tb::Signature kSig_index_put{"index_put", kNames_index_put, kKeys_index_put, 6, 4};
+const char* const kNames_index_put[] = {"input", "indices", "values", "accumulate", "out", "implementation", "stream"};
+PyObject* kKeys_index_put[7] = {};
+const tb::Signature kSig_index_put{"index_put", kNames_index_put, kKeys_index_put, 7, 4, false};
 
 PyObject* py_index_put(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_index_put, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2914,11 +3008,12 @@ PyObject* py_index_put(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_accumulate = tb::bool_arg(slots[3], kSig_index_put, 3, false);
     auto v_out = tb::tensor_out_arg(slots[4], kSig_index_put, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_index_put, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_index_put, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::index_put(v_self, v_indices, v_values, v_accumulate, v_out, impl_);
+        ::infini::ops::index_put(v_self, v_indices, v_values, v_accumulate, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2932,12 +3027,12 @@ PyObject* py_index_put(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_index_select[] = {"input", "dim", "index", "out", "implementation"};
-PyObject* kKeys_index_select[5] = {};
-const tb::Signature kSig_index_select{"index_select", kNames_index_select, kKeys_index_select, 5, 3};
+const char* const kNames_index_select[] = {"input", "dim", "index", "out", "implementation", "stream"};
+PyObject* kKeys_index_select[6] = {};
+const tb::Signature kSig_index_select{"index_select", kNames_index_select, kKeys_index_select, 6, 3, false};
 
 PyObject* py_index_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_index_select, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2947,11 +3042,12 @@ PyObject* py_index_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
     auto v_index = tb::tensor_arg(slots[2], kSig_index_select, 2);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_index_select, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_index_select, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_index_select, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::index_select(v_self, v_dim, v_index, v_out, impl_);
+        ::infini::ops::index_select(v_self, v_dim, v_index, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2965,12 +3061,12 @@ PyObject* py_index_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 }
 
 // isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_isnan[] = {"input", "out", "implementation"};
-PyObject* kKeys_isnan[3] = {};
-const tb::Signature kSig_isnan{"isnan", kNames_isnan, kKeys_isnan, 3, 1};
+const char* const kNames_isnan[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_isnan[4] = {};
+const tb::Signature kSig_isnan{"isnan", kNames_isnan, kKeys_isnan, 4, 1, false};
 
 PyObject* py_isnan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_isnan, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -2978,11 +3074,12 @@ PyObject* py_isnan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_self = tb::tensor_arg(slots[0], kSig_isnan, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_isnan, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_isnan, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_isnan, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::isnan(v_self, v_out, impl_);
+        ::infini::ops::isnan(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -2996,12 +3093,12 @@ PyObject* py_isnan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_kron[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_kron[4] = {};
-const tb::Signature kSig_kron{"kron", kNames_kron, kKeys_kron, 4, 2};
+const char* const kNames_kron[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_kron[5] = {};
+const tb::Signature kSig_kron{"kron", kNames_kron, kKeys_kron, 5, 2, false};
 
 PyObject* py_kron(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_kron, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3010,11 +3107,12 @@ PyObject* py_kron(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_other = tb::tensor_arg(slots[1], kSig_kron, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_kron, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_kron, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_kron, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::kron(v_self, v_other, v_out, impl_);
+        ::infini::ops::kron(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3028,12 +3126,12 @@ PyObject* py_kron(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // kthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
-const char* const kNames_kthvalue[] = {"input", "k", "dim", "keepdim", "values", "indices", "implementation"};
-PyObject* kKeys_kthvalue[7] = {};
-const tb::Signature kSig_kthvalue{"kthvalue", kNames_kthvalue, kKeys_kthvalue, 7, 4};
+const char* const kNames_kthvalue[] = {"input", "k", "dim", "keepdim", "values", "indices", "implementation", "stream"};
+PyObject* kKeys_kthvalue[8] = {};
+const tb::Signature kSig_kthvalue{"kthvalue", kNames_kthvalue, kKeys_kthvalue, 8, 4, false};
 
 PyObject* py_kthvalue(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};
   if (!tb::parse_args(kSig_kthvalue, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3045,11 +3143,12 @@ PyObject* py_kthvalue(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
     auto v_values = tb::tensor_out_arg(slots[4], kSig_kthvalue, 4);
     auto v_indices = tb::tensor_out_arg(slots[5], kSig_kthvalue, 5);
     const Implementation impl_ = tb::implementation_arg(slots[6], kSig_kthvalue, 6);
+    const Stream stream_ = tb::stream_arg(slots[7], kSig_kthvalue, 7, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::kthvalue(v_self, v_k, v_dim, v_keepdim, v_values, v_indices, impl_);
+        ::infini::ops::kthvalue(v_self, v_k, v_dim, v_keepdim, v_values, v_indices, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3063,12 +3162,12 @@ PyObject* py_kthvalue(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 }
 
 // le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_le_Scalar[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_le_Scalar[4] = {};
-const tb::Signature kSig_le_Scalar{"le_Scalar", kNames_le_Scalar, kKeys_le_Scalar, 4, 2};
+const char* const kNames_le_Scalar[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_le_Scalar[5] = {};
+const tb::Signature kSig_le_Scalar{"le_Scalar", kNames_le_Scalar, kKeys_le_Scalar, 5, 2, true};
 
 PyObject* py_le_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_le_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3077,11 +3176,12 @@ PyObject* py_le_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_other = tb::scalar_arg(slots[1], kSig_le_Scalar, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_le_Scalar, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_le_Scalar, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_le_Scalar, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::le_Scalar(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::le_Scalar(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3095,12 +3195,12 @@ PyObject* py_le_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_le_Tensor[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_le_Tensor[4] = {};
-const tb::Signature kSig_le_Tensor{"le_Tensor", kNames_le_Tensor, kKeys_le_Tensor, 4, 2};
+const char* const kNames_le_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_le_Tensor[5] = {};
+const tb::Signature kSig_le_Tensor{"le_Tensor", kNames_le_Tensor, kKeys_le_Tensor, 5, 2, true};
 
 PyObject* py_le_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_le_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3109,11 +3209,12 @@ PyObject* py_le_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_other = tb::tensor_arg(slots[1], kSig_le_Tensor, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_le_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_le_Tensor, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_le_Tensor, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::le_Tensor(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::le_Tensor(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3127,12 +3228,12 @@ PyObject* py_le_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_leaky_relu[] = {"input", "negative_slope", "out", "implementation"};
-PyObject* kKeys_leaky_relu[4] = {};
-const tb::Signature kSig_leaky_relu{"leaky_relu", kNames_leaky_relu, kKeys_leaky_relu, 4, 2};
+const char* const kNames_leaky_relu[] = {"input", "negative_slope", "out", "implementation", "stream"};
+PyObject* kKeys_leaky_relu[5] = {};
+const tb::Signature kSig_leaky_relu{"leaky_relu", kNames_leaky_relu, kKeys_leaky_relu, 5, 2, true};
 
 PyObject* py_leaky_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_leaky_relu, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3141,11 +3242,12 @@ PyObject* py_leaky_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_negative_slope = tb::scalar_arg(slots[1], kSig_leaky_relu, 1, Scalar(0.01));
     auto v_out = tb::tensor_out_arg(slots[2], kSig_leaky_relu, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_leaky_relu, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_leaky_relu, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::leaky_relu(v_self, v_negative_slope, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::leaky_relu(v_self, v_negative_slope, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3159,12 +3261,12 @@ PyObject* py_leaky_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 }
 
 // lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_lerp_Scalar[] = {"input", "end", "weight", "out", "implementation"};
-PyObject* kKeys_lerp_Scalar[5] = {};
-const tb::Signature kSig_lerp_Scalar{"lerp_Scalar", kNames_lerp_Scalar, kKeys_lerp_Scalar, 5, 3};
+const char* const kNames_lerp_Scalar[] = {"input", "end", "weight", "out", "implementation", "stream"};
+PyObject* kKeys_lerp_Scalar[6] = {};
+const tb::Signature kSig_lerp_Scalar{"lerp_Scalar", kNames_lerp_Scalar, kKeys_lerp_Scalar, 6, 3, true};
 
 PyObject* py_lerp_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_lerp_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3174,11 +3276,12 @@ PyObject* py_lerp_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_weight = tb::scalar_arg(slots[2], kSig_lerp_Scalar, 2);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_lerp_Scalar, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_lerp_Scalar, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_lerp_Scalar, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::lerp_Scalar(v_self, v_end, v_weight, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_end, v_out));
+        ::infini::ops::lerp_Scalar(v_self, v_end, v_weight, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3192,12 +3295,12 @@ PyObject* py_lerp_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_lerp_Tensor[] = {"input", "end", "weight", "out", "implementation"};
-PyObject* kKeys_lerp_Tensor[5] = {};
-const tb::Signature kSig_lerp_Tensor{"lerp_Tensor", kNames_lerp_Tensor, kKeys_lerp_Tensor, 5, 3};
+const char* const kNames_lerp_Tensor[] = {"input", "end", "weight", "out", "implementation", "stream"};
+PyObject* kKeys_lerp_Tensor[6] = {};
+const tb::Signature kSig_lerp_Tensor{"lerp_Tensor", kNames_lerp_Tensor, kKeys_lerp_Tensor, 6, 3, true};
 
 PyObject* py_lerp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_lerp_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3207,11 +3310,12 @@ PyObject* py_lerp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_weight = tb::tensor_arg(slots[2], kSig_lerp_Tensor, 2);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_lerp_Tensor, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_lerp_Tensor, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_lerp_Tensor, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::lerp_Tensor(v_self, v_end, v_weight, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_end, v_weight, v_out));
+        ::infini::ops::lerp_Tensor(v_self, v_end, v_weight, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3225,12 +3329,12 @@ PyObject* py_lerp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_lgamma[] = {"input", "out", "implementation"};
-PyObject* kKeys_lgamma[3] = {};
-const tb::Signature kSig_lgamma{"lgamma", kNames_lgamma, kKeys_lgamma, 3, 1};
+const char* const kNames_lgamma[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_lgamma[4] = {};
+const tb::Signature kSig_lgamma{"lgamma", kNames_lgamma, kKeys_lgamma, 4, 1, true};
 
 PyObject* py_lgamma(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_lgamma, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3238,11 +3342,12 @@ PyObject* py_lgamma(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
     auto v_self = tb::tensor_arg(slots[0], kSig_lgamma, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_lgamma, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_lgamma, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_lgamma, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::lgamma(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::lgamma(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3256,12 +3361,12 @@ PyObject* py_lgamma(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 }
 
 // linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_linear[] = {"input", "weight", "bias", "out", "implementation"};
-PyObject* kKeys_linear[5] = {};
-const tb::Signature kSig_linear{"linear", kNames_linear, kKeys_linear, 5, 3};
+const char* const kNames_linear[] = {"input", "weight", "bias", "out", "implementation", "stream"};
+PyObject* kKeys_linear[6] = {};
+const tb::Signature kSig_linear{"linear", kNames_linear, kKeys_linear, 6, 3, false};
 
 PyObject* py_linear(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_linear, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3271,11 +3376,12 @@ PyObject* py_linear(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
     auto v_bias = tb::tensor_opt_arg(slots[2], kSig_linear, 2, std::nullopt);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_linear, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_linear, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_linear, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::linear(v_input, v_weight, v_bias, v_out, impl_);
+        ::infini::ops::linear(v_input, v_weight, v_bias, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3289,12 +3395,12 @@ PyObject* py_linear(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 }
 
 // log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_log[] = {"input", "out", "implementation"};
-PyObject* kKeys_log[3] = {};
-const tb::Signature kSig_log{"log", kNames_log, kKeys_log, 3, 1};
+const char* const kNames_log[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_log[4] = {};
+const tb::Signature kSig_log{"log", kNames_log, kKeys_log, 4, 1, true};
 
 PyObject* py_log(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_log, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3302,11 +3408,12 @@ PyObject* py_log(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_self = tb::tensor_arg(slots[0], kSig_log, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_log, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_log, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_log, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::log(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::log(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3320,12 +3427,12 @@ PyObject* py_log(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_log10[] = {"input", "out", "implementation"};
-PyObject* kKeys_log10[3] = {};
-const tb::Signature kSig_log10{"log10", kNames_log10, kKeys_log10, 3, 1};
+const char* const kNames_log10[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_log10[4] = {};
+const tb::Signature kSig_log10{"log10", kNames_log10, kKeys_log10, 4, 1, true};
 
 PyObject* py_log10(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_log10, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3333,11 +3440,12 @@ PyObject* py_log10(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_self = tb::tensor_arg(slots[0], kSig_log10, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_log10, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_log10, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_log10, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::log10(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::log10(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3351,12 +3459,12 @@ PyObject* py_log10(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_log1p[] = {"input", "out", "implementation"};
-PyObject* kKeys_log1p[3] = {};
-const tb::Signature kSig_log1p{"log1p", kNames_log1p, kKeys_log1p, 3, 1};
+const char* const kNames_log1p[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_log1p[4] = {};
+const tb::Signature kSig_log1p{"log1p", kNames_log1p, kKeys_log1p, 4, 1, true};
 
 PyObject* py_log1p(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_log1p, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3364,11 +3472,12 @@ PyObject* py_log1p(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_self = tb::tensor_arg(slots[0], kSig_log1p, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_log1p, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_log1p, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_log1p, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::log1p(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::log1p(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3382,12 +3491,12 @@ PyObject* py_log1p(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_log2[] = {"input", "out", "implementation"};
-PyObject* kKeys_log2[3] = {};
-const tb::Signature kSig_log2{"log2", kNames_log2, kKeys_log2, 3, 1};
+const char* const kNames_log2[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_log2[4] = {};
+const tb::Signature kSig_log2{"log2", kNames_log2, kKeys_log2, 4, 1, true};
 
 PyObject* py_log2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_log2, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3395,11 +3504,12 @@ PyObject* py_log2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_log2, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_log2, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_log2, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_log2, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::log2(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::log2(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3413,12 +3523,12 @@ PyObject* py_log2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_log_sigmoid[] = {"input", "out", "implementation"};
-PyObject* kKeys_log_sigmoid[3] = {};
-const tb::Signature kSig_log_sigmoid{"log_sigmoid", kNames_log_sigmoid, kKeys_log_sigmoid, 3, 1};
+const char* const kNames_log_sigmoid[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_log_sigmoid[4] = {};
+const tb::Signature kSig_log_sigmoid{"log_sigmoid", kNames_log_sigmoid, kKeys_log_sigmoid, 4, 1, false};
 
 PyObject* py_log_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_log_sigmoid, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3426,11 +3536,12 @@ PyObject* py_log_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_self = tb::tensor_arg(slots[0], kSig_log_sigmoid, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_log_sigmoid, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_log_sigmoid, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_log_sigmoid, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::log_sigmoid(v_self, v_out, impl_);
+        ::infini::ops::log_sigmoid(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3444,12 +3555,12 @@ PyObject* py_log_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_log_softmax[] = {"input", "dim", "dtype", "out", "implementation"};
-PyObject* kKeys_log_softmax[5] = {};
-const tb::Signature kSig_log_softmax{"log_softmax", kNames_log_softmax, kKeys_log_softmax, 5, 3};
+const char* const kNames_log_softmax[] = {"input", "dim", "dtype", "out", "implementation", "stream"};
+PyObject* kKeys_log_softmax[6] = {};
+const tb::Signature kSig_log_softmax{"log_softmax", kNames_log_softmax, kKeys_log_softmax, 6, 3, false};
 
 PyObject* py_log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_log_softmax, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3459,11 +3570,12 @@ PyObject* py_log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_dtype = tb::dtype_opt_arg(slots[2], kSig_log_softmax, 2, std::nullopt);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_log_softmax, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_log_softmax, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_log_softmax, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::log_softmax(v_self, v_dim, v_dtype, v_out, impl_);
+        ::infini::ops::log_softmax(v_self, v_dim, v_dtype, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3477,12 +3589,12 @@ PyObject* py_log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_logaddexp[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_logaddexp[4] = {};
-const tb::Signature kSig_logaddexp{"logaddexp", kNames_logaddexp, kKeys_logaddexp, 4, 2};
+const char* const kNames_logaddexp[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_logaddexp[5] = {};
+const tb::Signature kSig_logaddexp{"logaddexp", kNames_logaddexp, kKeys_logaddexp, 5, 2, true};
 
 PyObject* py_logaddexp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_logaddexp, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3491,11 +3603,12 @@ PyObject* py_logaddexp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_other = tb::tensor_arg(slots[1], kSig_logaddexp, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_logaddexp, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_logaddexp, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_logaddexp, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::logaddexp(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::logaddexp(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3509,12 +3622,12 @@ PyObject* py_logaddexp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_logaddexp2[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_logaddexp2[4] = {};
-const tb::Signature kSig_logaddexp2{"logaddexp2", kNames_logaddexp2, kKeys_logaddexp2, 4, 2};
+const char* const kNames_logaddexp2[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_logaddexp2[5] = {};
+const tb::Signature kSig_logaddexp2{"logaddexp2", kNames_logaddexp2, kKeys_logaddexp2, 5, 2, true};
 
 PyObject* py_logaddexp2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_logaddexp2, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3523,11 +3636,12 @@ PyObject* py_logaddexp2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_other = tb::tensor_arg(slots[1], kSig_logaddexp2, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_logaddexp2, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_logaddexp2, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_logaddexp2, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::logaddexp2(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::logaddexp2(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3541,12 +3655,12 @@ PyObject* py_logaddexp2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 }
 
 // logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_logical_and[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_logical_and[4] = {};
-const tb::Signature kSig_logical_and{"logical_and", kNames_logical_and, kKeys_logical_and, 4, 2};
+const char* const kNames_logical_and[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_logical_and[5] = {};
+const tb::Signature kSig_logical_and{"logical_and", kNames_logical_and, kKeys_logical_and, 5, 2, false};
 
 PyObject* py_logical_and(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_logical_and, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3555,11 +3669,12 @@ PyObject* py_logical_and(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_other = tb::tensor_arg(slots[1], kSig_logical_and, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_logical_and, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_logical_and, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_logical_and, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::logical_and(v_self, v_other, v_out, impl_);
+        ::infini::ops::logical_and(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3573,12 +3688,12 @@ PyObject* py_logical_and(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_logical_not[] = {"input", "out", "implementation"};
-PyObject* kKeys_logical_not[3] = {};
-const tb::Signature kSig_logical_not{"logical_not", kNames_logical_not, kKeys_logical_not, 3, 1};
+const char* const kNames_logical_not[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_logical_not[4] = {};
+const tb::Signature kSig_logical_not{"logical_not", kNames_logical_not, kKeys_logical_not, 4, 1, false};
 
 PyObject* py_logical_not(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_logical_not, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3586,11 +3701,12 @@ PyObject* py_logical_not(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_self = tb::tensor_arg(slots[0], kSig_logical_not, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_logical_not, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_logical_not, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_logical_not, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::logical_not(v_self, v_out, impl_);
+        ::infini::ops::logical_not(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3604,12 +3720,12 @@ PyObject* py_logical_not(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_logical_or[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_logical_or[4] = {};
-const tb::Signature kSig_logical_or{"logical_or", kNames_logical_or, kKeys_logical_or, 4, 2};
+const char* const kNames_logical_or[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_logical_or[5] = {};
+const tb::Signature kSig_logical_or{"logical_or", kNames_logical_or, kKeys_logical_or, 5, 2, false};
 
 PyObject* py_logical_or(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_logical_or, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3618,11 +3734,12 @@ PyObject* py_logical_or(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_other = tb::tensor_arg(slots[1], kSig_logical_or, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_logical_or, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_logical_or, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_logical_or, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::logical_or(v_self, v_other, v_out, impl_);
+        ::infini::ops::logical_or(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3636,12 +3753,12 @@ PyObject* py_logical_or(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 }
 
 // logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_logical_xor[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_logical_xor[4] = {};
-const tb::Signature kSig_logical_xor{"logical_xor", kNames_logical_xor, kKeys_logical_xor, 4, 2};
+const char* const kNames_logical_xor[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_logical_xor[5] = {};
+const tb::Signature kSig_logical_xor{"logical_xor", kNames_logical_xor, kKeys_logical_xor, 5, 2, false};
 
 PyObject* py_logical_xor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_logical_xor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3650,11 +3767,12 @@ PyObject* py_logical_xor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_other = tb::tensor_arg(slots[1], kSig_logical_xor, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_logical_xor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_logical_xor, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_logical_xor, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::logical_xor(v_self, v_other, v_out, impl_);
+        ::infini::ops::logical_xor(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3668,12 +3786,12 @@ PyObject* py_logical_xor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_logsumexp[] = {"input", "dim", "keepdim", "out", "implementation"};
-PyObject* kKeys_logsumexp[5] = {};
-const tb::Signature kSig_logsumexp{"logsumexp", kNames_logsumexp, kKeys_logsumexp, 5, 3};
+const char* const kNames_logsumexp[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
+PyObject* kKeys_logsumexp[6] = {};
+const tb::Signature kSig_logsumexp{"logsumexp", kNames_logsumexp, kKeys_logsumexp, 6, 3, false};
 
 PyObject* py_logsumexp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_logsumexp, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3683,11 +3801,12 @@ PyObject* py_logsumexp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_keepdim = tb::bool_arg(slots[2], kSig_logsumexp, 2, false);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_logsumexp, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_logsumexp, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_logsumexp, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::logsumexp(v_self, v_dim, v_keepdim, v_out, impl_);
+        ::infini::ops::logsumexp(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3701,12 +3820,12 @@ PyObject* py_logsumexp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_lt_Scalar[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_lt_Scalar[4] = {};
-const tb::Signature kSig_lt_Scalar{"lt_Scalar", kNames_lt_Scalar, kKeys_lt_Scalar, 4, 2};
+const char* const kNames_lt_Scalar[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_lt_Scalar[5] = {};
+const tb::Signature kSig_lt_Scalar{"lt_Scalar", kNames_lt_Scalar, kKeys_lt_Scalar, 5, 2, true};
 
 PyObject* py_lt_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_lt_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3715,11 +3834,12 @@ PyObject* py_lt_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_other = tb::scalar_arg(slots[1], kSig_lt_Scalar, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_lt_Scalar, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_lt_Scalar, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_lt_Scalar, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::lt_Scalar(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::lt_Scalar(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3733,12 +3853,12 @@ PyObject* py_lt_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_lt_Tensor[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_lt_Tensor[4] = {};
-const tb::Signature kSig_lt_Tensor{"lt_Tensor", kNames_lt_Tensor, kKeys_lt_Tensor, 4, 2};
+const char* const kNames_lt_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_lt_Tensor[5] = {};
+const tb::Signature kSig_lt_Tensor{"lt_Tensor", kNames_lt_Tensor, kKeys_lt_Tensor, 5, 2, true};
 
 PyObject* py_lt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_lt_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3747,11 +3867,12 @@ PyObject* py_lt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_other = tb::tensor_arg(slots[1], kSig_lt_Tensor, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_lt_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_lt_Tensor, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_lt_Tensor, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::lt_Tensor(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::lt_Tensor(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3765,12 +3886,12 @@ PyObject* py_lt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_masked_fill[] = {"input", "mask", "value", "out", "implementation"};
-PyObject* kKeys_masked_fill[5] = {};
-const tb::Signature kSig_masked_fill{"masked_fill", kNames_masked_fill, kKeys_masked_fill, 5, 3};
+const char* const kNames_masked_fill[] = {"input", "mask", "value", "out", "implementation", "stream"};
+PyObject* kKeys_masked_fill[6] = {};
+const tb::Signature kSig_masked_fill{"masked_fill", kNames_masked_fill, kKeys_masked_fill, 6, 3, false};
 
 PyObject* py_masked_fill(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_masked_fill, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3780,11 +3901,12 @@ PyObject* py_masked_fill(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_value = tb::scalar_arg(slots[2], kSig_masked_fill, 2);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_masked_fill, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_masked_fill, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_masked_fill, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::masked_fill(v_self, v_mask, v_value, v_out, impl_);
+        ::infini::ops::masked_fill(v_self, v_mask, v_value, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3798,12 +3920,12 @@ PyObject* py_masked_fill(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_masked_fill_Tensor[] = {"input", "mask", "value", "out", "implementation"};
-PyObject* kKeys_masked_fill_Tensor[5] = {};
-const tb::Signature kSig_masked_fill_Tensor{"masked_fill_Tensor", kNames_masked_fill_Tensor, kKeys_masked_fill_Tensor, 5, 3};
+const char* const kNames_masked_fill_Tensor[] = {"input", "mask", "value", "out", "implementation", "stream"};
+PyObject* kKeys_masked_fill_Tensor[6] = {};
+const tb::Signature kSig_masked_fill_Tensor{"masked_fill_Tensor", kNames_masked_fill_Tensor, kKeys_masked_fill_Tensor, 6, 3, false};
 
 PyObject* py_masked_fill_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_masked_fill_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3813,11 +3935,12 @@ PyObject* py_masked_fill_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nar
     auto v_value = tb::tensor_arg(slots[2], kSig_masked_fill_Tensor, 2);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_masked_fill_Tensor, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_masked_fill_Tensor, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_masked_fill_Tensor, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::masked_fill_Tensor(v_self, v_mask, v_value, v_out, impl_);
+        ::infini::ops::masked_fill_Tensor(v_self, v_mask, v_value, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3831,12 +3954,12 @@ PyObject* py_masked_fill_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nar
 }
 
 // masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_masked_select[] = {"input", "mask", "out", "implementation"};
-PyObject* kKeys_masked_select[4] = {};
-const tb::Signature kSig_masked_select{"masked_select", kNames_masked_select, kKeys_masked_select, 4, 2};
+const char* const kNames_masked_select[] = {"input", "mask", "out", "implementation", "stream"};
+PyObject* kKeys_masked_select[5] = {};
+const tb::Signature kSig_masked_select{"masked_select", kNames_masked_select, kKeys_masked_select, 5, 2, false};
 
 PyObject* py_masked_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_masked_select, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3845,11 +3968,12 @@ PyObject* py_masked_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
     auto v_mask = tb::tensor_arg(slots[1], kSig_masked_select, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_masked_select, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_masked_select, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_masked_select, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::masked_select(v_self, v_mask, v_out, impl_);
+        ::infini::ops::masked_select(v_self, v_mask, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3863,12 +3987,12 @@ PyObject* py_masked_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
 }
 
 // matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_matmul[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_matmul[4] = {};
-const tb::Signature kSig_matmul{"matmul", kNames_matmul, kKeys_matmul, 4, 2};
+const char* const kNames_matmul[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_matmul[5] = {};
+const tb::Signature kSig_matmul{"matmul", kNames_matmul, kKeys_matmul, 5, 2, false};
 
 PyObject* py_matmul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_matmul, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3877,11 +4001,12 @@ PyObject* py_matmul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
     auto v_other = tb::tensor_arg(slots[1], kSig_matmul, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_matmul, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_matmul, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_matmul, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::matmul(v_self, v_other, v_out, impl_);
+        ::infini::ops::matmul(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3895,12 +4020,12 @@ PyObject* py_matmul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 }
 
 // max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)
-const char* const kNames_max[] = {"input", "dim", "keepdim", "max", "max_values", "implementation"};
-PyObject* kKeys_max[6] = {};
-const tb::Signature kSig_max{"max", kNames_max, kKeys_max, 6, 3};
+const char* const kNames_max[] = {"input", "dim", "keepdim", "max", "max_values", "implementation", "stream"};
+PyObject* kKeys_max[7] = {};
+const tb::Signature kSig_max{"max", kNames_max, kKeys_max, 7, 3, false};
 
 PyObject* py_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_max, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3911,11 +4036,12 @@ PyObject* py_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_max = tb::tensor_out_arg(slots[3], kSig_max, 3);
     auto v_max_values = tb::tensor_out_arg(slots[4], kSig_max, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_max, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_max, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::max(v_self, v_dim, v_keepdim, v_max, v_max_values, impl_);
+        ::infini::ops::max(v_self, v_dim, v_keepdim, v_max, v_max_values, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3929,12 +4055,12 @@ PyObject* py_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))
-const char* const kNames_max_pool2d_with_indices[] = {"input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "out", "indices", "implementation"};
-PyObject* kKeys_max_pool2d_with_indices[9] = {};
-const tb::Signature kSig_max_pool2d_with_indices{"max_pool2d_with_indices", kNames_max_pool2d_with_indices, kKeys_max_pool2d_with_indices, 9, 6};
+const char* const kNames_max_pool2d_with_indices[] = {"input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "out", "indices", "implementation", "stream"};
+PyObject* kKeys_max_pool2d_with_indices[10] = {};
+const tb::Signature kSig_max_pool2d_with_indices{"max_pool2d_with_indices", kNames_max_pool2d_with_indices, kKeys_max_pool2d_with_indices, 10, 6, false};
 
 PyObject* py_max_pool2d_with_indices(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[9] = {};
+  PyObject* slots[10] = {};
   if (!tb::parse_args(kSig_max_pool2d_with_indices, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3948,11 +4074,12 @@ PyObject* py_max_pool2d_with_indices(PyObject*, PyObject* const* args, Py_ssize_
     auto v_out = tb::tensor_out_arg(slots[6], kSig_max_pool2d_with_indices, 6);
     auto v_indices = tb::tensor_out_arg(slots[7], kSig_max_pool2d_with_indices, 7);
     const Implementation impl_ = tb::implementation_arg(slots[8], kSig_max_pool2d_with_indices, 8);
+    const Stream stream_ = tb::stream_arg(slots[9], kSig_max_pool2d_with_indices, 9, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::max_pool2d_with_indices(v_self, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, v_out, v_indices, impl_);
+        ::infini::ops::max_pool2d_with_indices(v_self, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, v_out, v_indices, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3966,12 +4093,12 @@ PyObject* py_max_pool2d_with_indices(PyObject*, PyObject* const* args, Py_ssize_
 }
 
 // maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_maximum[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_maximum[4] = {};
-const tb::Signature kSig_maximum{"maximum", kNames_maximum, kKeys_maximum, 4, 2};
+const char* const kNames_maximum[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_maximum[5] = {};
+const tb::Signature kSig_maximum{"maximum", kNames_maximum, kKeys_maximum, 5, 2, true};
 
 PyObject* py_maximum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_maximum, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -3980,11 +4107,12 @@ PyObject* py_maximum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     auto v_other = tb::tensor_arg(slots[1], kSig_maximum, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_maximum, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_maximum, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_maximum, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::maximum(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::maximum(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -3998,12 +4126,12 @@ PyObject* py_maximum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 }
 
 // mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_mean[] = {"input", "dim", "keepdim", "dtype", "out", "implementation"};
-PyObject* kKeys_mean[6] = {};
-const tb::Signature kSig_mean{"mean", kNames_mean, kKeys_mean, 6, 3};
+const char* const kNames_mean[] = {"input", "dim", "keepdim", "dtype", "out", "implementation", "stream"};
+PyObject* kKeys_mean[7] = {};
+const tb::Signature kSig_mean{"mean", kNames_mean, kKeys_mean, 7, 3, false};
 
 PyObject* py_mean(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_mean, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4014,11 +4142,12 @@ PyObject* py_mean(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_dtype = tb::dtype_opt_arg(slots[3], kSig_mean, 3, std::nullopt);
     auto v_out = tb::tensor_out_arg(slots[4], kSig_mean, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_mean, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_mean, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::mean(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_);
+        ::infini::ops::mean(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4032,12 +4161,12 @@ PyObject* py_mean(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // median.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
-const char* const kNames_median_dim_values[] = {"input", "dim", "keepdim", "values", "indices", "implementation"};
-PyObject* kKeys_median_dim_values[6] = {};
-const tb::Signature kSig_median_dim_values{"median_dim_values", kNames_median_dim_values, kKeys_median_dim_values, 6, 3};
+const char* const kNames_median_dim_values[] = {"input", "dim", "keepdim", "values", "indices", "implementation", "stream"};
+PyObject* kKeys_median_dim_values[7] = {};
+const tb::Signature kSig_median_dim_values{"median_dim_values", kNames_median_dim_values, kKeys_median_dim_values, 7, 3, false};
 
 PyObject* py_median_dim_values(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_median_dim_values, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4048,11 +4177,12 @@ PyObject* py_median_dim_values(PyObject*, PyObject* const* args, Py_ssize_t narg
     auto v_values = tb::tensor_out_arg(slots[3], kSig_median_dim_values, 3);
     auto v_indices = tb::tensor_out_arg(slots[4], kSig_median_dim_values, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_median_dim_values, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_median_dim_values, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::median_dim_values(v_self, v_dim, v_keepdim, v_values, v_indices, impl_);
+        ::infini::ops::median_dim_values(v_self, v_dim, v_keepdim, v_values, v_indices, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4066,12 +4196,12 @@ PyObject* py_median_dim_values(PyObject*, PyObject* const* args, Py_ssize_t narg
 }
 
 // min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)
-const char* const kNames_min[] = {"input", "dim", "keepdim", "min", "min_indices", "implementation"};
-PyObject* kKeys_min[6] = {};
-const tb::Signature kSig_min{"min", kNames_min, kKeys_min, 6, 3};
+const char* const kNames_min[] = {"input", "dim", "keepdim", "min", "min_indices", "implementation", "stream"};
+PyObject* kKeys_min[7] = {};
+const tb::Signature kSig_min{"min", kNames_min, kKeys_min, 7, 3, false};
 
 PyObject* py_min(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_min, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4082,11 +4212,12 @@ PyObject* py_min(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_min = tb::tensor_out_arg(slots[3], kSig_min, 3);
     auto v_min_indices = tb::tensor_out_arg(slots[4], kSig_min, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_min, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_min, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::min(v_self, v_dim, v_keepdim, v_min, v_min_indices, impl_);
+        ::infini::ops::min(v_self, v_dim, v_keepdim, v_min, v_min_indices, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4100,12 +4231,12 @@ PyObject* py_min(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_minimum[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_minimum[4] = {};
-const tb::Signature kSig_minimum{"minimum", kNames_minimum, kKeys_minimum, 4, 2};
+const char* const kNames_minimum[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_minimum[5] = {};
+const tb::Signature kSig_minimum{"minimum", kNames_minimum, kKeys_minimum, 5, 2, true};
 
 PyObject* py_minimum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_minimum, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4114,11 +4245,12 @@ PyObject* py_minimum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     auto v_other = tb::tensor_arg(slots[1], kSig_minimum, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_minimum, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_minimum, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_minimum, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::minimum(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::minimum(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4132,12 +4264,12 @@ PyObject* py_minimum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 }
 
 // mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_mish[] = {"input", "out", "implementation"};
-PyObject* kKeys_mish[3] = {};
-const tb::Signature kSig_mish{"mish", kNames_mish, kKeys_mish, 3, 1};
+const char* const kNames_mish[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_mish[4] = {};
+const tb::Signature kSig_mish{"mish", kNames_mish, kKeys_mish, 4, 1, true};
 
 PyObject* py_mish(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_mish, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4145,11 +4277,12 @@ PyObject* py_mish(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_mish, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_mish, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_mish, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_mish, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::mish(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::mish(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4163,12 +4296,12 @@ PyObject* py_mish(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_mm[] = {"input", "mat2", "out", "implementation"};
-PyObject* kKeys_mm[4] = {};
-const tb::Signature kSig_mm{"mm", kNames_mm, kKeys_mm, 4, 2};
+const char* const kNames_mm[] = {"input", "mat2", "out", "implementation", "stream"};
+PyObject* kKeys_mm[5] = {};
+const tb::Signature kSig_mm{"mm", kNames_mm, kKeys_mm, 5, 2, false};
 
 PyObject* py_mm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_mm, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4177,11 +4310,12 @@ PyObject* py_mm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kw
     auto v_mat2 = tb::tensor_arg(slots[1], kSig_mm, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_mm, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_mm, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_mm, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::mm(v_self, v_mat2, v_out, impl_);
+        ::infini::ops::mm(v_self, v_mat2, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4195,12 +4329,12 @@ PyObject* py_mm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kw
 }
 
 // mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_mse_loss[] = {"input", "target", "reduction", "out", "implementation"};
-PyObject* kKeys_mse_loss[5] = {};
-const tb::Signature kSig_mse_loss{"mse_loss", kNames_mse_loss, kKeys_mse_loss, 5, 3};
+const char* const kNames_mse_loss[] = {"input", "target", "reduction", "out", "implementation", "stream"};
+PyObject* kKeys_mse_loss[6] = {};
+const tb::Signature kSig_mse_loss{"mse_loss", kNames_mse_loss, kKeys_mse_loss, 6, 3, true};
 
 PyObject* py_mse_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_mse_loss, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4210,11 +4344,12 @@ PyObject* py_mse_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
     auto v_reduction = tb::int_arg(slots[2], kSig_mse_loss, 2, int64_t{1});
     auto v_out = tb::tensor_out_arg(slots[3], kSig_mse_loss, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_mse_loss, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_mse_loss, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::mse_loss(v_self, v_target, v_reduction, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_target, v_out));
+        ::infini::ops::mse_loss(v_self, v_target, v_reduction, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4228,12 +4363,12 @@ PyObject* py_mse_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 }
 
 // mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)
-const char* const kNames_mse_loss_backward[] = {"grad_output", "input", "target", "reduction", "grad_input", "implementation"};
-PyObject* kKeys_mse_loss_backward[6] = {};
-const tb::Signature kSig_mse_loss_backward{"mse_loss_backward", kNames_mse_loss_backward, kKeys_mse_loss_backward, 6, 4};
+const char* const kNames_mse_loss_backward[] = {"grad_output", "input", "target", "reduction", "grad_input", "implementation", "stream"};
+PyObject* kKeys_mse_loss_backward[7] = {};
+const tb::Signature kSig_mse_loss_backward{"mse_loss_backward", kNames_mse_loss_backward, kKeys_mse_loss_backward, 7, 4, false};
 
 PyObject* py_mse_loss_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_mse_loss_backward, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4244,11 +4379,12 @@ PyObject* py_mse_loss_backward(PyObject*, PyObject* const* args, Py_ssize_t narg
     auto v_reduction = tb::int_arg(slots[3], kSig_mse_loss_backward, 3);
     auto v_grad_input = tb::tensor_out_arg(slots[4], kSig_mse_loss_backward, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_mse_loss_backward, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_mse_loss_backward, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::mse_loss_backward(v_grad_output, v_self, v_target, v_reduction, v_grad_input, impl_);
+        ::infini::ops::mse_loss_backward(v_grad_output, v_self, v_target, v_reduction, v_grad_input, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4262,12 +4398,12 @@ PyObject* py_mse_loss_backward(PyObject*, PyObject* const* args, Py_ssize_t narg
 }
 
 // mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_mul[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_mul[4] = {};
-const tb::Signature kSig_mul{"mul", kNames_mul, kKeys_mul, 4, 2};
+const char* const kNames_mul[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_mul[5] = {};
+const tb::Signature kSig_mul{"mul", kNames_mul, kKeys_mul, 5, 2, true};
 
 PyObject* py_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_mul, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4276,11 +4412,12 @@ PyObject* py_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_other = tb::tensor_arg(slots[1], kSig_mul, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_mul, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_mul, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_mul, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::mul(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::mul(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4294,12 +4431,12 @@ PyObject* py_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_mul_Scalar[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_mul_Scalar[4] = {};
-const tb::Signature kSig_mul_Scalar{"mul_Scalar", kNames_mul_Scalar, kKeys_mul_Scalar, 4, 2};
+const char* const kNames_mul_Scalar[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_mul_Scalar[5] = {};
+const tb::Signature kSig_mul_Scalar{"mul_Scalar", kNames_mul_Scalar, kKeys_mul_Scalar, 5, 2, false};
 
 PyObject* py_mul_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_mul_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4308,11 +4445,12 @@ PyObject* py_mul_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_other = tb::scalar_arg(slots[1], kSig_mul_Scalar, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_mul_Scalar, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_mul_Scalar, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_mul_Scalar, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::mul_Scalar(v_self, v_other, v_out, impl_);
+        ::infini::ops::mul_Scalar(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4326,12 +4464,12 @@ PyObject* py_mul_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 }
 
 // mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_mv[] = {"input", "vec", "out", "implementation"};
-PyObject* kKeys_mv[4] = {};
-const tb::Signature kSig_mv{"mv", kNames_mv, kKeys_mv, 4, 2};
+const char* const kNames_mv[] = {"input", "vec", "out", "implementation", "stream"};
+PyObject* kKeys_mv[5] = {};
+const tb::Signature kSig_mv{"mv", kNames_mv, kKeys_mv, 5, 2, false};
 
 PyObject* py_mv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_mv, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4340,11 +4478,12 @@ PyObject* py_mv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kw
     auto v_vec = tb::tensor_arg(slots[1], kSig_mv, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_mv, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_mv, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_mv, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::mv(v_self, v_vec, v_out, impl_);
+        ::infini::ops::mv(v_self, v_vec, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4358,12 +4497,12 @@ PyObject* py_mv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kw
 }
 
 // nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_nan_to_num[] = {"input", "nan", "posinf", "neginf", "out", "implementation"};
-PyObject* kKeys_nan_to_num[6] = {};
-const tb::Signature kSig_nan_to_num{"nan_to_num", kNames_nan_to_num, kKeys_nan_to_num, 6, 4};
+const char* const kNames_nan_to_num[] = {"input", "nan", "posinf", "neginf", "out", "implementation", "stream"};
+PyObject* kKeys_nan_to_num[7] = {};
+const tb::Signature kSig_nan_to_num{"nan_to_num", kNames_nan_to_num, kKeys_nan_to_num, 7, 4, false};
 
 PyObject* py_nan_to_num(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_nan_to_num, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4374,11 +4513,12 @@ PyObject* py_nan_to_num(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_neginf = tb::float_opt_arg(slots[3], kSig_nan_to_num, 3, std::nullopt);
     auto v_out = tb::tensor_out_arg(slots[4], kSig_nan_to_num, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_nan_to_num, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_nan_to_num, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::nan_to_num(v_self, v_nan, v_posinf, v_neginf, v_out, impl_);
+        ::infini::ops::nan_to_num(v_self, v_nan, v_posinf, v_neginf, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4392,12 +4532,12 @@ PyObject* py_nan_to_num(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 }
 
 // nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_nansum[] = {"input", "dim", "keepdim", "dtype", "out", "implementation"};
-PyObject* kKeys_nansum[6] = {};
-const tb::Signature kSig_nansum{"nansum", kNames_nansum, kKeys_nansum, 6, 3};
+const char* const kNames_nansum[] = {"input", "dim", "keepdim", "dtype", "out", "implementation", "stream"};
+PyObject* kKeys_nansum[7] = {};
+const tb::Signature kSig_nansum{"nansum", kNames_nansum, kKeys_nansum, 7, 3, false};
 
 PyObject* py_nansum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_nansum, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4408,11 +4548,12 @@ PyObject* py_nansum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
     auto v_dtype = tb::dtype_opt_arg(slots[3], kSig_nansum, 3, std::nullopt);
     auto v_out = tb::tensor_out_arg(slots[4], kSig_nansum, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_nansum, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_nansum, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::nansum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_);
+        ::infini::ops::nansum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4426,12 +4567,12 @@ PyObject* py_nansum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 }
 
 // narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_narrow_copy[] = {"input", "dim", "start", "length", "out", "implementation"};
-PyObject* kKeys_narrow_copy[6] = {};
-const tb::Signature kSig_narrow_copy{"narrow_copy", kNames_narrow_copy, kKeys_narrow_copy, 6, 4};
+const char* const kNames_narrow_copy[] = {"input", "dim", "start", "length", "out", "implementation", "stream"};
+PyObject* kKeys_narrow_copy[7] = {};
+const tb::Signature kSig_narrow_copy{"narrow_copy", kNames_narrow_copy, kKeys_narrow_copy, 7, 4, false};
 
 PyObject* py_narrow_copy(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_narrow_copy, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4442,11 +4583,12 @@ PyObject* py_narrow_copy(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_length = tb::int_arg(slots[3], kSig_narrow_copy, 3);
     auto v_out = tb::tensor_out_arg(slots[4], kSig_narrow_copy, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_narrow_copy, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_narrow_copy, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::narrow_copy(v_self, v_dim, v_start, v_length, v_out, impl_);
+        ::infini::ops::narrow_copy(v_self, v_dim, v_start, v_length, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4460,12 +4602,12 @@ PyObject* py_narrow_copy(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))
-const char* const kNames_native_batch_norm[] = {"input", "weight", "bias", "running_mean", "running_var", "training", "momentum", "eps", "out", "save_mean", "save_invstd", "implementation"};
-PyObject* kKeys_native_batch_norm[12] = {};
-const tb::Signature kSig_native_batch_norm{"native_batch_norm", kNames_native_batch_norm, kKeys_native_batch_norm, 12, 8};
+const char* const kNames_native_batch_norm[] = {"input", "weight", "bias", "running_mean", "running_var", "training", "momentum", "eps", "out", "save_mean", "save_invstd", "implementation", "stream"};
+PyObject* kKeys_native_batch_norm[13] = {};
+const tb::Signature kSig_native_batch_norm{"native_batch_norm", kNames_native_batch_norm, kKeys_native_batch_norm, 13, 8, false};
 
 PyObject* py_native_batch_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[12] = {};
+  PyObject* slots[13] = {};
   if (!tb::parse_args(kSig_native_batch_norm, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4482,11 +4624,12 @@ PyObject* py_native_batch_norm(PyObject*, PyObject* const* args, Py_ssize_t narg
     auto v_save_mean = tb::tensor_out_arg(slots[9], kSig_native_batch_norm, 9);
     auto v_save_invstd = tb::tensor_out_arg(slots[10], kSig_native_batch_norm, 10);
     const Implementation impl_ = tb::implementation_arg(slots[11], kSig_native_batch_norm, 11);
+    const Stream stream_ = tb::stream_arg(slots[12], kSig_native_batch_norm, 12, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::native_batch_norm(v_input, v_weight, v_bias, v_running_mean, v_running_var, v_training, v_momentum, v_eps, v_out, v_save_mean, v_save_invstd, impl_);
+        ::infini::ops::native_batch_norm(v_input, v_weight, v_bias, v_running_mean, v_running_var, v_training, v_momentum, v_eps, v_out, v_save_mean, v_save_invstd, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4500,12 +4643,12 @@ PyObject* py_native_batch_norm(PyObject*, PyObject* const* args, Py_ssize_t narg
 }
 
 // native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
-const char* const kNames_native_group_norm[] = {"input", "weight", "bias", "N", "C", "HxW", "group", "eps", "out0", "out1", "out2", "implementation"};
-PyObject* kKeys_native_group_norm[12] = {};
-const tb::Signature kSig_native_group_norm{"native_group_norm", kNames_native_group_norm, kKeys_native_group_norm, 12, 8};
+const char* const kNames_native_group_norm[] = {"input", "weight", "bias", "N", "C", "HxW", "group", "eps", "out0", "out1", "out2", "implementation", "stream"};
+PyObject* kKeys_native_group_norm[13] = {};
+const tb::Signature kSig_native_group_norm{"native_group_norm", kNames_native_group_norm, kKeys_native_group_norm, 13, 8, false};
 
 PyObject* py_native_group_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[12] = {};
+  PyObject* slots[13] = {};
   if (!tb::parse_args(kSig_native_group_norm, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4522,11 +4665,12 @@ PyObject* py_native_group_norm(PyObject*, PyObject* const* args, Py_ssize_t narg
     auto v_out1 = tb::tensor_out_arg(slots[9], kSig_native_group_norm, 9);
     auto v_out2 = tb::tensor_out_arg(slots[10], kSig_native_group_norm, 10);
     const Implementation impl_ = tb::implementation_arg(slots[11], kSig_native_group_norm, 11);
+    const Stream stream_ = tb::stream_arg(slots[12], kSig_native_group_norm, 12, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::native_group_norm(v_input, v_weight, v_bias, v_N, v_C, v_HxW, v_group, v_eps, v_out0, v_out1, v_out2, impl_);
+        ::infini::ops::native_group_norm(v_input, v_weight, v_bias, v_N, v_C, v_HxW, v_group, v_eps, v_out0, v_out1, v_out2, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4540,12 +4684,12 @@ PyObject* py_native_group_norm(PyObject*, PyObject* const* args, Py_ssize_t narg
 }
 
 // native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
-const char* const kNames_native_layer_norm[] = {"input", "normalized_shape", "weight", "bias", "eps", "out0", "out1", "out2", "implementation"};
-PyObject* kKeys_native_layer_norm[9] = {};
-const tb::Signature kSig_native_layer_norm{"native_layer_norm", kNames_native_layer_norm, kKeys_native_layer_norm, 9, 5};
+const char* const kNames_native_layer_norm[] = {"input", "normalized_shape", "weight", "bias", "eps", "out0", "out1", "out2", "implementation", "stream"};
+PyObject* kKeys_native_layer_norm[10] = {};
+const tb::Signature kSig_native_layer_norm{"native_layer_norm", kNames_native_layer_norm, kKeys_native_layer_norm, 10, 5, false};
 
 PyObject* py_native_layer_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[9] = {};
+  PyObject* slots[10] = {};
   if (!tb::parse_args(kSig_native_layer_norm, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4559,11 +4703,12 @@ PyObject* py_native_layer_norm(PyObject*, PyObject* const* args, Py_ssize_t narg
     auto v_out1 = tb::tensor_out_arg(slots[6], kSig_native_layer_norm, 6);
     auto v_out2 = tb::tensor_out_arg(slots[7], kSig_native_layer_norm, 7);
     const Implementation impl_ = tb::implementation_arg(slots[8], kSig_native_layer_norm, 8);
+    const Stream stream_ = tb::stream_arg(slots[9], kSig_native_layer_norm, 9, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::native_layer_norm(v_input, v_normalized_shape, v_weight, v_bias, v_eps, v_out0, v_out1, v_out2, impl_);
+        ::infini::ops::native_layer_norm(v_input, v_normalized_shape, v_weight, v_bias, v_eps, v_out0, v_out1, v_out2, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4577,12 +4722,12 @@ PyObject* py_native_layer_norm(PyObject*, PyObject* const* args, Py_ssize_t narg
 }
 
 // native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
-const char* const kNames_native_layer_norm_backward[] = {"grad_out", "input", "normalized_shape", "mean", "rstd", "weight", "bias", "output_mask", "out0", "out1", "out2", "implementation"};
-PyObject* kKeys_native_layer_norm_backward[12] = {};
-const tb::Signature kSig_native_layer_norm_backward{"native_layer_norm_backward", kNames_native_layer_norm_backward, kKeys_native_layer_norm_backward, 12, 8};
+const char* const kNames_native_layer_norm_backward[] = {"grad_out", "input", "normalized_shape", "mean", "rstd", "weight", "bias", "output_mask", "out0", "out1", "out2", "implementation", "stream"};
+PyObject* kKeys_native_layer_norm_backward[13] = {};
+const tb::Signature kSig_native_layer_norm_backward{"native_layer_norm_backward", kNames_native_layer_norm_backward, kKeys_native_layer_norm_backward, 13, 8, false};
 
 PyObject* py_native_layer_norm_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[12] = {};
+  PyObject* slots[13] = {};
   if (!tb::parse_args(kSig_native_layer_norm_backward, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4599,11 +4744,12 @@ PyObject* py_native_layer_norm_backward(PyObject*, PyObject* const* args, Py_ssi
     auto v_out1 = tb::tensor_out_arg(slots[9], kSig_native_layer_norm_backward, 9);
     auto v_out2 = tb::tensor_out_arg(slots[10], kSig_native_layer_norm_backward, 10);
     const Implementation impl_ = tb::implementation_arg(slots[11], kSig_native_layer_norm_backward, 11);
+    const Stream stream_ = tb::stream_arg(slots[12], kSig_native_layer_norm_backward, 12, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::native_layer_norm_backward(v_grad_out, v_input, v_normalized_shape, v_mean, v_rstd, v_weight, v_bias, v_output_mask, v_out0, v_out1, v_out2, impl_);
+        ::infini::ops::native_layer_norm_backward(v_grad_out, v_input, v_normalized_shape, v_mean, v_rstd, v_weight, v_bias, v_output_mask, v_out0, v_out1, v_out2, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4617,12 +4763,12 @@ PyObject* py_native_layer_norm_backward(PyObject*, PyObject* const* args, Py_ssi
 }
 
 // ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_ne_Scalar[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_ne_Scalar[4] = {};
-const tb::Signature kSig_ne_Scalar{"ne_Scalar", kNames_ne_Scalar, kKeys_ne_Scalar, 4, 2};
+const char* const kNames_ne_Scalar[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_ne_Scalar[5] = {};
+const tb::Signature kSig_ne_Scalar{"ne_Scalar", kNames_ne_Scalar, kKeys_ne_Scalar, 5, 2, true};
 
 PyObject* py_ne_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_ne_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4631,11 +4777,12 @@ PyObject* py_ne_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_other = tb::scalar_arg(slots[1], kSig_ne_Scalar, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_ne_Scalar, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_ne_Scalar, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_ne_Scalar, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::ne_Scalar(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::ne_Scalar(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4649,12 +4796,12 @@ PyObject* py_ne_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_ne_Tensor[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_ne_Tensor[4] = {};
-const tb::Signature kSig_ne_Tensor{"ne_Tensor", kNames_ne_Tensor, kKeys_ne_Tensor, 4, 2};
+const char* const kNames_ne_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_ne_Tensor[5] = {};
+const tb::Signature kSig_ne_Tensor{"ne_Tensor", kNames_ne_Tensor, kKeys_ne_Tensor, 5, 2, true};
 
 PyObject* py_ne_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_ne_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4663,11 +4810,12 @@ PyObject* py_ne_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_other = tb::tensor_arg(slots[1], kSig_ne_Tensor, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_ne_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_ne_Tensor, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_ne_Tensor, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::ne_Tensor(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::ne_Tensor(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4681,12 +4829,12 @@ PyObject* py_ne_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_neg[] = {"input", "out", "implementation"};
-PyObject* kKeys_neg[3] = {};
-const tb::Signature kSig_neg{"neg", kNames_neg, kKeys_neg, 3, 1};
+const char* const kNames_neg[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_neg[4] = {};
+const tb::Signature kSig_neg{"neg", kNames_neg, kKeys_neg, 4, 1, true};
 
 PyObject* py_neg(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_neg, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4694,11 +4842,12 @@ PyObject* py_neg(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_self = tb::tensor_arg(slots[0], kSig_neg, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_neg, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_neg, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_neg, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::neg(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::neg(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4712,12 +4861,12 @@ PyObject* py_neg(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_nonzero[] = {"input", "out", "implementation"};
-PyObject* kKeys_nonzero[3] = {};
-const tb::Signature kSig_nonzero{"nonzero", kNames_nonzero, kKeys_nonzero, 3, 1};
+const char* const kNames_nonzero[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_nonzero[4] = {};
+const tb::Signature kSig_nonzero{"nonzero", kNames_nonzero, kKeys_nonzero, 4, 1, false};
 
 PyObject* py_nonzero(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_nonzero, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4725,11 +4874,12 @@ PyObject* py_nonzero(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     auto v_self = tb::tensor_arg(slots[0], kSig_nonzero, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_nonzero, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_nonzero, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_nonzero, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::nonzero(v_self, v_out, impl_);
+        ::infini::ops::nonzero(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4743,12 +4893,12 @@ PyObject* py_nonzero(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 }
 
 // norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_norm[] = {"input", "p", "dim", "keepdim", "out", "implementation"};
-PyObject* kKeys_norm[6] = {};
-const tb::Signature kSig_norm{"norm", kNames_norm, kKeys_norm, 6, 4};
+const char* const kNames_norm[] = {"input", "p", "dim", "keepdim", "out", "implementation", "stream"};
+PyObject* kKeys_norm[7] = {};
+const tb::Signature kSig_norm{"norm", kNames_norm, kKeys_norm, 7, 4, false};
 
 PyObject* py_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_norm, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4759,11 +4909,12 @@ PyObject* py_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_keepdim = tb::bool_arg(slots[3], kSig_norm, 3, false);
     auto v_out = tb::tensor_out_arg(slots[4], kSig_norm, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_norm, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_norm, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::norm(v_self, v_p, v_dim, v_keepdim, v_out, impl_);
+        ::infini::ops::norm(v_self, v_p, v_dim, v_keepdim, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4777,12 +4928,12 @@ PyObject* py_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_outer[] = {"input", "vec2", "out", "implementation"};
-PyObject* kKeys_outer[4] = {};
-const tb::Signature kSig_outer{"outer", kNames_outer, kKeys_outer, 4, 2};
+const char* const kNames_outer[] = {"input", "vec2", "out", "implementation", "stream"};
+PyObject* kKeys_outer[5] = {};
+const tb::Signature kSig_outer{"outer", kNames_outer, kKeys_outer, 5, 2, false};
 
 PyObject* py_outer(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_outer, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4791,11 +4942,12 @@ PyObject* py_outer(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_vec2 = tb::tensor_arg(slots[1], kSig_outer, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_outer, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_outer, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_outer, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::outer(v_self, v_vec2, v_out, impl_);
+        ::infini::ops::outer(v_self, v_vec2, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4809,12 +4961,12 @@ PyObject* py_outer(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_pow_Tensor_Scalar[] = {"input", "exponent", "out", "implementation"};
-PyObject* kKeys_pow_Tensor_Scalar[4] = {};
-const tb::Signature kSig_pow_Tensor_Scalar{"pow_Tensor_Scalar", kNames_pow_Tensor_Scalar, kKeys_pow_Tensor_Scalar, 4, 2};
+const char* const kNames_pow_Tensor_Scalar[] = {"input", "exponent", "out", "implementation", "stream"};
+PyObject* kKeys_pow_Tensor_Scalar[5] = {};
+const tb::Signature kSig_pow_Tensor_Scalar{"pow_Tensor_Scalar", kNames_pow_Tensor_Scalar, kKeys_pow_Tensor_Scalar, 5, 2, true};
 
 PyObject* py_pow_Tensor_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_pow_Tensor_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4823,11 +4975,12 @@ PyObject* py_pow_Tensor_Scalar(PyObject*, PyObject* const* args, Py_ssize_t narg
     auto v_exponent = tb::scalar_arg(slots[1], kSig_pow_Tensor_Scalar, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_pow_Tensor_Scalar, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_pow_Tensor_Scalar, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_pow_Tensor_Scalar, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::pow_Tensor_Scalar(v_self, v_exponent, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::pow_Tensor_Scalar(v_self, v_exponent, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4841,12 +4994,12 @@ PyObject* py_pow_Tensor_Scalar(PyObject*, PyObject* const* args, Py_ssize_t narg
 }
 
 // pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_pow_Tensor_Tensor[] = {"input", "exponent", "out", "implementation"};
-PyObject* kKeys_pow_Tensor_Tensor[4] = {};
-const tb::Signature kSig_pow_Tensor_Tensor{"pow_Tensor_Tensor", kNames_pow_Tensor_Tensor, kKeys_pow_Tensor_Tensor, 4, 2};
+const char* const kNames_pow_Tensor_Tensor[] = {"input", "exponent", "out", "implementation", "stream"};
+PyObject* kKeys_pow_Tensor_Tensor[5] = {};
+const tb::Signature kSig_pow_Tensor_Tensor{"pow_Tensor_Tensor", kNames_pow_Tensor_Tensor, kKeys_pow_Tensor_Tensor, 5, 2, true};
 
 PyObject* py_pow_Tensor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_pow_Tensor_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4855,11 +5008,12 @@ PyObject* py_pow_Tensor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t narg
     auto v_exponent = tb::tensor_arg(slots[1], kSig_pow_Tensor_Tensor, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_pow_Tensor_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_pow_Tensor_Tensor, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_pow_Tensor_Tensor, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::pow_Tensor_Tensor(v_self, v_exponent, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_exponent, v_out));
+        ::infini::ops::pow_Tensor_Tensor(v_self, v_exponent, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4873,12 +5027,12 @@ PyObject* py_pow_Tensor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t narg
 }
 
 // prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_prod_int[] = {"input", "dim", "keepdim", "dtype", "out", "implementation"};
-PyObject* kKeys_prod_int[6] = {};
-const tb::Signature kSig_prod_int{"prod_int", kNames_prod_int, kKeys_prod_int, 6, 3};
+const char* const kNames_prod_int[] = {"input", "dim", "keepdim", "dtype", "out", "implementation", "stream"};
+PyObject* kKeys_prod_int[7] = {};
+const tb::Signature kSig_prod_int{"prod_int", kNames_prod_int, kKeys_prod_int, 7, 3, false};
 
 PyObject* py_prod_int(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_prod_int, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4889,11 +5043,12 @@ PyObject* py_prod_int(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
     auto v_dtype = tb::dtype_opt_arg(slots[3], kSig_prod_int, 3, std::nullopt);
     auto v_out = tb::tensor_out_arg(slots[4], kSig_prod_int, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_prod_int, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_prod_int, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::prod_int(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_);
+        ::infini::ops::prod_int(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4907,12 +5062,12 @@ PyObject* py_prod_int(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 }
 
 // reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_reciprocal[] = {"input", "out", "implementation"};
-PyObject* kKeys_reciprocal[3] = {};
-const tb::Signature kSig_reciprocal{"reciprocal", kNames_reciprocal, kKeys_reciprocal, 3, 1};
+const char* const kNames_reciprocal[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_reciprocal[4] = {};
+const tb::Signature kSig_reciprocal{"reciprocal", kNames_reciprocal, kKeys_reciprocal, 4, 1, true};
 
 PyObject* py_reciprocal(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_reciprocal, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4920,11 +5075,12 @@ PyObject* py_reciprocal(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_self = tb::tensor_arg(slots[0], kSig_reciprocal, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_reciprocal, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_reciprocal, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_reciprocal, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::reciprocal(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::reciprocal(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4938,12 +5094,12 @@ PyObject* py_reciprocal(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 }
 
 // relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_relu[] = {"input", "out", "implementation"};
-PyObject* kKeys_relu[3] = {};
-const tb::Signature kSig_relu{"relu", kNames_relu, kKeys_relu, 3, 1};
+const char* const kNames_relu[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_relu[4] = {};
+const tb::Signature kSig_relu{"relu", kNames_relu, kKeys_relu, 4, 1, false};
 
 PyObject* py_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_relu, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4951,11 +5107,12 @@ PyObject* py_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_relu, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_relu, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_relu, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_relu, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::relu(v_self, v_out, impl_);
+        ::infini::ops::relu(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -4969,12 +5126,12 @@ PyObject* py_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_remainder_Tensor[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_remainder_Tensor[4] = {};
-const tb::Signature kSig_remainder_Tensor{"remainder_Tensor", kNames_remainder_Tensor, kKeys_remainder_Tensor, 4, 2};
+const char* const kNames_remainder_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_remainder_Tensor[5] = {};
+const tb::Signature kSig_remainder_Tensor{"remainder_Tensor", kNames_remainder_Tensor, kKeys_remainder_Tensor, 5, 2, true};
 
 PyObject* py_remainder_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_remainder_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -4983,11 +5140,12 @@ PyObject* py_remainder_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs
     auto v_other = tb::tensor_arg(slots[1], kSig_remainder_Tensor, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_remainder_Tensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_remainder_Tensor, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_remainder_Tensor, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::remainder_Tensor(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::remainder_Tensor(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5001,12 +5159,12 @@ PyObject* py_remainder_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs
 }
 
 // rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_rms_norm[] = {"input", "weight", "eps", "out", "implementation"};
-PyObject* kKeys_rms_norm[5] = {};
-const tb::Signature kSig_rms_norm{"rms_norm", kNames_rms_norm, kKeys_rms_norm, 5, 3};
+const char* const kNames_rms_norm[] = {"input", "weight", "eps", "out", "implementation", "stream"};
+PyObject* kKeys_rms_norm[6] = {};
+const tb::Signature kSig_rms_norm{"rms_norm", kNames_rms_norm, kKeys_rms_norm, 6, 3, false};
 
 PyObject* py_rms_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_rms_norm, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5016,11 +5174,12 @@ PyObject* py_rms_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
     auto v_eps = tb::float_arg(slots[2], kSig_rms_norm, 2, 1e-06);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_rms_norm, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_rms_norm, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_rms_norm, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::rms_norm(v_input, v_weight, v_eps, v_out, impl_);
+        ::infini::ops::rms_norm(v_input, v_weight, v_eps, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5034,12 +5193,12 @@ PyObject* py_rms_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 }
 
 // roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_roll[] = {"input", "shifts", "dims", "out", "implementation"};
-PyObject* kKeys_roll[5] = {};
-const tb::Signature kSig_roll{"roll", kNames_roll, kKeys_roll, 5, 3};
+const char* const kNames_roll[] = {"input", "shifts", "dims", "out", "implementation", "stream"};
+PyObject* kKeys_roll[6] = {};
+const tb::Signature kSig_roll{"roll", kNames_roll, kKeys_roll, 6, 3, false};
 
 PyObject* py_roll(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_roll, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5049,11 +5208,12 @@ PyObject* py_roll(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_dims = tb::int_list_arg(slots[2], kSig_roll, 2, 1, {});
     auto v_out = tb::tensor_out_arg(slots[3], kSig_roll, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_roll, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_roll, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::roll(v_self, v_shifts, v_dims, v_out, impl_);
+        ::infini::ops::roll(v_self, v_shifts, v_dims, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5067,12 +5227,12 @@ PyObject* py_roll(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_round[] = {"input", "out", "implementation"};
-PyObject* kKeys_round[3] = {};
-const tb::Signature kSig_round{"round", kNames_round, kKeys_round, 3, 1};
+const char* const kNames_round[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_round[4] = {};
+const tb::Signature kSig_round{"round", kNames_round, kKeys_round, 4, 1, true};
 
 PyObject* py_round(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_round, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5080,11 +5240,12 @@ PyObject* py_round(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_self = tb::tensor_arg(slots[0], kSig_round, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_round, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_round, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_round, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::round(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::round(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5098,12 +5259,12 @@ PyObject* py_round(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_rsqrt[] = {"input", "out", "implementation"};
-PyObject* kKeys_rsqrt[3] = {};
-const tb::Signature kSig_rsqrt{"rsqrt", kNames_rsqrt, kKeys_rsqrt, 3, 1};
+const char* const kNames_rsqrt[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_rsqrt[4] = {};
+const tb::Signature kSig_rsqrt{"rsqrt", kNames_rsqrt, kKeys_rsqrt, 4, 1, true};
 
 PyObject* py_rsqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_rsqrt, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5111,11 +5272,12 @@ PyObject* py_rsqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_self = tb::tensor_arg(slots[0], kSig_rsqrt, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_rsqrt, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_rsqrt, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_rsqrt, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::rsqrt(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::rsqrt(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5129,12 +5291,12 @@ PyObject* py_rsqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_scaled_dot_product_attention[] = {"query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "out", "implementation"};
-PyObject* kKeys_scaled_dot_product_attention[9] = {};
-const tb::Signature kSig_scaled_dot_product_attention{"scaled_dot_product_attention", kNames_scaled_dot_product_attention, kKeys_scaled_dot_product_attention, 9, 7};
+const char* const kNames_scaled_dot_product_attention[] = {"query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "out", "implementation", "stream"};
+PyObject* kKeys_scaled_dot_product_attention[10] = {};
+const tb::Signature kSig_scaled_dot_product_attention{"scaled_dot_product_attention", kNames_scaled_dot_product_attention, kKeys_scaled_dot_product_attention, 10, 7, false};
 
 PyObject* py_scaled_dot_product_attention(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[9] = {};
+  PyObject* slots[10] = {};
   if (!tb::parse_args(kSig_scaled_dot_product_attention, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5148,11 +5310,12 @@ PyObject* py_scaled_dot_product_attention(PyObject*, PyObject* const* args, Py_s
     auto v_scale = tb::float_opt_arg(slots[6], kSig_scaled_dot_product_attention, 6, std::nullopt);
     auto v_out = tb::tensor_out_arg(slots[7], kSig_scaled_dot_product_attention, 7);
     const Implementation impl_ = tb::implementation_arg(slots[8], kSig_scaled_dot_product_attention, 8);
+    const Stream stream_ = tb::stream_arg(slots[9], kSig_scaled_dot_product_attention, 9, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::scaled_dot_product_attention(v_query, v_key, v_value, v_attn_mask, v_dropout_p, v_is_causal, v_scale, v_out, impl_);
+        ::infini::ops::scaled_dot_product_attention(v_query, v_key, v_value, v_attn_mask, v_dropout_p, v_is_causal, v_scale, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5166,12 +5329,12 @@ PyObject* py_scaled_dot_product_attention(PyObject*, PyObject* const* args, Py_s
 }
 
 // scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_scatter_add[] = {"input", "dim", "index", "src", "out", "implementation"};
-PyObject* kKeys_scatter_add[6] = {};
-const tb::Signature kSig_scatter_add{"scatter_add", kNames_scatter_add, kKeys_scatter_add, 6, 4};
+const char* const kNames_scatter_add[] = {"input", "dim", "index", "src", "out", "implementation", "stream"};
+PyObject* kKeys_scatter_add[7] = {};
+const tb::Signature kSig_scatter_add{"scatter_add", kNames_scatter_add, kKeys_scatter_add, 7, 4, false};
 
 PyObject* py_scatter_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_scatter_add, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5182,11 +5345,12 @@ PyObject* py_scatter_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_src = tb::tensor_arg(slots[3], kSig_scatter_add, 3);
     auto v_out = tb::tensor_out_arg(slots[4], kSig_scatter_add, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_scatter_add, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_scatter_add, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::scatter_add(v_self, v_dim, v_index, v_src, v_out, impl_);
+        ::infini::ops::scatter_add(v_self, v_dim, v_index, v_src, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5200,12 +5364,12 @@ PyObject* py_scatter_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_scatter_src[] = {"input", "dim", "index", "src", "out", "implementation"};
-PyObject* kKeys_scatter_src[6] = {};
-const tb::Signature kSig_scatter_src{"scatter_src", kNames_scatter_src, kKeys_scatter_src, 6, 4};
+const char* const kNames_scatter_src[] = {"input", "dim", "index", "src", "out", "implementation", "stream"};
+PyObject* kKeys_scatter_src[7] = {};
+const tb::Signature kSig_scatter_src{"scatter_src", kNames_scatter_src, kKeys_scatter_src, 7, 4, false};
 
 PyObject* py_scatter_src(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_scatter_src, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5216,11 +5380,12 @@ PyObject* py_scatter_src(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_src = tb::tensor_arg(slots[3], kSig_scatter_src, 3);
     auto v_out = tb::tensor_out_arg(slots[4], kSig_scatter_src, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_scatter_src, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_scatter_src, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::scatter_src(v_self, v_dim, v_index, v_src, v_out, impl_);
+        ::infini::ops::scatter_src(v_self, v_dim, v_index, v_src, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5234,12 +5399,12 @@ PyObject* py_scatter_src(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_scatter_value[] = {"input", "dim", "index", "value", "out", "implementation"};
-PyObject* kKeys_scatter_value[6] = {};
-const tb::Signature kSig_scatter_value{"scatter_value", kNames_scatter_value, kKeys_scatter_value, 6, 4};
+const char* const kNames_scatter_value[] = {"input", "dim", "index", "value", "out", "implementation", "stream"};
+PyObject* kKeys_scatter_value[7] = {};
+const tb::Signature kSig_scatter_value{"scatter_value", kNames_scatter_value, kKeys_scatter_value, 7, 4, false};
 
 PyObject* py_scatter_value(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_scatter_value, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5250,11 +5415,12 @@ PyObject* py_scatter_value(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
     auto v_value = tb::scalar_arg(slots[3], kSig_scatter_value, 3);
     auto v_out = tb::tensor_out_arg(slots[4], kSig_scatter_value, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_scatter_value, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_scatter_value, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::scatter_value(v_self, v_dim, v_index, v_value, v_out, impl_);
+        ::infini::ops::scatter_value(v_self, v_dim, v_index, v_value, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5268,12 +5434,12 @@ PyObject* py_scatter_value(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
 }
 
 // sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_sgn[] = {"input", "out", "implementation"};
-PyObject* kKeys_sgn[3] = {};
-const tb::Signature kSig_sgn{"sgn", kNames_sgn, kKeys_sgn, 3, 1};
+const char* const kNames_sgn[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_sgn[4] = {};
+const tb::Signature kSig_sgn{"sgn", kNames_sgn, kKeys_sgn, 4, 1, true};
 
 PyObject* py_sgn(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_sgn, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5281,11 +5447,12 @@ PyObject* py_sgn(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_self = tb::tensor_arg(slots[0], kSig_sgn, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_sgn, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sgn, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_sgn, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::sgn(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::sgn(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5299,12 +5466,12 @@ PyObject* py_sgn(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_sigmoid[] = {"input", "out", "implementation"};
-PyObject* kKeys_sigmoid[3] = {};
-const tb::Signature kSig_sigmoid{"sigmoid", kNames_sigmoid, kKeys_sigmoid, 3, 1};
+const char* const kNames_sigmoid[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_sigmoid[4] = {};
+const tb::Signature kSig_sigmoid{"sigmoid", kNames_sigmoid, kKeys_sigmoid, 4, 1, true};
 
 PyObject* py_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_sigmoid, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5312,11 +5479,12 @@ PyObject* py_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     auto v_self = tb::tensor_arg(slots[0], kSig_sigmoid, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_sigmoid, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sigmoid, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_sigmoid, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::sigmoid(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::sigmoid(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5330,12 +5498,12 @@ PyObject* py_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 }
 
 // sigmoid_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)
-const char* const kNames_sigmoid_backward[] = {"grad_output", "output", "grad_input", "implementation"};
-PyObject* kKeys_sigmoid_backward[4] = {};
-const tb::Signature kSig_sigmoid_backward{"sigmoid_backward", kNames_sigmoid_backward, kKeys_sigmoid_backward, 4, 2};
+const char* const kNames_sigmoid_backward[] = {"grad_output", "output", "grad_input", "implementation", "stream"};
+PyObject* kKeys_sigmoid_backward[5] = {};
+const tb::Signature kSig_sigmoid_backward{"sigmoid_backward", kNames_sigmoid_backward, kKeys_sigmoid_backward, 5, 2, true};
 
 PyObject* py_sigmoid_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_sigmoid_backward, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5344,11 +5512,12 @@ PyObject* py_sigmoid_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs
     auto v_output = tb::tensor_arg(slots[1], kSig_sigmoid_backward, 1);
     auto v_grad_input = tb::tensor_out_arg(slots[2], kSig_sigmoid_backward, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_sigmoid_backward, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_sigmoid_backward, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::sigmoid_backward(v_grad_output, v_output, v_grad_input, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_grad_output, v_output, v_grad_input));
+        ::infini::ops::sigmoid_backward(v_grad_output, v_output, v_grad_input, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5362,12 +5531,12 @@ PyObject* py_sigmoid_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs
 }
 
 // sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_sign[] = {"input", "out", "implementation"};
-PyObject* kKeys_sign[3] = {};
-const tb::Signature kSig_sign{"sign", kNames_sign, kKeys_sign, 3, 1};
+const char* const kNames_sign[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_sign[4] = {};
+const tb::Signature kSig_sign{"sign", kNames_sign, kKeys_sign, 4, 1, true};
 
 PyObject* py_sign(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_sign, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5375,11 +5544,12 @@ PyObject* py_sign(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_sign, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_sign, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sign, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_sign, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::sign(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::sign(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5393,12 +5563,12 @@ PyObject* py_sign(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_silu[] = {"input", "out", "implementation"};
-PyObject* kKeys_silu[3] = {};
-const tb::Signature kSig_silu{"silu", kNames_silu, kKeys_silu, 3, 1};
+const char* const kNames_silu[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_silu[4] = {};
+const tb::Signature kSig_silu{"silu", kNames_silu, kKeys_silu, 4, 1, true};
 
 PyObject* py_silu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_silu, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5406,11 +5576,12 @@ PyObject* py_silu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_silu, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_silu, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_silu, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_silu, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::silu(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::silu(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5424,12 +5595,12 @@ PyObject* py_silu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // silu_and_mul(Tensor input, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_silu_and_mul[] = {"input", "out", "implementation"};
-PyObject* kKeys_silu_and_mul[3] = {};
-const tb::Signature kSig_silu_and_mul{"silu_and_mul", kNames_silu_and_mul, kKeys_silu_and_mul, 3, 1};
+const char* const kNames_silu_and_mul[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_silu_and_mul[4] = {};
+const tb::Signature kSig_silu_and_mul{"silu_and_mul", kNames_silu_and_mul, kKeys_silu_and_mul, 4, 1, false};
 
 PyObject* py_silu_and_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_silu_and_mul, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5437,11 +5608,12 @@ PyObject* py_silu_and_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
     auto v_input = tb::tensor_arg(slots[0], kSig_silu_and_mul, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_silu_and_mul, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_silu_and_mul, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_silu_and_mul, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::silu_and_mul(v_input, v_out, impl_);
+        ::infini::ops::silu_and_mul(v_input, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5455,12 +5627,12 @@ PyObject* py_silu_and_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 }
 
 // silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)
-const char* const kNames_silu_backward[] = {"grad_output", "input", "grad_input", "implementation"};
-PyObject* kKeys_silu_backward[4] = {};
-const tb::Signature kSig_silu_backward{"silu_backward", kNames_silu_backward, kKeys_silu_backward, 4, 2};
+const char* const kNames_silu_backward[] = {"grad_output", "input", "grad_input", "implementation", "stream"};
+PyObject* kKeys_silu_backward[5] = {};
+const tb::Signature kSig_silu_backward{"silu_backward", kNames_silu_backward, kKeys_silu_backward, 5, 2, true};
 
 PyObject* py_silu_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_silu_backward, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5469,11 +5641,12 @@ PyObject* py_silu_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
     auto v_self = tb::tensor_arg(slots[1], kSig_silu_backward, 1);
     auto v_grad_input = tb::tensor_out_arg(slots[2], kSig_silu_backward, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_silu_backward, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_silu_backward, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::silu_backward(v_grad_output, v_self, v_grad_input, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_grad_output, v_self, v_grad_input));
+        ::infini::ops::silu_backward(v_grad_output, v_self, v_grad_input, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5487,12 +5660,12 @@ PyObject* py_silu_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
 }
 
 // sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_sin[] = {"input", "out", "implementation"};
-PyObject* kKeys_sin[3] = {};
-const tb::Signature kSig_sin{"sin", kNames_sin, kKeys_sin, 3, 1};
+const char* const kNames_sin[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_sin[4] = {};
+const tb::Signature kSig_sin{"sin", kNames_sin, kKeys_sin, 4, 1, true};
 
 PyObject* py_sin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_sin, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5500,11 +5673,12 @@ PyObject* py_sin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_self = tb::tensor_arg(slots[0], kSig_sin, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_sin, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sin, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_sin, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::sin(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::sin(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5518,12 +5692,12 @@ PyObject* py_sin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_sinh[] = {"input", "out", "implementation"};
-PyObject* kKeys_sinh[3] = {};
-const tb::Signature kSig_sinh{"sinh", kNames_sinh, kKeys_sinh, 3, 1};
+const char* const kNames_sinh[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_sinh[4] = {};
+const tb::Signature kSig_sinh{"sinh", kNames_sinh, kKeys_sinh, 4, 1, true};
 
 PyObject* py_sinh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_sinh, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5531,11 +5705,12 @@ PyObject* py_sinh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_sinh, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_sinh, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sinh, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_sinh, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::sinh(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::sinh(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5549,12 +5724,12 @@ PyObject* py_sinh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // smooth_l1_loss.out(Tensor self, Tensor target, int reduction=Mean, float beta=1.0, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_smooth_l1_loss[] = {"input", "target", "reduction", "beta", "out", "implementation"};
-PyObject* kKeys_smooth_l1_loss[6] = {};
-const tb::Signature kSig_smooth_l1_loss{"smooth_l1_loss", kNames_smooth_l1_loss, kKeys_smooth_l1_loss, 6, 4};
+const char* const kNames_smooth_l1_loss[] = {"input", "target", "reduction", "beta", "out", "implementation", "stream"};
+PyObject* kKeys_smooth_l1_loss[7] = {};
+const tb::Signature kSig_smooth_l1_loss{"smooth_l1_loss", kNames_smooth_l1_loss, kKeys_smooth_l1_loss, 7, 4, true};
 
 PyObject* py_smooth_l1_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_smooth_l1_loss, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5565,11 +5740,12 @@ PyObject* py_smooth_l1_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
     auto v_beta = tb::float_arg(slots[3], kSig_smooth_l1_loss, 3, 1.0);
     auto v_out = tb::tensor_out_arg(slots[4], kSig_smooth_l1_loss, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_smooth_l1_loss, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_smooth_l1_loss, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::smooth_l1_loss(v_self, v_target, v_reduction, v_beta, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_target, v_out));
+        ::infini::ops::smooth_l1_loss(v_self, v_target, v_reduction, v_beta, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5583,12 +5759,12 @@ PyObject* py_smooth_l1_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
 }
 
 // soft_margin_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_soft_margin_loss[] = {"input", "target", "reduction", "out", "implementation"};
-PyObject* kKeys_soft_margin_loss[5] = {};
-const tb::Signature kSig_soft_margin_loss{"soft_margin_loss", kNames_soft_margin_loss, kKeys_soft_margin_loss, 5, 3};
+const char* const kNames_soft_margin_loss[] = {"input", "target", "reduction", "out", "implementation", "stream"};
+PyObject* kKeys_soft_margin_loss[6] = {};
+const tb::Signature kSig_soft_margin_loss{"soft_margin_loss", kNames_soft_margin_loss, kKeys_soft_margin_loss, 6, 3, false};
 
 PyObject* py_soft_margin_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_soft_margin_loss, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5598,11 +5774,12 @@ PyObject* py_soft_margin_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs
     auto v_reduction = tb::int_arg(slots[2], kSig_soft_margin_loss, 2, int64_t{1});
     auto v_out = tb::tensor_out_arg(slots[3], kSig_soft_margin_loss, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_soft_margin_loss, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_soft_margin_loss, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::soft_margin_loss(v_self, v_target, v_reduction, v_out, impl_);
+        ::infini::ops::soft_margin_loss(v_self, v_target, v_reduction, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5616,12 +5793,12 @@ PyObject* py_soft_margin_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs
 }
 
 // softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_softmax[] = {"input", "dim", "dtype", "out", "implementation"};
-PyObject* kKeys_softmax[5] = {};
-const tb::Signature kSig_softmax{"softmax", kNames_softmax, kKeys_softmax, 5, 3};
+const char* const kNames_softmax[] = {"input", "dim", "dtype", "out", "implementation", "stream"};
+PyObject* kKeys_softmax[6] = {};
+const tb::Signature kSig_softmax{"softmax", kNames_softmax, kKeys_softmax, 6, 3, false};
 
 PyObject* py_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_softmax, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5631,11 +5808,12 @@ PyObject* py_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     auto v_dtype = tb::dtype_opt_arg(slots[2], kSig_softmax, 2, std::nullopt);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_softmax, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_softmax, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_softmax, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::softmax(v_self, v_dim, v_dtype, v_out, impl_);
+        ::infini::ops::softmax(v_self, v_dim, v_dtype, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5649,12 +5827,12 @@ PyObject* py_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 }
 
 // softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_softplus[] = {"input", "beta", "threshold", "out", "implementation"};
-PyObject* kKeys_softplus[5] = {};
-const tb::Signature kSig_softplus{"softplus", kNames_softplus, kKeys_softplus, 5, 3};
+const char* const kNames_softplus[] = {"input", "beta", "threshold", "out", "implementation", "stream"};
+PyObject* kKeys_softplus[6] = {};
+const tb::Signature kSig_softplus{"softplus", kNames_softplus, kKeys_softplus, 6, 3, true};
 
 PyObject* py_softplus(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_softplus, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5664,11 +5842,12 @@ PyObject* py_softplus(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
     auto v_threshold = tb::scalar_arg(slots[2], kSig_softplus, 2, Scalar(int64_t{20}));
     auto v_out = tb::tensor_out_arg(slots[3], kSig_softplus, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_softplus, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_softplus, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::softplus(v_self, v_beta, v_threshold, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::softplus(v_self, v_beta, v_threshold, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5682,12 +5861,12 @@ PyObject* py_softplus(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 }
 
 // sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
-const char* const kNames_sort_values[] = {"input", "dim", "descending", "values", "indices", "implementation"};
-PyObject* kKeys_sort_values[6] = {};
-const tb::Signature kSig_sort_values{"sort_values", kNames_sort_values, kKeys_sort_values, 6, 3};
+const char* const kNames_sort_values[] = {"input", "dim", "descending", "values", "indices", "implementation", "stream"};
+PyObject* kKeys_sort_values[7] = {};
+const tb::Signature kSig_sort_values{"sort_values", kNames_sort_values, kKeys_sort_values, 7, 3, false};
 
 PyObject* py_sort_values(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_sort_values, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5698,11 +5877,12 @@ PyObject* py_sort_values(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_values = tb::tensor_out_arg(slots[3], kSig_sort_values, 3);
     auto v_indices = tb::tensor_out_arg(slots[4], kSig_sort_values, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_sort_values, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_sort_values, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::sort_values(v_self, v_dim, v_descending, v_values, v_indices, impl_);
+        ::infini::ops::sort_values(v_self, v_dim, v_descending, v_values, v_indices, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5716,12 +5896,12 @@ PyObject* py_sort_values(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_sqrt[] = {"input", "out", "implementation"};
-PyObject* kKeys_sqrt[3] = {};
-const tb::Signature kSig_sqrt{"sqrt", kNames_sqrt, kKeys_sqrt, 3, 1};
+const char* const kNames_sqrt[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_sqrt[4] = {};
+const tb::Signature kSig_sqrt{"sqrt", kNames_sqrt, kKeys_sqrt, 4, 1, true};
 
 PyObject* py_sqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_sqrt, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5729,11 +5909,12 @@ PyObject* py_sqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_sqrt, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_sqrt, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sqrt, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_sqrt, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::sqrt(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::sqrt(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5747,12 +5928,12 @@ PyObject* py_sqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_square[] = {"input", "out", "implementation"};
-PyObject* kKeys_square[3] = {};
-const tb::Signature kSig_square{"square", kNames_square, kKeys_square, 3, 1};
+const char* const kNames_square[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_square[4] = {};
+const tb::Signature kSig_square{"square", kNames_square, kKeys_square, 4, 1, false};
 
 PyObject* py_square(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_square, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5760,11 +5941,12 @@ PyObject* py_square(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
     auto v_self = tb::tensor_arg(slots[0], kSig_square, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_square, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_square, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_square, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::square(v_self, v_out, impl_);
+        ::infini::ops::square(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5778,12 +5960,12 @@ PyObject* py_square(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 }
 
 // std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_std_correction[] = {"input", "dim", "correction", "keepdim", "out", "implementation"};
-PyObject* kKeys_std_correction[6] = {};
-const tb::Signature kSig_std_correction{"std_correction", kNames_std_correction, kKeys_std_correction, 6, 2};
+const char* const kNames_std_correction[] = {"input", "dim", "correction", "keepdim", "out", "implementation", "stream"};
+PyObject* kKeys_std_correction[7] = {};
+const tb::Signature kSig_std_correction{"std_correction", kNames_std_correction, kKeys_std_correction, 7, 2, false};
 
 PyObject* py_std_correction(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_std_correction, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5794,11 +5976,12 @@ PyObject* py_std_correction(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
     auto v_keepdim = tb::bool_arg(slots[3], kSig_std_correction, 3, false);
     auto v_out = tb::tensor_out_arg(slots[4], kSig_std_correction, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_std_correction, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_std_correction, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::std_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_);
+        ::infini::ops::std_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5812,12 +5995,12 @@ PyObject* py_std_correction(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
 }
 
 // sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_sub[] = {"input", "other", "alpha", "out", "implementation"};
-PyObject* kKeys_sub[5] = {};
-const tb::Signature kSig_sub{"sub", kNames_sub, kKeys_sub, 5, 2};
+const char* const kNames_sub[] = {"input", "other", "alpha", "out", "implementation", "stream"};
+PyObject* kKeys_sub[6] = {};
+const tb::Signature kSig_sub{"sub", kNames_sub, kKeys_sub, 6, 2, true};
 
 PyObject* py_sub(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_sub, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5827,11 +6010,12 @@ PyObject* py_sub(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_alpha = tb::scalar_arg(slots[2], kSig_sub, 2, Scalar(int64_t{1}));
     auto v_out = tb::tensor_out_arg(slots[3], kSig_sub, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_sub, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_sub, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::sub(v_self, v_other, v_alpha, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::sub(v_self, v_other, v_alpha, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5845,12 +6029,12 @@ PyObject* py_sub(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_sub_Scalar[] = {"input", "other", "alpha", "out", "implementation"};
-PyObject* kKeys_sub_Scalar[5] = {};
-const tb::Signature kSig_sub_Scalar{"sub_Scalar", kNames_sub_Scalar, kKeys_sub_Scalar, 5, 3};
+const char* const kNames_sub_Scalar[] = {"input", "other", "alpha", "out", "implementation", "stream"};
+PyObject* kKeys_sub_Scalar[6] = {};
+const tb::Signature kSig_sub_Scalar{"sub_Scalar", kNames_sub_Scalar, kKeys_sub_Scalar, 6, 3, false};
 
 PyObject* py_sub_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_sub_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5860,11 +6044,12 @@ PyObject* py_sub_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_alpha = tb::scalar_arg(slots[2], kSig_sub_Scalar, 2, Scalar(int64_t{1}));
     auto v_out = tb::tensor_out_arg(slots[3], kSig_sub_Scalar, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_sub_Scalar, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_sub_Scalar, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::sub_Scalar(v_self, v_other, v_alpha, v_out, impl_);
+        ::infini::ops::sub_Scalar(v_self, v_other, v_alpha, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5878,12 +6063,12 @@ PyObject* py_sub_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 }
 
 // sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_sum[] = {"input", "dim", "keepdim", "dtype", "out", "implementation"};
-PyObject* kKeys_sum[6] = {};
-const tb::Signature kSig_sum{"sum", kNames_sum, kKeys_sum, 6, 3};
+const char* const kNames_sum[] = {"input", "dim", "keepdim", "dtype", "out", "implementation", "stream"};
+PyObject* kKeys_sum[7] = {};
+const tb::Signature kSig_sum{"sum", kNames_sum, kKeys_sum, 7, 3, false};
 
 PyObject* py_sum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_sum, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5894,11 +6079,12 @@ PyObject* py_sum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_dtype = tb::dtype_opt_arg(slots[3], kSig_sum, 3, std::nullopt);
     auto v_out = tb::tensor_out_arg(slots[4], kSig_sum, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_sum, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_sum, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::sum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_);
+        ::infini::ops::sum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5912,12 +6098,12 @@ PyObject* py_sum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_sum_all[] = {"input", "dtype", "out", "implementation"};
-PyObject* kKeys_sum_all[4] = {};
-const tb::Signature kSig_sum_all{"sum_all", kNames_sum_all, kKeys_sum_all, 4, 1};
+const char* const kNames_sum_all[] = {"input", "dtype", "out", "implementation", "stream"};
+PyObject* kKeys_sum_all[5] = {};
+const tb::Signature kSig_sum_all{"sum_all", kNames_sum_all, kKeys_sum_all, 5, 1, false};
 
 PyObject* py_sum_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_sum_all, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5926,11 +6112,12 @@ PyObject* py_sum_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
     auto v_dtype = tb::dtype_opt_arg(slots[1], kSig_sum_all, 1, std::nullopt);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_sum_all, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_sum_all, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_sum_all, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::sum_all(v_self, v_dtype, v_out, impl_);
+        ::infini::ops::sum_all(v_self, v_dtype, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5944,12 +6131,12 @@ PyObject* py_sum_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 }
 
 // take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_take[] = {"input", "index", "out", "implementation"};
-PyObject* kKeys_take[4] = {};
-const tb::Signature kSig_take{"take", kNames_take, kKeys_take, 4, 2};
+const char* const kNames_take[] = {"input", "index", "out", "implementation", "stream"};
+PyObject* kKeys_take[5] = {};
+const tb::Signature kSig_take{"take", kNames_take, kKeys_take, 5, 2, false};
 
 PyObject* py_take(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_take, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5958,11 +6145,12 @@ PyObject* py_take(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_index = tb::tensor_arg(slots[1], kSig_take, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_take, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_take, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_take, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::take(v_self, v_index, v_out, impl_);
+        ::infini::ops::take(v_self, v_index, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -5976,12 +6164,12 @@ PyObject* py_take(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_tan[] = {"input", "out", "implementation"};
-PyObject* kKeys_tan[3] = {};
-const tb::Signature kSig_tan{"tan", kNames_tan, kKeys_tan, 3, 1};
+const char* const kNames_tan[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_tan[4] = {};
+const tb::Signature kSig_tan{"tan", kNames_tan, kKeys_tan, 4, 1, true};
 
 PyObject* py_tan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_tan, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -5989,11 +6177,12 @@ PyObject* py_tan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     auto v_self = tb::tensor_arg(slots[0], kSig_tan, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_tan, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_tan, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_tan, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::tan(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::tan(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -6007,12 +6196,12 @@ PyObject* py_tan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 }
 
 // tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_tanh[] = {"input", "out", "implementation"};
-PyObject* kKeys_tanh[3] = {};
-const tb::Signature kSig_tanh{"tanh", kNames_tanh, kKeys_tanh, 3, 1};
+const char* const kNames_tanh[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_tanh[4] = {};
+const tb::Signature kSig_tanh{"tanh", kNames_tanh, kKeys_tanh, 4, 1, true};
 
 PyObject* py_tanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_tanh, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -6020,11 +6209,12 @@ PyObject* py_tanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_self = tb::tensor_arg(slots[0], kSig_tanh, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_tanh, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_tanh, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_tanh, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::tanh(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::tanh(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -6038,12 +6228,12 @@ PyObject* py_tanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // tanh_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)
-const char* const kNames_tanh_backward[] = {"grad_output", "output", "grad_input", "implementation"};
-PyObject* kKeys_tanh_backward[4] = {};
-const tb::Signature kSig_tanh_backward{"tanh_backward", kNames_tanh_backward, kKeys_tanh_backward, 4, 2};
+const char* const kNames_tanh_backward[] = {"grad_output", "output", "grad_input", "implementation", "stream"};
+PyObject* kKeys_tanh_backward[5] = {};
+const tb::Signature kSig_tanh_backward{"tanh_backward", kNames_tanh_backward, kKeys_tanh_backward, 5, 2, true};
 
 PyObject* py_tanh_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_tanh_backward, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -6052,11 +6242,12 @@ PyObject* py_tanh_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
     auto v_output = tb::tensor_arg(slots[1], kSig_tanh_backward, 1);
     auto v_grad_input = tb::tensor_out_arg(slots[2], kSig_tanh_backward, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_tanh_backward, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_tanh_backward, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::tanh_backward(v_grad_output, v_output, v_grad_input, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_grad_output, v_output, v_grad_input));
+        ::infini::ops::tanh_backward(v_grad_output, v_output, v_grad_input, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -6070,12 +6261,12 @@ PyObject* py_tanh_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
 }
 
 // threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_threshold[] = {"input", "threshold", "value", "out", "implementation"};
-PyObject* kKeys_threshold[5] = {};
-const tb::Signature kSig_threshold{"threshold", kNames_threshold, kKeys_threshold, 5, 3};
+const char* const kNames_threshold[] = {"input", "threshold", "value", "out", "implementation", "stream"};
+PyObject* kKeys_threshold[6] = {};
+const tb::Signature kSig_threshold{"threshold", kNames_threshold, kKeys_threshold, 6, 3, true};
 
 PyObject* py_threshold(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_threshold, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -6085,11 +6276,12 @@ PyObject* py_threshold(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_value = tb::scalar_arg(slots[2], kSig_threshold, 2);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_threshold, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_threshold, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_threshold, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::threshold(v_self, v_threshold, v_value, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::threshold(v_self, v_threshold, v_value, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -6103,12 +6295,12 @@ PyObject* py_threshold(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 // threshold_backward.grad_input(Tensor grad_output, Tensor self, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)
-const char* const kNames_threshold_backward[] = {"grad_output", "input", "threshold", "grad_input", "implementation"};
-PyObject* kKeys_threshold_backward[5] = {};
-const tb::Signature kSig_threshold_backward{"threshold_backward", kNames_threshold_backward, kKeys_threshold_backward, 5, 3};
+const char* const kNames_threshold_backward[] = {"grad_output", "input", "threshold", "grad_input", "implementation", "stream"};
+PyObject* kKeys_threshold_backward[6] = {};
+const tb::Signature kSig_threshold_backward{"threshold_backward", kNames_threshold_backward, kKeys_threshold_backward, 6, 3, true};
 
 PyObject* py_threshold_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_threshold_backward, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -6118,11 +6310,12 @@ PyObject* py_threshold_backward(PyObject*, PyObject* const* args, Py_ssize_t nar
     auto v_threshold = tb::scalar_arg(slots[2], kSig_threshold_backward, 2);
     auto v_grad_input = tb::tensor_out_arg(slots[3], kSig_threshold_backward, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_threshold_backward, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_threshold_backward, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::threshold_backward(v_grad_output, v_self, v_threshold, v_grad_input, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_grad_output, v_self, v_grad_input));
+        ::infini::ops::threshold_backward(v_grad_output, v_self, v_threshold, v_grad_input, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -6136,12 +6329,12 @@ PyObject* py_threshold_backward(PyObject*, PyObject* const* args, Py_ssize_t nar
 }
 
 // topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
-const char* const kNames_topk[] = {"input", "k", "dim", "largest", "sorted", "values", "indices", "implementation"};
-PyObject* kKeys_topk[8] = {};
-const tb::Signature kSig_topk{"topk", kNames_topk, kKeys_topk, 8, 5};
+const char* const kNames_topk[] = {"input", "k", "dim", "largest", "sorted", "values", "indices", "implementation", "stream"};
+PyObject* kKeys_topk[9] = {};
+const tb::Signature kSig_topk{"topk", kNames_topk, kKeys_topk, 9, 5, false};
 
 PyObject* py_topk(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
+  PyObject* slots[9] = {};
   if (!tb::parse_args(kSig_topk, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -6154,11 +6347,12 @@ PyObject* py_topk(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_values = tb::tensor_out_arg(slots[5], kSig_topk, 5);
     auto v_indices = tb::tensor_out_arg(slots[6], kSig_topk, 6);
     const Implementation impl_ = tb::implementation_arg(slots[7], kSig_topk, 7);
+    const Stream stream_ = tb::stream_arg(slots[8], kSig_topk, 8, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::topk(v_self, v_k, v_dim, v_largest, v_sorted, v_values, v_indices, impl_);
+        ::infini::ops::topk(v_self, v_k, v_dim, v_largest, v_sorted, v_values, v_indices, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -6172,12 +6366,12 @@ PyObject* py_topk(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_tril[] = {"input", "diagonal", "out", "implementation"};
-PyObject* kKeys_tril[4] = {};
-const tb::Signature kSig_tril{"tril", kNames_tril, kKeys_tril, 4, 2};
+const char* const kNames_tril[] = {"input", "diagonal", "out", "implementation", "stream"};
+PyObject* kKeys_tril[5] = {};
+const tb::Signature kSig_tril{"tril", kNames_tril, kKeys_tril, 5, 2, false};
 
 PyObject* py_tril(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_tril, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -6186,11 +6380,12 @@ PyObject* py_tril(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_diagonal = tb::int_arg(slots[1], kSig_tril, 1, int64_t{0});
     auto v_out = tb::tensor_out_arg(slots[2], kSig_tril, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_tril, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_tril, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::tril(v_self, v_diagonal, v_out, impl_);
+        ::infini::ops::tril(v_self, v_diagonal, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -6204,12 +6399,12 @@ PyObject* py_tril(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_triu[] = {"input", "diagonal", "out", "implementation"};
-PyObject* kKeys_triu[4] = {};
-const tb::Signature kSig_triu{"triu", kNames_triu, kKeys_triu, 4, 2};
+const char* const kNames_triu[] = {"input", "diagonal", "out", "implementation", "stream"};
+PyObject* kKeys_triu[5] = {};
+const tb::Signature kSig_triu{"triu", kNames_triu, kKeys_triu, 5, 2, false};
 
 PyObject* py_triu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_triu, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -6218,11 +6413,12 @@ PyObject* py_triu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_diagonal = tb::int_arg(slots[1], kSig_triu, 1, int64_t{0});
     auto v_out = tb::tensor_out_arg(slots[2], kSig_triu, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_triu, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_triu, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::triu(v_self, v_diagonal, v_out, impl_);
+        ::infini::ops::triu(v_self, v_diagonal, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -6236,12 +6432,12 @@ PyObject* py_triu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_trunc[] = {"input", "out", "implementation"};
-PyObject* kKeys_trunc[3] = {};
-const tb::Signature kSig_trunc{"trunc", kNames_trunc, kKeys_trunc, 3, 1};
+const char* const kNames_trunc[] = {"input", "out", "implementation", "stream"};
+PyObject* kKeys_trunc[4] = {};
+const tb::Signature kSig_trunc{"trunc", kNames_trunc, kKeys_trunc, 4, 1, true};
 
 PyObject* py_trunc(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[3] = {};
+  PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_trunc, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -6249,11 +6445,12 @@ PyObject* py_trunc(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_self = tb::tensor_arg(slots[0], kSig_trunc, 0);
     auto v_out = tb::tensor_out_arg(slots[1], kSig_trunc, 1);
     const Implementation impl_ = tb::implementation_arg(slots[2], kSig_trunc, 2);
+    const Stream stream_ = tb::stream_arg(slots[3], kSig_trunc, 3, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::trunc(v_self, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
+        ::infini::ops::trunc(v_self, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -6267,12 +6464,12 @@ PyObject* py_trunc(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_var_correction[] = {"input", "dim", "correction", "keepdim", "out", "implementation"};
-PyObject* kKeys_var_correction[6] = {};
-const tb::Signature kSig_var_correction{"var_correction", kNames_var_correction, kKeys_var_correction, 6, 2};
+const char* const kNames_var_correction[] = {"input", "dim", "correction", "keepdim", "out", "implementation", "stream"};
+PyObject* kKeys_var_correction[7] = {};
+const tb::Signature kSig_var_correction{"var_correction", kNames_var_correction, kKeys_var_correction, 7, 2, false};
 
 PyObject* py_var_correction(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_var_correction, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -6283,11 +6480,12 @@ PyObject* py_var_correction(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
     auto v_keepdim = tb::bool_arg(slots[3], kSig_var_correction, 3, false);
     auto v_out = tb::tensor_out_arg(slots[4], kSig_var_correction, 4);
     const Implementation impl_ = tb::implementation_arg(slots[5], kSig_var_correction, 5);
+    const Stream stream_ = tb::stream_arg(slots[6], kSig_var_correction, 6, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::var_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_);
+        ::infini::ops::var_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -6301,12 +6499,12 @@ PyObject* py_var_correction(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
 }
 
 // vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_vdot[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_vdot[4] = {};
-const tb::Signature kSig_vdot{"vdot", kNames_vdot, kKeys_vdot, 4, 2};
+const char* const kNames_vdot[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_vdot[5] = {};
+const tb::Signature kSig_vdot{"vdot", kNames_vdot, kKeys_vdot, 5, 2, false};
 
 PyObject* py_vdot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_vdot, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -6315,11 +6513,12 @@ PyObject* py_vdot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
     auto v_other = tb::tensor_arg(slots[1], kSig_vdot, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_vdot, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_vdot, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_vdot, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::vdot(v_self, v_other, v_out, impl_);
+        ::infini::ops::vdot(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -6333,12 +6532,12 @@ PyObject* py_vdot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 }
 
 // where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_where[] = {"condition", "input", "other", "out", "implementation"};
-PyObject* kKeys_where[5] = {};
-const tb::Signature kSig_where{"where", kNames_where, kKeys_where, 5, 3};
+const char* const kNames_where[] = {"condition", "input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_where[6] = {};
+const tb::Signature kSig_where{"where", kNames_where, kKeys_where, 6, 3, false};
 
 PyObject* py_where(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_where, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -6348,11 +6547,12 @@ PyObject* py_where(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
     auto v_other = tb::tensor_arg(slots[2], kSig_where, 2);
     auto v_out = tb::tensor_out_arg(slots[3], kSig_where, 3);
     const Implementation impl_ = tb::implementation_arg(slots[4], kSig_where, 4);
+    const Stream stream_ = tb::stream_arg(slots[5], kSig_where, 5, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
         tb::GilRelease nogil;
-        ::infini::ops::where(v_condition, v_self, v_other, v_out, impl_);
+        ::infini::ops::where(v_condition, v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -6366,12 +6566,12 @@ PyObject* py_where(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 }
 
 // xlogy.OutTensor(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_xlogy_OutTensor[] = {"input", "other", "out", "implementation"};
-PyObject* kKeys_xlogy_OutTensor[4] = {};
-const tb::Signature kSig_xlogy_OutTensor{"xlogy_OutTensor", kNames_xlogy_OutTensor, kKeys_xlogy_OutTensor, 4, 2};
+const char* const kNames_xlogy_OutTensor[] = {"input", "other", "out", "implementation", "stream"};
+PyObject* kKeys_xlogy_OutTensor[5] = {};
+const tb::Signature kSig_xlogy_OutTensor{"xlogy_OutTensor", kNames_xlogy_OutTensor, kKeys_xlogy_OutTensor, 5, 2, true};
 
 PyObject* py_xlogy_OutTensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_xlogy_OutTensor, args, nargs, kwnames, slots)) {
     return nullptr;
   }
@@ -6380,11 +6580,12 @@ PyObject* py_xlogy_OutTensor(PyObject*, PyObject* const* args, Py_ssize_t nargs,
     auto v_other = tb::tensor_arg(slots[1], kSig_xlogy_OutTensor, 1);
     auto v_out = tb::tensor_out_arg(slots[2], kSig_xlogy_OutTensor, 2);
     const Implementation impl_ = tb::implementation_arg(slots[3], kSig_xlogy_OutTensor, 3);
+    const Stream stream_ = tb::stream_arg(slots[4], kSig_xlogy_OutTensor, 4, kStreamAttributes);
     {
       tb::WarningScope warnings;
       try {
-        tb::GilRelease nogil;
-        ::infini::ops::xlogy_OutTensor(v_self, v_other, v_out, impl_);
+        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
+        ::infini::ops::xlogy_OutTensor(v_self, v_other, v_out, impl_, stream_);
       } catch (...) {
         warnings.set_in_exception();
         throw;
@@ -6408,7 +6609,7 @@ const tb::OpImplementations kImplementations[] = {
     {"acosh", ""},
     {"adaptive_avg_pool2d", ""},
     {"adaptive_max_pool2d", ""},
-    {"add", "cpu"},
+    {"add", "cpu,nvidia"},
     {"add_Scalar", ""},
     {"addbmm", ""},
     {"addcdiv", ""},
@@ -6552,7 +6753,7 @@ const tb::OpImplementations kImplementations[] = {
     {"reciprocal", ""},
     {"relu", ""},
     {"remainder_Tensor", ""},
-    {"rms_norm", "cpu"},
+    {"rms_norm", "cpu,nvidia"},
     {"roll", ""},
     {"round", ""},
     {"rsqrt", ""},
@@ -6565,7 +6766,7 @@ const tb::OpImplementations kImplementations[] = {
     {"sigmoid_backward", ""},
     {"sign", ""},
     {"silu", "cpu"},
-    {"silu_and_mul", "cpu"},
+    {"silu_and_mul", "cpu,nvidia"},
     {"silu_backward", ""},
     {"sin", ""},
     {"sinh", ""},

@@ -9,6 +9,9 @@ from torch import Tensor
 
 Number = int | float | bool | complex
 Implementation = Literal["default", "native", "torch"]
+# A stream of the tensors' device: a raw handle, or an object holding one in
+# one of these attributes: cuda_stream, mlu_stream, musa_stream, npu_stream.
+StreamLike = int | object
 
 __torch_version__: str
 selection: str
@@ -30,6 +33,7 @@ def _log_softmax(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -41,6 +45,7 @@ def _log_softmax_backward_data(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """_log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -51,6 +56,7 @@ def _softmax(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -62,6 +68,7 @@ def _softmax_backward_data(
     *,
     grad_input: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) grad_input) -> Tensor(a!)"""
 
@@ -70,6 +77,7 @@ def abs(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -78,6 +86,7 @@ def acos(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -86,6 +95,7 @@ def acosh(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -95,6 +105,7 @@ def adaptive_avg_pool2d(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -105,6 +116,7 @@ def adaptive_max_pool2d(
     out: Tensor,
     indices: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor]:
     """adaptive_max_pool2d.out(Tensor self, int[2] output_size, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))"""
 
@@ -115,6 +127,7 @@ def add(
     alpha: Number = 1,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -125,6 +138,7 @@ def add_Scalar(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -137,6 +151,7 @@ def addbmm(
     alpha: Number = 1,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -148,6 +163,7 @@ def addcdiv(
     value: Number = 1,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -159,6 +175,7 @@ def addcmul(
     value: Number = 1,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -171,6 +188,7 @@ def addmm(
     alpha: Number = 1,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -183,6 +201,7 @@ def addmv(
     alpha: Number = 1,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -193,6 +212,7 @@ def all(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -201,6 +221,7 @@ def all_all(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -211,6 +232,7 @@ def amax(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -221,6 +243,7 @@ def amin(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -232,6 +255,7 @@ def aminmax(
     min: Tensor,
     max: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor]:
     """aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)"""
 
@@ -242,6 +266,7 @@ def any(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -250,6 +275,7 @@ def any_all(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -260,6 +286,7 @@ def argmax(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -270,6 +297,7 @@ def argmin(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -278,6 +306,7 @@ def asin(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -286,6 +315,7 @@ def asinh(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -294,6 +324,7 @@ def atan(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -303,6 +334,7 @@ def atan2(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -311,6 +343,7 @@ def atanh(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -324,6 +357,7 @@ def avg_pool1d(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """avg_pool1d.out(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -338,6 +372,7 @@ def avg_pool2d(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -350,6 +385,7 @@ def baddbmm(
     alpha: Number = 1,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -359,6 +395,7 @@ def bitwise_and_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -368,6 +405,7 @@ def bitwise_left_shift_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -376,6 +414,7 @@ def bitwise_not(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -385,6 +424,7 @@ def bitwise_or_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -394,6 +434,7 @@ def bitwise_right_shift_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -403,6 +444,7 @@ def bitwise_xor_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -412,6 +454,7 @@ def bmm(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -421,6 +464,7 @@ def cat(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -429,6 +473,7 @@ def ceil(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -439,6 +484,7 @@ def clamp(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -449,6 +495,7 @@ def clamp_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -458,6 +505,7 @@ def clamp_max(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -467,6 +515,7 @@ def clamp_min(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -475,6 +524,7 @@ def clone(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -484,6 +534,7 @@ def copysign(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -492,6 +543,7 @@ def cos(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -500,6 +552,7 @@ def cosh(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -510,6 +563,7 @@ def cross(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """cross.out(Tensor self, Tensor other, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -520,6 +574,7 @@ def cumprod(
     dtype: torch.dtype | None = None,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -530,6 +585,7 @@ def cumsum(
     dtype: torch.dtype | None = None,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -538,6 +594,7 @@ def digamma(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -547,6 +604,7 @@ def div(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -557,6 +615,7 @@ def div_out_mode(
     rounding_mode: str | None,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -566,6 +625,7 @@ def dot(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -577,6 +637,7 @@ def elu(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -589,6 +650,7 @@ def embedding(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -601,6 +663,7 @@ def embedding_dense_backward(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -610,6 +673,7 @@ def eq_Scalar(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -619,6 +683,7 @@ def eq_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -627,6 +692,7 @@ def erf(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -635,6 +701,7 @@ def erfc(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -643,6 +710,7 @@ def erfinv(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -651,6 +719,7 @@ def exp(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -659,6 +728,7 @@ def exp2(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -667,6 +737,7 @@ def expm1(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -676,6 +747,7 @@ def flip(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -684,6 +756,7 @@ def floor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -693,6 +766,7 @@ def floor_divide(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -702,6 +776,7 @@ def fmax(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -711,6 +786,7 @@ def fmin(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -720,6 +796,7 @@ def fmod_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -728,6 +805,7 @@ def frac(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -739,6 +817,7 @@ def gather(
     sparse_grad: bool = False,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -748,6 +827,7 @@ def ge_Scalar(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -757,6 +837,7 @@ def ge_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -766,6 +847,7 @@ def gelu(
     approximate: str = 'none',
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)"""
 
@@ -776,6 +858,7 @@ def gelu_backward(
     approximate: str = 'none',
     grad_input: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)"""
 
@@ -785,6 +868,7 @@ def glu(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -794,6 +878,7 @@ def gt_Scalar(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -803,6 +888,7 @@ def gt_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -811,6 +897,7 @@ def hardsigmoid(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -819,6 +906,7 @@ def hardswish(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -829,6 +917,7 @@ def hardtanh(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -838,6 +927,7 @@ def hypot(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -847,6 +937,7 @@ def index(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -859,6 +950,7 @@ def index_add(
     alpha: Number = 1,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -870,6 +962,7 @@ def index_put(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -880,6 +973,7 @@ def index_select(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -888,6 +982,7 @@ def isnan(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -897,6 +992,7 @@ def kron(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -909,6 +1005,7 @@ def kthvalue(
     values: Tensor,
     indices: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor]:
     """kthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"""
 
@@ -918,6 +1015,7 @@ def le_Scalar(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -927,6 +1025,7 @@ def le_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -936,6 +1035,7 @@ def leaky_relu(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -946,6 +1046,7 @@ def lerp_Scalar(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -956,6 +1057,7 @@ def lerp_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -964,6 +1066,7 @@ def lgamma(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -974,6 +1077,7 @@ def linear(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -982,6 +1086,7 @@ def log(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -990,6 +1095,7 @@ def log10(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -998,6 +1104,7 @@ def log1p(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1006,6 +1113,7 @@ def log2(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1014,6 +1122,7 @@ def log_sigmoid(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1024,6 +1133,7 @@ def log_softmax(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1033,6 +1143,7 @@ def logaddexp(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1042,6 +1153,7 @@ def logaddexp2(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1051,6 +1163,7 @@ def logical_and(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1059,6 +1172,7 @@ def logical_not(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1068,6 +1182,7 @@ def logical_or(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1077,6 +1192,7 @@ def logical_xor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1087,6 +1203,7 @@ def logsumexp(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1096,6 +1213,7 @@ def lt_Scalar(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1105,6 +1223,7 @@ def lt_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1115,6 +1234,7 @@ def masked_fill(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1125,6 +1245,7 @@ def masked_fill_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1134,6 +1255,7 @@ def masked_select(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1143,6 +1265,7 @@ def matmul(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1154,6 +1277,7 @@ def max(
     max: Tensor,
     max_values: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor]:
     """max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)"""
 
@@ -1168,6 +1292,7 @@ def max_pool2d_with_indices(
     out: Tensor,
     indices: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor]:
     """max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))"""
 
@@ -1177,6 +1302,7 @@ def maximum(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1188,6 +1314,7 @@ def mean(
     dtype: torch.dtype | None = None,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1199,6 +1326,7 @@ def median_dim_values(
     values: Tensor,
     indices: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor]:
     """median.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"""
 
@@ -1210,6 +1338,7 @@ def min(
     min: Tensor,
     min_indices: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor]:
     """min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)"""
 
@@ -1219,6 +1348,7 @@ def minimum(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1227,6 +1357,7 @@ def mish(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1236,6 +1367,7 @@ def mm(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1246,6 +1378,7 @@ def mse_loss(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1257,6 +1390,7 @@ def mse_loss_backward(
     *,
     grad_input: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)"""
 
@@ -1266,6 +1400,7 @@ def mul(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1275,6 +1410,7 @@ def mul_Scalar(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1284,6 +1420,7 @@ def mv(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1295,6 +1432,7 @@ def nan_to_num(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1306,6 +1444,7 @@ def nansum(
     dtype: torch.dtype | None = None,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1317,6 +1456,7 @@ def narrow_copy(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1334,6 +1474,7 @@ def native_batch_norm(
     save_mean: Tensor,
     save_invstd: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))"""
 
@@ -1351,6 +1492,7 @@ def native_group_norm(
     out1: Tensor,
     out2: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))"""
 
@@ -1365,6 +1507,7 @@ def native_layer_norm(
     out1: Tensor,
     out2: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))"""
 
@@ -1382,6 +1525,7 @@ def native_layer_norm_backward(
     out1: Tensor,
     out2: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))"""
 
@@ -1391,6 +1535,7 @@ def ne_Scalar(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1400,6 +1545,7 @@ def ne_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1408,6 +1554,7 @@ def neg(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1416,6 +1563,7 @@ def nonzero(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1427,6 +1575,7 @@ def norm(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1436,6 +1585,7 @@ def outer(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1445,6 +1595,7 @@ def pow_Tensor_Scalar(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1454,6 +1605,7 @@ def pow_Tensor_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1465,6 +1617,7 @@ def prod_int(
     dtype: torch.dtype | None = None,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1473,6 +1626,7 @@ def reciprocal(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1481,6 +1635,7 @@ def relu(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1490,6 +1645,7 @@ def remainder_Tensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1500,6 +1656,7 @@ def rms_norm(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1510,6 +1667,7 @@ def roll(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1518,6 +1676,7 @@ def round(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1526,6 +1685,7 @@ def rsqrt(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1540,6 +1700,7 @@ def scaled_dot_product_attention(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1551,6 +1712,7 @@ def scatter_add(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1562,6 +1724,7 @@ def scatter_src(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1573,6 +1736,7 @@ def scatter_value(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1581,6 +1745,7 @@ def sgn(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1589,6 +1754,7 @@ def sigmoid(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1598,6 +1764,7 @@ def sigmoid_backward(
     *,
     grad_input: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """sigmoid_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)"""
 
@@ -1606,6 +1773,7 @@ def sign(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1614,6 +1782,7 @@ def silu(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1622,6 +1791,7 @@ def silu_and_mul(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """silu_and_mul(Tensor input, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1631,6 +1801,7 @@ def silu_backward(
     *,
     grad_input: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)"""
 
@@ -1639,6 +1810,7 @@ def sin(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1647,6 +1819,7 @@ def sinh(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1658,6 +1831,7 @@ def smooth_l1_loss(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """smooth_l1_loss.out(Tensor self, Tensor target, int reduction=Mean, float beta=1.0, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1668,6 +1842,7 @@ def soft_margin_loss(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """soft_margin_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1678,6 +1853,7 @@ def softmax(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1688,6 +1864,7 @@ def softplus(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1699,6 +1876,7 @@ def sort_values(
     values: Tensor,
     indices: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor]:
     """sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"""
 
@@ -1707,6 +1885,7 @@ def sqrt(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1715,6 +1894,7 @@ def square(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1726,6 +1906,7 @@ def std_correction(
     keepdim: bool = False,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1736,6 +1917,7 @@ def sub(
     alpha: Number = 1,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1746,6 +1928,7 @@ def sub_Scalar(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1757,6 +1940,7 @@ def sum(
     dtype: torch.dtype | None = None,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1766,6 +1950,7 @@ def sum_all(
     dtype: torch.dtype | None = None,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1775,6 +1960,7 @@ def take(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1783,6 +1969,7 @@ def tan(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1791,6 +1978,7 @@ def tanh(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1800,6 +1988,7 @@ def tanh_backward(
     *,
     grad_input: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """tanh_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)"""
 
@@ -1810,6 +1999,7 @@ def threshold(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1820,6 +2010,7 @@ def threshold_backward(
     *,
     grad_input: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """threshold_backward.grad_input(Tensor grad_output, Tensor self, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)"""
 
@@ -1833,6 +2024,7 @@ def topk(
     values: Tensor,
     indices: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor]:
     """topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"""
 
@@ -1842,6 +2034,7 @@ def tril(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1851,6 +2044,7 @@ def triu(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1859,6 +2053,7 @@ def trunc(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1870,6 +2065,7 @@ def var_correction(
     keepdim: bool = False,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1879,6 +2075,7 @@ def vdot(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1889,6 +2086,7 @@ def where(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
 
@@ -1898,5 +2096,6 @@ def xlogy_OutTensor(
     *,
     out: Tensor,
     implementation: Implementation = "default",
+    stream: StreamLike | None = None,
 ) -> Tensor:
     """xlogy.OutTensor(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""

@@ -4,81 +4,150 @@
 
 #include "native_kernels.h"
 #include "runtime/dispatch_support.h"
+#include "stream_guards.h"
 #include "torch_fallback.h"
 
 namespace infini::ops {
 
-void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, Implementation impl_) {
+void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("_log_softmax", self.device(), stream_, [&] {
+      ::infini::ops::_log_softmax(self, dim, half_to_float, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("_log_softmax");
   }
   torch_fallback::_log_softmax(self, dim, half_to_float, out);
 }
 
-void _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim, DataType input_dtype, Tensor& out, Implementation impl_) {
+void _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim, DataType input_dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("_log_softmax_backward_data", grad_output.device(), stream_, [&] {
+      ::infini::ops::_log_softmax_backward_data(grad_output, output, dim, input_dtype, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("_log_softmax_backward_data");
   }
   torch_fallback::_log_softmax_backward_data(grad_output, output, dim, input_dtype, out);
 }
 
-void _softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, Implementation impl_) {
+void _softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("_softmax", self.device(), stream_, [&] {
+      ::infini::ops::_softmax(self, dim, half_to_float, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("_softmax");
   }
   torch_fallback::_softmax(self, dim, half_to_float, out);
 }
 
-void _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim, DataType input_dtype, Tensor& grad_input, Implementation impl_) {
+void _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim, DataType input_dtype, Tensor& grad_input, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("_softmax_backward_data", grad_output.device(), stream_, [&] {
+      ::infini::ops::_softmax_backward_data(grad_output, output, dim, input_dtype, grad_input, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("_softmax_backward_data");
   }
   torch_fallback::_softmax_backward_data(grad_output, output, dim, input_dtype, grad_input);
 }
 
-void abs(const Tensor& self, Tensor& out, Implementation impl_) {
+void abs(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("abs", self.device(), stream_, [&] {
+      ::infini::ops::abs(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("abs");
   }
   torch_fallback::abs(self, out);
 }
 
-void acos(const Tensor& self, Tensor& out, Implementation impl_) {
+void acos(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("acos", self.device(), stream_, [&] {
+      ::infini::ops::acos(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("acos");
   }
   torch_fallback::acos(self, out);
 }
 
-void acosh(const Tensor& self, Tensor& out, Implementation impl_) {
+void acosh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("acosh", self.device(), stream_, [&] {
+      ::infini::ops::acosh(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("acosh");
   }
   torch_fallback::acosh(self, out);
 }
 
-void adaptive_avg_pool2d(const Tensor& self, std::span<const int64_t> output_size, Tensor& out, Implementation impl_) {
+void adaptive_avg_pool2d(const Tensor& self, std::span<const int64_t> output_size, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("adaptive_avg_pool2d", self.device(), stream_, [&] {
+      ::infini::ops::adaptive_avg_pool2d(self, output_size, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("adaptive_avg_pool2d");
   }
   torch_fallback::adaptive_avg_pool2d(self, output_size, out);
 }
 
-void adaptive_max_pool2d(const Tensor& self, std::span<const int64_t> output_size, Tensor& out, Tensor& indices, Implementation impl_) {
+void adaptive_max_pool2d(const Tensor& self, std::span<const int64_t> output_size, Tensor& out, Tensor& indices, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("adaptive_max_pool2d", self.device(), stream_, [&] {
+      ::infini::ops::adaptive_max_pool2d(self, output_size, out, indices, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("adaptive_max_pool2d");
   }
   torch_fallback::adaptive_max_pool2d(self, output_size, out, indices);
 }
 
-void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out, Implementation impl_) {
+void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("add", self.device(), stream_, [&] {
+      ::infini::ops::add(self, other, alpha, out, impl_);
+    });
+  }
   if (impl_ != Implementation::kTorch) {
     const Tensor& key_ = self;
     switch (key_.device().type) {
 #ifdef WITH_CPU
       case DeviceType::kCpu:
-        if (dtype_in(key_.dtype(), {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) &&
+        if (native_applies(impl_, key_, {{DataType::kFloat32, 16384}, {DataType::kFloat16, 128}, {DataType::kBFloat16, 512}}) &&
             native::cpu::add(self, other, alpha, out)) {
+          return;
+        }
+        break;
+#endif
+#ifdef WITH_NVIDIA
+      case DeviceType::kNvidia:
+        if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}}) &&
+            native::nvidia::add(self, other, alpha, out, torch_fallback::nvidia::current_stream(key_.device()))) {
           return;
         }
         break;
@@ -87,866 +156,1598 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
         break;
     }
     if (impl_ == Implementation::kNative) {
-      native_unsupported("add", key_, "cpu");
+      native_unsupported("add", key_, "cpu, nvidia");
     }
   }
   torch_fallback::add(self, other, alpha, out);
 }
 
-void add_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Tensor& out, Implementation impl_) {
+void add_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("add_Scalar", self.device(), stream_, [&] {
+      ::infini::ops::add_Scalar(self, other, alpha, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("add_Scalar");
   }
   torch_fallback::add_Scalar(self, other, alpha, out);
 }
 
-void addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_) {
+void addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("addbmm", self.device(), stream_, [&] {
+      ::infini::ops::addbmm(self, batch1, batch2, beta, alpha, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("addbmm");
   }
   torch_fallback::addbmm(self, batch1, batch2, beta, alpha, out);
 }
 
-void addcdiv(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value, Tensor& out, Implementation impl_) {
+void addcdiv(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("addcdiv", self.device(), stream_, [&] {
+      ::infini::ops::addcdiv(self, tensor1, tensor2, value, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("addcdiv");
   }
   torch_fallback::addcdiv(self, tensor1, tensor2, value, out);
 }
 
-void addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value, Tensor& out, Implementation impl_) {
+void addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("addcmul", self.device(), stream_, [&] {
+      ::infini::ops::addcmul(self, tensor1, tensor2, value, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("addcmul");
   }
   torch_fallback::addcmul(self, tensor1, tensor2, value, out);
 }
 
-void addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_) {
+void addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("addmm", self.device(), stream_, [&] {
+      ::infini::ops::addmm(self, mat1, mat2, beta, alpha, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("addmm");
   }
   torch_fallback::addmm(self, mat1, mat2, beta, alpha, out);
 }
 
-void addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_) {
+void addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("addmv", self.device(), stream_, [&] {
+      ::infini::ops::addmv(self, mat, vec, beta, alpha, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("addmv");
   }
   torch_fallback::addmv(self, mat, vec, beta, alpha, out);
 }
 
-void all(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementation impl_) {
+void all(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("all", self.device(), stream_, [&] {
+      ::infini::ops::all(self, dim, keepdim, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("all");
   }
   torch_fallback::all(self, dim, keepdim, out);
 }
 
-void all_all(const Tensor& self, Tensor& out, Implementation impl_) {
+void all_all(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("all_all", self.device(), stream_, [&] {
+      ::infini::ops::all_all(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("all_all");
   }
   torch_fallback::all_all(self, out);
 }
 
-void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_) {
+void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("amax", self.device(), stream_, [&] {
+      ::infini::ops::amax(self, dim, keepdim, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("amax");
   }
   torch_fallback::amax(self, dim, keepdim, out);
 }
 
-void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_) {
+void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("amin", self.device(), stream_, [&] {
+      ::infini::ops::amin(self, dim, keepdim, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("amin");
   }
   torch_fallback::amin(self, dim, keepdim, out);
 }
 
-void aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& min, Tensor& max, Implementation impl_) {
+void aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& min, Tensor& max, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("aminmax", self.device(), stream_, [&] {
+      ::infini::ops::aminmax(self, dim, keepdim, min, max, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("aminmax");
   }
   torch_fallback::aminmax(self, dim, keepdim, min, max);
 }
 
-void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementation impl_) {
+void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("any", self.device(), stream_, [&] {
+      ::infini::ops::any(self, dim, keepdim, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("any");
   }
   torch_fallback::any(self, dim, keepdim, out);
 }
 
-void any_all(const Tensor& self, Tensor& out, Implementation impl_) {
+void any_all(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("any_all", self.device(), stream_, [&] {
+      ::infini::ops::any_all(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("any_all");
   }
   torch_fallback::any_all(self, out);
 }
 
-void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out, Implementation impl_) {
+void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("argmax", self.device(), stream_, [&] {
+      ::infini::ops::argmax(self, dim, keepdim, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("argmax");
   }
   torch_fallback::argmax(self, dim, keepdim, out);
 }
 
-void argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out, Implementation impl_) {
+void argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("argmin", self.device(), stream_, [&] {
+      ::infini::ops::argmin(self, dim, keepdim, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("argmin");
   }
   torch_fallback::argmin(self, dim, keepdim, out);
 }
 
-void asin(const Tensor& self, Tensor& out, Implementation impl_) {
+void asin(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("asin", self.device(), stream_, [&] {
+      ::infini::ops::asin(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("asin");
   }
   torch_fallback::asin(self, out);
 }
 
-void asinh(const Tensor& self, Tensor& out, Implementation impl_) {
+void asinh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("asinh", self.device(), stream_, [&] {
+      ::infini::ops::asinh(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("asinh");
   }
   torch_fallback::asinh(self, out);
 }
 
-void atan(const Tensor& self, Tensor& out, Implementation impl_) {
+void atan(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("atan", self.device(), stream_, [&] {
+      ::infini::ops::atan(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("atan");
   }
   torch_fallback::atan(self, out);
 }
 
-void atan2(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void atan2(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("atan2", self.device(), stream_, [&] {
+      ::infini::ops::atan2(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("atan2");
   }
   torch_fallback::atan2(self, other, out);
 }
 
-void atanh(const Tensor& self, Tensor& out, Implementation impl_) {
+void atanh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("atanh", self.device(), stream_, [&] {
+      ::infini::ops::atanh(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("atanh");
   }
   torch_fallback::atanh(self, out);
 }
 
-void avg_pool1d(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, Tensor& out, Implementation impl_) {
+void avg_pool1d(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("avg_pool1d", self.device(), stream_, [&] {
+      ::infini::ops::avg_pool1d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("avg_pool1d");
   }
   torch_fallback::avg_pool1d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, out);
 }
 
-void avg_pool2d(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, Tensor& out, Implementation impl_) {
+void avg_pool2d(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("avg_pool2d", self.device(), stream_, [&] {
+      ::infini::ops::avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("avg_pool2d");
   }
   torch_fallback::avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out);
 }
 
-void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_) {
+void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("baddbmm", self.device(), stream_, [&] {
+      ::infini::ops::baddbmm(self, batch1, batch2, beta, alpha, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("baddbmm");
   }
   torch_fallback::baddbmm(self, batch1, batch2, beta, alpha, out);
 }
 
-void bitwise_and_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void bitwise_and_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("bitwise_and_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::bitwise_and_Tensor(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("bitwise_and_Tensor");
   }
   torch_fallback::bitwise_and_Tensor(self, other, out);
 }
 
-void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("bitwise_left_shift_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::bitwise_left_shift_Tensor(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("bitwise_left_shift_Tensor");
   }
   torch_fallback::bitwise_left_shift_Tensor(self, other, out);
 }
 
-void bitwise_not(const Tensor& self, Tensor& out, Implementation impl_) {
+void bitwise_not(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("bitwise_not", self.device(), stream_, [&] {
+      ::infini::ops::bitwise_not(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("bitwise_not");
   }
   torch_fallback::bitwise_not(self, out);
 }
 
-void bitwise_or_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void bitwise_or_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("bitwise_or_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::bitwise_or_Tensor(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("bitwise_or_Tensor");
   }
   torch_fallback::bitwise_or_Tensor(self, other, out);
 }
 
-void bitwise_right_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void bitwise_right_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("bitwise_right_shift_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::bitwise_right_shift_Tensor(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("bitwise_right_shift_Tensor");
   }
   torch_fallback::bitwise_right_shift_Tensor(self, other, out);
 }
 
-void bitwise_xor_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void bitwise_xor_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("bitwise_xor_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::bitwise_xor_Tensor(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("bitwise_xor_Tensor");
   }
   torch_fallback::bitwise_xor_Tensor(self, other, out);
 }
 
-void bmm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation impl_) {
+void bmm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("bmm", self.device(), stream_, [&] {
+      ::infini::ops::bmm(self, mat2, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("bmm");
   }
   torch_fallback::bmm(self, mat2, out);
 }
 
-void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out, Implementation impl_) {
+void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("cat", out.device(), stream_, [&] {
+      ::infini::ops::cat(tensors, dim, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("cat");
   }
   torch_fallback::cat(tensors, dim, out);
 }
 
-void ceil(const Tensor& self, Tensor& out, Implementation impl_) {
+void ceil(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("ceil", self.device(), stream_, [&] {
+      ::infini::ops::ceil(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("ceil");
   }
   torch_fallback::ceil(self, out);
 }
 
-void clamp(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, Tensor& out, Implementation impl_) {
+void clamp(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("clamp", self.device(), stream_, [&] {
+      ::infini::ops::clamp(self, min, max, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("clamp");
   }
   torch_fallback::clamp(self, min, max, out);
 }
 
-void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const std::optional<Tensor>& max, Tensor& out, Implementation impl_) {
+void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const std::optional<Tensor>& max, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("clamp_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::clamp_Tensor(self, min, max, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("clamp_Tensor");
   }
   torch_fallback::clamp_Tensor(self, min, max, out);
 }
 
-void clamp_max(const Tensor& self, const Scalar& max, Tensor& out, Implementation impl_) {
+void clamp_max(const Tensor& self, const Scalar& max, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("clamp_max", self.device(), stream_, [&] {
+      ::infini::ops::clamp_max(self, max, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("clamp_max");
   }
   torch_fallback::clamp_max(self, max, out);
 }
 
-void clamp_min(const Tensor& self, const Scalar& min, Tensor& out, Implementation impl_) {
+void clamp_min(const Tensor& self, const Scalar& min, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("clamp_min", self.device(), stream_, [&] {
+      ::infini::ops::clamp_min(self, min, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("clamp_min");
   }
   torch_fallback::clamp_min(self, min, out);
 }
 
-void clone(const Tensor& self, Tensor& out, Implementation impl_) {
+void clone(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("clone", self.device(), stream_, [&] {
+      ::infini::ops::clone(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("clone");
   }
   torch_fallback::clone(self, out);
 }
 
-void copysign(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void copysign(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("copysign", self.device(), stream_, [&] {
+      ::infini::ops::copysign(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("copysign");
   }
   torch_fallback::copysign(self, other, out);
 }
 
-void cos(const Tensor& self, Tensor& out, Implementation impl_) {
+void cos(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("cos", self.device(), stream_, [&] {
+      ::infini::ops::cos(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("cos");
   }
   torch_fallback::cos(self, out);
 }
 
-void cosh(const Tensor& self, Tensor& out, Implementation impl_) {
+void cosh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("cosh", self.device(), stream_, [&] {
+      ::infini::ops::cosh(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("cosh");
   }
   torch_fallback::cosh(self, out);
 }
 
-void cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim, Tensor& out, Implementation impl_) {
+void cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("cross", self.device(), stream_, [&] {
+      ::infini::ops::cross(self, other, dim, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("cross");
   }
   torch_fallback::cross(self, other, dim, out);
 }
 
-void cumprod(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_) {
+void cumprod(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("cumprod", self.device(), stream_, [&] {
+      ::infini::ops::cumprod(self, dim, dtype, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("cumprod");
   }
   torch_fallback::cumprod(self, dim, dtype, out);
 }
 
-void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_) {
+void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("cumsum", self.device(), stream_, [&] {
+      ::infini::ops::cumsum(self, dim, dtype, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("cumsum");
   }
   torch_fallback::cumsum(self, dim, dtype, out);
 }
 
-void digamma(const Tensor& self, Tensor& out, Implementation impl_) {
+void digamma(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("digamma", self.device(), stream_, [&] {
+      ::infini::ops::digamma(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("digamma");
   }
   torch_fallback::digamma(self, out);
 }
 
-void div(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void div(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("div", self.device(), stream_, [&] {
+      ::infini::ops::div(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("div");
   }
   torch_fallback::div(self, other, out);
 }
 
-void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::string_view> rounding_mode, Tensor& out, Implementation impl_) {
+void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::string_view> rounding_mode, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("div_out_mode", self.device(), stream_, [&] {
+      ::infini::ops::div_out_mode(self, other, rounding_mode, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("div_out_mode");
   }
   torch_fallback::div_out_mode(self, other, rounding_mode, out);
 }
 
-void dot(const Tensor& self, const Tensor& tensor, Tensor& out, Implementation impl_) {
+void dot(const Tensor& self, const Tensor& tensor, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("dot", self.device(), stream_, [&] {
+      ::infini::ops::dot(self, tensor, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("dot");
   }
   torch_fallback::dot(self, tensor, out);
 }
 
-void elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale, Tensor& out, Implementation impl_) {
+void elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("elu", self.device(), stream_, [&] {
+      ::infini::ops::elu(self, alpha, scale, input_scale, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("elu");
   }
   torch_fallback::elu(self, alpha, scale, input_scale, out);
 }
 
-void embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse, Tensor& out, Implementation impl_) {
+void embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("embedding", weight.device(), stream_, [&] {
+      ::infini::ops::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("embedding");
   }
   torch_fallback::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse, out);
 }
 
-void embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights, int64_t padding_idx, bool scale_grad_by_freq, Tensor& out, Implementation impl_) {
+void embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights, int64_t padding_idx, bool scale_grad_by_freq, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("embedding_dense_backward", grad_output.device(), stream_, [&] {
+      ::infini::ops::embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("embedding_dense_backward");
   }
   torch_fallback::embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq, out);
 }
 
-void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_) {
+void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("eq_Scalar", self.device(), stream_, [&] {
+      ::infini::ops::eq_Scalar(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("eq_Scalar");
   }
   torch_fallback::eq_Scalar(self, other, out);
 }
 
-void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("eq_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::eq_Tensor(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("eq_Tensor");
   }
   torch_fallback::eq_Tensor(self, other, out);
 }
 
-void erf(const Tensor& self, Tensor& out, Implementation impl_) {
+void erf(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("erf", self.device(), stream_, [&] {
+      ::infini::ops::erf(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("erf");
   }
   torch_fallback::erf(self, out);
 }
 
-void erfc(const Tensor& self, Tensor& out, Implementation impl_) {
+void erfc(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("erfc", self.device(), stream_, [&] {
+      ::infini::ops::erfc(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("erfc");
   }
   torch_fallback::erfc(self, out);
 }
 
-void erfinv(const Tensor& self, Tensor& out, Implementation impl_) {
+void erfinv(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("erfinv", self.device(), stream_, [&] {
+      ::infini::ops::erfinv(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("erfinv");
   }
   torch_fallback::erfinv(self, out);
 }
 
-void exp(const Tensor& self, Tensor& out, Implementation impl_) {
+void exp(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("exp", self.device(), stream_, [&] {
+      ::infini::ops::exp(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("exp");
   }
   torch_fallback::exp(self, out);
 }
 
-void exp2(const Tensor& self, Tensor& out, Implementation impl_) {
+void exp2(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("exp2", self.device(), stream_, [&] {
+      ::infini::ops::exp2(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("exp2");
   }
   torch_fallback::exp2(self, out);
 }
 
-void expm1(const Tensor& self, Tensor& out, Implementation impl_) {
+void expm1(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("expm1", self.device(), stream_, [&] {
+      ::infini::ops::expm1(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("expm1");
   }
   torch_fallback::expm1(self, out);
 }
 
-void flip(const Tensor& self, std::span<const int64_t> dims, Tensor& out, Implementation impl_) {
+void flip(const Tensor& self, std::span<const int64_t> dims, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("flip", self.device(), stream_, [&] {
+      ::infini::ops::flip(self, dims, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("flip");
   }
   torch_fallback::flip(self, dims, out);
 }
 
-void floor(const Tensor& self, Tensor& out, Implementation impl_) {
+void floor(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("floor", self.device(), stream_, [&] {
+      ::infini::ops::floor(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("floor");
   }
   torch_fallback::floor(self, out);
 }
 
-void floor_divide(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void floor_divide(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("floor_divide", self.device(), stream_, [&] {
+      ::infini::ops::floor_divide(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("floor_divide");
   }
   torch_fallback::floor_divide(self, other, out);
 }
 
-void fmax(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void fmax(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("fmax", self.device(), stream_, [&] {
+      ::infini::ops::fmax(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("fmax");
   }
   torch_fallback::fmax(self, other, out);
 }
 
-void fmin(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void fmin(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("fmin", self.device(), stream_, [&] {
+      ::infini::ops::fmin(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("fmin");
   }
   torch_fallback::fmin(self, other, out);
 }
 
-void fmod_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void fmod_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("fmod_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::fmod_Tensor(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("fmod_Tensor");
   }
   torch_fallback::fmod_Tensor(self, other, out);
 }
 
-void frac(const Tensor& self, Tensor& out, Implementation impl_) {
+void frac(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("frac", self.device(), stream_, [&] {
+      ::infini::ops::frac(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("frac");
   }
   torch_fallback::frac(self, out);
 }
 
-void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad, Tensor& out, Implementation impl_) {
+void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("gather", self.device(), stream_, [&] {
+      ::infini::ops::gather(self, dim, index, sparse_grad, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("gather");
   }
   torch_fallback::gather(self, dim, index, sparse_grad, out);
 }
 
-void ge_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_) {
+void ge_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("ge_Scalar", self.device(), stream_, [&] {
+      ::infini::ops::ge_Scalar(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("ge_Scalar");
   }
   torch_fallback::ge_Scalar(self, other, out);
 }
 
-void ge_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void ge_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("ge_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::ge_Tensor(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("ge_Tensor");
   }
   torch_fallback::ge_Tensor(self, other, out);
 }
 
-void gelu(const Tensor& self, std::string_view approximate, Tensor& out, Implementation impl_) {
+void gelu(const Tensor& self, std::string_view approximate, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("gelu", self.device(), stream_, [&] {
+      ::infini::ops::gelu(self, approximate, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("gelu");
   }
   torch_fallback::gelu(self, approximate, out);
 }
 
-void gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_view approximate, Tensor& grad_input, Implementation impl_) {
+void gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_view approximate, Tensor& grad_input, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("gelu_backward", grad_output.device(), stream_, [&] {
+      ::infini::ops::gelu_backward(grad_output, self, approximate, grad_input, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("gelu_backward");
   }
   torch_fallback::gelu_backward(grad_output, self, approximate, grad_input);
 }
 
-void glu(const Tensor& self, int64_t dim, Tensor& out, Implementation impl_) {
+void glu(const Tensor& self, int64_t dim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("glu", self.device(), stream_, [&] {
+      ::infini::ops::glu(self, dim, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("glu");
   }
   torch_fallback::glu(self, dim, out);
 }
 
-void gt_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_) {
+void gt_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("gt_Scalar", self.device(), stream_, [&] {
+      ::infini::ops::gt_Scalar(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("gt_Scalar");
   }
   torch_fallback::gt_Scalar(self, other, out);
 }
 
-void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("gt_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::gt_Tensor(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("gt_Tensor");
   }
   torch_fallback::gt_Tensor(self, other, out);
 }
 
-void hardsigmoid(const Tensor& self, Tensor& out, Implementation impl_) {
+void hardsigmoid(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("hardsigmoid", self.device(), stream_, [&] {
+      ::infini::ops::hardsigmoid(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("hardsigmoid");
   }
   torch_fallback::hardsigmoid(self, out);
 }
 
-void hardswish(const Tensor& self, Tensor& out, Implementation impl_) {
+void hardswish(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("hardswish", self.device(), stream_, [&] {
+      ::infini::ops::hardswish(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("hardswish");
   }
   torch_fallback::hardswish(self, out);
 }
 
-void hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val, Tensor& out, Implementation impl_) {
+void hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("hardtanh", self.device(), stream_, [&] {
+      ::infini::ops::hardtanh(self, min_val, max_val, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("hardtanh");
   }
   torch_fallback::hardtanh(self, min_val, max_val, out);
 }
 
-void hypot(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void hypot(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("hypot", self.device(), stream_, [&] {
+      ::infini::ops::hypot(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("hypot");
   }
   torch_fallback::hypot(self, other, out);
 }
 
-void index(const Tensor& self, std::span<const std::optional<Tensor>> indices, Tensor& out, Implementation impl_) {
+void index(const Tensor& self, std::span<const std::optional<Tensor>> indices, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("index", self.device(), stream_, [&] {
+      ::infini::ops::index(self, indices, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("index");
   }
   torch_fallback::index(self, indices, out);
 }
 
-void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha, Tensor& out, Implementation impl_) {
+void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("index_add", self.device(), stream_, [&] {
+      ::infini::ops::index_add(self, dim, index, source, alpha, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("index_add");
   }
   torch_fallback::index_add(self, dim, index, source, alpha, out);
 }
 
-void index_put(const Tensor& self, std::span<const std::optional<Tensor>> indices, const Tensor& values, bool accumulate, Tensor& out, Implementation impl_) {
+void index_put(const Tensor& self, std::span<const std::optional<Tensor>> indices, const Tensor& values, bool accumulate, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("index_put", self.device(), stream_, [&] {
+      ::infini::ops::index_put(self, indices, values, accumulate, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("index_put");
   }
   torch_fallback::index_put(self, indices, values, accumulate, out);
 }
 
-void index_select(const Tensor& self, int64_t dim, const Tensor& index, Tensor& out, Implementation impl_) {
+void index_select(const Tensor& self, int64_t dim, const Tensor& index, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("index_select", self.device(), stream_, [&] {
+      ::infini::ops::index_select(self, dim, index, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("index_select");
   }
   torch_fallback::index_select(self, dim, index, out);
 }
 
-void isnan(const Tensor& self, Tensor& out, Implementation impl_) {
+void isnan(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("isnan", self.device(), stream_, [&] {
+      ::infini::ops::isnan(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("isnan");
   }
   torch_fallback::isnan(self, out);
 }
 
-void kron(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void kron(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("kron", self.device(), stream_, [&] {
+      ::infini::ops::kron(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("kron");
   }
   torch_fallback::kron(self, other, out);
 }
 
-void kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& values, Tensor& indices, Implementation impl_) {
+void kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& values, Tensor& indices, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("kthvalue", self.device(), stream_, [&] {
+      ::infini::ops::kthvalue(self, k, dim, keepdim, values, indices, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("kthvalue");
   }
   torch_fallback::kthvalue(self, k, dim, keepdim, values, indices);
 }
 
-void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_) {
+void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("le_Scalar", self.device(), stream_, [&] {
+      ::infini::ops::le_Scalar(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("le_Scalar");
   }
   torch_fallback::le_Scalar(self, other, out);
 }
 
-void le_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void le_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("le_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::le_Tensor(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("le_Tensor");
   }
   torch_fallback::le_Tensor(self, other, out);
 }
 
-void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out, Implementation impl_) {
+void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("leaky_relu", self.device(), stream_, [&] {
+      ::infini::ops::leaky_relu(self, negative_slope, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("leaky_relu");
   }
   torch_fallback::leaky_relu(self, negative_slope, out);
 }
 
-void lerp_Scalar(const Tensor& self, const Tensor& end, const Scalar& weight, Tensor& out, Implementation impl_) {
+void lerp_Scalar(const Tensor& self, const Tensor& end, const Scalar& weight, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("lerp_Scalar", self.device(), stream_, [&] {
+      ::infini::ops::lerp_Scalar(self, end, weight, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("lerp_Scalar");
   }
   torch_fallback::lerp_Scalar(self, end, weight, out);
 }
 
-void lerp_Tensor(const Tensor& self, const Tensor& end, const Tensor& weight, Tensor& out, Implementation impl_) {
+void lerp_Tensor(const Tensor& self, const Tensor& end, const Tensor& weight, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("lerp_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::lerp_Tensor(self, end, weight, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("lerp_Tensor");
   }
   torch_fallback::lerp_Tensor(self, end, weight, out);
 }
 
-void lgamma(const Tensor& self, Tensor& out, Implementation impl_) {
+void lgamma(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("lgamma", self.device(), stream_, [&] {
+      ::infini::ops::lgamma(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("lgamma");
   }
   torch_fallback::lgamma(self, out);
 }
 
-void linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, Tensor& out, Implementation impl_) {
+void linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("linear", input.device(), stream_, [&] {
+      ::infini::ops::linear(input, weight, bias, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("linear");
   }
   torch_fallback::linear(input, weight, bias, out);
 }
 
-void log(const Tensor& self, Tensor& out, Implementation impl_) {
+void log(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("log", self.device(), stream_, [&] {
+      ::infini::ops::log(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("log");
   }
   torch_fallback::log(self, out);
 }
 
-void log10(const Tensor& self, Tensor& out, Implementation impl_) {
+void log10(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("log10", self.device(), stream_, [&] {
+      ::infini::ops::log10(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("log10");
   }
   torch_fallback::log10(self, out);
 }
 
-void log1p(const Tensor& self, Tensor& out, Implementation impl_) {
+void log1p(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("log1p", self.device(), stream_, [&] {
+      ::infini::ops::log1p(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("log1p");
   }
   torch_fallback::log1p(self, out);
 }
 
-void log2(const Tensor& self, Tensor& out, Implementation impl_) {
+void log2(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("log2", self.device(), stream_, [&] {
+      ::infini::ops::log2(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("log2");
   }
   torch_fallback::log2(self, out);
 }
 
-void log_sigmoid(const Tensor& self, Tensor& out, Implementation impl_) {
+void log_sigmoid(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("log_sigmoid", self.device(), stream_, [&] {
+      ::infini::ops::log_sigmoid(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("log_sigmoid");
   }
   torch_fallback::log_sigmoid(self, out);
 }
 
-void log_softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_) {
+void log_softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("log_softmax", self.device(), stream_, [&] {
+      ::infini::ops::log_softmax(self, dim, dtype, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("log_softmax");
   }
   torch_fallback::log_softmax(self, dim, dtype, out);
 }
 
-void logaddexp(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void logaddexp(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("logaddexp", self.device(), stream_, [&] {
+      ::infini::ops::logaddexp(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("logaddexp");
   }
   torch_fallback::logaddexp(self, other, out);
 }
 
-void logaddexp2(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void logaddexp2(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("logaddexp2", self.device(), stream_, [&] {
+      ::infini::ops::logaddexp2(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("logaddexp2");
   }
   torch_fallback::logaddexp2(self, other, out);
 }
 
-void logical_and(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void logical_and(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("logical_and", self.device(), stream_, [&] {
+      ::infini::ops::logical_and(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("logical_and");
   }
   torch_fallback::logical_and(self, other, out);
 }
 
-void logical_not(const Tensor& self, Tensor& out, Implementation impl_) {
+void logical_not(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("logical_not", self.device(), stream_, [&] {
+      ::infini::ops::logical_not(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("logical_not");
   }
   torch_fallback::logical_not(self, out);
 }
 
-void logical_or(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void logical_or(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("logical_or", self.device(), stream_, [&] {
+      ::infini::ops::logical_or(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("logical_or");
   }
   torch_fallback::logical_or(self, other, out);
 }
 
-void logical_xor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void logical_xor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("logical_xor", self.device(), stream_, [&] {
+      ::infini::ops::logical_xor(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("logical_xor");
   }
   torch_fallback::logical_xor(self, other, out);
 }
 
-void logsumexp(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_) {
+void logsumexp(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("logsumexp", self.device(), stream_, [&] {
+      ::infini::ops::logsumexp(self, dim, keepdim, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("logsumexp");
   }
   torch_fallback::logsumexp(self, dim, keepdim, out);
 }
 
-void lt_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_) {
+void lt_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("lt_Scalar", self.device(), stream_, [&] {
+      ::infini::ops::lt_Scalar(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("lt_Scalar");
   }
   torch_fallback::lt_Scalar(self, other, out);
 }
 
-void lt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void lt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("lt_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::lt_Tensor(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("lt_Tensor");
   }
   torch_fallback::lt_Tensor(self, other, out);
 }
 
-void masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value, Tensor& out, Implementation impl_) {
+void masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("masked_fill", self.device(), stream_, [&] {
+      ::infini::ops::masked_fill(self, mask, value, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("masked_fill");
   }
   torch_fallback::masked_fill(self, mask, value, out);
 }
 
-void masked_fill_Tensor(const Tensor& self, const Tensor& mask, const Tensor& value, Tensor& out, Implementation impl_) {
+void masked_fill_Tensor(const Tensor& self, const Tensor& mask, const Tensor& value, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("masked_fill_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::masked_fill_Tensor(self, mask, value, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("masked_fill_Tensor");
   }
   torch_fallback::masked_fill_Tensor(self, mask, value, out);
 }
 
-void masked_select(const Tensor& self, const Tensor& mask, Tensor& out, Implementation impl_) {
+void masked_select(const Tensor& self, const Tensor& mask, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("masked_select", self.device(), stream_, [&] {
+      ::infini::ops::masked_select(self, mask, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("masked_select");
   }
   torch_fallback::masked_select(self, mask, out);
 }
 
-void matmul(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void matmul(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("matmul", self.device(), stream_, [&] {
+      ::infini::ops::matmul(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("matmul");
   }
   torch_fallback::matmul(self, other, out);
 }
 
-void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max_values, Implementation impl_) {
+void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max_values, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("max", self.device(), stream_, [&] {
+      ::infini::ops::max(self, dim, keepdim, max, max_values, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("max");
   }
   torch_fallback::max(self, dim, keepdim, max, max_values);
 }
 
-void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, std::span<const int64_t> dilation, bool ceil_mode, Tensor& out, Tensor& indices, Implementation impl_) {
+void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, std::span<const int64_t> dilation, bool ceil_mode, Tensor& out, Tensor& indices, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("max_pool2d_with_indices", self.device(), stream_, [&] {
+      ::infini::ops::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode, out, indices, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("max_pool2d_with_indices");
   }
   torch_fallback::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode, out, indices);
 }
 
-void maximum(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void maximum(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("maximum", self.device(), stream_, [&] {
+      ::infini::ops::maximum(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("maximum");
   }
   torch_fallback::maximum(self, other, out);
 }
 
-void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_) {
+void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("mean", self.device(), stream_, [&] {
+      ::infini::ops::mean(self, dim, keepdim, dtype, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("mean");
   }
   torch_fallback::mean(self, dim, keepdim, dtype, out);
 }
 
-void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& values, Tensor& indices, Implementation impl_) {
+void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& values, Tensor& indices, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("median_dim_values", self.device(), stream_, [&] {
+      ::infini::ops::median_dim_values(self, dim, keepdim, values, indices, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("median_dim_values");
   }
   torch_fallback::median_dim_values(self, dim, keepdim, values, indices);
 }
 
-void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min_indices, Implementation impl_) {
+void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min_indices, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("min", self.device(), stream_, [&] {
+      ::infini::ops::min(self, dim, keepdim, min, min_indices, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("min");
   }
   torch_fallback::min(self, dim, keepdim, min, min_indices);
 }
 
-void minimum(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void minimum(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("minimum", self.device(), stream_, [&] {
+      ::infini::ops::minimum(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("minimum");
   }
   torch_fallback::minimum(self, other, out);
 }
 
-void mish(const Tensor& self, Tensor& out, Implementation impl_) {
+void mish(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("mish", self.device(), stream_, [&] {
+      ::infini::ops::mish(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("mish");
   }
   torch_fallback::mish(self, out);
 }
 
-void mm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation impl_) {
+void mm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("mm", self.device(), stream_, [&] {
+      ::infini::ops::mm(self, mat2, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("mm");
   }
   torch_fallback::mm(self, mat2, out);
 }
 
-void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tensor& out, Implementation impl_) {
+void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("mse_loss", self.device(), stream_, [&] {
+      ::infini::ops::mse_loss(self, target, reduction, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("mse_loss");
   }
   torch_fallback::mse_loss(self, target, reduction, out);
 }
 
-void mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target, int64_t reduction, Tensor& grad_input, Implementation impl_) {
+void mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target, int64_t reduction, Tensor& grad_input, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("mse_loss_backward", grad_output.device(), stream_, [&] {
+      ::infini::ops::mse_loss_backward(grad_output, self, target, reduction, grad_input, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("mse_loss_backward");
   }
   torch_fallback::mse_loss_backward(grad_output, self, target, reduction, grad_input);
 }
 
-void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("mul", self.device(), stream_, [&] {
+      ::infini::ops::mul(self, other, out, impl_);
+    });
+  }
   if (impl_ != Implementation::kTorch) {
     const Tensor& key_ = self;
     switch (key_.device().type) {
 #ifdef WITH_CPU
       case DeviceType::kCpu:
-        if (dtype_in(key_.dtype(), {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) &&
+        if (native_applies(impl_, key_, {{DataType::kFloat32, 16384}, {DataType::kFloat16, 128}, {DataType::kBFloat16, 512}}) &&
             native::cpu::mul(self, other, out)) {
           return;
         }
@@ -962,161 +1763,301 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
   torch_fallback::mul(self, other, out);
 }
 
-void mul_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_) {
+void mul_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("mul_Scalar", self.device(), stream_, [&] {
+      ::infini::ops::mul_Scalar(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("mul_Scalar");
   }
   torch_fallback::mul_Scalar(self, other, out);
 }
 
-void mv(const Tensor& self, const Tensor& vec, Tensor& out, Implementation impl_) {
+void mv(const Tensor& self, const Tensor& vec, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("mv", self.device(), stream_, [&] {
+      ::infini::ops::mv(self, vec, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("mv");
   }
   torch_fallback::mv(self, vec, out);
 }
 
-void nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf, Tensor& out, Implementation impl_) {
+void nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("nan_to_num", self.device(), stream_, [&] {
+      ::infini::ops::nan_to_num(self, nan, posinf, neginf, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("nan_to_num");
   }
   torch_fallback::nan_to_num(self, nan, posinf, neginf, out);
 }
 
-void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_) {
+void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("nansum", self.device(), stream_, [&] {
+      ::infini::ops::nansum(self, dim, keepdim, dtype, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("nansum");
   }
   torch_fallback::nansum(self, dim, keepdim, dtype, out);
 }
 
-void narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length, Tensor& out, Implementation impl_) {
+void narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("narrow_copy", self.device(), stream_, [&] {
+      ::infini::ops::narrow_copy(self, dim, start, length, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("narrow_copy");
   }
   torch_fallback::narrow_copy(self, dim, start, length, out);
 }
 
-void native_batch_norm(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var, bool training, double momentum, double eps, Tensor& out, Tensor& save_mean, Tensor& save_invstd, Implementation impl_) {
+void native_batch_norm(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var, bool training, double momentum, double eps, Tensor& out, Tensor& save_mean, Tensor& save_invstd, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("native_batch_norm", input.device(), stream_, [&] {
+      ::infini::ops::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("native_batch_norm");
   }
   torch_fallback::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd);
 }
 
-void native_group_norm(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, int64_t N, int64_t C, int64_t HxW, int64_t group, double eps, Tensor& out0, Tensor& out1, Tensor& out2, Implementation impl_) {
+void native_group_norm(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, int64_t N, int64_t C, int64_t HxW, int64_t group, double eps, Tensor& out0, Tensor& out1, Tensor& out2, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("native_group_norm", input.device(), stream_, [&] {
+      ::infini::ops::native_group_norm(input, weight, bias, N, C, HxW, group, eps, out0, out1, out2, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("native_group_norm");
   }
   torch_fallback::native_group_norm(input, weight, bias, N, C, HxW, group, eps, out0, out1, out2);
 }
 
-void native_layer_norm(const Tensor& input, std::span<const int64_t> normalized_shape, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps, Tensor& out0, Tensor& out1, Tensor& out2, Implementation impl_) {
+void native_layer_norm(const Tensor& input, std::span<const int64_t> normalized_shape, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps, Tensor& out0, Tensor& out1, Tensor& out2, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("native_layer_norm", input.device(), stream_, [&] {
+      ::infini::ops::native_layer_norm(input, normalized_shape, weight, bias, eps, out0, out1, out2, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("native_layer_norm");
   }
   torch_fallback::native_layer_norm(input, normalized_shape, weight, bias, eps, out0, out1, out2);
 }
 
-void native_layer_norm_backward(const Tensor& grad_out, const Tensor& input, std::span<const int64_t> normalized_shape, const Tensor& mean, const Tensor& rstd, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, std::array<bool, 3> output_mask, Tensor& out0, Tensor& out1, Tensor& out2, Implementation impl_) {
+void native_layer_norm_backward(const Tensor& grad_out, const Tensor& input, std::span<const int64_t> normalized_shape, const Tensor& mean, const Tensor& rstd, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, std::array<bool, 3> output_mask, Tensor& out0, Tensor& out1, Tensor& out2, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("native_layer_norm_backward", grad_out.device(), stream_, [&] {
+      ::infini::ops::native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask, out0, out1, out2, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("native_layer_norm_backward");
   }
   torch_fallback::native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask, out0, out1, out2);
 }
 
-void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_) {
+void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("ne_Scalar", self.device(), stream_, [&] {
+      ::infini::ops::ne_Scalar(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("ne_Scalar");
   }
   torch_fallback::ne_Scalar(self, other, out);
 }
 
-void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("ne_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::ne_Tensor(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("ne_Tensor");
   }
   torch_fallback::ne_Tensor(self, other, out);
 }
 
-void neg(const Tensor& self, Tensor& out, Implementation impl_) {
+void neg(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("neg", self.device(), stream_, [&] {
+      ::infini::ops::neg(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("neg");
   }
   torch_fallback::neg(self, out);
 }
 
-void nonzero(const Tensor& self, Tensor& out, Implementation impl_) {
+void nonzero(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("nonzero", self.device(), stream_, [&] {
+      ::infini::ops::nonzero(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("nonzero");
   }
   torch_fallback::nonzero(self, out);
 }
 
-void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_) {
+void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("norm", self.device(), stream_, [&] {
+      ::infini::ops::norm(self, p, dim, keepdim, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("norm");
   }
   torch_fallback::norm(self, p, dim, keepdim, out);
 }
 
-void outer(const Tensor& self, const Tensor& vec2, Tensor& out, Implementation impl_) {
+void outer(const Tensor& self, const Tensor& vec2, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("outer", self.device(), stream_, [&] {
+      ::infini::ops::outer(self, vec2, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("outer");
   }
   torch_fallback::outer(self, vec2, out);
 }
 
-void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out, Implementation impl_) {
+void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("pow_Tensor_Scalar", self.device(), stream_, [&] {
+      ::infini::ops::pow_Tensor_Scalar(self, exponent, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("pow_Tensor_Scalar");
   }
   torch_fallback::pow_Tensor_Scalar(self, exponent, out);
 }
 
-void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out, Implementation impl_) {
+void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("pow_Tensor_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::pow_Tensor_Tensor(self, exponent, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("pow_Tensor_Tensor");
   }
   torch_fallback::pow_Tensor_Tensor(self, exponent, out);
 }
 
-void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_) {
+void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("prod_int", self.device(), stream_, [&] {
+      ::infini::ops::prod_int(self, dim, keepdim, dtype, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("prod_int");
   }
   torch_fallback::prod_int(self, dim, keepdim, dtype, out);
 }
 
-void reciprocal(const Tensor& self, Tensor& out, Implementation impl_) {
+void reciprocal(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("reciprocal", self.device(), stream_, [&] {
+      ::infini::ops::reciprocal(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("reciprocal");
   }
   torch_fallback::reciprocal(self, out);
 }
 
-void relu(const Tensor& self, Tensor& out, Implementation impl_) {
+void relu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("relu", self.device(), stream_, [&] {
+      ::infini::ops::relu(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("relu");
   }
   torch_fallback::relu(self, out);
 }
 
-void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("remainder_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::remainder_Tensor(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("remainder_Tensor");
   }
   torch_fallback::remainder_Tensor(self, other, out);
 }
 
-void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out, Implementation impl_) {
+void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("rms_norm", input.device(), stream_, [&] {
+      ::infini::ops::rms_norm(input, weight, eps, out, impl_);
+    });
+  }
   if (impl_ != Implementation::kTorch) {
     const Tensor& key_ = input;
     switch (key_.device().type) {
 #ifdef WITH_CPU
       case DeviceType::kCpu:
-        if (dtype_in(key_.dtype(), {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) &&
+        if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}}) &&
             native::cpu::rms_norm(input, weight, eps, out)) {
+          return;
+        }
+        break;
+#endif
+#ifdef WITH_NVIDIA
+      case DeviceType::kNvidia:
+        if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}}) &&
+            native::nvidia::rms_norm(input, weight, eps, out, torch_fallback::nvidia::current_stream(key_.device()))) {
           return;
         }
         break;
@@ -1125,96 +2066,168 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
         break;
     }
     if (impl_ == Implementation::kNative) {
-      native_unsupported("rms_norm", key_, "cpu");
+      native_unsupported("rms_norm", key_, "cpu, nvidia");
     }
   }
   torch_fallback::rms_norm(input, weight, eps, out);
 }
 
-void roll(const Tensor& self, std::span<const int64_t> shifts, std::span<const int64_t> dims, Tensor& out, Implementation impl_) {
+void roll(const Tensor& self, std::span<const int64_t> shifts, std::span<const int64_t> dims, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("roll", self.device(), stream_, [&] {
+      ::infini::ops::roll(self, shifts, dims, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("roll");
   }
   torch_fallback::roll(self, shifts, dims, out);
 }
 
-void round(const Tensor& self, Tensor& out, Implementation impl_) {
+void round(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("round", self.device(), stream_, [&] {
+      ::infini::ops::round(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("round");
   }
   torch_fallback::round(self, out);
 }
 
-void rsqrt(const Tensor& self, Tensor& out, Implementation impl_) {
+void rsqrt(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("rsqrt", self.device(), stream_, [&] {
+      ::infini::ops::rsqrt(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("rsqrt");
   }
   torch_fallback::rsqrt(self, out);
 }
 
-void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, Tensor& out, Implementation impl_) {
+void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("scaled_dot_product_attention", query.device(), stream_, [&] {
+      ::infini::ops::scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("scaled_dot_product_attention");
   }
   torch_fallback::scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, out);
 }
 
-void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out, Implementation impl_) {
+void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("scatter_add", self.device(), stream_, [&] {
+      ::infini::ops::scatter_add(self, dim, index, src, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("scatter_add");
   }
   torch_fallback::scatter_add(self, dim, index, src, out);
 }
 
-void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out, Implementation impl_) {
+void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("scatter_src", self.device(), stream_, [&] {
+      ::infini::ops::scatter_src(self, dim, index, src, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("scatter_src");
   }
   torch_fallback::scatter_src(self, dim, index, src, out);
 }
 
-void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, Tensor& out, Implementation impl_) {
+void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("scatter_value", self.device(), stream_, [&] {
+      ::infini::ops::scatter_value(self, dim, index, value, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("scatter_value");
   }
   torch_fallback::scatter_value(self, dim, index, value, out);
 }
 
-void sgn(const Tensor& self, Tensor& out, Implementation impl_) {
+void sgn(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("sgn", self.device(), stream_, [&] {
+      ::infini::ops::sgn(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sgn");
   }
   torch_fallback::sgn(self, out);
 }
 
-void sigmoid(const Tensor& self, Tensor& out, Implementation impl_) {
+void sigmoid(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("sigmoid", self.device(), stream_, [&] {
+      ::infini::ops::sigmoid(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sigmoid");
   }
   torch_fallback::sigmoid(self, out);
 }
 
-void sigmoid_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad_input, Implementation impl_) {
+void sigmoid_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad_input, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("sigmoid_backward", grad_output.device(), stream_, [&] {
+      ::infini::ops::sigmoid_backward(grad_output, output, grad_input, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sigmoid_backward");
   }
   torch_fallback::sigmoid_backward(grad_output, output, grad_input);
 }
 
-void sign(const Tensor& self, Tensor& out, Implementation impl_) {
+void sign(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("sign", self.device(), stream_, [&] {
+      ::infini::ops::sign(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sign");
   }
   torch_fallback::sign(self, out);
 }
 
-void silu(const Tensor& self, Tensor& out, Implementation impl_) {
+void silu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("silu", self.device(), stream_, [&] {
+      ::infini::ops::silu(self, out, impl_);
+    });
+  }
   if (impl_ != Implementation::kTorch) {
     const Tensor& key_ = self;
     switch (key_.device().type) {
 #ifdef WITH_CPU
       case DeviceType::kCpu:
-        if (dtype_in(key_.dtype(), {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) &&
+        if (native_applies(impl_, key_, {{DataType::kFloat32, 256}, {DataType::kFloat16, 128}, {DataType::kBFloat16, 128}}) &&
             native::cpu::silu(self, out)) {
           return;
         }
@@ -1230,14 +2243,28 @@ void silu(const Tensor& self, Tensor& out, Implementation impl_) {
   torch_fallback::silu(self, out);
 }
 
-void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_) {
+void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("silu_and_mul", input.device(), stream_, [&] {
+      ::infini::ops::silu_and_mul(input, out, impl_);
+    });
+  }
   if (impl_ != Implementation::kTorch) {
     const Tensor& key_ = input;
     switch (key_.device().type) {
 #ifdef WITH_CPU
       case DeviceType::kCpu:
-        if (dtype_in(key_.dtype(), {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) &&
+        if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}}) &&
             native::cpu::silu_and_mul(input, out)) {
+          return;
+        }
+        break;
+#endif
+#ifdef WITH_NVIDIA
+      case DeviceType::kNvidia:
+        if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}}) &&
+            native::nvidia::silu_and_mul(input, out, torch_fallback::nvidia::current_stream(key_.device()))) {
           return;
         }
         break;
@@ -1246,209 +2273,383 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_) {
         break;
     }
     if (impl_ == Implementation::kNative) {
-      native_unsupported("silu_and_mul", key_, "cpu");
+      native_unsupported("silu_and_mul", key_, "cpu, nvidia");
     }
   }
   torch_fallback::silu_and_mul(input, out);
 }
 
-void silu_backward(const Tensor& grad_output, const Tensor& self, Tensor& grad_input, Implementation impl_) {
+void silu_backward(const Tensor& grad_output, const Tensor& self, Tensor& grad_input, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("silu_backward", grad_output.device(), stream_, [&] {
+      ::infini::ops::silu_backward(grad_output, self, grad_input, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("silu_backward");
   }
   torch_fallback::silu_backward(grad_output, self, grad_input);
 }
 
-void sin(const Tensor& self, Tensor& out, Implementation impl_) {
+void sin(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("sin", self.device(), stream_, [&] {
+      ::infini::ops::sin(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sin");
   }
   torch_fallback::sin(self, out);
 }
 
-void sinh(const Tensor& self, Tensor& out, Implementation impl_) {
+void sinh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("sinh", self.device(), stream_, [&] {
+      ::infini::ops::sinh(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sinh");
   }
   torch_fallback::sinh(self, out);
 }
 
-void smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction, double beta, Tensor& out, Implementation impl_) {
+void smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction, double beta, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("smooth_l1_loss", self.device(), stream_, [&] {
+      ::infini::ops::smooth_l1_loss(self, target, reduction, beta, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("smooth_l1_loss");
   }
   torch_fallback::smooth_l1_loss(self, target, reduction, beta, out);
 }
 
-void soft_margin_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tensor& out, Implementation impl_) {
+void soft_margin_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("soft_margin_loss", self.device(), stream_, [&] {
+      ::infini::ops::soft_margin_loss(self, target, reduction, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("soft_margin_loss");
   }
   torch_fallback::soft_margin_loss(self, target, reduction, out);
 }
 
-void softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_) {
+void softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("softmax", self.device(), stream_, [&] {
+      ::infini::ops::softmax(self, dim, dtype, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("softmax");
   }
   torch_fallback::softmax(self, dim, dtype, out);
 }
 
-void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, Tensor& out, Implementation impl_) {
+void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("softplus", self.device(), stream_, [&] {
+      ::infini::ops::softplus(self, beta, threshold, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("softplus");
   }
   torch_fallback::softplus(self, beta, threshold, out);
 }
 
-void sort_values(const Tensor& self, int64_t dim, bool descending, Tensor& values, Tensor& indices, Implementation impl_) {
+void sort_values(const Tensor& self, int64_t dim, bool descending, Tensor& values, Tensor& indices, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("sort_values", self.device(), stream_, [&] {
+      ::infini::ops::sort_values(self, dim, descending, values, indices, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sort_values");
   }
   torch_fallback::sort_values(self, dim, descending, values, indices);
 }
 
-void sqrt(const Tensor& self, Tensor& out, Implementation impl_) {
+void sqrt(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("sqrt", self.device(), stream_, [&] {
+      ::infini::ops::sqrt(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sqrt");
   }
   torch_fallback::sqrt(self, out);
 }
 
-void square(const Tensor& self, Tensor& out, Implementation impl_) {
+void square(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("square", self.device(), stream_, [&] {
+      ::infini::ops::square(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("square");
   }
   torch_fallback::square(self, out);
 }
 
-void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out, Implementation impl_) {
+void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("std_correction", self.device(), stream_, [&] {
+      ::infini::ops::std_correction(self, dim, correction, keepdim, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("std_correction");
   }
   torch_fallback::std_correction(self, dim, correction, keepdim, out);
 }
 
-void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out, Implementation impl_) {
+void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("sub", self.device(), stream_, [&] {
+      ::infini::ops::sub(self, other, alpha, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sub");
   }
   torch_fallback::sub(self, other, alpha, out);
 }
 
-void sub_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Tensor& out, Implementation impl_) {
+void sub_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("sub_Scalar", self.device(), stream_, [&] {
+      ::infini::ops::sub_Scalar(self, other, alpha, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sub_Scalar");
   }
   torch_fallback::sub_Scalar(self, other, alpha, out);
 }
 
-void sum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_) {
+void sum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("sum", self.device(), stream_, [&] {
+      ::infini::ops::sum(self, dim, keepdim, dtype, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sum");
   }
   torch_fallback::sum(self, dim, keepdim, dtype, out);
 }
 
-void sum_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Implementation impl_) {
+void sum_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("sum_all", self.device(), stream_, [&] {
+      ::infini::ops::sum_all(self, dtype, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sum_all");
   }
   torch_fallback::sum_all(self, dtype, out);
 }
 
-void take(const Tensor& self, const Tensor& index, Tensor& out, Implementation impl_) {
+void take(const Tensor& self, const Tensor& index, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("take", self.device(), stream_, [&] {
+      ::infini::ops::take(self, index, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("take");
   }
   torch_fallback::take(self, index, out);
 }
 
-void tan(const Tensor& self, Tensor& out, Implementation impl_) {
+void tan(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("tan", self.device(), stream_, [&] {
+      ::infini::ops::tan(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("tan");
   }
   torch_fallback::tan(self, out);
 }
 
-void tanh(const Tensor& self, Tensor& out, Implementation impl_) {
+void tanh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("tanh", self.device(), stream_, [&] {
+      ::infini::ops::tanh(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("tanh");
   }
   torch_fallback::tanh(self, out);
 }
 
-void tanh_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad_input, Implementation impl_) {
+void tanh_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad_input, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("tanh_backward", grad_output.device(), stream_, [&] {
+      ::infini::ops::tanh_backward(grad_output, output, grad_input, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("tanh_backward");
   }
   torch_fallback::tanh_backward(grad_output, output, grad_input);
 }
 
-void threshold(const Tensor& self, const Scalar& threshold, const Scalar& value, Tensor& out, Implementation impl_) {
+void threshold(const Tensor& self, const Scalar& threshold, const Scalar& value, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("threshold", self.device(), stream_, [&] {
+      ::infini::ops::threshold(self, threshold, value, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("threshold");
   }
   torch_fallback::threshold(self, threshold, value, out);
 }
 
-void threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold, Tensor& grad_input, Implementation impl_) {
+void threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold, Tensor& grad_input, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("threshold_backward", grad_output.device(), stream_, [&] {
+      ::infini::ops::threshold_backward(grad_output, self, threshold, grad_input, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("threshold_backward");
   }
   torch_fallback::threshold_backward(grad_output, self, threshold, grad_input);
 }
 
-void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted, Tensor& values, Tensor& indices, Implementation impl_) {
+void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted, Tensor& values, Tensor& indices, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("topk", self.device(), stream_, [&] {
+      ::infini::ops::topk(self, k, dim, largest, sorted, values, indices, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("topk");
   }
   torch_fallback::topk(self, k, dim, largest, sorted, values, indices);
 }
 
-void tril(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl_) {
+void tril(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("tril", self.device(), stream_, [&] {
+      ::infini::ops::tril(self, diagonal, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("tril");
   }
   torch_fallback::tril(self, diagonal, out);
 }
 
-void triu(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl_) {
+void triu(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("triu", self.device(), stream_, [&] {
+      ::infini::ops::triu(self, diagonal, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("triu");
   }
   torch_fallback::triu(self, diagonal, out);
 }
 
-void trunc(const Tensor& self, Tensor& out, Implementation impl_) {
+void trunc(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("trunc", self.device(), stream_, [&] {
+      ::infini::ops::trunc(self, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("trunc");
   }
   torch_fallback::trunc(self, out);
 }
 
-void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out, Implementation impl_) {
+void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("var_correction", self.device(), stream_, [&] {
+      ::infini::ops::var_correction(self, dim, correction, keepdim, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("var_correction");
   }
   torch_fallback::var_correction(self, dim, correction, keepdim, out);
 }
 
-void vdot(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void vdot(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("vdot", self.device(), stream_, [&] {
+      ::infini::ops::vdot(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("vdot");
   }
   torch_fallback::vdot(self, other, out);
 }
 
-void where(const Tensor& condition, const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void where(const Tensor& condition, const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("where", condition.device(), stream_, [&] {
+      ::infini::ops::where(condition, self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("where");
   }
   torch_fallback::where(condition, self, other, out);
 }
 
-void xlogy_OutTensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_) {
+void xlogy_OutTensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("xlogy_OutTensor", self.device(), stream_, [&] {
+      ::infini::ops::xlogy_OutTensor(self, other, out, impl_);
+    });
+  }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("xlogy_OutTensor");
   }

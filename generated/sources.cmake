@@ -17,6 +17,7 @@ set(INFINI_OPS_GENERATED_FALLBACK_SOURCES
     "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_013.cpp"
     "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_014.cpp"
     "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_015.cpp"
+    "${CMAKE_CURRENT_LIST_DIR}/stream_guards.cpp"
 )
 set(INFINI_OPS_GENERATED_DISPATCH_SOURCES
     "${CMAKE_CURRENT_LIST_DIR}/ops.cpp"

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .pipeline import REPO_ROOT
+from .platforms import load_platforms
 
 OPT_LEVELS = ("0", "1", "2", "3", "s")
 MODULE_NAME = "infiniops"
@@ -35,6 +36,9 @@ class BuildConfig:
     jobs: int = os.cpu_count() or 1
     ccache: bool = True
     extra_cmake_args: tuple[str, ...] = ()
+    platforms: tuple[str, ...] = ("cpu",)  # names from data/platforms.yaml
+    compile_only: bool = False  # objects only: no module, no smoke check
+    kernel_compilers: tuple[tuple[str, str], ...] = ()  # (platform, compiler)
 
     def cmake_args(self) -> list[str]:
         args = [
@@ -48,6 +52,11 @@ class BuildConfig:
             sloppiness = "pch_defines,time_macros,include_file_mtime,include_file_ctime"
             launcher = f"env;CCACHE_SLOPPINESS={sloppiness};{launcher}"
         args.append(f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher or ''}")
+        for p in load_platforms():
+            args.append(f"-D{p.flag}={'ON' if p.name in self.platforms else 'OFF'}")
+        for name, compiler in self.kernel_compilers:
+            args.append(f"-DINFINI_OPS_{name.upper()}_COMPILER={compiler}")
+        args.append(f"-DINFINI_OPS_COMPILE_ONLY={'ON' if self.compile_only else 'OFF'}")
         return args + list(self.extra_cmake_args)
 
 
@@ -113,7 +122,7 @@ def compile_all(config: BuildConfig, echo, shard_ops: dict[str, list[str]]) -> i
 
 def _short_step(text: str) -> str:
     """'Building CXX object CMakeFiles/x.dir/generated/a.cpp.o' -> 'compile a.cpp'."""
-    m = re.match(r"Building CXX object .*?\.dir/(.*)\.o$", text)
+    m = re.match(r"Building (?:CXX|CUDA|VENDORCXX) object .*?\.dir/(.*)\.o$", text)
     if m:
         return f"compile {m.group(1)}"
     return text
@@ -140,7 +149,7 @@ def _failed_target(line: str, shard_ops: dict[str, list[str]]) -> str:
     for shard, ops in shard_ops.items():
         if shard in line:
             return f"{shard} failed to compile (ops: {', '.join(ops)})"
-    m = re.search(r"(\S+\.(?:cpp|cc|cu))\.o", line)
+    m = re.search(r"(\S+\.(?:cpp|cc|cu|maca|mu|mlu))\.o", line)
     return f"{m.group(1) if m else line} failed to compile"
 
 

@@ -83,8 +83,34 @@ def main(ctx: click.Context, verbose: bool) -> None:
     Typical use:
       infiniops-codegen generate            # op_specs/ -> generated/
       infiniops-codegen generate --check    # CI: is generated/ up to date?
+      infiniops-codegen build               # compile the module into build/
+      infiniops-codegen list --op add       # what an op takes and runs on
+
+    \b
+    Exit codes: 0 success; 1 --check found differences, or a build or bench
+    failed; 2 usage or spec error. Errors are red on a terminal (NO_COLOR=1
+    turns colour off). -v/--verbose works before or after the command.
     """
     ctx.obj = {"verbose": verbose}
+    if os.environ.get("NO_COLOR"):  # https://no-color.org
+        ctx.color = False
+
+
+def _set_verbose(ctx: click.Context, _param, value: bool) -> None:
+    if value:
+        ctx.ensure_object(dict)["verbose"] = True
+
+
+# Accepted after the command too (`generate -v`), same as before it.
+VERBOSE_OPTION = click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_set_verbose,
+    help="Say more about each step.",
+)
 
 
 SPECS_OPTION = click.option(
@@ -120,6 +146,7 @@ OPS_OPTION = click.option(
     is_flag=True,
     help="Write nothing; exit 1 listing every stale, missing or extra file.",
 )
+@VERBOSE_OPTION
 @click.pass_context
 def generate(ctx, spec_dir: Path, ops: str | None, out_dir: Path | None, check: bool):
     """Render op specs into C++ sources, a .pyi stub and a manifest.
@@ -195,8 +222,46 @@ def generate(ctx, spec_dir: Path, ops: str | None, out_dir: Path | None, check: 
     show_default=True,
     help="After building, import the module in a fresh interpreter and call an op.",
 )
+@click.option(
+    "--platform",
+    "platform_list",
+    default="cpu",
+    show_default=True,
+    metavar="NAMES",
+    help="Platforms to build, separated by commas: "
+    "cpu, nvidia, iluvatar, metax, cambricon, moore, ascend "
+    "(infiniops_codegen/data/platforms.yaml; docs/platforms.md).",
+)
+@click.option(
+    "--compile-only",
+    is_flag=True,
+    help="Compile every object (bridge, wrappers, kernels) but link no module "
+    "and run no smoke check: for a platform whose torch runtime is not "
+    "installed, e.g. --platform cpu,nvidia with the CPU torch wheel.",
+)
+@click.option(
+    "--kernel-compiler",
+    "kernel_compilers",
+    multiple=True,
+    metavar="PLATFORM=COMPILER",
+    help="The compiler of a platform's native kernels (default: platforms.yaml, "
+    "e.g. metax=mxcc); repeatable.",
+)
+@VERBOSE_OPTION
 @click.pass_context
-def build(ctx, spec_dir, ops, opt_level, build_dir, jobs, ccache, smoke):
+def build(
+    ctx,
+    spec_dir,
+    ops,
+    opt_level,
+    build_dir,
+    jobs,
+    ccache,
+    smoke,
+    platform_list,
+    compile_only,
+    kernel_compilers,
+):
     """Generate (if specs or templates changed), configure and compile.
 
     \b
@@ -207,6 +272,7 @@ def build(ctx, spec_dir, ops, opt_level, build_dir, jobs, ccache, smoke):
     """
     start = time.perf_counter()
     build_dir = build_dir or (pipeline.REPO_ROOT / "build")
+    platforms, compilers = _platform_options(platform_list, kernel_compilers)
     gen = run_generation(spec_dir, ops)
     selection = pipeline.parse_selection(ops)[0]
     # Only the default set of the default specs lives in the committed
@@ -226,18 +292,36 @@ def build(ctx, spec_dir, ops, opt_level, build_dir, jobs, ccache, smoke):
         opt_level=opt_level,
         jobs=jobs,
         ccache=ccache,
+        platforms=platforms,
+        compile_only=compile_only,
+        kernel_compilers=compilers,
     )
     shard_ops = {s.file: [op.name for op in s.ops] for s in gen.opset.shards}
+    if ctx.obj["verbose"]:
+        click.echo(
+            f"  build dir {_rel(build_dir)}/, wrappers -O{opt_level}, {jobs} jobs, "
+            f"ccache {'on' if ccache else 'off'}"
+        )
+        for shard, names in shard_ops.items():
+            click.echo(f"  {shard}: {', '.join(names)}")
     try:
         builder.require_tools()
         builder.configure(config, click.echo)
         steps = builder.compile_all(config, click.echo, shard_ops)
         # The harness and tools read what this build holds from here.
         shutil.copyfile(gen_dir / "manifest.json", build_dir / "manifest.json")
+        smoke = smoke and not compile_only
         smoke_line = builder.smoke_check(build_dir, len(gen.opset.ops)) if smoke else ""
     except builder.BuildError as e:
         error(str(e))
         sys.exit(EXIT_DIFF)
+    if compile_only:
+        click.echo(
+            f"compiled {len(gen.opset.ops)} ops for {','.join(platforms)} "
+            f"(objects only, no module): {steps} build steps in "
+            f"{time.perf_counter() - start:.1f} s"
+        )
+        return
     module = builder.find_module(build_dir)
     click.echo(
         f"built {_rel(module) if module else '?'} -O{opt_level}: "
@@ -245,6 +329,30 @@ def build(ctx, spec_dir, ops, opt_level, build_dir, jobs, ccache, smoke):
         f"{time.perf_counter() - start:.1f} s"
         + (f"; smoke: {smoke_line}" if smoke_line else "")
     )
+
+
+def _platform_options(
+    platform_list: str, kernel_compilers: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """--platform and --kernel-compiler values, or exit 2 naming the problem."""
+    from .platforms import parse_platforms, platform_names
+
+    try:
+        platforms = tuple(p.name for p in parse_platforms(platform_list))
+    except ValueError as e:
+        error(f"--platform: {e}")
+        sys.exit(EXIT_USAGE)
+    compilers = []
+    for item in kernel_compilers:
+        name, sep, compiler = item.partition("=")
+        if not sep or not compiler or name not in platform_names():
+            error(
+                f"--kernel-compiler {item!r}: use PLATFORM=COMPILER with a platform "
+                f"of {', '.join(platform_names())}"
+            )
+            sys.exit(EXIT_USAGE)
+        compilers.append((name, compiler))
+    return platforms, tuple(compilers)
 
 
 def _recorded_torch_version(out: Path) -> str | None:
@@ -353,6 +461,79 @@ def bench(quick, ops, out_dir, after_build_dir, before_build_dir, threads):
     except BenchError as e:
         error(str(e))
         sys.exit(EXIT_DIFF)
+
+
+_STATUS_COLOURS = {"native": "green", "torch": None, "missing": "red"}
+
+
+@main.command("list")
+@click.option("--op", "op_name", default=None, metavar="NAME", help="Show one op.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@click.option(
+    "--build-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Read the manifest.json of this build directory.",
+)
+@click.option(
+    "--manifest",
+    "manifest_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Read this manifest [default: generated/manifest.json].",
+)
+@VERBOSE_OPTION
+@click.pass_context
+def list_ops(ctx, op_name, as_json, build_dir, manifest_path):
+    """The coverage matrix: op x platform -> native kernel, torch fallback or
+    missing, from a manifest (nothing is built).
+
+    \b
+    Examples:
+      infiniops-codegen list                    # the table, generated/manifest.json
+      infiniops-codegen list --json
+      infiniops-codegen list --op add           # signature and implementations
+      infiniops-codegen list --build-dir build-small
+    """
+    import json
+
+    from . import coverage
+
+    if manifest_path is None:
+        manifest_path = (
+            build_dir / "manifest.json"
+            if build_dir is not None
+            else pipeline.DEFAULT_OUT / "manifest.json"
+        )
+    try:
+        manifest = coverage.read_manifest(manifest_path)
+        details = None
+        if op_name:
+            stub = coverage.stub_signatures(manifest_path, pipeline.DEFAULT_OUT)
+            details = coverage.op_details(manifest, op_name, stub)
+    except coverage.ManifestError as e:
+        error(str(e))
+        sys.exit(EXIT_USAGE)
+    if ctx.obj["verbose"]:
+        click.echo(
+            f"manifest {_rel(manifest_path)}: torch {manifest.get('torch_version')}, "
+            f"selection {manifest.get('selection')}",
+            err=True,
+        )
+    if as_json:
+        data = details or coverage.matrix_json(manifest, _rel(manifest_path))
+        click.echo(json.dumps(data, indent=1))
+    elif details:
+        for line in coverage.op_text(details):
+            click.echo(line)
+    else:
+
+        def style(text: str, status: str) -> str:
+            colour = _STATUS_COLOURS.get(status)
+            return click.style(text, fg=colour) if colour else text
+
+        for line in coverage.matrix_table(manifest, style):
+            click.echo(line)
 
 
 if __name__ == "__main__":

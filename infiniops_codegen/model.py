@@ -14,10 +14,47 @@ class Role(str, Enum):
 
 
 @dataclass(frozen=True)
+class StreamSupport:
+    """How generated code makes a caller's stream current (platforms.yaml)."""
+
+    headers: tuple[str, ...]  # included by the generated stream support
+    type: str  # native stream type, e.g. "cudaStream_t"
+    guard: str  # RAII guard class, e.g. "c10::cuda::CUDAStreamGuard"
+    external: str  # "{stream}", "{index}" -> a torch stream of a raw handle
+    current: str  # "{index}" -> the raw current stream of that device
+    py_attr: str  # Python stream attribute holding the raw handle
+
+    def external_expr(self, stream: str, index: str) -> str:
+        return self.external.format(stream=stream, index=index)
+
+    def current_expr(self, index: str) -> str:
+        return self.current.format(index=index)
+
+
+@dataclass(frozen=True)
+class KernelToolchain:
+    compiler: str  # default compiler of cpp/kernels/<platform>/
+    language: str  # CMake language: CXX, CUDA or VENDORCXX
+    extensions: tuple[str, ...]  # kernel source extensions, without the dot
+    flags: tuple[str, ...]  # extra kernel compile flags
+
+
+@dataclass(frozen=True)
 class Platform:
     name: str  # "cpu", "nvidia", ...
     flag: str  # build flag, "WITH_CPU"
     device_type: str  # core enum value, "kCpu"
+    torch_device: str = "cpu"  # Python device name of its tensors
+    c10_type: str = "CPU"  # c10::DeviceType of its tensors
+    stream: StreamSupport | None = None  # None: no streams, no guard code
+    kernels: KernelToolchain | None = None
+    host_compiled_bridge: bool = False  # vendor compiler must not compile torch code
+    torch_libraries: tuple[str, ...] = ()  # linked from torch's lib dir
+
+    @property
+    def cmake_name(self) -> str:
+        """Upper-case name in CMake variables: INFINI_OPS_<NAME>_COMPILER."""
+        return self.name.upper()
 
 
 @dataclass(frozen=True)
@@ -60,10 +97,20 @@ class Argument:
 class NativeImpl:
     platform: str
     dtypes: tuple[str, ...]  # empty: the kernel decides for every dtype
+    up_to: tuple[int | None, ...] = ()  # per dtype; empty or None: any size
 
     @property
     def core_dtypes(self) -> tuple[str, ...]:
         return tuple(DTYPE_ENUMS[d] for d in self.dtypes)
+
+    @property
+    def dtype_limits(self) -> tuple[tuple[str, int], ...]:
+        """(core dtype enumerator, max elements or -1 for any size)."""
+        limits = self.up_to or (None,) * len(self.dtypes)
+        return tuple(
+            (DTYPE_ENUMS[d], -1 if n is None else n)
+            for d, n in zip(self.dtypes, limits)
+        )
 
 
 # Spec dtype names -> core DataType enumerators.
@@ -102,6 +149,16 @@ class Op:
     tags: tuple[str, ...] = ()  # ATen tags, e.g. nondeterministic_seeded
     reference: str | None = None  # composites: Python reference expression
     direct_cpu: bool = False  # may call at::cpu::<fn> directly, skipping the dispatcher
+    tensor_iterator: bool = False  # ATen kernel structured on TensorIteratorBase
+
+    @property
+    def borrows_tensors(self) -> bool:
+        """Tensor arguments get borrowed handles and small calls keep the GIL.
+
+        Only for direct TensorIterator kernels: their parallel loops see raw
+        pointers, never an at::Tensor, so no ATen worker thread can need the
+        GIL to copy a borrowed tensor while the caller holds it."""
+        return self.direct_cpu and self.tensor_iterator
 
     @property
     def direct_function(self) -> str:
@@ -148,6 +205,18 @@ class Op:
             if a.is_tensor:
                 return a
         return None
+
+    @property
+    def device_expr(self) -> str:
+        """C++ expression (in dispatch) of the device the op runs on: the
+        dispatch tensor's, else the first tensor of the first tensor list."""
+        key = self.dispatch_tensor
+        if key is not None:
+            return f"{key.name}.device()"
+        for a in self.inputs + self.outputs:
+            if a.kind == "tensor_list":
+                return f"list_device({a.name})"
+        return "Device{}"
 
     @property
     def aten_arguments(self) -> tuple[Argument, ...]:
@@ -204,6 +273,16 @@ class OpSet:
     selection: str  # "default", "all" or the selected names
     sources: tuple[str, ...]  # spec files read
     exclusions: tuple[Exclusion, ...]  # out= overloads not expressible
+
+    @property
+    def stream_platforms(self) -> tuple[Platform, ...]:
+        """Platforms with streams: each gets a guard in the generated code."""
+        return tuple(p for p in self.platforms if p.stream is not None)
+
+    @property
+    def stream_attributes(self) -> tuple[str, ...]:
+        """Python stream attributes holding the raw handle, each once."""
+        return tuple(dict.fromkeys(p.stream.py_attr for p in self.stream_platforms))
 
     @property
     def shards(self) -> tuple[Shard, ...]:

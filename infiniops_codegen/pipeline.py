@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import SpecError, SpecErrors
@@ -10,7 +10,7 @@ from .model import OpSet
 from .render import render
 from .resolve import build_opset
 from .schema_db import SchemaDB, load_schema_db
-from .specs import read_specs
+from .specs import read_all_hints, read_specs
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SPECS = REPO_ROOT / "op_specs"
@@ -56,6 +56,8 @@ def load_opset(
     errors: list[SpecError] = []
     specs = read_specs(spec_dir, errors)
     selection, names = parse_selection(ops)
+    if selection == "all":  # hints for the ops only the full set builds
+        specs = replace(specs, all_hints=read_all_hints(spec_dir, errors))
     try:
         opset = build_opset(specs, db or load_schema_db(), selection, names)
     except SpecErrors as e:  # report structural and schema problems together

@@ -7,16 +7,66 @@ from pathlib import Path
 
 import yaml
 
-from .model import Platform
+from .model import KernelToolchain, Platform, StreamSupport
 
 PLATFORMS_FILE = Path(__file__).parent / "data" / "platforms.yaml"
+KERNEL_LANGUAGES = ("CXX", "CUDA", "VENDORCXX")
+
+
+def _platform(entry: dict) -> Platform:
+    stream = entry.get("stream")
+    kernels = entry["kernels"]
+    if kernels["language"] not in KERNEL_LANGUAGES:
+        raise ValueError(
+            f"{PLATFORMS_FILE}: {entry['name']}: kernel language "
+            f"{kernels['language']!r} is not one of {', '.join(KERNEL_LANGUAGES)}"
+        )
+    return Platform(
+        name=entry["name"],
+        flag=entry["flag"],
+        device_type=entry["device_type"],
+        torch_device=entry["torch"]["device"],
+        c10_type=entry["torch"]["c10_type"],
+        stream=(
+            StreamSupport(
+                headers=tuple(stream["headers"]),
+                type=stream["type"],
+                guard=stream["guard"],
+                external=stream["external"],
+                current=stream["current"],
+                py_attr=stream["py_attr"],
+            )
+            if stream
+            else None
+        ),
+        kernels=KernelToolchain(
+            compiler=kernels["compiler"],
+            language=kernels["language"],
+            extensions=tuple(kernels["extensions"]),
+            flags=tuple(kernels.get("flags") or ()),
+        ),
+        host_compiled_bridge=bool(entry.get("host_compiled_bridge", False)),
+        torch_libraries=tuple(entry.get("torch_libraries") or ()),
+    )
 
 
 @lru_cache(maxsize=1)
 def load_platforms() -> tuple[Platform, ...]:
     data = yaml.safe_load(PLATFORMS_FILE.read_text())
-    return tuple(Platform(**entry) for entry in data["platforms"])
+    return tuple(_platform(entry) for entry in data["platforms"])
 
 
 def platform_names() -> tuple[str, ...]:
     return tuple(p.name for p in load_platforms())
+
+
+def parse_platforms(text: str) -> tuple[Platform, ...]:
+    """`--platform cpu,nvidia` -> those platforms, in table order.
+    ValueError naming the known ones for an unknown name or an empty list."""
+    by_name = {p.name: p for p in load_platforms()}
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in by_name]
+    if unknown or not names:
+        what = f"unknown platform {', '.join(unknown)}" if unknown else "no platform"
+        raise ValueError(f"{what}; choose from {', '.join(by_name)}")
+    return tuple(p for p in load_platforms() if p.name in names)

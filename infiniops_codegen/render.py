@@ -104,6 +104,9 @@ def render(opset: OpSet) -> dict[str, str]:
         "bindings.cpp": one("bindings.cpp.j2"),
         f"{MODULE_NAME}.pyi": one("module.pyi.j2", comment="#"),
         "sources.cmake": one("sources.cmake.j2", comment="#"),
+        "platforms.cmake": one("platforms.cmake.j2", comment="#"),
+        "stream_guards.h": one("stream_guards.h.j2"),
+        "stream_guards.cpp": one("stream_guards.cpp.j2"),
         "manifest.json": _manifest(opset),
     }
     for shard in opset.shards:

@@ -166,13 +166,34 @@ def _arguments(schema: AtenSchema, spec: OpSpec) -> tuple[Argument, ...]:
     return tuple(args)
 
 
+# Hint keys that are not argument names: per-argument tensor shapes and
+# literal tensor values ({arg: [..]} or {arg: {value: [..], dtype: int32}}).
+HINT_TABLES = ("shapes", "tensors")
+
+
 def _check_hints(spec: OpSpec, args: tuple[Argument, ...]) -> None:
     names = {a.py_name for a in args if not a.hidden}
-    for key, _ in spec.hints:
-        if key not in names and key != "shapes":
+    tensors = {a.py_name for a in args if a.role is Role.INPUT}
+    known = ", ".join(sorted(names))
+    for key, value in spec.hints:
+        where = spec.places.get(f"hints.{key}", spec.at("hints"))
+        if key in HINT_TABLES:
+            if not isinstance(value, dict):
+                raise _OpError(where, f"hint '{key}' must map argument names to values")
+            for name in value:
+                if name not in tensors:
+                    raise _OpError(
+                        where,
+                        f"hint '{key}' names '{name}', which is no tensor argument "
+                        f"(arguments: {known})",
+                    )
+        elif key not in names:
             raise _OpError(
-                spec.at("hints"),
-                f"hint '{key}' names no argument (arguments: {', '.join(sorted(names))})",
+                where, f"hint '{key}' names no argument (arguments: {known})"
+            )
+        elif not isinstance(value, list) or not value:
+            raise _OpError(
+                where, f"hint '{key}' must be a non-empty list of values to test"
             )
 
 
@@ -187,7 +208,7 @@ def _native(spec: OpSpec, args: tuple[Argument, ...]) -> tuple[NativeImpl, ...]:
         if n.platform in seen:
             raise _OpError(spec.at("native"), f"platform '{n.platform}' listed twice")
         seen.add(n.platform)
-    return tuple(NativeImpl(n.platform, n.dtypes) for n in spec.native)
+    return tuple(NativeImpl(n.platform, n.dtypes, n.up_to) for n in spec.native)
 
 
 def _resolve_schema(spec: OpSpec, db: SchemaDB) -> AtenSchema:
@@ -248,6 +269,7 @@ def _op(spec: OpSpec, db: SchemaDB, name: str) -> Op:
         hints=spec.hints,
         shard=0,
         cpu_kernel=schema.cpu_kernel,
+        tensor_iterator=schema.tensor_iterator,
         functional=schema.functional,
         tags=schema.tags,
         reference=spec.reference,
@@ -322,7 +344,9 @@ def build_opset(
         raise SpecErrors(errors)
     exclusions: list[Exclusion] = []
     if selection == "all":
+        hints = _all_hints(specs.all_hints, db, covered)
         ops += _everything_else(db, covered, set(taken), exclusions)
+        _apply_all_hints(ops, hints, exclusions)
     elif selection == "names":
         wanted = set(names or ())
         unknown = sorted(wanted - {op.name for op in ops})
@@ -352,6 +376,53 @@ class SelectionError(Exception):
             f"unknown op(s) in --ops: {', '.join(unknown)} "
             f"({len(known)} ops are defined in the specs)"
         )
+
+
+def _all_hints(hint_specs, db, covered) -> dict[str, OpSpec]:
+    """The hints file of the full set, by ATen overload, checked by name."""
+    errors, result = [], {}
+    for spec in hint_specs:
+        if spec.aten not in db.out_overloads:
+            close = ", ".join(repr(s) for s in db.suggestions(spec.aten))
+            hint = f"; did you mean {close}?" if close else ""
+            errors.append(
+                spec.where.error(f"unknown ATen out= overload '{spec.aten}'{hint}")
+            )
+        elif spec.aten in covered:
+            errors.append(
+                spec.where.error(
+                    f"'{spec.aten}' is in the specs: give its hints in its spec entry"
+                )
+            )
+        else:
+            result[spec.aten] = spec
+    if errors:
+        raise SpecErrors(errors)
+    return result
+
+
+def _apply_all_hints(ops: list[Op], hints: dict[str, OpSpec], exclusions) -> None:
+    """Attach the hints file's entries to the ops `--ops all` added, after
+    checking their argument names; hints for an excluded overload are an error."""
+    errors = []
+    excluded = {e.aten for e in exclusions}
+    for i, op in enumerate(ops):
+        spec = hints.get(op.aten) if op.source == "<all>" else None
+        if spec is None:
+            continue
+        try:
+            _check_hints(spec, op.arguments)
+        except _OpError as e:
+            errors.append(e.error)
+            continue
+        ops[i] = replace(op, hints=spec.hints)
+    for aten, spec in hints.items():
+        if aten in excluded:
+            errors.append(
+                spec.where.error(f"'{aten}' is not expressible (see 'exclusions')")
+            )
+    if errors:
+        raise SpecErrors(errors)
 
 
 def _everything_else(db, covered, taken, exclusions) -> list[Op]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from .schema_types import AtenSchema, SchemaArg, TypeInfo
 
 # Bump when the extracted records change shape or meaning.
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 
 
 @dataclass(frozen=True)
@@ -184,6 +184,7 @@ def _extract(f, cpu_kernel: bool, functional: str | None) -> AtenSchema:
         returns=len(func.returns),
         structured=bool(f.structured),
         cpu_kernel=bool(cpu_kernel),
+        tensor_iterator=f.structured_inherits == "TensorIteratorBase",
         schema=str(func),
         functional=functional,
         tags=tuple(sorted(f.tags)),
@@ -236,5 +237,6 @@ def schema_from_signature(text: str) -> AtenSchema:
         returns=len(func.returns),
         structured=False,
         cpu_kernel=False,
+        tensor_iterator=False,
         schema=str(func),
     )

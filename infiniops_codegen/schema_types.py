@@ -46,6 +46,7 @@ class AtenSchema:
     returns: int  # number of returned values (0 for "-> ()")
     structured: bool
     cpu_kernel: bool  # a CPU kernel is registered: at::cpu::<cpp_name> exists
+    tensor_iterator: bool  # structured on TensorIteratorBase
     schema: str  # str(FunctionSchema), for humans only
     functional: str | None = None  # functional overload, e.g. "add.Tensor"
     tags: tuple[

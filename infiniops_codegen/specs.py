@@ -52,6 +52,9 @@ class Where:
 class NativeSpec:
     platform: str
     dtypes: tuple[str, ...]
+    # Per dtype: the kernel is the default only up to this many elements
+    # (None: any size); an explicit implementation="native" ignores it.
+    up_to: tuple[int | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,9 @@ class SpecSet:
     shard_size: int
     sources: tuple[str, ...]
     direct_cpu: bool = True
+    # Harness hints for ops only `--ops all` builds (ALL_HINTS_FILE), by ATen
+    # overload; each an OpSpec with `aten` and `hints`, located.
+    all_hints: tuple[OpSpec, ...] = ()
 
 
 def _suggest(word: str, choices) -> str:
@@ -161,6 +167,11 @@ class _Reader:
         if "hints" in v and self.expect(v["hints"], "mapping", "'hints'"):
             fields["hints"] = tuple(sorted(v["hints"].plain().items()))
         ok = self.shape(node, fields)
+        # A bad string value was reported above; the entry must not reach the
+        # resolver without it (no 'aten' nor 'signature', a None body).
+        strings = ("aten", "signature", "fallback", "reference")
+        if any(k in v and fields.get(k) is None for k in strings):
+            ok = False
         fields = {k: x for k, x in fields.items() if x is not None}
         spec = OpSpec(self.source, self.where(node), places=places, **fields)
         return spec if ok else None
@@ -207,7 +218,8 @@ class _Reader:
         return tuple(pairs)
 
     def native(self, node: Node) -> tuple[NativeSpec, ...]:
-        """`[cpu, nvidia]` or `{cpu: [float32, ...], nvidia: null}`."""
+        """`[cpu, nvidia]`, `{cpu: [float32, ...], nvidia: null}` or, with
+        size limits, `{cpu: {float32: 16384, bfloat16: null}}`."""
         known = platform_names()
         entries: list[tuple[Node, Node | None]] = []
         if node.kind == "list":
@@ -230,10 +242,39 @@ class _Reader:
                 )
                 continue
             dtypes: tuple[str, ...] = ()
-            if dtypes_node is not None and dtypes_node.value is not None:
+            up_to: tuple[int | None, ...] = ()
+            if dtypes_node is not None and dtypes_node.kind == "mapping":
+                dtypes, up_to = self.dtype_limits(dtypes_node, name)
+            elif dtypes_node is not None and dtypes_node.value is not None:
                 dtypes = self.dtypes(dtypes_node, name)
-            result.append(NativeSpec(name, dtypes))
+            result.append(NativeSpec(name, dtypes, up_to))
         return tuple(result)
+
+    def dtype_limits(
+        self, node: Node, platform: str
+    ) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
+        """`{float32: 16384, bfloat16: null}`: dtype -> max elements."""
+        dtypes, limits = [], []
+        for key, value in node.value.items():
+            key_node = node.keys[key]
+            if key not in DTYPE_ENUMS:
+                self.fail(
+                    key_node, f"unknown dtype '{key}'{_suggest(key, DTYPE_ENUMS)}"
+                )
+                continue
+            limit = value.value
+            if limit is not None and (
+                not isinstance(limit, int) or isinstance(limit, bool) or limit < 1
+            ):
+                self.fail(
+                    value,
+                    f"the size limit of '{key}' on '{platform}' must be a "
+                    f"positive number of elements or null, got {limit!r}",
+                )
+                continue
+            dtypes.append(key)
+            limits.append(limit)
+        return tuple(dtypes), tuple(limits)
 
     def dtypes(self, node: Node, platform: str) -> tuple[str, ...]:
         names = self.string_list(node, f"the dtypes of '{platform}'")
@@ -279,6 +320,50 @@ def display_path(path: Path) -> str:
 
 def spec_files(spec_dir: Path) -> list[Path]:
     return sorted(p for p in spec_dir.iterdir() if p.suffix in (".yaml", ".yml"))
+
+
+# Hints for the ops only `--ops all` adds, relative to the spec directory. A
+# subdirectory, so the default set (every *.yaml directly in it) never reads it.
+ALL_HINTS_FILE = Path("all") / "hints.yaml"
+
+
+def read_all_hints(spec_dir: Path, errors: list[SpecError]) -> tuple[OpSpec, ...]:
+    """`hints: {ATEN_OVERLOAD: {arg: [values], shapes: {...}, tensors: {...}}}`.
+
+    Structure only; which overloads and argument names exist is checked
+    against the schemas in `resolve`."""
+    path = spec_dir / ALL_HINTS_FILE
+    if not path.is_file():
+        return ()
+    display = display_path(path)
+    source = f"{spec_dir.name}/{ALL_HINTS_FILE.as_posix()}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        errors.append(SpecError(display, 1, 1, f"cannot read: {e}"))
+        return ()
+    root = load_yaml(text, display, errors)
+    if root is None or root.value is None:
+        return ()
+    reader = _Reader(display, source, errors)
+    if not reader.expect(root, "mapping", "a hints file"):
+        return ()
+    reader.check_keys(root, ("hints",), "a hints file")
+    node = root.value.get("hints")
+    if node is None or not reader.expect(node, "mapping", "'hints'"):
+        return ()
+    result = []
+    for aten, value in node.value.items():
+        key = node.keys[aten]
+        if not reader.expect(value, "mapping", f"the hints of '{aten}'"):
+            continue
+        places = {"aten": reader.where(key), "hints": reader.where(value)}
+        places.update({f"hints.{k}": reader.where(n) for k, n in value.keys.items()})
+        hints = tuple(sorted(value.plain().items()))
+        result.append(
+            OpSpec(source, reader.where(key), aten=aten, hints=hints, places=places)
+        )
+    return tuple(result)
 
 
 def read_specs(spec_dir: Path, errors: list[SpecError]) -> SpecSet:

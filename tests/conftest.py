@@ -71,9 +71,11 @@ def ops():
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The correctness harness's counts, when it ran."""
-    from test_harness import STATS
-
+    """The counts of the correctness harness and the fuzz tests, when they ran."""
+    _fuzz_summary(terminalreporter)
+    # Only when the harness ran: importing it would search samples.
+    harness = sys.modules.get("test_harness")
+    STATS = harness.STATS if harness is not None else {"cases": 0}
     if STATS["cases"]:
         skipped = STATS["skipped"]
         share = 100.0 * skipped / STATS["cases"]
@@ -82,4 +84,23 @@ def pytest_terminal_summary(terminalreporter):
             f"{STATS['passed']} passed, {skipped} skipped ({share:.1f}%), "
             f"{STATS['calls']} checked calls, "
             f"{STATS['skipped_variants']} layout variants skipped by the data file"
+        )
+
+
+def _fuzz_summary(terminalreporter):
+    # Only modules pytest collected are in sys.modules; importing the others
+    # here would just add import time.
+    runtime = sys.modules.get("test_fuzz_runtime")
+    if runtime is not None and runtime.STATS["calls"]:
+        s = runtime.STATS
+        terminalreporter.write_line(
+            f"runtime fuzz: {s['calls']} fuzzed calls of {s['ops']} ops "
+            f"({s['examples']} examples, {s['seconds']:.1f} s in the worker)"
+        )
+    specs = sys.modules.get("test_fuzz_specs")
+    if specs is not None and specs.STATS["documents"]:
+        s = specs.STATS
+        terminalreporter.write_line(
+            f"spec fuzz: {s['documents']} documents generated: "
+            f"{s['successes']} succeeded, {s['errors']} failed with located errors"
         )

@@ -37,6 +37,7 @@ CORE_HEADERS = [
     "implementation.h",
     "scalar.h",
     "small_dims.h",
+    "stream.h",
     "tensor.h",
 ]
 KERNEL_HEADERS = ["checks.h", "elementwise.h", "half.h", "kernels.h", "strided.h"]

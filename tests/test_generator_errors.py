@@ -216,6 +216,28 @@ def test_unknown_dtype(run_specs):
 
 
 @pytest.mark.parametrize(
+    "limit, col, shown",
+    [("0", 45, "0"), ("-5", 45, "-5"), ("big", 45, "'big'"), ("1.5", 45, "1.5")],
+)
+def test_bad_native_size_limit(run_specs, limit, col, shown):
+    error = only_error(
+        run_specs,
+        f"ops:\n  - {{aten: abs.out, native: {{cpu: {{float32: {limit}}}}}}}\n",
+    )
+    assert error == (
+        f"specs/bad.yaml:2:{col}: the size limit of 'float32' on 'cpu' must be a "
+        f"positive number of elements or null, got {shown}"
+    )
+
+
+def test_unknown_dtype_in_size_limits(run_specs):
+    error = only_error(
+        run_specs, "ops:\n  - {aten: abs.out, native: {cpu: {float33: 8}}}\n"
+    )
+    assert error.startswith("specs/bad.yaml:2:36: unknown dtype 'float33'"), error
+
+
+@pytest.mark.parametrize(
     "signature, col, message",
     [
         ("baz(Tensor input,, *, Tensor(a!) out", 16, "invalid signature: "),
@@ -307,4 +329,29 @@ def test_missing_spec_directory(tmp_path, monkeypatch, runner, helpers):
 def test_direct_cpu_setting_must_be_a_bool(run_specs):
     assert only_error(run_specs, "settings: {direct_cpu: 3}\n") == (
         "specs/bad.yaml:1:24: 'direct_cpu' must be true or false, got 3"
+    )
+
+
+@pytest.mark.parametrize(
+    "entry, col, got",
+    [
+        ("{aten: null}", 10, "'aten' must be a non-empty string, got empty"),
+        ("{aten: 3}", 10, "'aten' must be a non-empty string, got int"),
+        (
+            "{signature: [a], fallback: x}",
+            15,
+            "'signature' must be a non-empty string, got a list",
+        ),
+        (
+            "{signature: 'f(Tensor input, *, Tensor(a!) out) -> Tensor(a!)', fallback: ''}",
+            77,
+            "'fallback' must be a non-empty string, got empty",
+        ),
+    ],
+)
+def test_bad_aten_or_signature_value_is_located_not_a_crash(run_specs, entry, col, got):
+    """Found by tests/test_fuzz_specs.py: such an entry used to reach the
+    resolver with neither field and raise a TypeError from torchgen."""
+    assert (
+        only_error(run_specs, f"ops:\n- {entry}\n") == f"specs/bad.yaml:2:{col}: {got}"
     )

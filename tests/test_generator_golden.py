@@ -133,10 +133,10 @@ def test_pyi_stub_parses_and_declares_every_op():
     params = [a.arg for a in funcs["total"].args.args]
     assert params == ["x", "dim", "keepdim"]
     kwonly = [a.arg for a in funcs["total"].args.kwonlyargs]
-    assert kwonly == ["dtype", "out", "implementation"]
+    assert kwonly == ["dtype", "out", "implementation", "stream"]
     empty = funcs["empty"].args
     params = [a.arg for a in empty.args + empty.kwonlyargs]
-    assert params == ["size", "out", "implementation"]  # memory_format hidden
+    assert params == ["size", "out", "implementation", "stream"]  # memory_format hidden
 
 
 def test_all_selection_renders_a_parsable_stub_and_complete_manifest(

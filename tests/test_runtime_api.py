@@ -322,3 +322,90 @@ def test_concurrent_calls_from_threads(ops):
     for t in threads:
         t.join()
     assert errors == []
+
+
+# --- Devices, layouts and ranks -----------------------------------------------------
+
+
+@pytest.mark.parametrize("implementation", ["default", "torch"])
+def test_mismatched_devices_same_type_as_torch(ops, implementation):
+    """A tensor on another device (meta: the only other one of the CPU
+    wheel) is PyTorch's RuntimeError, naming the op and the argument."""
+    x, m = torch.randn(3), torch.empty(3, device="meta")
+    cases = [
+        (lambda: torch.add(x, m, out=torch.empty(3)), "add", "other"),
+        (lambda: torch.abs(x, out=m), "abs", "out"),
+        (
+            lambda: torch.mm(m.view(3, 1), x.view(1, 3), out=torch.empty(3, 3)),
+            "mm",
+            "input",
+        ),
+    ]
+    ours = [
+        lambda: ops.add(x, m, out=torch.empty(3), implementation=implementation),
+        lambda: ops.abs(x, out=m, implementation=implementation),
+        lambda: ops.mm(
+            m.view(3, 1),
+            x.view(1, 3),
+            out=torch.empty(3, 3),
+            implementation=implementation,
+        ),
+    ]
+    for (theirs, op, arg), call in zip(cases, ours):
+        error = _raised(call)
+        assert type(error) is type(_raised(theirs)) is RuntimeError
+        assert f"{op}(): argument '{arg}'" in str(error) and "meta" in str(error)
+
+
+def test_nested_tensor_is_refused_like_other_layouts(ops):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "nested tensors are a prototype"
+        nested = torch.nested.nested_tensor([torch.randn(3), torch.randn(3)])
+    with pytest.raises(TypeError, match=r"abs\(\): argument 'input': only strided"):
+        ops.abs(nested, out=torch.empty(2, 3))
+
+
+@pytest.mark.parametrize("implementation", ["default", "torch"])
+def test_many_dimensions_have_no_limit(ops, implementation):
+    """The core keeps up to 8 dims inline and spills the rest to the heap:
+    no rank limit of its own (PyTorch's is 64 for some kernels)."""
+    shape = [1] * 37 + [2, 3]
+    a, b = torch.randn(shape), torch.randn(shape[-2:])
+    for reuse in (True, False):
+        from runtime_conftest_helpers import handle_reuse
+
+        with handle_reuse(ops, reuse):
+            out = torch.empty(shape)
+            ops.add(a, b, alpha=3, out=out, implementation=implementation)
+            torch.testing.assert_close(out, torch.add(a, b, alpha=3))
+            summed = torch.empty([1] * 37 + [2])
+            ops.sum(a, [-1], out=summed, implementation=implementation)
+            torch.testing.assert_close(summed, a.sum(-1))
+
+
+def test_none_for_an_int_list_defaulting_to_empty_like_torch(ops):
+    """PyTorch's parser takes None for an int list whose default is [] (the
+    default) and refuses it elsewhere (TypeError)."""
+    x = torch.randn(3, 4)
+    out = torch.empty(())
+    ops.amax(x, None, out=out)
+    assert torch.equal(out, torch.amax(x, None))
+    with pytest.raises(TypeError, match=r"cumsum\(\): argument 'dim' must be int"):
+        ops.cumsum(x, None, out=torch.empty(3, 4))
+    with pytest.raises(TypeError, match=r"flip\(\): argument 'dims'"):
+        ops.flip(x, None, out=torch.empty(3, 4))
+    assert type(_raised(lambda: torch.flip(x, None))) is TypeError
+
+
+@pytest.mark.parametrize(
+    "value, kind, text",
+    [
+        ("cuda", ValueError, "must be 'default', 'native' or 'torch', got 'cuda'"),
+        ("Torch", ValueError, "got 'Torch'"),
+        (1, TypeError, "argument 'implementation' must be str, not int"),
+    ],
+)
+def test_unknown_implementation_names_op_and_value(ops, value, kind, text):
+    x = torch.randn(3)
+    with pytest.raises(kind, match=r"^add\(\): .*" + text.replace("(", r"\(")):
+        ops.add(x, x, out=torch.empty(3), implementation=value)

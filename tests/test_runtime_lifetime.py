@@ -153,3 +153,66 @@ def test_no_memory_growth_over_many_calls_with_fresh_tensors(ops):
     gc.collect()
     grown = _rss_bytes() - before
     assert grown < 64 * 2**20, f"RSS grew by {grown / 2**20:.1f} MiB"
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads /proc/self/statm"
+)
+def test_rss_after_100k_calls_within_5_percent_of_after_1k(ops):
+    """Small calls of every kind (native kernel, fallback, two outputs, a
+    tensor list, both paths, failing calls, fresh and reused tensors): the
+    process's RSS after 100,000 calls is within 5% of its RSS after the
+    first 1,000."""
+    a, b, out = torch.randn(4, 4), torch.randn(4, 4), torch.empty(4, 4)
+    values, indices = torch.empty(2), torch.empty(2, dtype=torch.int64)
+    row = torch.empty(4, 1)
+
+    def fresh_add():
+        x = torch.randn(4, 4)
+        ops.add(x, x, out=torch.empty(4, 4))
+
+    calls = [
+        lambda: ops.add(a, b, out=out),  # native
+        lambda: ops.add(a, b, alpha=2, out=out, implementation="torch"),
+        lambda: ops.topk(a[0], 2, values=values, indices=indices),
+        lambda: ops.cat([a, b], out=torch.empty(8, 4)),
+        lambda: ops.sum(a, [1], True, out=row),  # an int list
+        fresh_add,
+    ]
+
+    bad = torch.randn(3, 3)
+    raised = {TypeError: 0, RuntimeError: 0}
+
+    def failing():
+        for kind, call in (
+            (TypeError, lambda: ops.add(a, [1.0], out=out)),
+            (RuntimeError, lambda: ops.mm(a, bad, out=out)),  # raised by ATen
+        ):
+            try:
+                call()
+            except kind:
+                raised[kind] += 1
+
+    def burst(n: int) -> None:
+        for i in range(n // 10):
+            reuse = i % 2 == 0
+            ops.set_handle_reuse(reuse)
+            for call in calls:
+                call()
+            failing()  # 2 calls
+            calls[0]()
+            calls[1]()
+        ops.set_handle_reuse(True)
+
+    burst(1_000)
+    gc.collect()
+    after_1k = _rss_bytes()
+    burst(99_000)
+    gc.collect()
+    after_100k = _rss_bytes()
+    assert raised == {TypeError: 10_000, RuntimeError: 10_000}
+    growth = (after_100k - after_1k) / after_1k
+    assert growth <= 0.05, (
+        f"RSS {after_1k / 2**20:.1f} MiB after 1,000 calls, "
+        f"{after_100k / 2**20:.1f} MiB after 100,000 (+{100 * growth:.1f}%)"
+    )

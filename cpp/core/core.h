@@ -8,4 +8,5 @@
 #include "core/implementation.h"
 #include "core/scalar.h"
 #include "core/small_dims.h"
+#include "core/stream.h"
 #include "core/tensor.h"

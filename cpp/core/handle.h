@@ -6,9 +6,20 @@ namespace infini::ops {
 
 // How to reference-count one kind of framework object. A bridge defines one
 // static instance per framework; the core never knows what the object is.
+//
+// A bridge may add a *borrowing* instance (release does nothing, `owning`
+// names the owning instance) for handles it knows are kept alive by their
+// caller for as long as the handle exists, e.g. during one call. Copying a
+// borrowing handle takes a real reference with the owning ops, so a copy may
+// outlive the borrow.
 struct HandleOps {
   void (*retain)(void*) noexcept;
   void (*release)(void*) noexcept;
+  const HandleOps* owning = nullptr;  // null: these ops own
+
+  const HandleOps* for_copy() const noexcept {
+    return owning != nullptr ? owning : this;
+  }
 };
 
 // An owning, reference-counted, type-erased reference to the framework tensor
@@ -19,8 +30,8 @@ class SourceHandle {
  public:
   SourceHandle() noexcept = default;
 
-  // Takes over one reference the caller already holds (no retain here).
-  // A null ptr yields an empty handle.
+  // Takes over one reference the caller already holds (no retain here), or
+  // borrows one with borrowing ops. A null ptr yields an empty handle.
   static SourceHandle adopt(const HandleOps* ops, void* ptr) noexcept {
     SourceHandle handle;
     if (ops != nullptr && ptr != nullptr) {
@@ -31,7 +42,8 @@ class SourceHandle {
   }
 
   SourceHandle(const SourceHandle& other) noexcept
-      : ops_(other.ops_), ptr_(other.ptr_) {
+      : ops_(other.ops_ != nullptr ? other.ops_->for_copy() : nullptr),
+        ptr_(other.ptr_) {
     if (ptr_ != nullptr) ops_->retain(ptr_);
   }
 
@@ -42,8 +54,12 @@ class SourceHandle {
   // Retain before release, so assigning a handle to itself (or to another
   // handle of the same object) never drops the last reference midway.
   SourceHandle& operator=(const SourceHandle& other) noexcept {
-    if (other.ptr_ != nullptr) other.ops_->retain(other.ptr_);
-    const HandleOps* old_ops = std::exchange(ops_, other.ops_);
+    const HandleOps* new_ops = nullptr;
+    if (other.ptr_ != nullptr) {
+      new_ops = other.ops_->for_copy();
+      new_ops->retain(other.ptr_);
+    }
+    const HandleOps* old_ops = std::exchange(ops_, new_ops);
     void* old_ptr = std::exchange(ptr_, other.ptr_);
     if (old_ptr != nullptr) old_ops->release(old_ptr);
     return *this;
@@ -71,6 +87,8 @@ class SourceHandle {
   void* get() const noexcept { return ptr_; }
   const HandleOps* ops() const noexcept { return ops_; }
   explicit operator bool() const noexcept { return ptr_ != nullptr; }
+  // Borrowed (not owning): valid only while its lender keeps the object.
+  bool borrowed() const noexcept { return ops_ != nullptr && ops_->owning != nullptr; }
 
  private:
   const HandleOps* ops_ = nullptr;

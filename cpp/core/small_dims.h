@@ -111,7 +111,10 @@ class Dims {
       other.heap_ = nullptr;
       other.heap_capacity_ = 0;
     } else {
-      std::copy(other.inline_, other.inline_ + other.size_, inline_);
+      // The whole fixed-size array: a few vector moves instead of a
+      // variable-length memmove call (unused slots are
+      // initialised: zero or stale values).
+      std::copy(other.inline_, other.inline_ + kInline, inline_);
     }
     size_ = other.size_;
     other.size_ = 0;

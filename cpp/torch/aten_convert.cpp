@@ -24,9 +24,12 @@ void release(void* impl) noexcept {
   c10::raw::intrusive_ptr::decref(static_cast<c10::TensorImpl*>(impl));
 }
 
+void keep(void*) noexcept {}  // a borrowed handle holds no reference
+
 }  // namespace
 
 const HandleOps kTorchHandleOps{retain, release};
+const HandleOps kTorchBorrowedHandleOps{retain, keep, &kTorchHandleOps};
 std::atomic<bool> g_handle_reuse{true};
 std::atomic<bool> g_direct_mode{true};
 
@@ -100,8 +103,9 @@ Device from_aten(c10::Device device) {
     default:
       break;
   }
-  throw TypeError("device type " + c10::DeviceTypeName(device.type(), true) +
-                  " is not supported by the library");
+  // RuntimeError, as PyTorch raises for a tensor on an unexpected device.
+  throw Error("device type " + c10::DeviceTypeName(device.type(), true) +
+              " is not supported by the library");
 }
 
 c10::Device to_aten(Device device) {
@@ -180,15 +184,27 @@ void output_not_resizable(const Tensor& t, const at::Tensor& a, const char* op,
               "layout");
 }
 
-Tensor from_aten(const at::Tensor& t) {
-  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
-  retain(impl);  // the handle owns this reference
-  SourceHandle handle = SourceHandle::adopt(&kTorchHandleOps, impl);
-  const auto sizes = t.sizes();
-  const auto strides = t.strides();
+namespace {
+
+Tensor wrap(const at::Tensor& t, SourceHandle handle) {
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  const auto sizes = impl->sizes();
+  const auto strides = impl->strides();
   return Tensor(t.data_ptr(), Dims(std::span<const int64_t>(sizes.data(), sizes.size())),
                 Dims(std::span<const int64_t>(strides.data(), strides.size())),
                 from_aten(t.scalar_type()), from_aten(t.device()), std::move(handle));
+}
+
+}  // namespace
+
+Tensor from_aten(const at::Tensor& t) {
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  retain(impl);  // the handle owns this reference
+  return wrap(t, SourceHandle::adopt(&kTorchHandleOps, impl));
+}
+
+Tensor from_aten_borrowed(const at::Tensor& t) {
+  return wrap(t, SourceHandle::adopt(&kTorchBorrowedHandleOps, t.unsafeGetTensorImpl()));
 }
 
 }  // namespace infini::ops::torch_bridge

@@ -20,8 +20,15 @@
 namespace infini::ops::torch_bridge {
 
 // The handle ops of tensors that came from torch; a handle of another
-// framework is never reinterpreted as an at::Tensor.
+// framework is never reinterpreted as an at::Tensor. Owning handles hold one
+// reference to the TensorImpl; borrowed ones (tensor arguments of a Python
+// call, whose objects the caller keeps alive) hold none, and their copies own.
 extern const HandleOps kTorchHandleOps;
+extern const HandleOps kTorchBorrowedHandleOps;
+
+inline bool is_torch_handle(const SourceHandle& h) noexcept {
+  return h.ops() == &kTorchHandleOps || h.ops() == &kTorchBorrowedHandleOps;
+}
 
 // Off: ignore handles and rebuild every at::Tensor with from_blob (to test
 // and benchmark that path in the same process).
@@ -34,20 +41,91 @@ at::Tensor from_blob(const Tensor& t);
 c10::ScalarType to_aten(DataType dtype);
 c10::Device to_aten(Device device);
 
-// Reuses the at::Tensor the tensor arrived with: one reference count, no new
-// TensorImpl. Inline, so the reuse path is a branch and an atomic increment.
-inline at::Tensor to_aten(const Tensor& t) {
-  if (t.has_handle() && t.handle().ops() == &kTorchHandleOps &&
+inline c10::TensorImpl* reusable_impl(const Tensor& t) noexcept {
+  if (t.has_handle() && is_torch_handle(t.handle()) &&
       g_handle_reuse.load(std::memory_order_relaxed)) [[likely]] {
-    return at::Tensor(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::
-                          reclaim_copy(static_cast<c10::TensorImpl*>(t.handle().get())));
+    return static_cast<c10::TensorImpl*>(t.handle().get());
+  }
+  return nullptr;
+}
+
+// The at::Tensor of one argument for the duration of one ATen call. With a
+// torch handle it *borrows* the TensorImpl the tensor arrived with: no
+// refcount traffic at all (a second strong reference would also make torch
+// incref and decref the Python object, taking the GIL through pybind11, on
+// every call). The core Tensor, which outlives the call, keeps it alive.
+// Without a handle it owns a from_blob tensor.
+class AtenTensor {
+ public:
+  explicit AtenTensor(c10::TensorImpl* borrowed) noexcept
+      : tensor_(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(
+            borrowed)),
+        borrowed_(true) {}
+  explicit AtenTensor(at::Tensor&& owned) noexcept
+      : tensor_(std::move(owned)), borrowed_(false) {}
+  ~AtenTensor() {
+    if (borrowed_) (void)tensor_.unsafeReleaseTensorImpl();  // no decref
+  }
+  AtenTensor(const AtenTensor&) = delete;
+  AtenTensor& operator=(const AtenTensor&) = delete;
+
+  operator at::Tensor&() noexcept { return tensor_; }
+  operator const at::Tensor&() const noexcept { return tensor_; }
+  at::Tensor& get() noexcept { return tensor_; }
+  const at::Tensor& get() const noexcept { return tensor_; }
+
+ private:
+  at::Tensor tensor_;
+  bool borrowed_;
+};
+
+inline AtenTensor to_aten(const Tensor& t) {
+  if (c10::TensorImpl* impl = reusable_impl(t)) [[likely]] {
+    return AtenTensor(impl);
+  }
+  return AtenTensor(from_blob(t));
+}
+
+// An owning at::Tensor, for containers ATen copies anyway (tensor lists):
+// list elements always arrive with owning handles (see python_args.cpp), so
+// this increment never makes torch touch the Python object.
+inline at::Tensor to_aten_owned(const Tensor& t) {
+  if (c10::TensorImpl* impl = reusable_impl(t)) [[likely]] {
+    return at::Tensor(
+        c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim_copy(impl));
   }
   return from_blob(t);
 }
 
-inline std::optional<at::Tensor> to_aten(const std::optional<Tensor>& t) {
-  if (!t) return std::nullopt;
-  return to_aten(*t);
+// The same for `Tensor?` parameters.
+class AtenOptionalTensor {
+ public:
+  AtenOptionalTensor() noexcept = default;
+  explicit AtenOptionalTensor(c10::TensorImpl* borrowed) noexcept
+      : tensor_(at::Tensor(
+            c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(borrowed))),
+        borrowed_(true) {}
+  explicit AtenOptionalTensor(at::Tensor&& owned) noexcept : tensor_(std::move(owned)) {}
+  ~AtenOptionalTensor() {
+    if (borrowed_) (void)tensor_->unsafeReleaseTensorImpl();
+  }
+  AtenOptionalTensor(const AtenOptionalTensor&) = delete;
+  AtenOptionalTensor& operator=(const AtenOptionalTensor&) = delete;
+
+  operator const std::optional<at::Tensor>&() const noexcept { return tensor_; }
+  const std::optional<at::Tensor>& get() const noexcept { return tensor_; }
+
+ private:
+  std::optional<at::Tensor> tensor_;
+  bool borrowed_ = false;
+};
+
+inline AtenOptionalTensor to_aten(const std::optional<Tensor>& t) {
+  if (!t) return AtenOptionalTensor();
+  if (c10::TensorImpl* impl = reusable_impl(*t)) [[likely]] {
+    return AtenOptionalTensor(impl);
+  }
+  return AtenOptionalTensor(from_blob(*t));
 }
 
 // Holds converted tensors and converts to each list parameter type ATen uses.
@@ -61,7 +139,7 @@ class AtenTensorList {
 inline AtenTensorList to_aten(std::span<const Tensor> ts) {
   AtenTensorList list;
   list.items.reserve(ts.size());
-  for (const Tensor& t : ts) list.items.push_back(to_aten(t));
+  for (const Tensor& t : ts) list.items.push_back(to_aten_owned(t));
   return list;
 }
 inline AtenTensorList to_aten(std::span<Tensor> ts) {
@@ -72,7 +150,9 @@ inline c10::List<std::optional<at::Tensor>> to_aten(
     std::span<const std::optional<Tensor>> ts) {
   c10::List<std::optional<at::Tensor>> list;
   list.reserve(ts.size());
-  for (const auto& t : ts) list.push_back(to_aten(t));
+  for (const auto& t : ts) {
+    list.push_back(t ? std::optional<at::Tensor>(to_aten_owned(*t)) : std::nullopt);
+  }
   return list;
 }
 
@@ -176,6 +256,10 @@ inline bool direct_cpu_tensor(const at::Tensor& t) {
 inline bool direct_cpu_tensor(const std::optional<at::Tensor>& t) {
   return !t || direct_cpu_tensor(*t);
 }
+inline bool direct_cpu_tensor(const AtenTensor& t) { return direct_cpu_tensor(t.get()); }
+inline bool direct_cpu_tensor(const AtenOptionalTensor& t) {
+  return direct_cpu_tensor(t.get());
+}
 
 bool direct_cpu_context();  // no TLS-included keys, no Python dispatch mode
 
@@ -191,7 +275,10 @@ inline void bump_version(at::Tensor& t) { t.unsafeGetTensorImpl()->bump_version(
 // ATen -> core, for the bridge's own use when a Python tensor arrives.
 DataType from_aten(c10::ScalarType type);  // TypeError when unsupported
 Device from_aten(c10::Device device);      // TypeError when unsupported
-// Wraps t: metadata copied, handle attached (t's TensorImpl gains a ref).
+// Wraps t: metadata copied, handle attached. Owning: t's TensorImpl gains a
+// reference. Borrowed: none; only for a tensor its caller keeps alive for as
+// long as the returned Tensor (a copy of which owns).
 Tensor from_aten(const at::Tensor& t);
+Tensor from_aten_borrowed(const at::Tensor& t);
 
 }  // namespace infini::ops::torch_bridge

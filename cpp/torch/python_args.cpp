@@ -87,10 +87,14 @@ double unpack_float(PyObject* obj, const Signature& sig, int i) {
   wrong_type(obj, sig, i, "float");
 }
 
-Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i, bool output) {
+// borrow: the handle holds no reference (the argument's Python object keeps
+// the TensorImpl alive for the call). Elements of lists own theirs: another
+// thread may empty a list while the GIL is released.
+Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i, bool output,
+                     bool borrow) {
   if (!THPVariable_Check(obj)) wrong_type(obj, sig, i, "Tensor");
   const at::Tensor& t = THPVariable_Unpack(obj);
-  if (t.layout() != c10::kStrided) {
+  if (t.layout() != c10::kStrided || t.is_nested()) {
     throw TypeError(where(sig, i) + ": only strided (dense) tensors are supported");
   }
   if (t.requires_grad() && at::GradMode::is_enabled()) {
@@ -111,10 +115,13 @@ Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i, bool output) {
       }
       return from_aten(t.resolve_conj().resolve_neg());
     }
-    return from_aten(t);
+    return borrow ? from_aten_borrowed(t) : from_aten(t);
   } catch (const TypeError& e) {
     if (std::string_view(e.what()).starts_with(sig.op)) throw;
     throw TypeError(where(sig, i) + ": " + e.what());
+  } catch (const Error& e) {  // an unsupported device: RuntimeError
+    if (std::string_view(e.what()).starts_with(sig.op)) throw;
+    throw Error(where(sig, i) + ": " + e.what());
   }
 }
 
@@ -294,7 +301,7 @@ bool parse_args(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
 
 Tensor tensor_arg(PyObject* obj, const Signature& sig, int i) {
   if (obj == nullptr) missing(sig, i);
-  return unpack_tensor(obj, sig, i, false);
+  return unpack_tensor(obj, sig, i, false, sig.borrow_tensors);
 }
 
 std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i) {
@@ -305,7 +312,7 @@ std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i)
 std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i,
                                      std::nullopt_t) {
   if (absent(obj)) return std::nullopt;
-  return unpack_tensor(obj, sig, i, false);
+  return unpack_tensor(obj, sig, i, false, sig.borrow_tensors);
 }
 
 namespace {
@@ -321,7 +328,7 @@ TensorListArg unpack_tensor_list(PyObject* obj, const Signature& sig, int i,
       throw TypeError(where(sig, i) + " must be tuple of Tensors, but found element of type " +
                       type_name(seq[k]) + " at pos " + std::to_string(k));
     }
-    list.items.push_back(unpack_tensor(seq[k], sig, i, output));
+    list.items.push_back(unpack_tensor(seq[k], sig, i, output, false));
   }
   return list;
 }
@@ -338,7 +345,7 @@ TensorListArg tensor_list_out_arg(PyObject* obj, const Signature& sig, int i) {
 
 Tensor tensor_out_arg(PyObject* obj, const Signature& sig, int i) {
   if (obj == nullptr) missing(sig, i);
-  return unpack_tensor(obj, sig, i, true);
+  return unpack_tensor(obj, sig, i, true, sig.borrow_tensors);
 }
 
 OptionalTensorListArg tensor_opt_list_arg(PyObject* obj, const Signature& sig,
@@ -351,7 +358,7 @@ OptionalTensorListArg tensor_opt_list_arg(PyObject* obj, const Signature& sig,
     if (seq[k] == Py_None) {
       list.items.emplace_back(std::nullopt);
     } else if (THPVariable_Check(seq[k])) {
-      list.items.emplace_back(unpack_tensor(seq[k], sig, i, false));
+      list.items.emplace_back(unpack_tensor(seq[k], sig, i, false, false));
     } else {
       throw TypeError(where(sig, i) + " must be tuple of Tensors or None, but found element of type " +
                       type_name(seq[k]) + " at pos " + std::to_string(k));
@@ -443,7 +450,10 @@ IntListArg int_list_arg(PyObject* obj, const Signature& sig, int i,
 
 IntListArg int_list_arg(PyObject* obj, const Signature& sig, int i,
                         std::size_t size, std::initializer_list<int64_t> dflt) {
-  if (obj == nullptr) return IntListArg{Dims(dflt)};
+  // As PyTorch's parser: None stands for an empty default (`int[1] dim=[]`).
+  if (obj == nullptr || (obj == Py_None && dflt.size() == 0)) {
+    return IntListArg{Dims(dflt)};
+  }
   return IntListArg{unpack_int_list(obj, sig, i, size)};
 }
 
@@ -489,7 +499,7 @@ OptionalFloatListArg float_list_opt_arg(PyObject* obj, const Signature& sig,
                                         int i, std::nullopt_t) {
   if (absent(obj)) return OptionalFloatListArg{};
   SequenceRef seq(obj, sig, i, "tuple of floats");
-  std::vector<double> values;
+  SmallList<double, 8> values;
   for (Py_ssize_t k = 0; k < seq.size(); ++k) {
     values.push_back(unpack_float(seq[k], sig, i));
   }
@@ -739,9 +749,12 @@ PyObject* py_debug_keep(PyObject*, PyObject* obj) {
     return nullptr;
   }
   try {
-    Tensor copy = from_aten(THPVariable_Unpack(obj));
+    // As a call's argument arrives: a borrowed handle. The kept copy must
+    // own a reference of its own, or the tests that drop every Python
+    // reference would read freed memory.
+    const Tensor borrowed = from_aten_borrowed(THPVariable_Unpack(obj));
     std::lock_guard<std::mutex> lock(g_kept_mutex);
-    g_kept.push_back(copy);  // a copy shares the handle
+    g_kept.push_back(borrowed);
     return PyLong_FromSize_t(g_kept.size() - 1);
   } catch (...) {
     static const char* const names[] = {"tensor"};
@@ -759,7 +772,7 @@ PyObject* py_debug_kept(PyObject*, PyObject* index) {
     return nullptr;
   }
   // Through the handle: the very at::Tensor that arrived, not a copy of data.
-  return THPVariable_Wrap(to_aten(g_kept[static_cast<std::size_t>(i)]));
+  return THPVariable_Wrap(to_aten_owned(g_kept[static_cast<std::size_t>(i)]));
 }
 
 PyObject* py_debug_release(PyObject*, PyObject*) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/core.h"
+#include "torch/small_list.h"
 
 namespace infini::ops::torch_bridge {
 
@@ -25,6 +26,10 @@ struct Signature {
   PyObject** keys;  // interned names, filled on first use (GIL held)
   int num_params;
   int num_positional;
+  // Tensor arguments get borrowed handles (no reference taken: the caller's
+  // argument objects keep them alive). Set for direct TensorIterator ops,
+  // which pair it with release_gil_for (below).
+  bool borrow_tensors = false;
 };
 
 // Fills slots[i] with a borrowed reference to parameter i, or nullptr when
@@ -44,19 +49,22 @@ std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i)
 std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i,
                                      std::nullopt_t);
 
+// Lists keep a few items inline: no heap allocation for usual lengths.
 class TensorListArg {
  public:
-  std::vector<Tensor> items;
-  operator std::span<const Tensor>() const { return items; }
-  operator std::span<Tensor>() { return items; }
+  SmallList<Tensor, 4> items;
+  operator std::span<const Tensor>() const { return {items.data(), items.size()}; }
+  operator std::span<Tensor>() { return {items.data(), items.size()}; }
 };
 TensorListArg tensor_list_arg(PyObject* obj, const Signature& sig, int i);
 TensorListArg tensor_list_out_arg(PyObject* obj, const Signature& sig, int i);
 
 class OptionalTensorListArg {
  public:
-  std::vector<std::optional<Tensor>> items;
-  operator std::span<const std::optional<Tensor>>() const { return items; }
+  SmallList<std::optional<Tensor>, 4> items;
+  operator std::span<const std::optional<Tensor>>() const {
+    return {items.data(), items.size()};
+  }
 };
 OptionalTensorListArg tensor_opt_list_arg(PyObject* obj, const Signature& sig,
                                           int i);
@@ -71,8 +79,8 @@ std::optional<Scalar> scalar_opt_arg(PyObject* obj, const Signature& sig, int i,
 
 class ScalarListArg {
  public:
-  std::vector<Scalar> items;
-  operator std::span<const Scalar>() const { return items; }
+  SmallList<Scalar, 8> items;
+  operator std::span<const Scalar>() const { return {items.data(), items.size()}; }
 };
 ScalarListArg scalar_list_arg(PyObject* obj, const Signature& sig, int i);
 
@@ -120,10 +128,10 @@ std::optional<double> float_opt_arg(PyObject* obj, const Signature& sig, int i,
 
 class OptionalFloatListArg {
  public:
-  std::optional<std::vector<double>> values;
+  std::optional<SmallList<double, 8>> values;
   operator std::optional<std::span<const double>>() const {
     if (!values) return std::nullopt;
-    return std::span<const double>(*values);
+    return std::span<const double>(values->data(), values->size());
   }
 };
 OptionalFloatListArg float_list_opt_arg(PyObject* obj, const Signature& sig,
@@ -166,17 +174,49 @@ std::optional<DataType> dtype_opt_arg(PyObject* obj, const Signature& sig,
 // implementation="default"|"native"|"torch" (None or absent: default).
 Implementation implementation_arg(PyObject* obj, const Signature& sig, int i);
 
-// Releases the GIL while the kernel runs, as PyTorch does.
+// Releases the GIL while the kernel runs, as PyTorch does (unless told not to).
 class GilRelease {
  public:
   GilRelease() noexcept : state_(PyEval_SaveThread()) {}
-  ~GilRelease() { PyEval_RestoreThread(state_); }
+  explicit GilRelease(bool release) noexcept
+      : state_(release ? PyEval_SaveThread() : nullptr) {}
+  ~GilRelease() {
+    if (state_ != nullptr) PyEval_RestoreThread(state_);
+  }
   GilRelease(const GilRelease&) = delete;
   GilRelease& operator=(const GilRelease&) = delete;
 
  private:
   PyThreadState* state_;
 };
+
+// For ops whose tensors arrive with borrowed handles (Signature::
+// borrow_tensors): whether to release the GIL for this call. A small call
+// keeps it: dropping and retaking the GIL costs more than its kernel, and a
+// kernel that copies a borrowed at::Tensor makes torch incref the Python
+// object, which is cheap with the GIL held and a full GIL round trip without.
+// A large call releases it, after its borrowed handles took real references
+// (the Python objects stay alive anyway; this keeps the refcount above one,
+// so such copies never need the GIL).
+inline constexpr int64_t kKeepGilBelowElements = 32768;  // ATen's grain size
+
+inline int64_t call_numel(const Tensor& t) noexcept { return t.numel(); }
+inline int64_t call_numel(const std::optional<Tensor>& t) noexcept {
+  return t ? t->numel() : 0;
+}
+inline void own_handle(Tensor& t) {
+  if (t.handle().borrowed()) t = Tensor(t);  // a copy owns
+}
+inline void own_handle(std::optional<Tensor>& t) {
+  if (t) own_handle(*t);
+}
+
+template <class... T>
+bool release_gil_for(T&... tensors) {
+  if ((call_numel(tensors) + ... + 0) < kKeepGilBelowElements) return false;
+  (own_handle(tensors), ...);
+  return true;
+}
 
 // c10 warnings raised during a call become Python warnings (as in PyTorch)
 // when the scope ends, with the GIL held. Opaque storage for

@@ -1,11 +1,13 @@
 """Run the correctness harness over a whole build, crash-isolated.
 
     python -m infiniops_codegen.harness --build-dir build-all [--ops a,b] [--report F]
+        [--devices cpu,cuda]
 
 Each op runs in a worker process; when PyTorch (or the op) kills the worker,
 that op is recorded as crashed and a new worker continues with the next op.
 Prints the counts (ops, cases, passed, skipped, failed, crashed) and writes a
-JSON report. The default build is also covered by `python -m pytest`
+JSON report. Ops that tests/harness_skips.yaml excludes as a whole are not
+sampled and count as "excluded" (see docs/coverage.md). The default build is also covered by `python -m pytest`
 (tests/test_harness.py), which uses the same checks in-process.
 """
 
@@ -23,10 +25,16 @@ WORKER = "infiniops_codegen.harness.worker"
 
 
 def _run_worker(
-    build_dir: Path, names: list[str], results: dict, timeout: float
+    build_dir: Path,
+    names: list[str],
+    results: dict,
+    timeout: float,
+    device: str = "cpu",
 ) -> None:
     """Feed op names to one worker until it dies or finishes."""
-    env = dict(os.environ, INFINIOPS_BUILD_DIR=str(build_dir))
+    env = dict(
+        os.environ, INFINIOPS_BUILD_DIR=str(build_dir), INFINIOPS_HARNESS_DEVICE=device
+    )
     proc = subprocess.Popen(
         [sys.executable, "-m", WORKER],
         stdin=subprocess.PIPE,
@@ -57,6 +65,11 @@ def main(argv=None) -> int:
     parser.add_argument("--build-dir", type=Path, default=Path("build"))
     parser.add_argument("--ops", default=None, help="comma-separated op names")
     parser.add_argument("--report", type=Path, default=None)
+    parser.add_argument(
+        "--devices",
+        default="cpu",
+        help="comma-separated torch devices the samples are made on (cpu, cuda)",
+    )
     args = parser.parse_args(argv)
     manifest = json.loads((args.build_dir / "manifest.json").read_text())
     names = [op["name"] for op in manifest["ops"]]
@@ -65,8 +78,13 @@ def main(argv=None) -> int:
         names = [n for n in names if n in wanted]
     results: dict = {}
     start = time.perf_counter()
-    while len(results) < len(names):
-        _run_worker(args.build_dir, names, results, timeout=600)
+    devices = [d.strip() for d in args.devices.split(",") if d.strip()]
+    for device in devices:  # results keyed "op" (one device) or "op@device"
+        done: dict = {}
+        while len(done) < len(names):
+            _run_worker(args.build_dir, names, done, 600, device)
+        for n in names:
+            results[n if len(devices) == 1 else f"{n}@{device}"] = done[n]
     counts = {"ops": len(names), "cases": 0, "passed": 0, "skipped": 0, "failed": 0}
     by_status: dict[str, list[str]] = {}
     for name, r in results.items():

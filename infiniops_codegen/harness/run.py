@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .samples import CASE_DTYPE, DATA, INDEX, INDEX_BOUND, MASK, OpEntry, TensorSpec
+from .samples import CASE_DTYPE, DATA, INDEX, INDEX_BOUND, MASK, SPD, OpEntry
+from .samples import LITERAL, TensorSpec
 from .samples import candidate_plans, hinted_plans, map_tensors, reshaped
 
 DTYPES = {
@@ -51,16 +52,33 @@ class Outcome:
 
 def _values(spec: TensorSpec, dtype: torch.dtype, gen: torch.Generator):
     shape = spec.shape
+    if spec.role == LITERAL:
+        return _literal_values(spec.literal, dtype)
     if spec.role == INDEX:
         return torch.randint(0, INDEX_BOUND, shape, generator=gen, dtype=torch.int64)
     if spec.role == MASK:
         return torch.rand(shape, generator=gen) > 0.5
     if dtype == torch.bool:
         return torch.rand(shape, generator=gen) > 0.5
+    if spec.role == SPD and dtype.is_floating_point:
+        a = torch.randn(shape, generator=gen, dtype=torch.float64)
+        eye = torch.eye(shape[-1], dtype=torch.float64)
+        return (a @ a.mT / shape[-1] + eye).to(dtype)
     if dtype.is_floating_point:
         return torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype)
     values = torch.randint(-5, 6, shape, generator=gen, dtype=torch.int64)
     return torch.where(values == 0, torch.ones_like(values), values).to(dtype)
+
+
+def _literal_values(literal, dtype: torch.dtype) -> torch.Tensor:
+    """A `tensors` hint: ints stay int64 and bools bool, floats take the
+    case's floating dtype (float32 for an integer case); {value, dtype} fixes it."""
+    if isinstance(literal, dict):
+        return torch.tensor(literal["value"], dtype=getattr(torch, literal["dtype"]))
+    t = torch.tensor(literal)
+    if t.is_floating_point():
+        return t.to(dtype if dtype.is_floating_point else torch.float32)
+    return t
 
 
 def _layout(t: torch.Tensor, variant: str) -> torch.Tensor:
@@ -80,6 +98,10 @@ def _layout(t: torch.Tensor, variant: str) -> torch.Tensor:
 def _variant_plan(plan: dict, variant: str) -> dict:
     if variant == "zero_dim":
         return reshaped(plan, lambda s: () if s.role == DATA else s.shape)
+    if variant in ("zero_size", "broadcast") and any(
+        isinstance(v, TensorSpec) and v.role == SPD for v in plan.values()
+    ):
+        raise NotApplicable("positive definite matrices keep their shape")
     if variant == "zero_size":
         return reshaped(plan, lambda s: (0,) + s.shape[1:] if s.shape else s.shape)
     if variant == "broadcast":
@@ -121,7 +143,10 @@ def expected(op: OpEntry, args: dict) -> list:
     if op.functional is None:
         return []
     names = [a.name for a in op.inputs]
-    return _as_list(_overload(op.functional)(**{n: args[n] for n in names}))
+    result = _overload(op.functional)(**{n: args[n] for n in names})
+    if len(op.out_args) == 1 and op.out_args[0].kind == "tensor_list":
+        return [list(result)]  # one out= argument that is a list of tensors
+    return _as_list(result)
 
 
 def _empty_like_results(results: list, non_contiguous: bool) -> list:
@@ -180,14 +205,15 @@ def _close(actual, wanted, dtype) -> None:
 
 
 def find_plan(op: OpEntry, dtype: torch.dtype) -> dict | None:
-    """The first candidate plan PyTorch accepts for this dtype."""
+    """The first candidate plan PyTorch accepts for this dtype, with every
+    combination of its hinted values."""
     for plan in candidate_plans(op):
-        args = materialize(plan, dtype, "contiguous", seed=0)
         try:
-            results = expected(op, args)
-            if not results:
-                return plan
-            reference_out(op, args, _empty_like_results(results, False))
+            for sample in hinted_plans(op, plan):
+                args = materialize(sample, dtype, "contiguous", seed=0)
+                results = expected(op, args)
+                if results:
+                    reference_out(op, args, _empty_like_results(results, False))
             return plan
         except Exception:  # noqa: BLE001 - any rejection means "try the next"
             continue

@@ -13,15 +13,21 @@ import itertools
 from dataclasses import dataclass, field, replace
 
 DATA, INDEX, MASK = "data", "index", "mask"
+SPD = "spd"  # data, symmetric positive definite in the last two dims
 CASE_DTYPE = "<case dtype>"  # a ScalarType argument takes the case's dtype
 BASE_SHAPE = (4, 6)
 INDEX_BOUND = 4  # index values lie in [0, 4): valid along every base dim
+
+
+LITERAL = "literal"  # the values a `tensors` hint gives
 
 
 @dataclass(frozen=True)
 class TensorSpec:
     shape: tuple[int, ...]
     role: str = DATA  # data (in the case's dtype), index (int64) or mask (bool)
+    # LITERAL: a `tensors` hint, [values] or {value: [values], dtype: name}
+    literal: object = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -152,16 +158,16 @@ _SCALAR_BY_NAME = {
 }
 
 
-def _attribute(arg: Arg, ndim: int):
+def _attribute(arg: Arg, shape: tuple[int, ...]):
     """The default value of a non-tensor argument for a sample."""
     if arg.has_default:
         return arg.default
-    kind, name = arg.kind, arg.name
+    kind, name, ndim = arg.kind, arg.name, len(shape)
     if kind in ("int", "int_opt"):
         value = _INT_BY_NAME.get(name, 1)
         return min(value, ndim - 1) if name in ("dim", "dim1") and ndim else value
     if kind in ("int_list", "int_list_opt"):
-        return list(_INT_LIST_BY_NAME.get(name, [1]))
+        return _int_list(name, _fixed_size(arg.aten_type), shape)
     if kind in ("float", "float_opt"):
         return _FLOAT_BY_NAME.get(name, 0.5)
     if kind in ("scalar", "scalar_opt"):
@@ -182,8 +188,26 @@ def _attribute(arg: Arg, ndim: int):
 
 
 def _array_size(aten_type: str) -> int:
+    return _fixed_size(aten_type) or 1
+
+
+def _fixed_size(aten_type: str) -> int | None:
+    """N of `int[N]`, `SymInt[N]?`, `bool[N]`; None for unsized lists."""
     digits = "".join(c for c in aten_type if c.isdigit())
-    return int(digits) if digits else 1
+    return int(digits) if digits else None
+
+
+def _int_list(name: str, size: int | None, shape: tuple[int, ...]) -> list[int]:
+    """A list argument; a fixed-size one (kernel_size: int[3]) gets N values,
+    and sizes of the input (input_size: SymInt[4]) the sample's shape."""
+    if name in ("input_size", "input_sizes", "self_sizes") and (
+        size is None or size == len(shape)
+    ):
+        return list(shape)
+    value = list(_INT_LIST_BY_NAME.get(name, [1]))
+    if size is None or len(value) == size:
+        return value
+    return (value[:1] * size) if value else [1] * size
 
 
 # -- tensor plans -----------------------------------------------------------
@@ -226,6 +250,10 @@ def _tensor_value(arg: Arg, shape: tuple[int, ...], shapes: dict):
 def _shape_plans(op: OpEntry) -> list[dict]:
     """Candidate tensor shapes: {py_name: shape} overrides plus a base shape."""
     hinted = {k: tuple(v) for k, v in (op.hints.get("shapes") or {}).items()}
+    if hinted or op.hints.get("tensors"):
+        # Hinted tensors are the sample, the others take the base shape: no
+        # search (on some invalid inputs PyTorch corrupts memory, not raises).
+        return [(BASE_SHAPE, hinted)]
     plans = [(BASE_SHAPE, {})]
     names = {a.name for a in op.inputs}
     if names & set(_MATMUL_SHAPES):
@@ -240,6 +268,13 @@ def _shape_plans(op: OpEntry) -> list[dict]:
             plans.insert(0, ((4, 5), matmul))
             plans.append((BASE_SHAPE, {k: v for k, v in matmul.items() if k == "mat2"}))
     plans += [((2, 3, 8, 8), {}), ((6,), {}), ((2, 4, 6), {}), ((10, 6), {})]
+    # 1-d and 3-d spatial ops (N, C, L) / (N, C, D, H, W); square matrices.
+    plans += [((2, 3, 8), {}), ((2, 3, 4, 4, 4), {}), ((4, 4), {}), ((2, 4, 4), {})]
+    tensors = [a for a in op.inputs if a.role == "input"]
+    if len(tensors) > 1:  # a scalar-like second operand (value, other, lr, ...)
+        rest = {a.py_name: () for a in tensors[1:]}
+        plans.append((BASE_SHAPE, rest))
+    plans.append(((), {}))
     index_1d = {a.py_name: (3,) for a in op.inputs if _role_of(a) == INDEX}
     if index_1d:
         plans += [(shape, {**extra, **index_1d}) for shape, extra in list(plans)]
@@ -249,15 +284,44 @@ def _shape_plans(op: OpEntry) -> list[dict]:
 def candidate_plans(op: OpEntry) -> list[dict]:
     """Argument plans to try, best guess first: schema name -> value."""
     result = []
+    by_py = {a.py_name: a.name for a in op.inputs}
     for shape, shapes in _shape_plans(op):
         plan = {}
         for arg in op.inputs:
             if arg.role == "input":
                 plan[arg.name] = _tensor_value(arg, shape, shapes)
             else:
-                plan[arg.name] = _attribute(arg, len(shape))
+                plan[arg.name] = _attribute(arg, shape)
+        for py_name, literal in (op.hints.get("tensors") or {}).items():
+            plan[by_py[py_name]] = _literal(literal)
         result.append(hinted_plans(op, plan)[0])  # validate with hinted values
+    # Last resort for linear algebra: symmetric positive definite matrices.
+    for plan in list(result):
+        if any(_square(v) for v in plan.values()):
+            result.append(map_tensors(plan, _as_spd))
     return result
+
+
+def _literal(value) -> TensorSpec:
+    values = value["value"] if isinstance(value, dict) else value
+    shape = []
+    while isinstance(values, list):
+        shape.append(len(values))
+        values = values[0] if values else None
+    return TensorSpec(tuple(shape), LITERAL, value)
+
+
+def _square(value) -> bool:
+    return (
+        isinstance(value, TensorSpec)
+        and value.role == DATA
+        and len(value.shape) >= 2
+        and value.shape[-1] == value.shape[-2]
+    )
+
+
+def _as_spd(spec: TensorSpec) -> TensorSpec:
+    return replace(spec, role=SPD) if _square(spec) else spec
 
 
 def hinted_plans(op: OpEntry, plan: dict) -> list[dict]:

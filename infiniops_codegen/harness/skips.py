@@ -10,6 +10,9 @@ import yaml
 SKIPS_FILE = Path(__file__).resolve().parents[2] / "tests" / "harness_skips.yaml"
 
 
+KEYS = ("op", "ops", "tag", "dtypes", "variants", "reason")
+
+
 @dataclass(frozen=True)
 class Skip:
     reason: str
@@ -18,8 +21,9 @@ class Skip:
     dtypes: tuple[str, ...] = ()  # empty: every dtype
     variants: tuple[str, ...] = ()  # empty: the whole case; else only these layouts
 
-    def matches(self, op, dtype: str) -> bool:
-        if self.dtypes and dtype not in self.dtypes:
+    def matches(self, op, dtype: str | None) -> bool:
+        """dtype None: whether it matches every dtype of the op."""
+        if self.dtypes and (dtype is None or dtype not in self.dtypes):
             return False
         if self.op is not None:
             return self.op in (op.name, op.aten)
@@ -27,24 +31,38 @@ class Skip:
 
 
 def load_skips(path: Path = SKIPS_FILE) -> list[Skip]:
+    """Entries name one op (`op`), several with one reason (`ops`) or a tag."""
     data = yaml.safe_load(path.read_text()) or []
     skips = []
     for entry in data:
         reason = (entry.get("reason") or "").strip()
-        if not reason or not (entry.get("op") or entry.get("tag")):
+        unknown = sorted(set(entry) - set(KEYS))
+        names = [entry["op"]] if entry.get("op") else list(entry.get("ops") or ())
+        if unknown or not reason or not (names or entry.get("tag")):
             raise ValueError(
-                f"{path}: every skip needs 'op' or 'tag' and a 'reason': {entry}"
+                f"{path}: every skip needs 'op', 'ops' or 'tag' and a 'reason'"
+                f" (keys: {', '.join(KEYS)}): {entry}"
             )
-        skips.append(
-            Skip(
-                reason,
-                entry.get("op"),
-                entry.get("tag"),
-                tuple(entry.get("dtypes") or ()),
-                tuple(entry.get("variants") or ()),
+        for name in names or [None]:
+            skips.append(
+                Skip(
+                    reason,
+                    name,
+                    entry.get("tag"),
+                    tuple(entry.get("dtypes") or ()),
+                    tuple(entry.get("variants") or ()),
+                )
             )
-        )
     return skips
+
+
+def exclusion_reason(skips: list[Skip], op) -> str | None:
+    """Why the whole op is excluded (every dtype, every layout), if it is:
+    such an op is not sampled at all (PyTorch may even crash on samples)."""
+    for s in skips:
+        if not s.variants and s.matches(op, None):
+            return s.reason
+    return None
 
 
 def skip_reason(skips: list[Skip], op, dtype: str) -> str | None:

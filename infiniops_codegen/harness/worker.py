@@ -19,6 +19,9 @@ from . import run, samples, skips
 
 
 def check_op(module, op, skip_list) -> dict:
+    reason = skips.exclusion_reason(skip_list, op)
+    if reason:  # listed as untestable: no samples are even tried
+        return {"status": "excluded", "reason": reason, "cases": []}
     cases = []
     for dtype in run.DTYPES:
         plan = run.find_plan(op, run.DTYPES[dtype])
@@ -57,6 +60,8 @@ def main() -> None:
     by_name = {op.name: op for op in samples.entries(manifest)}
     skip_list = skips.load_skips()
     torch.manual_seed(0)
+    # --devices: every sample tensor (and so every reference) is made there.
+    torch.set_default_device(os.environ.get("INFINIOPS_HARNESS_DEVICE", "cpu"))
     for line in sys.stdin:
         name = line.strip()
         try:

@@ -119,6 +119,33 @@ void test_handle_refcount() {
   CHECK(!empty_copy);
 }
 
+void fake_no_release(void*) noexcept {}
+
+constexpr HandleOps kFakeBorrowedOps{&fake_retain, &fake_no_release, &kFakeOps};
+
+void test_handle_borrowed() {
+  FakeObject obj;  // refs = 1: the lender's reference
+  {
+    SourceHandle lent = SourceHandle::adopt(&kFakeBorrowedOps, &obj);
+    CHECK(lent.borrowed() && lent.ops() == &kFakeBorrowedOps);
+    CHECK(obj.refs == 1 && obj.retains == 0);
+
+    // A copy may outlive the borrow: it owns a reference, with owning ops.
+    SourceHandle copy = lent;
+    CHECK(!copy.borrowed() && copy.ops() == &kFakeOps && obj.refs == 2);
+    SourceHandle assigned;
+    assigned = lent;
+    CHECK(!assigned.borrowed() && assigned.ops() == &kFakeOps && obj.refs == 3);
+
+    // Moving a borrowed handle moves the borrow: no refcount traffic.
+    SourceHandle moved = std::move(lent);
+    CHECK(moved.borrowed() && obj.refs == 3);
+  }
+  // The borrowed handle released nothing; the two copies released theirs.
+  CHECK(obj.refs == 1 && obj.retains == 2 && obj.releases == 2);
+  CHECK(obj.destroyed == 0);
+}
+
 void test_handle_no_allocation() {
   FakeObject obj;
   const std::size_t before = g_allocations;
@@ -479,6 +506,7 @@ int main() {
   // Unbuffered, so the output up to a crash is not lost.
   std::setvbuf(stdout, nullptr, _IONBF, 0);
   test_handle_refcount();
+  test_handle_borrowed();
   test_handle_no_allocation();
   test_tensor_handle_rules();
   test_dims_storage();

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The NVIDIA check, for a machine with an NVIDIA GPU and a CUDA build of
+# torch (docs/platforms.md). One command, about 10 minutes at most:
+#
+#   scripts/gpu_check.sh            # all steps
+#   GPU_CHECK_OPS=add,rms_norm,silu_and_mul scripts/gpu_check.sh   # fewer ops
+#
+# 1. builds the module with --platform cpu,nvidia into build-plat-gpu/
+#    (native CUDA kernels for this GPU's architecture, stream guards);
+# 2. runs stream and native-kernel checks on cuda (scripts/gpu/smoke.py);
+# 3. runs the correctness harness with --devices cuda;
+# 4. runs `infiniops-codegen bench --quick` on cuda.
+# Each step has a time limit (240 + 60 + 120 + 180 s: 10 minutes in all);
+# the first failure stops the run (exit 1).
+# Results: build-plat-gpu/harness-cuda.json, build-plat-gpu/bench-cuda/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${GPU_CHECK_BUILD_DIR:-build-plat-gpu}
+OPS=${GPU_CHECK_OPS:-}
+# The smoke step needs the ops with native CUDA kernels.
+[[ -n "$OPS" ]] && OPS="$OPS,add,rms_norm,silu_and_mul"
+JOBS=${GPU_CHECK_JOBS:-$(nproc)}
+ops_args=()
+[[ -n "$OPS" ]] && ops_args=(--ops "$OPS")
+start=$SECONDS
+
+step() { echo; echo "== [$((SECONDS - start)) s] $*"; }
+
+step "environment"
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+python - <<'PY'
+import sys, torch
+print("torch", torch.__version__, "CUDA", torch.version.cuda)
+if not torch.cuda.is_available():
+    sys.exit("gpu_check: torch.cuda.is_available() is False: this needs an NVIDIA GPU "
+             "and a CUDA build of torch (the pinned CPU wheel cannot run cuda)")
+print("device:", torch.cuda.get_device_name(0))
+PY
+
+step "build --platform cpu,nvidia into $BUILD (limit 240 s)"
+# CUDAARCHS=native: kernels for the GPU on this machine (CMake >= 3.24).
+CUDAARCHS=${CUDAARCHS:-native} timeout 240 \
+  nice infiniops-codegen build --platform cpu,nvidia --build-dir "$BUILD" -j "$JOBS" "${ops_args[@]}"
+
+step "streams and native CUDA kernels (limit 60 s)"
+timeout 60 python scripts/gpu/smoke.py "$BUILD"
+
+step "correctness harness on cuda (limit 120 s)"
+timeout 120 python -m infiniops_codegen.harness --build-dir "$BUILD" --devices cuda \
+  --report "$BUILD/harness-cuda.json" ${OPS:+--ops "$OPS"}
+
+step "bench --quick on cuda (limit 180 s)"
+# The bench builds its own "before" build (-O0, cpu) on its first run.
+bench=(infiniops-codegen bench --quick --after-build-dir "$BUILD" --before-build-dir "$BUILD-O0"
+  --out "$BUILD/bench-cuda")
+[[ -n "$OPS" ]] && bench+=(--ops "$OPS")
+if infiniops-codegen bench --help | grep -q -- "--device"; then
+  timeout 180 "${bench[@]}" --device cuda
+else
+  # No --device option (yet): make cuda the default device of every process.
+  INFINIOPS_DEFAULT_DEVICE=cuda PYTHONPATH="$PWD/scripts/gpu${PYTHONPATH:+:$PYTHONPATH}" \
+    timeout 180 "${bench[@]}"
+fi
+
+step "done: every GPU check passed in $((SECONDS - start)) s"

@@ -1,0 +1,264 @@
+"""The command line as a user meets it: `list`, --help with examples on every
+command, -v, exit codes, and errors that are one located line, in colour only
+on a terminal."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from infiniops_codegen import coverage
+from infiniops_codegen.cli import main
+
+REPO_MANIFEST = "generated/manifest.json"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _manifest(tmp_path, ops, platforms=("cpu", "nvidia", "ascend")):
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps({"platforms": list(platforms), "ops": ops}))
+    return path
+
+
+def _op(name, native=None, torch="all", arguments=()):
+    return {
+        "name": name,
+        "aten": f"{name}.out",
+        "composite": False,
+        "source": "op_specs/x.yaml",
+        "schema": f"{name}.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        "arguments": list(arguments),
+        "outputs": ["out"],
+        "implementations": {"torch": torch, "native": native or {}},
+    }
+
+
+# --- list -------------------------------------------------------------------------
+
+
+def test_matrix_native_torch_missing():
+    manifest = {
+        "platforms": ["cpu", "nvidia", "ascend"],
+        "ops": [
+            _op("add", native={"cpu": ["float32"]}),
+            _op("abs", torch=["cpu", "nvidia"]),
+            _op("odd", native=["nvidia"], torch=[]),
+        ],
+    }
+    m = coverage.matrix(manifest)
+    assert dict(m.rows) == {
+        "abs": {"cpu": "torch", "nvidia": "torch", "ascend": "missing"},
+        "add": {"cpu": "native", "nvidia": "torch", "ascend": "torch"},
+        "odd": {"cpu": "missing", "nvidia": "native", "ascend": "missing"},
+    }
+    assert m.counts()["ascend"] == {"native": 0, "torch": 1, "missing": 2}
+
+
+def test_list_table_of_the_committed_manifest(runner, helpers):
+    """Works from generated/manifest.json without a build: one row per op,
+    one column per platform of data/platforms.yaml."""
+    from infiniops_codegen.platforms import platform_names
+
+    result = helpers.invoke(runner, "list")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].split() == ["op", *platform_names()]
+    manifest = json.loads((helpers_repo() / REPO_MANIFEST).read_text())
+    rows = {ln.split()[0]: ln.split()[1:] for ln in lines[1 : 1 + len(manifest["ops"])]}
+    assert set(rows) == {op["name"] for op in manifest["ops"]}
+    assert rows["add"][0] == "native" and rows["abs"][0] == "torch"
+    assert f"{len(manifest['ops'])} ops" in result.output
+    assert not ANSI.search(result.output)
+
+
+def helpers_repo():
+    from infiniops_codegen.pipeline import REPO_ROOT
+
+    return REPO_ROOT
+
+
+def test_list_json(runner, helpers):
+    result = helpers.invoke(runner, "list", "--json")
+    assert result.exit_code == 0
+    data = json.loads(result.output)
+    assert data["ops"]["add"]["cpu"] == "native"
+    assert data["ops"]["mm"]["cpu"] == "torch"
+    assert set(data["counts"]["cpu"]) == {"native", "torch", "missing"}
+    assert sum(data["counts"]["cpu"].values()) == len(data["ops"])
+
+
+def test_list_op_shows_signature_and_implementations(runner, helpers):
+    result = helpers.invoke(runner, "list", "--op", "topk")
+    assert result.exit_code == 0, result.output
+    python = next(ln for ln in result.output.splitlines() if "python:" in ln)
+    # As the .pyi stub has it (which may add module-wide keywords at the end).
+    assert (
+        python.split("python:")[1]
+        .strip()
+        .startswith(
+            "topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, "
+            "sorted: bool = True, *, values: Tensor, indices: Tensor, "
+            "implementation: Implementation = 'default'"
+        )
+    )
+    assert python.endswith(") -> tuple[Tensor, Tensor]")
+    assert "topk.values(Tensor self, SymInt k" in result.output
+    add = helpers.invoke(runner, "list", "--op", "add").output
+    assert re.search(
+        r"^\s+cpu\s+native \(float32, float16, bfloat16\), torch$", add, re.M
+    )
+    data = json.loads(helpers.invoke(runner, "list", "--op", "add", "--json").output)
+    assert data["implementations"]["cpu"] == ["native", "torch"]
+    assert data["python"].startswith(
+        "add(input: Tensor, other: Tensor, *, alpha: Number = 1"
+    )
+
+
+def test_signature_from_the_manifest_matches_the_stub():
+    """Without a stub at hand (a build directory), the signature is rebuilt
+    from the manifest: the same text, up to the stub's module-wide keywords
+    after implementation=."""
+    from infiniops_codegen.pipeline import DEFAULT_OUT
+
+    manifest = coverage.read_manifest(DEFAULT_OUT / "manifest.json")
+    stub = coverage.stub_signatures(DEFAULT_OUT / "manifest.json")
+    for op in manifest["ops"]:
+        rebuilt = coverage.python_signature(op)
+        head, _, ret = rebuilt.rpartition(") -> ")
+        from_stub = stub[op["name"]].replace('"', "'")
+        assert from_stub.startswith(head) and from_stub.endswith(f") -> {ret}"), op[
+            "name"
+        ]
+
+
+def test_list_unknown_op_suggests_and_exits_2(runner, helpers):
+    result = helpers.invoke(runner, "list", "--op", "topkk")
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        "error: no op 'topkk' in the manifest; did you mean 'topk'?"
+    )
+
+
+def test_list_reads_a_build_dir_manifest(tmp_path, runner, helpers):
+    _manifest(tmp_path, [_op("only", native={"cpu": []})])
+    result = helpers.invoke(runner, "list", "--build-dir", tmp_path, "--json")
+    assert json.loads(result.output)["ops"] == {
+        "only": {"cpu": "native", "nvidia": "torch", "ascend": "torch"}
+    }
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "no manifest; run 'infiniops-codegen generate'"),
+        ("{not json", "manifest.json:1:2: not a valid manifest"),
+        ("[]", "not an infiniops-codegen manifest"),
+    ],
+    ids=["missing", "not_json", "not_manifest"],
+)
+def test_list_bad_manifest_is_one_line_exit_2(
+    tmp_path, runner, helpers, content, message
+):
+    if content is not None:
+        (tmp_path / "manifest.json").write_text(content)
+    result = helpers.invoke(runner, "list", "--build-dir", tmp_path)
+    assert result.exit_code == 2
+    assert len(result.output.strip().splitlines()) == 1
+    assert message in result.output and "Traceback" not in result.output
+
+
+# --- Help, verbose, colour -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["generate", "build", "bench", "list"])
+def test_every_command_has_help_with_an_example(runner, helpers, command):
+    result = helpers.invoke(runner, command, "--help")
+    assert result.exit_code == 0
+    assert "Examples:" in result.output
+    assert f"infiniops-codegen {command}" in result.output.split("Examples:")[1]
+
+
+def test_group_help_states_exit_codes(runner, helpers):
+    result = helpers.invoke(runner, "--help")
+    assert "Exit codes: 0 success; 1" in result.output
+    for command in ("generate", "build", "bench", "list"):
+        assert command in result.output
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_verbose_before_or_after_the_command(
+    basic_specs, tmp_path, runner, helpers, where
+):
+    args = ["generate", "--specs", basic_specs, "--out", tmp_path / "o"]
+    args = ["-v", *args] if where == "before" else [*args, "--verbose"]
+    result = helpers.invoke(runner, *args)
+    assert result.exit_code == 0
+    assert "  wrote ops.h" in result.output
+    quiet = helpers.invoke(
+        runner, "generate", "--specs", basic_specs, "--out", tmp_path / "q"
+    )
+    assert "  wrote" not in quiet.output
+
+
+def _misspelled(tmp_path):
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "ops.yaml").write_text("ops:\n  - abs.out\n  - sofmax.int_out\n")
+    return specs
+
+
+def test_errors_in_colour_only_on_a_terminal(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    specs = _misspelled(tmp_path)
+    args = ["generate", "--specs", "specs", "--out", "o"]
+    plain = CliRunner().invoke(main, args)
+    assert plain.exit_code == 2 and not ANSI.search(plain.output)
+    coloured = CliRunner().invoke(main, args, color=True)
+    assert "\x1b[31mspecs/ops.yaml:3:5: unknown ATen overload" in coloured.output
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not ANSI.search(CliRunner().invoke(main, args, color=True).output)
+    assert specs.exists()
+
+
+# --- As a new user meets it (a real process, stderr not a terminal) -----------------
+
+
+def _cli(*args, cwd):
+    return subprocess.run(
+        [sys.executable, "-m", "infiniops_codegen.cli", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_misspelled_overload_is_one_located_line(tmp_path):
+    _misspelled(tmp_path)
+    proc = _cli("generate", "--specs", "specs", "--out", "o", cwd=tmp_path)
+    assert proc.returncode == 2
+    errors = proc.stderr.splitlines()
+    assert errors[0].startswith(
+        "specs/ops.yaml:3:5: unknown ATen overload 'sofmax.int_out'; "
+        "did you mean 'softmax.int_out'"
+    )
+    assert errors[1:] == ["1 spec problem; nothing was written"]
+    assert proc.stdout == "" and not ANSI.search(proc.stderr)
+
+
+def test_wrong_opt_level_is_one_clear_line(tmp_path):
+    proc = _cli(
+        "build", "--opt-level", "4", "--build-dir", tmp_path / "b", cwd=tmp_path
+    )
+    assert proc.returncode == 2
+    error = [ln for ln in proc.stderr.splitlines() if ln.startswith("Error:")]
+    assert error == [
+        "Error: Invalid value for '--opt-level': '4' is not one of "
+        "'0', '1', '2', '3', 's'."
+    ]
+    assert not (tmp_path / "b").exists()

@@ -1,0 +1,142 @@
+"""Calls from many Python threads at once (the GIL is released inside every
+op): shared inputs, separate outputs, results equal to a serial run.
+
+(That a long op lets other threads run is tests/test_runtime_api.py's
+test_gil_is_released_while_an_op_runs.)
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+THREADS = 8
+CALLS_PER_THREAD = 1_000
+
+
+def _inputs():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(16, 24, generator=g)
+    return {
+        "x": x,
+        "y": torch.randn(16, 24, generator=g),
+        "xt": torch.randn(24, 16, generator=g).t(),  # strided
+        "w": torch.randn(24, 8, generator=g),
+        "h": torch.randn(16, 24, generator=g).to(torch.bfloat16),
+        "v": torch.randn(40, generator=g),
+    }
+
+
+# name -> (call(ops, inputs, outs, implementation), {out name: (shape, dtype)})
+CALLS = {
+    "add_native": (
+        lambda m, t, o, impl: m.add(
+            t["x"], t["y"], alpha=0.5, out=o["out"], implementation=impl
+        ),
+        {"out": ((16, 24), torch.float32)},
+    ),
+    "mul_bf16": (
+        lambda m, t, o, impl: m.mul(t["h"], t["h"], out=o["out"], implementation=impl),
+        {"out": ((16, 24), torch.bfloat16)},
+    ),
+    "sub_strided": (
+        lambda m, t, o, impl: m.sub(t["x"], t["xt"], out=o["out"], implementation=impl),
+        {"out": ((16, 24), torch.float32)},
+    ),
+    "mm": (
+        lambda m, t, o, impl: m.mm(t["x"], t["w"], out=o["out"], implementation=impl),
+        {"out": ((16, 8), torch.float32)},
+    ),
+    "softmax": (
+        lambda m, t, o, impl: m.softmax(t["x"], -1, out=o["out"], implementation=impl),
+        {"out": ((16, 24), torch.float32)},
+    ),
+    "sum_dims": (
+        lambda m, t, o, impl: m.sum(
+            t["x"], [0], True, out=o["out"], implementation=impl
+        ),
+        {"out": ((1, 24), torch.float32)},
+    ),
+    "cat": (
+        lambda m, t, o, impl: m.cat(
+            [t["x"], t["y"]], 1, out=o["out"], implementation=impl
+        ),
+        {"out": ((16, 48), torch.float32)},
+    ),
+    "topk": (
+        lambda m, t, o, impl: m.topk(
+            t["v"], 5, values=o["values"], indices=o["indices"], implementation=impl
+        ),
+        {"values": ((5,), torch.float32), "indices": ((5,), torch.int64)},
+    ),
+    "silu_and_mul": (
+        lambda m, t, o, impl: m.silu_and_mul(t["x"], out=o["out"], implementation=impl),
+        {"out": ((16, 12), torch.float32)},
+    ),
+}
+NAMES = sorted(CALLS)
+IMPLEMENTATIONS = ("default", "torch")
+
+
+def _outs(name):
+    return {
+        k: torch.empty(shape, dtype=dtype)
+        for k, (shape, dtype) in CALLS[name][1].items()
+    }
+
+
+def _expected(ops, inputs):
+    """Each (call, implementation) once, serially."""
+    expected = {}
+    for name in NAMES:
+        for impl in IMPLEMENTATIONS:
+            outs = _outs(name)
+            CALLS[name][0](ops, inputs, outs, impl)
+            expected[name, impl] = outs
+    return expected
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "from_blob"])
+def test_threads_on_shared_inputs_match_a_serial_run(ops, reuse):
+    """8 threads x 1,000 calls on the same input tensors, each thread with its
+    own outputs, cycling through ops and implementations: every output equals
+    the serial run's, bit for bit, and the inputs are unchanged."""
+    from runtime_conftest_helpers import handle_reuse
+
+    inputs = _inputs()
+    snapshot = {k: v.clone() for k, v in inputs.items()}
+    with handle_reuse(ops, reuse):
+        expected = _expected(ops, inputs)
+        errors: list[str] = []
+        done = [0] * THREADS
+        barrier = threading.Barrier(THREADS)
+
+        def work(k: int) -> None:
+            outs = {name: _outs(name) for name in NAMES}  # this thread's own
+            barrier.wait()  # start together
+            try:
+                for i in range(CALLS_PER_THREAD):
+                    name = NAMES[(i + k) % len(NAMES)]
+                    impl = IMPLEMENTATIONS[(i // len(NAMES) + k) % 2]
+                    mine = outs[name]
+                    for t in mine.values():
+                        t.fill_(-1)  # a stale result would not pass
+                    CALLS[name][0](ops, inputs, mine, impl)
+                    for key, want in expected[name, impl].items():
+                        if not torch.equal(mine[key], want):
+                            errors.append(f"thread {k} call {i}: {name} ({impl}) {key}")
+                    done[k] += 1
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(f"thread {k}: {type(e).__name__}: {e}")
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(THREADS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert errors == [], errors[:10]
+    assert done == [CALLS_PER_THREAD] * THREADS
+    for k, v in inputs.items():
+        assert torch.equal(v, snapshot[k]), f"input {k} was modified"
