@@ -186,6 +186,16 @@ class Op:
         return tuple(a for a in self.arguments if a.role is Role.INPUT)
 
     @property
+    def overlap_check(self) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """(output names, input names) of single tensors whose memory the
+        from_blob path must check for overlap; None when the op has no
+        single tensor output."""
+        single = ("tensor", "tensor_opt")
+        outs = tuple(a.name for a in self.outputs if a.kind == "tensor")
+        ins = tuple(a.name for a in self.inputs if a.kind in single and not a.hidden)
+        return (outs, ins) if outs else None
+
+    @property
     def positional(self) -> tuple[Argument, ...]:
         return tuple(a for a in self.visible if not a.kwarg_only)
 

@@ -206,6 +206,28 @@ def test_in_place_out_aliasing_an_input(ops, reuse, layout):
     assert torch.equal(x, want)
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, x: m.add(x[:-1], torch.ones(32), out=x[1:], implementation="torch"),
+        lambda m, x: m.exp(x[:-1], out=x[1:]),
+    ],
+    ids=["add", "exp"],
+)
+@pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "from_blob"])
+def test_partial_overlap_of_output_and_input_is_refused(ops, reuse, call):
+    """PyTorch refuses an output that partly overlaps an input; from_blob
+    tensors have separate storages, so ATen cannot see it: the bridge must."""
+    x = torch.arange(33, dtype=torch.float32)
+    before = x.clone()
+    with (
+        handle_reuse(ops, reuse),
+        pytest.raises(RuntimeError, match="single memory location"),
+    ):
+        call(ops, x)
+    assert torch.equal(x, before)
+
+
 @pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "from_blob"])
 def test_zero_size_tensors(ops, reuse):
     a, b, out = torch.empty(0, 5), torch.empty(0, 5), torch.empty(0, 5)

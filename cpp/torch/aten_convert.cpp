@@ -10,7 +10,9 @@
 #include <c10/core/TensorImpl.h>
 #include <c10/util/intrusive_ptr.h>
 
+#include <cstdint>
 #include <string>
+#include <utility>
 
 namespace infini::ops::torch_bridge {
 
@@ -173,6 +175,56 @@ std::string shape_string(at::IntArrayRef sizes) {
 }
 
 }  // namespace
+
+namespace {
+
+// [first, last) bytes a tensor can touch; empty for zero elements.
+std::pair<uintptr_t, uintptr_t> byte_range(const Tensor& t) {
+  if (t.numel() == 0) return {0, 0};
+  intptr_t lo = 0;
+  intptr_t hi = 0;
+  for (std::size_t d = 0; d < t.shape().size(); ++d) {
+    const intptr_t span = static_cast<intptr_t>(t.shape()[d] - 1) * t.strides()[d];
+    (span < 0 ? lo : hi) += span;
+  }
+  const intptr_t item = static_cast<intptr_t>(c10::elementSize(to_aten(t.dtype())));
+  const auto base = reinterpret_cast<intptr_t>(t.data());
+  return {static_cast<uintptr_t>(base + lo * item),
+          static_cast<uintptr_t>(base + (hi + 1) * item)};
+}
+
+bool same_view(const Tensor& a, const Tensor& b) {
+  return a.data() == b.data() && a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         a.strides() == b.strides();
+}
+
+}  // namespace
+
+void check_overlap_slow(const char* op, std::initializer_list<const Tensor*> outs,
+                        std::initializer_list<const Tensor*> ins) {
+  auto overlaps = [](const Tensor& a, const Tensor& b) {
+    const auto [a_lo, a_hi] = byte_range(a);
+    const auto [b_lo, b_hi] = byte_range(b);
+    return a_lo < a_hi && b_lo < b_hi && a_lo < b_hi && b_lo < a_hi;
+  };
+  for (auto o = outs.begin(); o != outs.end(); ++o) {
+    for (const Tensor* t : ins) {
+      if (t != nullptr && !same_view(**o, *t) && overlaps(**o, *t)) {
+        throw Error(std::string(op) +
+                    "(): unsupported operation: some elements of the input tensor and "
+                    "the written-to tensor refer to a single memory location. Please "
+                    "clone() the tensor before performing the operation.");
+      }
+    }
+    for (auto other = std::next(o); other != outs.end(); ++other) {
+      if (overlaps(**o, **other)) {
+        throw Error(std::string(op) +
+                    "(): unsupported operation: two outputs refer to the same memory "
+                    "location. Please pass separate output tensors.");
+      }
+    }
+  }
+}
 
 void output_not_resizable(const Tensor& t, const at::Tensor& a, const char* op,
                           const char* name) {

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <atomic>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -211,6 +212,30 @@ inline std::optional<c10::string_view> to_aten(
 inline std::optional<c10::ScalarType> to_aten(std::optional<DataType> dtype) {
   if (!dtype) return std::nullopt;
   return to_aten(*dtype);
+}
+
+// Before the ATen call. A from_blob tensor has a Storage of its own, so
+// ATen's overlap checks, which compare storages, cannot see that an output
+// shares memory with another argument, and the kernel would silently compute
+// on aliased memory. Where any tensor takes that path, check byte ranges
+// and raise what PyTorch raises for such a call (RuntimeError); an output
+// that is exactly one of the inputs (in place) stays allowed.
+inline const Tensor* ptr(const Tensor& t) noexcept { return &t; }
+inline const Tensor* ptr(const std::optional<Tensor>& t) noexcept {
+  return t ? &*t : nullptr;
+}
+void check_overlap_slow(const char* op, std::initializer_list<const Tensor*> outs,
+                        std::initializer_list<const Tensor*> ins);
+inline void check_overlap(const char* op, std::initializer_list<const Tensor*> outs,
+                          std::initializer_list<const Tensor*> ins) {
+  for (const Tensor* t : outs) {
+    if (reusable_impl(*t) == nullptr) [[unlikely]] return check_overlap_slow(op, outs, ins);
+  }
+  for (const Tensor* t : ins) {
+    if (t != nullptr && reusable_impl(*t) == nullptr) [[unlikely]] {
+      return check_overlap_slow(op, outs, ins);
+    }
+  }
 }
 
 // After the ATen call: an output that did not reuse its handle (from_blob

@@ -51,6 +51,7 @@ void addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
   auto a_tensor2 = tb::to_aten(tensor2);
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("addcmul", {&out}, {tb::ptr(self), tb::ptr(tensor1), tb::ptr(tensor2)});
   if (tb::direct_cpu(a_self, a_tensor1, a_tensor2, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::addcmul_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
@@ -65,6 +66,7 @@ void addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
 void any_all(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("any_all", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::any_out(a_out, a_self);
@@ -80,6 +82,7 @@ void copysign(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("copysign", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::copysign_out(a_out, a_self, a_other);
@@ -94,6 +97,7 @@ void copysign(const Tensor& self, const Tensor& other, Tensor& out) {
 void erf(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("erf", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::erf_out(a_out, a_self);
@@ -108,6 +112,7 @@ void erf(const Tensor& self, Tensor& out) {
 void erfc(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("erfc", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::erfc_out(a_out, a_self);
@@ -123,6 +128,7 @@ void fmod_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("fmod_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::fmod_out(a_out, a_self, a_other);
@@ -139,6 +145,7 @@ void gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_vi
   auto a_self = tb::to_aten(self);
   auto a_approximate = tb::to_aten(approximate);
   auto a_grad_input = tb::to_aten(grad_input);
+  tb::check_overlap("gelu_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(self)});
   if (tb::direct_cpu(a_grad_output, a_self, a_grad_input)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::gelu_backward_out(a_grad_input, a_grad_output, a_self, a_approximate);
@@ -153,6 +160,7 @@ void gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_vi
 void isnan(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("isnan", {&out}, {tb::ptr(self)});
   at::isnan_out(a_out, a_self);
   tb::check_output(out, a_out, "isnan", "out");
 }
@@ -162,6 +170,7 @@ void logaddexp2(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("logaddexp2", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::logaddexp2_out(a_out, a_self, a_other);
@@ -179,6 +188,7 @@ void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool 
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("mean", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::mean_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
@@ -196,6 +206,7 @@ void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_min = tb::to_aten(min);
   auto a_min_indices = tb::to_aten(min_indices);
+  tb::check_overlap("min", {&min, &min_indices}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_min, a_min_indices)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::min_out(a_min, a_min_indices, a_self, a_dim, a_keepdim);
@@ -213,6 +224,7 @@ void mm(const Tensor& self, const Tensor& mat2, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_mat2 = tb::to_aten(mat2);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("mm", {&out}, {tb::ptr(self), tb::ptr(mat2)});
   if (tb::direct_cpu(a_self, a_mat2, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::mm_out(a_out, a_self, a_mat2);
@@ -236,6 +248,7 @@ void native_group_norm(const Tensor& input, const std::optional<Tensor>& weight,
   auto a_out0 = tb::to_aten(out0);
   auto a_out1 = tb::to_aten(out1);
   auto a_out2 = tb::to_aten(out2);
+  tb::check_overlap("native_group_norm", {&out0, &out1, &out2}, {tb::ptr(input), tb::ptr(weight), tb::ptr(bias)});
   at::native_group_norm_out(a_out0, a_out1, a_out2, a_input, a_weight, a_bias, a_N, a_C, a_HxW, a_group, a_eps);
   tb::check_output(out0, a_out0, "native_group_norm", "out0");
   tb::check_output(out1, a_out1, "native_group_norm", "out1");
@@ -249,6 +262,7 @@ void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const in
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("norm", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::norm_out(a_out, a_self, a_p, a_dim, a_keepdim);
@@ -266,6 +280,7 @@ void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
   auto a_correction = tb::to_aten(correction);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("std_correction", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::std_out(a_out, a_self, a_dim, a_correction, a_keepdim);
@@ -281,6 +296,7 @@ void xlogy_OutTensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("xlogy_OutTensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::xlogy_out(a_out, a_self, a_other);

@@ -39,6 +39,7 @@ void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("amax", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::amax_out(a_out, a_self, a_dim, a_keepdim);
@@ -54,6 +55,7 @@ void bitwise_or_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("bitwise_or_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::bitwise_or_out(a_out, a_self, a_other);
@@ -71,6 +73,7 @@ void elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Sca
   auto a_scale = tb::to_aten(scale);
   auto a_input_scale = tb::to_aten(input_scale);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("elu", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::elu_out(a_out, a_self, a_alpha, a_scale, a_input_scale);
@@ -86,6 +89,7 @@ void fmin(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("fmin", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::fmin_out(a_out, a_self, a_other);
@@ -101,6 +105,7 @@ void index(const Tensor& self, std::span<const std::optional<Tensor>> indices, T
   auto a_self = tb::to_aten(self);
   auto a_indices = tb::to_aten(indices);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("index", {&out}, {tb::ptr(self)});
   at::index_out(a_out, a_self, a_indices);
   tb::check_output(out, a_out, "index", "out");
 }
@@ -111,6 +116,7 @@ void index_select(const Tensor& self, int64_t dim, const Tensor& index, Tensor& 
   auto a_dim = tb::to_aten(dim);
   auto a_index = tb::to_aten(index);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("index_select", {&out}, {tb::ptr(self), tb::ptr(index)});
   if (tb::direct_cpu(a_self, a_index, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::index_select_out(a_out, a_self, a_dim, a_index);
@@ -126,6 +132,7 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("mul", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::mul_out(a_out, a_self, a_other);
@@ -140,6 +147,7 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out) {
 void neg(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("neg", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::neg_out(a_out, a_self);
@@ -155,6 +163,7 @@ void outer(const Tensor& self, const Tensor& vec2, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_vec2 = tb::to_aten(vec2);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("outer", {&out}, {tb::ptr(self), tb::ptr(vec2)});
   at::outer_out(a_out, a_self, a_vec2);
   tb::check_output(out, a_out, "outer", "out");
 }
@@ -163,6 +172,7 @@ void outer(const Tensor& self, const Tensor& vec2, Tensor& out) {
 void reciprocal(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("reciprocal", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::reciprocal_out(a_out, a_self);
@@ -180,6 +190,7 @@ void sort_values(const Tensor& self, int64_t dim, bool descending, Tensor& value
   auto a_descending = tb::to_aten(descending);
   auto a_values = tb::to_aten(values);
   auto a_indices = tb::to_aten(indices);
+  tb::check_overlap("sort_values", {&values, &indices}, {tb::ptr(self)});
   at::sort_out(a_values, a_indices, a_self, a_dim, a_descending);
   tb::check_output(values, a_values, "sort_values", "values");
   tb::check_output(indices, a_indices, "sort_values", "indices");

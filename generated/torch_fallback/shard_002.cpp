@@ -41,6 +41,7 @@ void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("argmax", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::argmax_out(a_out, a_self, a_dim, a_keepdim);
@@ -55,6 +56,7 @@ void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
 void asin(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("asin", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::asin_out(a_out, a_self);
@@ -70,6 +72,7 @@ void ge_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("ge_Scalar", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::ge_out(a_out, a_self, a_other);
@@ -88,6 +91,7 @@ void kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& 
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_values = tb::to_aten(values);
   auto a_indices = tb::to_aten(indices);
+  tb::check_overlap("kthvalue", {&values, &indices}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_values, a_indices)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::kthvalue_out(a_values, a_indices, a_self, a_k, a_dim, a_keepdim);
@@ -105,6 +109,7 @@ void le_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("le_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::le_out(a_out, a_self, a_other);
@@ -120,6 +125,7 @@ void matmul(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("matmul", {&out}, {tb::ptr(self), tb::ptr(other)});
   at::matmul_out(a_out, a_self, a_other);
   tb::check_output(out, a_out, "matmul", "out");
 }
@@ -131,6 +137,7 @@ void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& va
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_values = tb::to_aten(values);
   auto a_indices = tb::to_aten(indices);
+  tb::check_overlap("median_dim_values", {&values, &indices}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_values, a_indices)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::median_out(a_values, a_indices, a_self, a_dim, a_keepdim);
@@ -147,6 +154,7 @@ void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& va
 void mish(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("mish", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::mish_out(a_out, a_self);
@@ -162,6 +170,7 @@ void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out) 
   auto a_self = tb::to_aten(self);
   auto a_exponent = tb::to_aten(exponent);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("pow_Tensor_Scalar", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::pow_out(a_out, a_self, a_exponent);
@@ -176,6 +185,7 @@ void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out) 
 void sinh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("sinh", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::sinh_out(a_out, a_self);
@@ -191,6 +201,7 @@ void tanh_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad
   auto a_grad_output = tb::to_aten(grad_output);
   auto a_output = tb::to_aten(output);
   auto a_grad_input = tb::to_aten(grad_input);
+  tb::check_overlap("tanh_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(output)});
   if (tb::direct_cpu(a_grad_output, a_output, a_grad_input)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::tanh_backward_out(a_grad_input, a_grad_output, a_output);

@@ -55,6 +55,7 @@ void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& o
   auto a_dim = tb::to_aten(dim);
   auto a_half_to_float = tb::to_aten(half_to_float);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("_log_softmax", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::_log_softmax_out(a_out, a_self, a_dim, a_half_to_float);
@@ -72,6 +73,7 @@ void _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output,
   auto a_dim = tb::to_aten(dim);
   auto a_input_dtype = tb::to_aten(input_dtype);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("_log_softmax_backward_data", {&out}, {tb::ptr(grad_output), tb::ptr(output)});
   if (tb::direct_cpu(a_grad_output, a_output, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::_log_softmax_backward_data_out(a_out, a_grad_output, a_output, a_dim, a_input_dtype);
@@ -87,6 +89,7 @@ void bmm(const Tensor& self, const Tensor& mat2, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_mat2 = tb::to_aten(mat2);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("bmm", {&out}, {tb::ptr(self), tb::ptr(mat2)});
   if (tb::direct_cpu(a_self, a_mat2, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::bmm_out(a_out, a_self, a_mat2);
@@ -101,6 +104,7 @@ void bmm(const Tensor& self, const Tensor& mat2, Tensor& out) {
 void cosh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("cosh", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::cosh_out(a_out, a_self);
@@ -117,6 +121,7 @@ void cumprod(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
   auto a_dim = tb::to_aten(dim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("cumprod", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::cumprod_out(a_out, a_self, a_dim, a_dtype);
@@ -132,6 +137,7 @@ void dot(const Tensor& self, const Tensor& tensor, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_tensor = tb::to_aten(tensor);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("dot", {&out}, {tb::ptr(self), tb::ptr(tensor)});
   at::dot_out(a_out, a_self, a_tensor);
   tb::check_output(out, a_out, "dot", "out");
 }
@@ -140,6 +146,7 @@ void dot(const Tensor& self, const Tensor& tensor, Tensor& out) {
 void exp2(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("exp2", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::exp2_out(a_out, a_self);
@@ -154,6 +161,7 @@ void exp2(const Tensor& self, Tensor& out) {
 void expm1(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("expm1", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::expm1_out(a_out, a_self);
@@ -168,6 +176,7 @@ void expm1(const Tensor& self, Tensor& out) {
 void hardswish(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("hardswish", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::hardswish_out(a_out, a_self);
@@ -184,6 +193,7 @@ void linear(const Tensor& input, const Tensor& weight, const std::optional<Tenso
   auto a_weight = tb::to_aten(weight);
   auto a_bias = tb::to_aten(bias);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("linear", {&out}, {tb::ptr(input), tb::ptr(weight), tb::ptr(bias)});
   at::linear_out(a_out, a_input, a_weight, a_bias);
   tb::check_output(out, a_out, "linear", "out");
 }
@@ -193,6 +203,7 @@ void logical_and(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("logical_and", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::logical_and_out(a_out, a_self, a_other);
@@ -213,6 +224,7 @@ void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel
   auto a_ceil_mode = tb::to_aten(ceil_mode);
   auto a_out = tb::to_aten(out);
   auto a_indices = tb::to_aten(indices);
+  tb::check_overlap("max_pool2d_with_indices", {&out, &indices}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out, a_indices)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::max_pool2d_with_indices_out(a_out, a_indices, a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode);
@@ -231,6 +243,7 @@ void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tenso
   auto a_target = tb::to_aten(target);
   auto a_reduction = tb::to_aten(reduction);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("mse_loss", {&out}, {tb::ptr(self), tb::ptr(target)});
   if (tb::direct_cpu(a_self, a_target, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::mse_loss_out(a_out, a_self, a_target, a_reduction);
@@ -248,6 +261,7 @@ void mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tens
   auto a_target = tb::to_aten(target);
   auto a_reduction = tb::to_aten(reduction);
   auto a_grad_input = tb::to_aten(grad_input);
+  tb::check_overlap("mse_loss_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(self), tb::ptr(target)});
   if (tb::direct_cpu(a_grad_output, a_self, a_target, a_grad_input)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::mse_loss_backward_out(a_grad_input, a_grad_output, a_self, a_target, a_reduction);
@@ -265,6 +279,7 @@ void narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length,
   auto a_start = tb::to_aten(start);
   auto a_length = tb::to_aten(length);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("narrow_copy", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::narrow_copy_out(a_out, a_self, a_dim, a_start, a_length);
@@ -288,6 +303,7 @@ void native_layer_norm_backward(const Tensor& grad_out, const Tensor& input, std
   auto a_out0 = tb::to_aten(out0);
   auto a_out1 = tb::to_aten(out1);
   auto a_out2 = tb::to_aten(out2);
+  tb::check_overlap("native_layer_norm_backward", {&out0, &out1, &out2}, {tb::ptr(grad_out), tb::ptr(input), tb::ptr(mean), tb::ptr(rstd), tb::ptr(weight), tb::ptr(bias)});
   at::native_layer_norm_backward_out(a_out0, a_out1, a_out2, a_grad_out, a_input, a_normalized_shape, a_mean, a_rstd, a_weight, a_bias, a_output_mask);
   tb::check_output(out0, a_out0, "native_layer_norm_backward", "out0");
   tb::check_output(out1, a_out1, "native_layer_norm_backward", "out1");
@@ -304,6 +320,7 @@ void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const 
   auto a_is_causal = tb::to_aten(is_causal);
   auto a_scale = tb::to_aten(scale);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("scaled_dot_product_attention", {&out}, {tb::ptr(query), tb::ptr(key), tb::ptr(value), tb::ptr(attn_mask)});
   [](at::Tensor & out, const at::Tensor & query, const at::Tensor & key, const at::Tensor & value, const ::std::optional<at::Tensor> & attn_mask, double dropout_p, bool is_causal, ::std::optional<double> scale) {
     auto result = at::scaled_dot_product_attention(query, key, value, attn_mask,
                                                    dropout_p, is_causal, scale);
@@ -319,6 +336,7 @@ void soft_margin_loss(const Tensor& self, const Tensor& target, int64_t reductio
   auto a_target = tb::to_aten(target);
   auto a_reduction = tb::to_aten(reduction);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("soft_margin_loss", {&out}, {tb::ptr(self), tb::ptr(target)});
   at::soft_margin_loss_out(a_out, a_self, a_target, a_reduction);
   tb::check_output(out, a_out, "soft_margin_loss", "out");
 }
@@ -329,6 +347,7 @@ void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, T
   auto a_beta = tb::to_aten(beta);
   auto a_threshold = tb::to_aten(threshold);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("softplus", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::softplus_out(a_out, a_self, a_beta, a_threshold);
@@ -343,6 +362,7 @@ void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, T
 void tanh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("tanh", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::tanh_out(a_out, a_self);

@@ -38,6 +38,7 @@ void addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, cons
   auto a_beta = tb::to_aten(beta);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("addbmm", {&out}, {tb::ptr(self), tb::ptr(batch1), tb::ptr(batch2)});
   if (tb::direct_cpu(a_self, a_batch1, a_batch2, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::addbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
@@ -54,6 +55,7 @@ void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("any", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::any_out(a_out, a_self, a_dim, a_keepdim);
@@ -73,6 +75,7 @@ void avg_pool1d(const Tensor& self, std::span<const int64_t> kernel_size, std::s
   auto a_ceil_mode = tb::to_aten(ceil_mode);
   auto a_count_include_pad = tb::to_aten(count_include_pad);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("avg_pool1d", {&out}, {tb::ptr(self)});
   at::avg_pool1d_out(a_out, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad);
   tb::check_output(out, a_out, "avg_pool1d", "out");
 }
@@ -85,6 +88,7 @@ void embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, 
   auto a_padding_idx = tb::to_aten(padding_idx);
   auto a_scale_grad_by_freq = tb::to_aten(scale_grad_by_freq);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("embedding_dense_backward", {&out}, {tb::ptr(grad_output), tb::ptr(indices)});
   at::embedding_dense_backward_out(a_out, a_grad_output, a_indices, a_num_weights, a_padding_idx, a_scale_grad_by_freq);
   tb::check_output(out, a_out, "embedding_dense_backward", "out");
 }
@@ -94,6 +98,7 @@ void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("ne_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::ne_out(a_out, a_self, a_other);
@@ -108,6 +113,7 @@ void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
 void round(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("round", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::round_out(a_out, a_self);
@@ -122,6 +128,7 @@ void round(const Tensor& self, Tensor& out) {
 void sgn(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("sgn", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::sgn_out(a_out, a_self);
@@ -137,6 +144,7 @@ void tril(const Tensor& self, int64_t diagonal, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_diagonal = tb::to_aten(diagonal);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("tril", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::tril_out(a_out, a_self, a_diagonal);
@@ -152,6 +160,7 @@ void triu(const Tensor& self, int64_t diagonal, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_diagonal = tb::to_aten(diagonal);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("triu", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::triu_out(a_out, a_self, a_diagonal);

@@ -39,6 +39,7 @@ void atan2(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("atan2", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::atan2_out(a_out, a_self, a_other);
@@ -57,6 +58,7 @@ void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, con
   auto a_beta = tb::to_aten(beta);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("baddbmm", {&out}, {tb::ptr(self), tb::ptr(batch1), tb::ptr(batch2)});
   if (tb::direct_cpu(a_self, a_batch1, a_batch2, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::baddbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
@@ -71,6 +73,7 @@ void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, con
 void cos(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("cos", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::cos_out(a_out, a_self);
@@ -86,6 +89,7 @@ void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("eq_Scalar", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::eq_out(a_out, a_self, a_other);
@@ -100,6 +104,7 @@ void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
 void erfinv(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("erfinv", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::erfinv_out(a_out, a_self);
@@ -115,6 +120,7 @@ void flip(const Tensor& self, std::span<const int64_t> dims, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_dims = tb::to_aten(dims);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("flip", {&out}, {tb::ptr(self)});
   at::flip_out(a_out, a_self, a_dims);
   tb::check_output(out, a_out, "flip", "out");
 }
@@ -124,6 +130,7 @@ void gelu(const Tensor& self, std::string_view approximate, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_approximate = tb::to_aten(approximate);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("gelu", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::gelu_out(a_out, a_self, a_approximate);
@@ -138,6 +145,7 @@ void gelu(const Tensor& self, std::string_view approximate, Tensor& out) {
 void log(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("log", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::log_out(a_out, a_self);
@@ -154,6 +162,7 @@ void logsumexp(const Tensor& self, std::span<const int64_t> dim, bool keepdim, T
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("logsumexp", {&out}, {tb::ptr(self)});
   at::logsumexp_out(a_out, a_self, a_dim, a_keepdim);
   tb::check_output(out, a_out, "logsumexp", "out");
 }
@@ -165,6 +174,7 @@ void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   auto a_index = tb::to_aten(index);
   auto a_src = tb::to_aten(src);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("scatter_src", {&out}, {tb::ptr(self), tb::ptr(index), tb::ptr(src)});
   if (tb::direct_cpu(a_self, a_index, a_src, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_src);
@@ -182,6 +192,7 @@ void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const S
   auto a_index = tb::to_aten(index);
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("scatter_value", {&out}, {tb::ptr(self), tb::ptr(index)});
   if (tb::direct_cpu(a_self, a_index, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_value);
@@ -196,6 +207,7 @@ void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const S
 void trunc(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("trunc", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::trunc_out(a_out, a_self);

@@ -39,6 +39,7 @@ namespace tb = ::infini::ops::torch_bridge;
 void abs(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("abs", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::abs_out(a_out, a_self);
@@ -54,6 +55,7 @@ void bitwise_and_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("bitwise_and_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::bitwise_and_out(a_out, a_self, a_other);
@@ -70,6 +72,7 @@ void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const st
   auto a_min = tb::to_aten(min);
   auto a_max = tb::to_aten(max);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("clamp_Tensor", {&out}, {tb::ptr(self), tb::ptr(min), tb::ptr(max)});
   if (tb::direct_cpu(a_self, a_min, a_max, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::clamp_out(a_out, a_self, a_min, a_max);
@@ -84,6 +87,7 @@ void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const st
 void digamma(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("digamma", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::digamma_out(a_out, a_self);
@@ -99,6 +103,7 @@ void maximum(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("maximum", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::maximum_out(a_out, a_self, a_other);
@@ -114,6 +119,7 @@ void mul_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("mul_Scalar", {&out}, {tb::ptr(self)});
   at::mul_out(a_out, a_self, a_other);
   tb::check_output(out, a_out, "mul_Scalar", "out");
 }
@@ -125,6 +131,7 @@ void nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<dou
   auto a_posinf = tb::to_aten(posinf);
   auto a_neginf = tb::to_aten(neginf);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("nan_to_num", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::nan_to_num_out(a_out, a_self, a_nan, a_posinf, a_neginf);
@@ -140,6 +147,7 @@ void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("remainder_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::remainder_out(a_out, a_self, a_other);
@@ -154,6 +162,7 @@ void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
 void rsqrt(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("rsqrt", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::rsqrt_out(a_out, a_self);
@@ -170,6 +179,7 @@ void threshold(const Tensor& self, const Scalar& threshold, const Scalar& value,
   auto a_threshold = tb::to_aten(threshold);
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("threshold", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::threshold_out(a_out, a_self, a_threshold, a_value);
@@ -186,6 +196,7 @@ void where(const Tensor& condition, const Tensor& self, const Tensor& other, Ten
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("where", {&out}, {tb::ptr(condition), tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_condition, a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::where_out(a_out, a_condition, a_self, a_other);

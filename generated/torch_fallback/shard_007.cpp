@@ -45,6 +45,7 @@ void _softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out) 
   auto a_dim = tb::to_aten(dim);
   auto a_half_to_float = tb::to_aten(half_to_float);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("_softmax", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::_softmax_out(a_out, a_self, a_dim, a_half_to_float);
@@ -61,6 +62,7 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
   auto a_other = tb::to_aten(other);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("add", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::add_out(a_out, a_self, a_other, a_alpha);
@@ -79,6 +81,7 @@ void addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Sca
   auto a_beta = tb::to_aten(beta);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("addmm", {&out}, {tb::ptr(self), tb::ptr(mat1), tb::ptr(mat2)});
   if (tb::direct_cpu(a_self, a_mat1, a_mat2, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::addmm_out(a_out, a_self, a_mat1, a_mat2, a_beta, a_alpha);
@@ -99,6 +102,7 @@ void avg_pool2d(const Tensor& self, std::span<const int64_t> kernel_size, std::s
   auto a_count_include_pad = tb::to_aten(count_include_pad);
   auto a_divisor_override = tb::to_aten(divisor_override);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("avg_pool2d", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::avg_pool2d_out(a_out, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override);
@@ -114,6 +118,7 @@ void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& 
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("bitwise_left_shift_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::bitwise_left_shift_out(a_out, a_self, a_other);
@@ -128,6 +133,7 @@ void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& 
 void ceil(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("ceil", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::ceil_out(a_out, a_self);
@@ -143,6 +149,7 @@ void clamp_min(const Tensor& self, const Scalar& min, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_min = tb::to_aten(min);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("clamp_min", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::clamp_min_out(a_out, a_self, a_min);
@@ -158,6 +165,7 @@ void gt_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("gt_Scalar", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::gt_out(a_out, a_self, a_other);
@@ -173,6 +181,7 @@ void kron(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("kron", {&out}, {tb::ptr(self), tb::ptr(other)});
   at::kron_out(a_out, a_self, a_other);
   tb::check_output(out, a_out, "kron", "out");
 }
@@ -183,6 +192,7 @@ void lerp_Tensor(const Tensor& self, const Tensor& end, const Tensor& weight, Te
   auto a_end = tb::to_aten(end);
   auto a_weight = tb::to_aten(weight);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("lerp_Tensor", {&out}, {tb::ptr(self), tb::ptr(end), tb::ptr(weight)});
   if (tb::direct_cpu(a_self, a_end, a_weight, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::lerp_out(a_out, a_self, a_end, a_weight);
@@ -198,6 +208,7 @@ void lt_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("lt_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::lt_out(a_out, a_self, a_other);
@@ -213,6 +224,7 @@ void masked_select(const Tensor& self, const Tensor& mask, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_mask = tb::to_aten(mask);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("masked_select", {&out}, {tb::ptr(self), tb::ptr(mask)});
   if (tb::direct_cpu(a_self, a_mask, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::masked_select_out(a_out, a_self, a_mask);
@@ -227,6 +239,7 @@ void masked_select(const Tensor& self, const Tensor& mask, Tensor& out) {
 void tan(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("tan", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::tan_out(a_out, a_self);

@@ -47,6 +47,7 @@ void addcdiv(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
   auto a_tensor2 = tb::to_aten(tensor2);
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("addcdiv", {&out}, {tb::ptr(self), tb::ptr(tensor1), tb::ptr(tensor2)});
   if (tb::direct_cpu(a_self, a_tensor1, a_tensor2, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::addcdiv_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
@@ -63,6 +64,7 @@ void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("amin", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::amin_out(a_out, a_self, a_dim, a_keepdim);
@@ -77,6 +79,7 @@ void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
 void bitwise_not(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("bitwise_not", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::bitwise_not_out(a_out, a_self);
@@ -92,6 +95,7 @@ void bitwise_right_shift_Tensor(const Tensor& self, const Tensor& other, Tensor&
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("bitwise_right_shift_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::bitwise_right_shift_out(a_out, a_self, a_other);
@@ -107,6 +111,7 @@ void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out) {
   auto a_tensors = tb::to_aten(tensors);
   auto a_dim = tb::to_aten(dim);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("cat", {&out}, {});
   at::cat_out(a_out, a_tensors, a_dim);
   tb::check_output(out, a_out, "cat", "out");
 }
@@ -115,6 +120,7 @@ void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out) {
 void clone(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("clone", {&out}, {tb::ptr(self)});
   at::clone_out(a_out, a_self, ::std::optional<at::MemoryFormat>(::std::nullopt));
   tb::check_output(out, a_out, "clone", "out");
 }
@@ -124,6 +130,7 @@ void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("eq_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::eq_out(a_out, a_self, a_other);
@@ -139,6 +146,7 @@ void floor_divide(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("floor_divide", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::floor_divide_out(a_out, a_self, a_other);
@@ -154,6 +162,7 @@ void fmax(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("fmax", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::fmax_out(a_out, a_self, a_other);
@@ -168,6 +177,7 @@ void fmax(const Tensor& self, const Tensor& other, Tensor& out) {
 void hardsigmoid(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("hardsigmoid", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::hardsigmoid_out(a_out, a_self);
@@ -186,6 +196,7 @@ void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tenso
   auto a_source = tb::to_aten(source);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("index_add", {&out}, {tb::ptr(self), tb::ptr(index), tb::ptr(source)});
   if (tb::direct_cpu(a_self, a_index, a_source, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::index_add_out(a_out, a_self, a_dim, a_index, a_source, a_alpha);
@@ -200,6 +211,7 @@ void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tenso
 void relu(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("relu", {&out}, {tb::ptr(self)});
   at::relu_out(a_out, a_self);
   tb::check_output(out, a_out, "relu", "out");
 }
@@ -210,6 +222,7 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
   auto a_weight = tb::to_aten(weight);
   auto a_eps = tb::to_aten(eps);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("rms_norm", {&out}, {tb::ptr(input), tb::ptr(weight)});
   [](at::Tensor & out, const at::Tensor & input, const at::Tensor & weight, double eps) {
     // Normalise over the last dimension, as the LLM kernels do.
     const int64_t last = input.size(-1);
@@ -223,6 +236,7 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
 void sqrt(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("sqrt", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::sqrt_out(a_out, a_self);
@@ -240,6 +254,7 @@ void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
   auto a_correction = tb::to_aten(correction);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("var_correction", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::var_out(a_out, a_self, a_dim, a_correction, a_keepdim);

@@ -42,6 +42,7 @@ void _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int
   auto a_dim = tb::to_aten(dim);
   auto a_input_dtype = tb::to_aten(input_dtype);
   auto a_grad_input = tb::to_aten(grad_input);
+  tb::check_overlap("_softmax_backward_data", {&grad_input}, {tb::ptr(grad_output), tb::ptr(output)});
   if (tb::direct_cpu(a_grad_output, a_output, a_grad_input)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::_softmax_backward_data_out(a_grad_input, a_grad_output, a_output, a_dim, a_input_dtype);
@@ -56,6 +57,7 @@ void _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int
 void all_all(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("all_all", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::all_out(a_out, a_self);
@@ -72,6 +74,7 @@ void cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim, 
   auto a_other = tb::to_aten(other);
   auto a_dim = tb::to_aten(dim);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("cross", {&out}, {tb::ptr(self), tb::ptr(other)});
   at::cross_out(a_out, a_self, a_other, a_dim);
   tb::check_output(out, a_out, "cross", "out");
 }
@@ -82,6 +85,7 @@ void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tens
   auto a_dim = tb::to_aten(dim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("cumsum", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::cumsum_out(a_out, a_self, a_dim, a_dtype);
@@ -97,6 +101,7 @@ void div(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("div", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::div_out(a_out, a_self, a_other);
@@ -111,6 +116,7 @@ void div(const Tensor& self, const Tensor& other, Tensor& out) {
 void frac(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("frac", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::frac_out(a_out, a_self);
@@ -128,6 +134,7 @@ void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_max = tb::to_aten(max);
   auto a_max_values = tb::to_aten(max_values);
+  tb::check_overlap("max", {&max, &max_values}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_max, a_max_values)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::max_out(a_max, a_max_values, a_self, a_dim, a_keepdim);
@@ -145,6 +152,7 @@ void minimum(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("minimum", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::minimum_out(a_out, a_self, a_other);
@@ -160,6 +168,7 @@ void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("ne_Scalar", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::ne_out(a_out, a_self, a_other);
@@ -174,6 +183,7 @@ void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
 void silu(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("silu", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::silu_out(a_out, a_self);
@@ -188,6 +198,7 @@ void silu(const Tensor& self, Tensor& out) {
 void silu_and_mul(const Tensor& input, Tensor& out) {
   auto a_input = tb::to_aten(input);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("silu_and_mul", {&out}, {tb::ptr(input)});
   [](at::Tensor & out, const at::Tensor & input) {
     // input is [..., 2d]: silu of the first half times the second half.
     const int64_t d = input.size(-1) / 2;
@@ -200,6 +211,7 @@ void silu_and_mul(const Tensor& input, Tensor& out) {
 void square(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("square", {&out}, {tb::ptr(self)});
   at::square_out(a_out, a_self);
   tb::check_output(out, a_out, "square", "out");
 }

@@ -39,6 +39,7 @@ void clamp(const Tensor& self, const std::optional<Scalar>& min, const std::opti
   auto a_min = tb::to_aten(min);
   auto a_max = tb::to_aten(max);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("clamp", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::clamp_out(a_out, a_self, a_min, a_max);
@@ -54,6 +55,7 @@ void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("gt_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::gt_out(a_out, a_self, a_other);
@@ -69,6 +71,7 @@ void hypot(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("hypot", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::hypot_out(a_out, a_self, a_other);
@@ -85,6 +88,7 @@ void lerp_Scalar(const Tensor& self, const Tensor& end, const Scalar& weight, Te
   auto a_end = tb::to_aten(end);
   auto a_weight = tb::to_aten(weight);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("lerp_Scalar", {&out}, {tb::ptr(self), tb::ptr(end)});
   if (tb::direct_cpu(a_self, a_end, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::lerp_out(a_out, a_self, a_end, a_weight);
@@ -99,6 +103,7 @@ void lerp_Scalar(const Tensor& self, const Tensor& end, const Scalar& weight, Te
 void log2(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("log2", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::log2_out(a_out, a_self);
@@ -114,6 +119,7 @@ void lt_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("lt_Scalar", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::lt_out(a_out, a_self, a_other);
@@ -130,6 +136,7 @@ void masked_fill_Tensor(const Tensor& self, const Tensor& mask, const Tensor& va
   auto a_mask = tb::to_aten(mask);
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("masked_fill_Tensor", {&out}, {tb::ptr(self), tb::ptr(mask), tb::ptr(value)});
   at::masked_fill_out(a_out, a_self, a_mask, a_value);
   tb::check_output(out, a_out, "masked_fill_Tensor", "out");
 }
@@ -144,6 +151,7 @@ void native_layer_norm(const Tensor& input, std::span<const int64_t> normalized_
   auto a_out0 = tb::to_aten(out0);
   auto a_out1 = tb::to_aten(out1);
   auto a_out2 = tb::to_aten(out2);
+  tb::check_overlap("native_layer_norm", {&out0, &out1, &out2}, {tb::ptr(input), tb::ptr(weight), tb::ptr(bias)});
   at::native_layer_norm_out(a_out0, a_out1, a_out2, a_input, a_normalized_shape, a_weight, a_bias, a_eps);
   tb::check_output(out0, a_out0, "native_layer_norm", "out0");
   tb::check_output(out1, a_out1, "native_layer_norm", "out1");
@@ -155,6 +163,7 @@ void sigmoid_backward(const Tensor& grad_output, const Tensor& output, Tensor& g
   auto a_grad_output = tb::to_aten(grad_output);
   auto a_output = tb::to_aten(output);
   auto a_grad_input = tb::to_aten(grad_input);
+  tb::check_overlap("sigmoid_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(output)});
   if (tb::direct_cpu(a_grad_output, a_output, a_grad_input)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::sigmoid_backward_out(a_grad_input, a_grad_output, a_output);
@@ -169,6 +178,7 @@ void sigmoid_backward(const Tensor& grad_output, const Tensor& output, Tensor& g
 void sin(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("sin", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::sin_out(a_out, a_self);
@@ -185,6 +195,7 @@ void softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
   auto a_dim = tb::to_aten(dim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("softmax", {&out}, {tb::ptr(self)});
   at::softmax_out(a_out, a_self, a_dim, a_dtype);
   tb::check_output(out, a_out, "softmax", "out");
 }

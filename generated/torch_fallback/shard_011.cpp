@@ -41,6 +41,7 @@ void addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scala
   auto a_beta = tb::to_aten(beta);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("addmv", {&out}, {tb::ptr(self), tb::ptr(mat), tb::ptr(vec)});
   if (tb::direct_cpu(a_self, a_mat, a_vec, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::addmv_out(a_out, a_self, a_mat, a_vec, a_beta, a_alpha);
@@ -57,6 +58,7 @@ void argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("argmin", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::argmin_out(a_out, a_self, a_dim, a_keepdim);
@@ -72,6 +74,7 @@ void bitwise_xor_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("bitwise_xor_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::bitwise_xor_out(a_out, a_self, a_other);
@@ -86,6 +89,7 @@ void bitwise_xor_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
 void exp(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("exp", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::exp_out(a_out, a_self);
@@ -103,6 +107,7 @@ void index_put(const Tensor& self, std::span<const std::optional<Tensor>> indice
   auto a_values = tb::to_aten(values);
   auto a_accumulate = tb::to_aten(accumulate);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("index_put", {&out}, {tb::ptr(self), tb::ptr(values)});
   at::index_put_out(a_out, a_self, a_indices, a_values, a_accumulate);
   tb::check_output(out, a_out, "index_put", "out");
 }
@@ -111,6 +116,7 @@ void index_put(const Tensor& self, std::span<const std::optional<Tensor>> indice
 void logical_not(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("logical_not", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::logical_not_out(a_out, a_self);
@@ -128,6 +134,7 @@ void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, boo
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("nansum", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::nansum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
@@ -142,6 +149,7 @@ void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, boo
 void nonzero(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("nonzero", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::nonzero_out(a_out, a_self);
@@ -156,6 +164,7 @@ void nonzero(const Tensor& self, Tensor& out) {
 void sigmoid(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("sigmoid", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::sigmoid_out(a_out, a_self);
@@ -171,6 +180,7 @@ void take(const Tensor& self, const Tensor& index, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_index = tb::to_aten(index);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("take", {&out}, {tb::ptr(self), tb::ptr(index)});
   if (tb::direct_cpu(a_self, a_index, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::take_out(a_out, a_self, a_index);

@@ -37,6 +37,7 @@ void adaptive_max_pool2d(const Tensor& self, std::span<const int64_t> output_siz
   auto a_output_size = tb::to_aten(output_size);
   auto a_out = tb::to_aten(out);
   auto a_indices = tb::to_aten(indices);
+  tb::check_overlap("adaptive_max_pool2d", {&out, &indices}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out, a_indices)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::adaptive_max_pool2d_out(a_out, a_indices, a_self, a_output_size);
@@ -56,6 +57,7 @@ void aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tenso
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_min = tb::to_aten(min);
   auto a_max = tb::to_aten(max);
+  tb::check_overlap("aminmax", {&min, &max}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_min, a_max)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::aminmax_out(a_min, a_max, a_self, a_dim, a_keepdim);
@@ -74,6 +76,7 @@ void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::st
   auto a_other = tb::to_aten(other);
   auto a_rounding_mode = tb::to_aten(rounding_mode);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("div_out_mode", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::div_out(a_out, a_self, a_other, a_rounding_mode);
@@ -88,6 +91,7 @@ void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::st
 void log_sigmoid(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("log_sigmoid", {&out}, {tb::ptr(self)});
   at::log_sigmoid_out(a_out, a_self);
   tb::check_output(out, a_out, "log_sigmoid", "out");
 }
@@ -97,6 +101,7 @@ void logical_xor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("logical_xor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::logical_xor_out(a_out, a_self, a_other);
@@ -113,6 +118,7 @@ void masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value, Te
   auto a_mask = tb::to_aten(mask);
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("masked_fill", {&out}, {tb::ptr(self), tb::ptr(mask)});
   at::masked_fill_out(a_out, a_self, a_mask, a_value);
   tb::check_output(out, a_out, "masked_fill", "out");
 }
@@ -122,6 +128,7 @@ void mv(const Tensor& self, const Tensor& vec, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_vec = tb::to_aten(vec);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("mv", {&out}, {tb::ptr(self), tb::ptr(vec)});
   at::mv_out(a_out, a_self, a_vec);
   tb::check_output(out, a_out, "mv", "out");
 }
@@ -133,6 +140,7 @@ void smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction,
   auto a_reduction = tb::to_aten(reduction);
   auto a_beta = tb::to_aten(beta);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("smooth_l1_loss", {&out}, {tb::ptr(self), tb::ptr(target)});
   if (tb::direct_cpu(a_self, a_target, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::smooth_l1_loss_out(a_out, a_self, a_target, a_reduction, a_beta);
@@ -149,6 +157,7 @@ void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
   auto a_other = tb::to_aten(other);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("sub", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::sub_out(a_out, a_self, a_other, a_alpha);
@@ -168,6 +177,7 @@ void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted,
   auto a_sorted = tb::to_aten(sorted);
   auto a_values = tb::to_aten(values);
   auto a_indices = tb::to_aten(indices);
+  tb::check_overlap("topk", {&values, &indices}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_values, a_indices)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::topk_out(a_values, a_indices, a_self, a_k, a_dim, a_largest, a_sorted);

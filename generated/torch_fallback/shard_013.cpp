@@ -34,6 +34,7 @@ namespace tb = ::infini::ops::torch_bridge;
 void acos(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("acos", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::acos_out(a_out, a_self);
@@ -49,6 +50,7 @@ void adaptive_avg_pool2d(const Tensor& self, std::span<const int64_t> output_siz
   auto a_self = tb::to_aten(self);
   auto a_output_size = tb::to_aten(output_size);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("adaptive_avg_pool2d", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::adaptive_avg_pool2d_out(a_out, a_self, a_output_size);
@@ -65,6 +67,7 @@ void all(const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("all", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::all_out(a_out, a_self, a_dim, a_keepdim);
@@ -82,6 +85,7 @@ void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_gr
   auto a_index = tb::to_aten(index);
   auto a_sparse_grad = tb::to_aten(sparse_grad);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("gather", {&out}, {tb::ptr(self), tb::ptr(index)});
   if (tb::direct_cpu(a_self, a_index, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::gather_out(a_out, a_self, a_dim, a_index, a_sparse_grad);
@@ -98,6 +102,7 @@ void log_softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype,
   auto a_dim = tb::to_aten(dim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("log_softmax", {&out}, {tb::ptr(self)});
   at::log_softmax_out(a_out, a_self, a_dim, a_dtype);
   tb::check_output(out, a_out, "log_softmax", "out");
 }
@@ -107,6 +112,7 @@ void logaddexp(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("logaddexp", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::logaddexp_out(a_out, a_self, a_other);
@@ -122,6 +128,7 @@ void silu_backward(const Tensor& grad_output, const Tensor& self, Tensor& grad_i
   auto a_grad_output = tb::to_aten(grad_output);
   auto a_self = tb::to_aten(self);
   auto a_grad_input = tb::to_aten(grad_input);
+  tb::check_overlap("silu_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(self)});
   if (tb::direct_cpu(a_grad_output, a_self, a_grad_input)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::silu_backward_out(a_grad_input, a_grad_output, a_self);
@@ -139,6 +146,7 @@ void sum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool k
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("sum", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::sum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
@@ -154,6 +162,7 @@ void sum_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("sum_all", {&out}, {tb::ptr(self)});
   at::sum_out(a_out, a_self, a_dtype);
   tb::check_output(out, a_out, "sum_all", "out");
 }
@@ -163,6 +172,7 @@ void vdot(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("vdot", {&out}, {tb::ptr(self), tb::ptr(other)});
   at::vdot_out(a_out, a_self, a_other);
   tb::check_output(out, a_out, "vdot", "out");
 }

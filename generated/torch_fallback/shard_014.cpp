@@ -38,6 +38,7 @@ namespace tb = ::infini::ops::torch_bridge;
 void asinh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("asinh", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::asinh_out(a_out, a_self);
@@ -53,6 +54,7 @@ void clamp_max(const Tensor& self, const Scalar& max, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_max = tb::to_aten(max);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("clamp_max", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::clamp_max_out(a_out, a_self, a_max);
@@ -71,6 +73,7 @@ void embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx,
   auto a_scale_grad_by_freq = tb::to_aten(scale_grad_by_freq);
   auto a_sparse = tb::to_aten(sparse);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("embedding", {&out}, {tb::ptr(weight), tb::ptr(indices)});
   at::embedding_out(a_out, a_weight, a_indices, a_padding_idx, a_scale_grad_by_freq, a_sparse);
   tb::check_output(out, a_out, "embedding", "out");
 }
@@ -79,6 +82,7 @@ void embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx,
 void floor(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("floor", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::floor_out(a_out, a_self);
@@ -95,6 +99,7 @@ void hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val, 
   auto a_min_val = tb::to_aten(min_val);
   auto a_max_val = tb::to_aten(max_val);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("hardtanh", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::hardtanh_out(a_out, a_self, a_min_val, a_max_val);
@@ -110,6 +115,7 @@ void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_negative_slope = tb::to_aten(negative_slope);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("leaky_relu", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::leaky_relu_out(a_out, a_self, a_negative_slope);
@@ -124,6 +130,7 @@ void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out) {
 void lgamma(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("lgamma", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::lgamma_out(a_out, a_self);
@@ -139,6 +146,7 @@ void logical_or(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("logical_or", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::logical_or_out(a_out, a_self, a_other);
@@ -156,6 +164,7 @@ void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataT
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("prod_int", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::prod_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
@@ -172,6 +181,7 @@ void roll(const Tensor& self, std::span<const int64_t> shifts, std::span<const i
   auto a_shifts = tb::to_aten(shifts);
   auto a_dims = tb::to_aten(dims);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("roll", {&out}, {tb::ptr(self)});
   at::roll_out(a_out, a_self, a_shifts, a_dims);
   tb::check_output(out, a_out, "roll", "out");
 }
@@ -180,6 +190,7 @@ void roll(const Tensor& self, std::span<const int64_t> shifts, std::span<const i
 void sign(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("sign", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::sign_out(a_out, a_self);

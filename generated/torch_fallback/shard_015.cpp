@@ -44,6 +44,7 @@ namespace tb = ::infini::ops::torch_bridge;
 void acosh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("acosh", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::acosh_out(a_out, a_self);
@@ -60,6 +61,7 @@ void add_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Te
   auto a_other = tb::to_aten(other);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("add_Scalar", {&out}, {tb::ptr(self)});
   at::add_out(a_out, a_self, a_other, a_alpha);
   tb::check_output(out, a_out, "add_Scalar", "out");
 }
@@ -68,6 +70,7 @@ void add_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Te
 void atan(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("atan", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::atan_out(a_out, a_self);
@@ -82,6 +85,7 @@ void atan(const Tensor& self, Tensor& out) {
 void atanh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("atanh", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::atanh_out(a_out, a_self);
@@ -97,6 +101,7 @@ void ge_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("ge_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::ge_out(a_out, a_self, a_other);
@@ -112,6 +117,7 @@ void glu(const Tensor& self, int64_t dim, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_dim = tb::to_aten(dim);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("glu", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::glu_out(a_out, a_self, a_dim);
@@ -127,6 +133,7 @@ void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("le_Scalar", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::le_out(a_out, a_self, a_other);
@@ -141,6 +148,7 @@ void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
 void log10(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("log10", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::log10_out(a_out, a_self);
@@ -155,6 +163,7 @@ void log10(const Tensor& self, Tensor& out) {
 void log1p(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("log1p", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::log1p_out(a_out, a_self);
@@ -178,6 +187,7 @@ void native_batch_norm(const Tensor& input, const std::optional<Tensor>& weight,
   auto a_out = tb::to_aten(out);
   auto a_save_mean = tb::to_aten(save_mean);
   auto a_save_invstd = tb::to_aten(save_invstd);
+  tb::check_overlap("native_batch_norm", {&out, &save_mean, &save_invstd}, {tb::ptr(input), tb::ptr(weight), tb::ptr(bias), tb::ptr(running_mean), tb::ptr(running_var)});
   if (tb::direct_cpu(a_input, a_weight, a_bias, a_running_mean, a_running_var, a_out, a_save_mean, a_save_invstd)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::native_batch_norm_out(a_out, a_save_mean, a_save_invstd, a_input, a_weight, a_bias, a_running_mean, a_running_var, a_training, a_momentum, a_eps);
@@ -197,6 +207,7 @@ void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out) 
   auto a_self = tb::to_aten(self);
   auto a_exponent = tb::to_aten(exponent);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("pow_Tensor_Tensor", {&out}, {tb::ptr(self), tb::ptr(exponent)});
   if (tb::direct_cpu(a_self, a_exponent, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::pow_out(a_out, a_self, a_exponent);
@@ -214,6 +225,7 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   auto a_index = tb::to_aten(index);
   auto a_src = tb::to_aten(src);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("scatter_add", {&out}, {tb::ptr(self), tb::ptr(index), tb::ptr(src)});
   if (tb::direct_cpu(a_self, a_index, a_src, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::scatter_add_out(a_out, a_self, a_dim, a_index, a_src);
@@ -230,6 +242,7 @@ void sub_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Te
   auto a_other = tb::to_aten(other);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
+  tb::check_overlap("sub_Scalar", {&out}, {tb::ptr(self)});
   at::sub_out(a_out, a_self, a_other, a_alpha);
   tb::check_output(out, a_out, "sub_Scalar", "out");
 }
@@ -240,6 +253,7 @@ void threshold_backward(const Tensor& grad_output, const Tensor& self, const Sca
   auto a_self = tb::to_aten(self);
   auto a_threshold = tb::to_aten(threshold);
   auto a_grad_input = tb::to_aten(grad_input);
+  tb::check_overlap("threshold_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(self)});
   if (tb::direct_cpu(a_grad_output, a_self, a_grad_input)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
     at::cpu::threshold_backward_out(a_grad_input, a_grad_output, a_self, a_threshold);
