@@ -95,13 +95,42 @@ DataType from_aten(c10::ScalarType type) {
                   " is not supported by the library");
 }
 
+namespace {
+
+// Several platforms' torch ports reuse one PyTorch device type: iluvatar and
+// metax run as CUDA, cambricon, moore and ascend as PrivateUse1. A build
+// targets one port per device type; CUDA means nvidia unless another port
+// that uses it is built (a CPU-only build still runs CUDA tensors through
+// the torch fallback).
+#if defined(WITH_ILUVATAR) && !defined(WITH_NVIDIA)
+constexpr DeviceType kCudaPlatform = DeviceType::kIluvatar;
+#elif defined(WITH_METAX) && !defined(WITH_NVIDIA)
+constexpr DeviceType kCudaPlatform = DeviceType::kMetax;
+#else
+constexpr DeviceType kCudaPlatform = DeviceType::kNvidia;
+#endif
+
+#if defined(WITH_CAMBRICON)
+#define INFINI_OPS_PRIVATEUSE1 DeviceType::kCambricon
+#elif defined(WITH_MOORE)
+#define INFINI_OPS_PRIVATEUSE1 DeviceType::kMoore
+#elif defined(WITH_ASCEND)
+#define INFINI_OPS_PRIVATEUSE1 DeviceType::kAscend
+#endif
+
+}  // namespace
+
 Device from_aten(c10::Device device) {
   const auto index = static_cast<int16_t>(device.has_index() ? device.index() : -1);
   switch (device.type()) {
     case c10::DeviceType::CPU:
       return Device{DeviceType::kCpu, index};
     case c10::DeviceType::CUDA:
-      return Device{DeviceType::kNvidia, index};
+      return Device{kCudaPlatform, index};
+#ifdef INFINI_OPS_PRIVATEUSE1
+    case c10::DeviceType::PrivateUse1:
+      return Device{INFINI_OPS_PRIVATEUSE1, index};
+#endif
     default:
       break;
   }
@@ -116,9 +145,13 @@ c10::Device to_aten(Device device) {
     case DeviceType::kCpu:
       return c10::Device(c10::DeviceType::CPU, index);
     case DeviceType::kNvidia:
+    case DeviceType::kIluvatar:
+    case DeviceType::kMetax:
       return c10::Device(c10::DeviceType::CUDA, index);
-    default:
-      break;
+    case DeviceType::kCambricon:
+    case DeviceType::kMoore:
+    case DeviceType::kAscend:
+      return c10::Device(c10::DeviceType::PrivateUse1, index);
   }
   throw TypeError("device " + std::string(to_string(device.type)) +
                   " has no PyTorch device in this build");

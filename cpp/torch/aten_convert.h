@@ -2,6 +2,7 @@
 // Core -> ATen conversions for the generated fallback wrappers. Only light
 // ATen headers: wrapper TUs compile under TORCH_ASSERT_ONLY_METHOD_OPERATORS.
 
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/List.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/Scalar.h>

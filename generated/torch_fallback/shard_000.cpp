@@ -53,7 +53,10 @@ void addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
   auto a_out = tb::to_aten(out);
   tb::check_overlap("addcmul", {&out}, {tb::ptr(self), tb::ptr(tensor1), tb::ptr(tensor2)});
   if (tb::direct_cpu(a_self, a_tensor1, a_tensor2, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::addcmul_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
     tb::bump_version(a_out);
   } else {
@@ -68,7 +71,10 @@ void any_all(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("any_all", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::any_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -84,7 +90,10 @@ void copysign(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("copysign", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::copysign_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -99,7 +108,10 @@ void erf(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("erf", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::erf_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -114,7 +126,10 @@ void erfc(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("erfc", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::erfc_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -130,7 +145,10 @@ void fmod_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("fmod_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::fmod_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -147,7 +165,10 @@ void gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_vi
   auto a_grad_input = tb::to_aten(grad_input);
   tb::check_overlap("gelu_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(self)});
   if (tb::direct_cpu(a_grad_output, a_self, a_grad_input)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::gelu_backward_out(a_grad_input, a_grad_output, a_self, a_approximate);
     tb::bump_version(a_grad_input);
   } else {
@@ -172,7 +193,10 @@ void logaddexp2(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("logaddexp2", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::logaddexp2_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -190,7 +214,10 @@ void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool 
   auto a_out = tb::to_aten(out);
   tb::check_overlap("mean", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::mean_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
     tb::bump_version(a_out);
   } else {
@@ -208,7 +235,10 @@ void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min
   auto a_min_indices = tb::to_aten(min_indices);
   tb::check_overlap("min", {&min, &min_indices}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_min, a_min_indices)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::min_out(a_min, a_min_indices, a_self, a_dim, a_keepdim);
     tb::bump_version(a_min);
     tb::bump_version(a_min_indices);
@@ -226,7 +256,10 @@ void mm(const Tensor& self, const Tensor& mat2, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("mm", {&out}, {tb::ptr(self), tb::ptr(mat2)});
   if (tb::direct_cpu(a_self, a_mat2, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::mm_out(a_out, a_self, a_mat2);
     tb::bump_version(a_out);
   } else {
@@ -264,7 +297,10 @@ void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const in
   auto a_out = tb::to_aten(out);
   tb::check_overlap("norm", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::norm_out(a_out, a_self, a_p, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -282,7 +318,10 @@ void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
   auto a_out = tb::to_aten(out);
   tb::check_overlap("std_correction", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::std_out(a_out, a_self, a_dim, a_correction, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -298,7 +337,10 @@ void xlogy_OutTensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("xlogy_OutTensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::xlogy_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {

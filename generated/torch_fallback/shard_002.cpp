@@ -43,7 +43,10 @@ void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
   auto a_out = tb::to_aten(out);
   tb::check_overlap("argmax", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::argmax_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -58,7 +61,10 @@ void asin(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("asin", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::asin_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -74,7 +80,10 @@ void ge_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("ge_Scalar", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::ge_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -93,7 +102,10 @@ void kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& 
   auto a_indices = tb::to_aten(indices);
   tb::check_overlap("kthvalue", {&values, &indices}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_values, a_indices)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::kthvalue_out(a_values, a_indices, a_self, a_k, a_dim, a_keepdim);
     tb::bump_version(a_values);
     tb::bump_version(a_indices);
@@ -111,7 +123,10 @@ void le_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("le_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::le_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -139,7 +154,10 @@ void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& va
   auto a_indices = tb::to_aten(indices);
   tb::check_overlap("median_dim_values", {&values, &indices}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_values, a_indices)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::median_out(a_values, a_indices, a_self, a_dim, a_keepdim);
     tb::bump_version(a_values);
     tb::bump_version(a_indices);
@@ -156,7 +174,10 @@ void mish(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("mish", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::mish_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -172,7 +193,10 @@ void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out) 
   auto a_out = tb::to_aten(out);
   tb::check_overlap("pow_Tensor_Scalar", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::pow_out(a_out, a_self, a_exponent);
     tb::bump_version(a_out);
   } else {
@@ -187,7 +211,10 @@ void sinh(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("sinh", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::sinh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -203,7 +230,10 @@ void tanh_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad
   auto a_grad_input = tb::to_aten(grad_input);
   tb::check_overlap("tanh_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(output)});
   if (tb::direct_cpu(a_grad_output, a_output, a_grad_input)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::tanh_backward_out(a_grad_input, a_grad_output, a_output);
     tb::bump_version(a_grad_input);
   } else {

@@ -57,7 +57,10 @@ void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& o
   auto a_out = tb::to_aten(out);
   tb::check_overlap("_log_softmax", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::_log_softmax_out(a_out, a_self, a_dim, a_half_to_float);
     tb::bump_version(a_out);
   } else {
@@ -75,7 +78,10 @@ void _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output,
   auto a_out = tb::to_aten(out);
   tb::check_overlap("_log_softmax_backward_data", {&out}, {tb::ptr(grad_output), tb::ptr(output)});
   if (tb::direct_cpu(a_grad_output, a_output, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::_log_softmax_backward_data_out(a_out, a_grad_output, a_output, a_dim, a_input_dtype);
     tb::bump_version(a_out);
   } else {
@@ -91,7 +97,10 @@ void bmm(const Tensor& self, const Tensor& mat2, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("bmm", {&out}, {tb::ptr(self), tb::ptr(mat2)});
   if (tb::direct_cpu(a_self, a_mat2, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::bmm_out(a_out, a_self, a_mat2);
     tb::bump_version(a_out);
   } else {
@@ -106,7 +115,10 @@ void cosh(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("cosh", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::cosh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -123,7 +135,10 @@ void cumprod(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
   auto a_out = tb::to_aten(out);
   tb::check_overlap("cumprod", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::cumprod_out(a_out, a_self, a_dim, a_dtype);
     tb::bump_version(a_out);
   } else {
@@ -148,7 +163,10 @@ void exp2(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("exp2", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::exp2_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -163,7 +181,10 @@ void expm1(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("expm1", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::expm1_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -178,7 +199,10 @@ void hardswish(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("hardswish", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::hardswish_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -205,7 +229,10 @@ void logical_and(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("logical_and", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::logical_and_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -226,7 +253,10 @@ void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel
   auto a_indices = tb::to_aten(indices);
   tb::check_overlap("max_pool2d_with_indices", {&out, &indices}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out, a_indices)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::max_pool2d_with_indices_out(a_out, a_indices, a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode);
     tb::bump_version(a_out);
     tb::bump_version(a_indices);
@@ -245,7 +275,10 @@ void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tenso
   auto a_out = tb::to_aten(out);
   tb::check_overlap("mse_loss", {&out}, {tb::ptr(self), tb::ptr(target)});
   if (tb::direct_cpu(a_self, a_target, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::mse_loss_out(a_out, a_self, a_target, a_reduction);
     tb::bump_version(a_out);
   } else {
@@ -263,7 +296,10 @@ void mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tens
   auto a_grad_input = tb::to_aten(grad_input);
   tb::check_overlap("mse_loss_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(self), tb::ptr(target)});
   if (tb::direct_cpu(a_grad_output, a_self, a_target, a_grad_input)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::mse_loss_backward_out(a_grad_input, a_grad_output, a_self, a_target, a_reduction);
     tb::bump_version(a_grad_input);
   } else {
@@ -281,7 +317,10 @@ void narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length,
   auto a_out = tb::to_aten(out);
   tb::check_overlap("narrow_copy", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::narrow_copy_out(a_out, a_self, a_dim, a_start, a_length);
     tb::bump_version(a_out);
   } else {
@@ -349,7 +388,10 @@ void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, T
   auto a_out = tb::to_aten(out);
   tb::check_overlap("softplus", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::softplus_out(a_out, a_self, a_beta, a_threshold);
     tb::bump_version(a_out);
   } else {
@@ -364,7 +406,10 @@ void tanh(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("tanh", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::tanh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {

@@ -40,7 +40,10 @@ void addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, cons
   auto a_out = tb::to_aten(out);
   tb::check_overlap("addbmm", {&out}, {tb::ptr(self), tb::ptr(batch1), tb::ptr(batch2)});
   if (tb::direct_cpu(a_self, a_batch1, a_batch2, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::addbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -57,7 +60,10 @@ void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("any", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::any_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -100,7 +106,10 @@ void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("ne_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::ne_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -115,7 +124,10 @@ void round(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("round", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::round_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -130,7 +142,10 @@ void sgn(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("sgn", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::sgn_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -146,7 +161,10 @@ void tril(const Tensor& self, int64_t diagonal, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("tril", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::tril_out(a_out, a_self, a_diagonal);
     tb::bump_version(a_out);
   } else {
@@ -162,7 +180,10 @@ void triu(const Tensor& self, int64_t diagonal, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("triu", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::triu_out(a_out, a_self, a_diagonal);
     tb::bump_version(a_out);
   } else {

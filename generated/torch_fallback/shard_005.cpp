@@ -41,7 +41,10 @@ void atan2(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("atan2", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::atan2_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -60,7 +63,10 @@ void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, con
   auto a_out = tb::to_aten(out);
   tb::check_overlap("baddbmm", {&out}, {tb::ptr(self), tb::ptr(batch1), tb::ptr(batch2)});
   if (tb::direct_cpu(a_self, a_batch1, a_batch2, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::baddbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -75,7 +81,10 @@ void cos(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("cos", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::cos_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -91,7 +100,10 @@ void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("eq_Scalar", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::eq_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -106,7 +118,10 @@ void erfinv(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("erfinv", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::erfinv_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -132,7 +147,10 @@ void gelu(const Tensor& self, std::string_view approximate, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("gelu", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::gelu_out(a_out, a_self, a_approximate);
     tb::bump_version(a_out);
   } else {
@@ -147,7 +165,10 @@ void log(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("log", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::log_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -176,7 +197,10 @@ void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   auto a_out = tb::to_aten(out);
   tb::check_overlap("scatter_src", {&out}, {tb::ptr(self), tb::ptr(index), tb::ptr(src)});
   if (tb::direct_cpu(a_self, a_index, a_src, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_src);
     tb::bump_version(a_out);
   } else {
@@ -194,7 +218,10 @@ void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const S
   auto a_out = tb::to_aten(out);
   tb::check_overlap("scatter_value", {&out}, {tb::ptr(self), tb::ptr(index)});
   if (tb::direct_cpu(a_self, a_index, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_value);
     tb::bump_version(a_out);
   } else {
@@ -209,7 +236,10 @@ void trunc(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("trunc", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::trunc_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {

@@ -41,7 +41,10 @@ void abs(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("abs", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::abs_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -57,7 +60,10 @@ void bitwise_and_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("bitwise_and_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::bitwise_and_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -74,7 +80,10 @@ void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const st
   auto a_out = tb::to_aten(out);
   tb::check_overlap("clamp_Tensor", {&out}, {tb::ptr(self), tb::ptr(min), tb::ptr(max)});
   if (tb::direct_cpu(a_self, a_min, a_max, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::clamp_out(a_out, a_self, a_min, a_max);
     tb::bump_version(a_out);
   } else {
@@ -89,7 +98,10 @@ void digamma(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("digamma", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::digamma_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -105,7 +117,10 @@ void maximum(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("maximum", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::maximum_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -133,7 +148,10 @@ void nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<dou
   auto a_out = tb::to_aten(out);
   tb::check_overlap("nan_to_num", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::nan_to_num_out(a_out, a_self, a_nan, a_posinf, a_neginf);
     tb::bump_version(a_out);
   } else {
@@ -149,7 +167,10 @@ void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("remainder_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::remainder_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -164,7 +185,10 @@ void rsqrt(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("rsqrt", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::rsqrt_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -181,7 +205,10 @@ void threshold(const Tensor& self, const Scalar& threshold, const Scalar& value,
   auto a_out = tb::to_aten(out);
   tb::check_overlap("threshold", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::threshold_out(a_out, a_self, a_threshold, a_value);
     tb::bump_version(a_out);
   } else {
@@ -198,7 +225,10 @@ void where(const Tensor& condition, const Tensor& self, const Tensor& other, Ten
   auto a_out = tb::to_aten(out);
   tb::check_overlap("where", {&out}, {tb::ptr(condition), tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_condition, a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::where_out(a_out, a_condition, a_self, a_other);
     tb::bump_version(a_out);
   } else {

@@ -47,7 +47,10 @@ void _softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out) 
   auto a_out = tb::to_aten(out);
   tb::check_overlap("_softmax", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::_softmax_out(a_out, a_self, a_dim, a_half_to_float);
     tb::bump_version(a_out);
   } else {
@@ -64,7 +67,10 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
   auto a_out = tb::to_aten(out);
   tb::check_overlap("add", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::add_out(a_out, a_self, a_other, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -83,7 +89,10 @@ void addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Sca
   auto a_out = tb::to_aten(out);
   tb::check_overlap("addmm", {&out}, {tb::ptr(self), tb::ptr(mat1), tb::ptr(mat2)});
   if (tb::direct_cpu(a_self, a_mat1, a_mat2, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::addmm_out(a_out, a_self, a_mat1, a_mat2, a_beta, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -104,7 +113,10 @@ void avg_pool2d(const Tensor& self, std::span<const int64_t> kernel_size, std::s
   auto a_out = tb::to_aten(out);
   tb::check_overlap("avg_pool2d", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::avg_pool2d_out(a_out, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override);
     tb::bump_version(a_out);
   } else {
@@ -120,7 +132,10 @@ void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& 
   auto a_out = tb::to_aten(out);
   tb::check_overlap("bitwise_left_shift_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::bitwise_left_shift_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -135,7 +150,10 @@ void ceil(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("ceil", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::ceil_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -151,7 +169,10 @@ void clamp_min(const Tensor& self, const Scalar& min, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("clamp_min", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::clamp_min_out(a_out, a_self, a_min);
     tb::bump_version(a_out);
   } else {
@@ -167,7 +188,10 @@ void gt_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("gt_Scalar", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::gt_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -194,7 +218,10 @@ void lerp_Tensor(const Tensor& self, const Tensor& end, const Tensor& weight, Te
   auto a_out = tb::to_aten(out);
   tb::check_overlap("lerp_Tensor", {&out}, {tb::ptr(self), tb::ptr(end), tb::ptr(weight)});
   if (tb::direct_cpu(a_self, a_end, a_weight, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::lerp_out(a_out, a_self, a_end, a_weight);
     tb::bump_version(a_out);
   } else {
@@ -210,7 +237,10 @@ void lt_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("lt_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::lt_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -226,7 +256,10 @@ void masked_select(const Tensor& self, const Tensor& mask, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("masked_select", {&out}, {tb::ptr(self), tb::ptr(mask)});
   if (tb::direct_cpu(a_self, a_mask, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::masked_select_out(a_out, a_self, a_mask);
     tb::bump_version(a_out);
   } else {
@@ -241,7 +274,10 @@ void tan(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("tan", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::tan_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {

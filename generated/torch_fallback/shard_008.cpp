@@ -49,7 +49,10 @@ void addcdiv(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
   auto a_out = tb::to_aten(out);
   tb::check_overlap("addcdiv", {&out}, {tb::ptr(self), tb::ptr(tensor1), tb::ptr(tensor2)});
   if (tb::direct_cpu(a_self, a_tensor1, a_tensor2, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::addcdiv_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
     tb::bump_version(a_out);
   } else {
@@ -66,7 +69,10 @@ void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
   auto a_out = tb::to_aten(out);
   tb::check_overlap("amin", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::amin_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -81,7 +87,10 @@ void bitwise_not(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("bitwise_not", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::bitwise_not_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -97,7 +106,10 @@ void bitwise_right_shift_Tensor(const Tensor& self, const Tensor& other, Tensor&
   auto a_out = tb::to_aten(out);
   tb::check_overlap("bitwise_right_shift_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::bitwise_right_shift_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -132,7 +144,10 @@ void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("eq_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::eq_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -148,7 +163,10 @@ void floor_divide(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("floor_divide", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::floor_divide_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -164,7 +182,10 @@ void fmax(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("fmax", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::fmax_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -179,7 +200,10 @@ void hardsigmoid(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("hardsigmoid", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::hardsigmoid_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -198,7 +222,10 @@ void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tenso
   auto a_out = tb::to_aten(out);
   tb::check_overlap("index_add", {&out}, {tb::ptr(self), tb::ptr(index), tb::ptr(source)});
   if (tb::direct_cpu(a_self, a_index, a_source, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::index_add_out(a_out, a_self, a_dim, a_index, a_source, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -238,7 +265,10 @@ void sqrt(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("sqrt", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::sqrt_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -256,7 +286,10 @@ void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
   auto a_out = tb::to_aten(out);
   tb::check_overlap("var_correction", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::var_out(a_out, a_self, a_dim, a_correction, a_keepdim);
     tb::bump_version(a_out);
   } else {

@@ -44,7 +44,10 @@ void _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int
   auto a_grad_input = tb::to_aten(grad_input);
   tb::check_overlap("_softmax_backward_data", {&grad_input}, {tb::ptr(grad_output), tb::ptr(output)});
   if (tb::direct_cpu(a_grad_output, a_output, a_grad_input)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::_softmax_backward_data_out(a_grad_input, a_grad_output, a_output, a_dim, a_input_dtype);
     tb::bump_version(a_grad_input);
   } else {
@@ -59,7 +62,10 @@ void all_all(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("all_all", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::all_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -87,7 +93,10 @@ void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tens
   auto a_out = tb::to_aten(out);
   tb::check_overlap("cumsum", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::cumsum_out(a_out, a_self, a_dim, a_dtype);
     tb::bump_version(a_out);
   } else {
@@ -103,7 +112,10 @@ void div(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("div", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::div_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -118,7 +130,10 @@ void frac(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("frac", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::frac_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -136,7 +151,10 @@ void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max
   auto a_max_values = tb::to_aten(max_values);
   tb::check_overlap("max", {&max, &max_values}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_max, a_max_values)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::max_out(a_max, a_max_values, a_self, a_dim, a_keepdim);
     tb::bump_version(a_max);
     tb::bump_version(a_max_values);
@@ -154,7 +172,10 @@ void minimum(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("minimum", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::minimum_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -170,7 +191,10 @@ void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("ne_Scalar", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::ne_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -185,7 +209,10 @@ void silu(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("silu", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::silu_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {

@@ -39,7 +39,10 @@ void adaptive_max_pool2d(const Tensor& self, std::span<const int64_t> output_siz
   auto a_indices = tb::to_aten(indices);
   tb::check_overlap("adaptive_max_pool2d", {&out, &indices}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out, a_indices)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::adaptive_max_pool2d_out(a_out, a_indices, a_self, a_output_size);
     tb::bump_version(a_out);
     tb::bump_version(a_indices);
@@ -59,7 +62,10 @@ void aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tenso
   auto a_max = tb::to_aten(max);
   tb::check_overlap("aminmax", {&min, &max}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_min, a_max)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::aminmax_out(a_min, a_max, a_self, a_dim, a_keepdim);
     tb::bump_version(a_min);
     tb::bump_version(a_max);
@@ -78,7 +84,10 @@ void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::st
   auto a_out = tb::to_aten(out);
   tb::check_overlap("div_out_mode", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::div_out(a_out, a_self, a_other, a_rounding_mode);
     tb::bump_version(a_out);
   } else {
@@ -103,7 +112,10 @@ void logical_xor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("logical_xor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::logical_xor_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -142,7 +154,10 @@ void smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction,
   auto a_out = tb::to_aten(out);
   tb::check_overlap("smooth_l1_loss", {&out}, {tb::ptr(self), tb::ptr(target)});
   if (tb::direct_cpu(a_self, a_target, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::smooth_l1_loss_out(a_out, a_self, a_target, a_reduction, a_beta);
     tb::bump_version(a_out);
   } else {
@@ -159,7 +174,10 @@ void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
   auto a_out = tb::to_aten(out);
   tb::check_overlap("sub", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::sub_out(a_out, a_self, a_other, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -179,7 +197,10 @@ void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted,
   auto a_indices = tb::to_aten(indices);
   tb::check_overlap("topk", {&values, &indices}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_values, a_indices)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::topk_out(a_values, a_indices, a_self, a_k, a_dim, a_largest, a_sorted);
     tb::bump_version(a_values);
     tb::bump_version(a_indices);

@@ -36,7 +36,10 @@ void acos(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("acos", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::acos_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -52,7 +55,10 @@ void adaptive_avg_pool2d(const Tensor& self, std::span<const int64_t> output_siz
   auto a_out = tb::to_aten(out);
   tb::check_overlap("adaptive_avg_pool2d", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::adaptive_avg_pool2d_out(a_out, a_self, a_output_size);
     tb::bump_version(a_out);
   } else {
@@ -69,7 +75,10 @@ void all(const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("all", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::all_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -87,7 +96,10 @@ void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_gr
   auto a_out = tb::to_aten(out);
   tb::check_overlap("gather", {&out}, {tb::ptr(self), tb::ptr(index)});
   if (tb::direct_cpu(a_self, a_index, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::gather_out(a_out, a_self, a_dim, a_index, a_sparse_grad);
     tb::bump_version(a_out);
   } else {
@@ -114,7 +126,10 @@ void logaddexp(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("logaddexp", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::logaddexp_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -130,7 +145,10 @@ void silu_backward(const Tensor& grad_output, const Tensor& self, Tensor& grad_i
   auto a_grad_input = tb::to_aten(grad_input);
   tb::check_overlap("silu_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(self)});
   if (tb::direct_cpu(a_grad_output, a_self, a_grad_input)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::silu_backward_out(a_grad_input, a_grad_output, a_self);
     tb::bump_version(a_grad_input);
   } else {
@@ -148,7 +166,10 @@ void sum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool k
   auto a_out = tb::to_aten(out);
   tb::check_overlap("sum", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::sum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
     tb::bump_version(a_out);
   } else {

@@ -46,7 +46,10 @@ void acosh(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("acosh", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::acosh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -72,7 +75,10 @@ void atan(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("atan", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::atan_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -87,7 +93,10 @@ void atanh(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("atanh", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::atanh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -103,7 +112,10 @@ void ge_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("ge_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
   if (tb::direct_cpu(a_self, a_other, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::ge_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -119,7 +131,10 @@ void glu(const Tensor& self, int64_t dim, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("glu", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::glu_out(a_out, a_self, a_dim);
     tb::bump_version(a_out);
   } else {
@@ -135,7 +150,10 @@ void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("le_Scalar", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::le_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -150,7 +168,10 @@ void log10(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("log10", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::log10_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -165,7 +186,10 @@ void log1p(const Tensor& self, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("log1p", {&out}, {tb::ptr(self)});
   if (tb::direct_cpu(a_self, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::log1p_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -189,7 +213,10 @@ void native_batch_norm(const Tensor& input, const std::optional<Tensor>& weight,
   auto a_save_invstd = tb::to_aten(save_invstd);
   tb::check_overlap("native_batch_norm", {&out, &save_mean, &save_invstd}, {tb::ptr(input), tb::ptr(weight), tb::ptr(bias), tb::ptr(running_mean), tb::ptr(running_var)});
   if (tb::direct_cpu(a_input, a_weight, a_bias, a_running_mean, a_running_var, a_out, a_save_mean, a_save_invstd)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::native_batch_norm_out(a_out, a_save_mean, a_save_invstd, a_input, a_weight, a_bias, a_running_mean, a_running_var, a_training, a_momentum, a_eps);
     tb::bump_version(a_out);
     tb::bump_version(a_save_mean);
@@ -209,7 +236,10 @@ void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out) 
   auto a_out = tb::to_aten(out);
   tb::check_overlap("pow_Tensor_Tensor", {&out}, {tb::ptr(self), tb::ptr(exponent)});
   if (tb::direct_cpu(a_self, a_exponent, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::pow_out(a_out, a_self, a_exponent);
     tb::bump_version(a_out);
   } else {
@@ -227,7 +257,10 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   auto a_out = tb::to_aten(out);
   tb::check_overlap("scatter_add", {&out}, {tb::ptr(self), tb::ptr(index), tb::ptr(src)});
   if (tb::direct_cpu(a_self, a_index, a_src, a_out)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::scatter_add_out(a_out, a_self, a_dim, a_index, a_src);
     tb::bump_version(a_out);
   } else {
@@ -255,7 +288,10 @@ void threshold_backward(const Tensor& grad_output, const Tensor& self, const Sca
   auto a_grad_input = tb::to_aten(grad_input);
   tb::check_overlap("threshold_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(self)});
   if (tb::direct_cpu(a_grad_output, a_self, a_grad_input)) {
-    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher.
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::cpu::threshold_backward_out(a_grad_input, a_grad_output, a_self, a_threshold);
     tb::bump_version(a_grad_input);
   } else {
