@@ -237,6 +237,7 @@ def op_details(manifest: dict, name: str, stub: dict[str, str] | None = None) ->
         "native_dtypes": {
             p: list(d) for p, d in (native.items() if isinstance(native, dict) else [])
         },
+        "native_up_to": (op.get("implementations") or {}).get("native_up_to", {}),
         "direct_cpu": op.get("direct_cpu"),
     }
 
@@ -254,6 +255,12 @@ def op_text(details: dict) -> list[str]:
         shown = []
         for n in names:
             dtypes = details["native_dtypes"].get(p) if n == NATIVE else None
+            limits = details.get("native_up_to", {}).get(p, {})
+            if dtypes:
+                dtypes = [
+                    f"{d} up to {limits[d]} elements" if limits.get(d) else d
+                    for d in dtypes
+                ]
             shown.append(f"{n} ({', '.join(dtypes)})" if dtypes else n)
         lines.append(f"    {p:<{width}}  {', '.join(shown) or MISSING}")
     return lines

@@ -57,6 +57,12 @@ def manifest_data(opset: OpSet) -> dict:
                 "implementations": {
                     "torch": "all",
                     "native": {n.platform: list(n.dtypes) for n in op.native},
+                    # dtype -> most elements for which native is the default
+                    "native_up_to": {
+                        n.platform: dict(zip(n.dtypes, n.up_to))
+                        for n in op.native
+                        if n.up_to
+                    },
                 },
                 "cpu_kernel": op.cpu_kernel,
                 "direct_cpu": op.direct_cpu,

@@ -110,7 +110,10 @@ def test_list_op_shows_signature_and_implementations(runner, helpers):
     assert "topk.values(Tensor self, SymInt k" in result.output
     add = helpers.invoke(runner, "list", "--op", "add").output
     assert re.search(
-        r"^\s+cpu\s+native \(float32, float16, bfloat16\), torch$", add, re.M
+        r"^\s+cpu\s+native \(float32 up to 16384 elements, float16 up to 128 "
+        r"elements, bfloat16 up to 512 elements\), torch$",
+        add,
+        re.M,
     )
     data = json.loads(helpers.invoke(runner, "list", "--op", "add", "--json").output)
     assert data["implementations"]["cpu"] == ["native", "torch"]
