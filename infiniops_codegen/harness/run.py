@@ -146,9 +146,34 @@ def _reseed(op: OpEntry) -> None:
         torch.manual_seed(RANDOM_SEED)
 
 
+def _copy(value):
+    """A copy with the same layout (for inputs an op mutates)."""
+    if isinstance(value, torch.Tensor):
+        return torch.empty_strided(
+            value.size(), value.stride(), dtype=value.dtype, device=value.device
+        ).copy_(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy(v) for v in value)
+    return value
+
+
+def fresh(op: OpEntry, args: dict) -> dict:
+    """args with private copies of the inputs the op mutates, so that every
+    call starts from the same state."""
+    if not op.mutable_inputs:
+        return args
+    return {k: _copy(v) if k in op.mutable_inputs else v for k, v in args.items()}
+
+
 def expected(op: OpEntry, args: dict) -> list:
-    """The functional form (or a composite's reference expression)."""
+    """The functional form (or a composite's reference expression). For ops
+    that mutate inputs, the functional form also returns the new states after
+    the outputs: those are compared through the mutated inputs instead."""
     _reseed(op)
+    if op.mutable_inputs and not op.composite and op.functional is not None:
+        names = [a.name for a in op.inputs]
+        result = _overload(op.functional)(**{n: args[n] for n in names})
+        return _as_list(result)[: len(op.out_args)]
     if op.composite:
         return _as_list(eval(op.reference, {"torch": torch}, dict(args)))  # noqa: S307
     if op.functional is None:
@@ -224,9 +249,11 @@ def find_plan(op: OpEntry, dtype: torch.dtype) -> dict | None:
         try:
             for sample in hinted_plans(op, plan):
                 args = materialize(sample, dtype, "contiguous", seed=0)
-                results = expected(op, args)
+                results = expected(op, fresh(op, args))
                 if results:
-                    reference_out(op, args, _empty_like_results(results, False))
+                    reference_out(
+                        op, fresh(op, args), _empty_like_results(results, False)
+                    )
             return plan
         except Exception:  # noqa: BLE001 - any rejection means "try the next"
             continue
@@ -252,10 +279,11 @@ def _check_variant(module, op, dtype, plan, sample_index, variant, outcome):
     label = f"sample {sample_index} {variant}"
     try:
         args = materialize(plan, dtype, variant, seed=sample_index + 1)
-        wanted = expected(op, args)
+        wanted = expected(op, fresh(op, args))
         if not wanted:  # no functional form: PyTorch's out= result is the reference
-            wanted = reference_out(op, args, _guess_outs(op, args))
-        ref = reference_out(op, args, _empty_like_results(wanted, False))
+            wanted = reference_out(op, fresh(op, args), _guess_outs(op, args))
+        ref_args = fresh(op, args)
+        ref = reference_out(op, ref_args, _empty_like_results(wanted, False))
     except NotApplicable:
         return
     except Exception:  # noqa: BLE001 - PyTorch rejects this variant
@@ -268,10 +296,13 @@ def _check_variant(module, op, dtype, plan, sample_index, variant, outcome):
         module.set_handle_reuse(path != "from_blob")
         module.set_direct_mode(path != "dispatcher")
         try:
-            returned = ours(module, op, args, outs)
+            our_args = fresh(op, args)
+            returned = ours(module, op, our_args, outs)
             got = outs
             _close(got, ref, dtype)
             _close(got, wanted, dtype)
+            for name in op.mutable_inputs:  # the new states, as PyTorch's
+                _close(our_args[name], ref_args[name], dtype)
             single = outs[0] if len(outs) == 1 else tuple(outs)
             if len(outs) == 1:
                 assert returned is single, "the call did not return its out"

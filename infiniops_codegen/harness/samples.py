@@ -66,6 +66,12 @@ class OpEntry:
     def out_args(self) -> tuple[Arg, ...]:
         return tuple(a for a in self.visible if a.role == "output")
 
+    @property
+    def mutable_inputs(self) -> tuple[str, ...]:
+        """Inputs the op writes in place (`Tensor(b!)`: optimizer and
+        running-statistics state)."""
+        return tuple(a.name for a in self.inputs if "!" in a.aten_type)
+
 
 def entries(manifest: dict) -> list[OpEntry]:
     result = []
