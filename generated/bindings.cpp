@@ -19,7 +19,7 @@ const char* const kStreamAttributes[] = {"cuda_stream", "mlu_stream", "musa_stre
 // _log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames__log_softmax[] = {"input", "dim", "half_to_float", "out", "implementation", "stream"};
 PyObject* kKeys__log_softmax[6] = {};
-const tb::Signature kSig__log_softmax{"_log_softmax", kNames__log_softmax, kKeys__log_softmax, 6, 3, false};
+const tb::Signature kSig__log_softmax{"_log_softmax", kNames__log_softmax, kKeys__log_softmax, 6, 3, false, true};
 
 PyObject* py__log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -53,7 +53,7 @@ PyObject* py__log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 // _log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames__log_softmax_backward_data[] = {"grad_output", "output", "dim", "input_dtype", "out", "implementation", "stream"};
 PyObject* kKeys__log_softmax_backward_data[7] = {};
-const tb::Signature kSig__log_softmax_backward_data{"_log_softmax_backward_data", kNames__log_softmax_backward_data, kKeys__log_softmax_backward_data, 7, 4, false};
+const tb::Signature kSig__log_softmax_backward_data{"_log_softmax_backward_data", kNames__log_softmax_backward_data, kKeys__log_softmax_backward_data, 7, 4, false, true};
 
 PyObject* py__log_softmax_backward_data(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -88,7 +88,7 @@ PyObject* py__log_softmax_backward_data(PyObject*, PyObject* const* args, Py_ssi
 // _softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames__softmax[] = {"input", "dim", "half_to_float", "out", "implementation", "stream"};
 PyObject* kKeys__softmax[6] = {};
-const tb::Signature kSig__softmax{"_softmax", kNames__softmax, kKeys__softmax, 6, 3, false};
+const tb::Signature kSig__softmax{"_softmax", kNames__softmax, kKeys__softmax, 6, 3, false, true};
 
 PyObject* py__softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -122,7 +122,7 @@ PyObject* py__softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 // _softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) grad_input) -> Tensor(a!)
 const char* const kNames__softmax_backward_data[] = {"grad_output", "output", "dim", "input_dtype", "grad_input", "implementation", "stream"};
 PyObject* kKeys__softmax_backward_data[7] = {};
-const tb::Signature kSig__softmax_backward_data{"_softmax_backward_data", kNames__softmax_backward_data, kKeys__softmax_backward_data, 7, 4, false};
+const tb::Signature kSig__softmax_backward_data{"_softmax_backward_data", kNames__softmax_backward_data, kKeys__softmax_backward_data, 7, 4, false, true};
 
 PyObject* py__softmax_backward_data(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -157,7 +157,7 @@ PyObject* py__softmax_backward_data(PyObject*, PyObject* const* args, Py_ssize_t
 // abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_abs[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_abs[4] = {};
-const tb::Signature kSig_abs{"abs", kNames_abs, kKeys_abs, 4, 1, false};
+const tb::Signature kSig_abs{"abs", kNames_abs, kKeys_abs, 4, 1, false, true};
 
 PyObject* py_abs(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -189,7 +189,7 @@ PyObject* py_abs(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_acos[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_acos[4] = {};
-const tb::Signature kSig_acos{"acos", kNames_acos, kKeys_acos, 4, 1, true};
+const tb::Signature kSig_acos{"acos", kNames_acos, kKeys_acos, 4, 1, true, true};
 
 PyObject* py_acos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -221,7 +221,7 @@ PyObject* py_acos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_acosh[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_acosh[4] = {};
-const tb::Signature kSig_acosh{"acosh", kNames_acosh, kKeys_acosh, 4, 1, true};
+const tb::Signature kSig_acosh{"acosh", kNames_acosh, kKeys_acosh, 4, 1, true, true};
 
 PyObject* py_acosh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -253,7 +253,7 @@ PyObject* py_acosh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_adaptive_avg_pool2d[] = {"input", "output_size", "out", "implementation", "stream"};
 PyObject* kKeys_adaptive_avg_pool2d[5] = {};
-const tb::Signature kSig_adaptive_avg_pool2d{"adaptive_avg_pool2d", kNames_adaptive_avg_pool2d, kKeys_adaptive_avg_pool2d, 5, 2, false};
+const tb::Signature kSig_adaptive_avg_pool2d{"adaptive_avg_pool2d", kNames_adaptive_avg_pool2d, kKeys_adaptive_avg_pool2d, 5, 2, false, true};
 
 PyObject* py_adaptive_avg_pool2d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -286,7 +286,7 @@ PyObject* py_adaptive_avg_pool2d(PyObject*, PyObject* const* args, Py_ssize_t na
 // adaptive_max_pool2d.out(Tensor self, int[2] output_size, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))
 const char* const kNames_adaptive_max_pool2d[] = {"input", "output_size", "out", "indices", "implementation", "stream"};
 PyObject* kKeys_adaptive_max_pool2d[6] = {};
-const tb::Signature kSig_adaptive_max_pool2d{"adaptive_max_pool2d", kNames_adaptive_max_pool2d, kKeys_adaptive_max_pool2d, 6, 2, false};
+const tb::Signature kSig_adaptive_max_pool2d{"adaptive_max_pool2d", kNames_adaptive_max_pool2d, kKeys_adaptive_max_pool2d, 6, 2, false, true};
 
 PyObject* py_adaptive_max_pool2d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -320,7 +320,7 @@ PyObject* py_adaptive_max_pool2d(PyObject*, PyObject* const* args, Py_ssize_t na
 // add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_add[] = {"input", "other", "alpha", "out", "implementation", "stream"};
 PyObject* kKeys_add[6] = {};
-const tb::Signature kSig_add{"add", kNames_add, kKeys_add, 6, 2, true};
+const tb::Signature kSig_add{"add", kNames_add, kKeys_add, 6, 2, true, false};
 
 PyObject* py_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -354,7 +354,7 @@ PyObject* py_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_add_Scalar[] = {"input", "other", "alpha", "out", "implementation", "stream"};
 PyObject* kKeys_add_Scalar[6] = {};
-const tb::Signature kSig_add_Scalar{"add_Scalar", kNames_add_Scalar, kKeys_add_Scalar, 6, 3, false};
+const tb::Signature kSig_add_Scalar{"add_Scalar", kNames_add_Scalar, kKeys_add_Scalar, 6, 3, false, true};
 
 PyObject* py_add_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -388,7 +388,7 @@ PyObject* py_add_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 // addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_addbmm[] = {"input", "batch1", "batch2", "beta", "alpha", "out", "implementation", "stream"};
 PyObject* kKeys_addbmm[8] = {};
-const tb::Signature kSig_addbmm{"addbmm", kNames_addbmm, kKeys_addbmm, 8, 3, false};
+const tb::Signature kSig_addbmm{"addbmm", kNames_addbmm, kKeys_addbmm, 8, 3, false, true};
 
 PyObject* py_addbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[8] = {};
@@ -424,7 +424,7 @@ PyObject* py_addbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 // addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_addcdiv[] = {"input", "tensor1", "tensor2", "value", "out", "implementation", "stream"};
 PyObject* kKeys_addcdiv[7] = {};
-const tb::Signature kSig_addcdiv{"addcdiv", kNames_addcdiv, kKeys_addcdiv, 7, 3, true};
+const tb::Signature kSig_addcdiv{"addcdiv", kNames_addcdiv, kKeys_addcdiv, 7, 3, true, true};
 
 PyObject* py_addcdiv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -459,7 +459,7 @@ PyObject* py_addcdiv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 // addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_addcmul[] = {"input", "tensor1", "tensor2", "value", "out", "implementation", "stream"};
 PyObject* kKeys_addcmul[7] = {};
-const tb::Signature kSig_addcmul{"addcmul", kNames_addcmul, kKeys_addcmul, 7, 3, true};
+const tb::Signature kSig_addcmul{"addcmul", kNames_addcmul, kKeys_addcmul, 7, 3, true, true};
 
 PyObject* py_addcmul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -494,7 +494,7 @@ PyObject* py_addcmul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 // addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_addmm[] = {"input", "mat1", "mat2", "beta", "alpha", "out", "implementation", "stream"};
 PyObject* kKeys_addmm[8] = {};
-const tb::Signature kSig_addmm{"addmm", kNames_addmm, kKeys_addmm, 8, 3, false};
+const tb::Signature kSig_addmm{"addmm", kNames_addmm, kKeys_addmm, 8, 3, false, true};
 
 PyObject* py_addmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[8] = {};
@@ -530,7 +530,7 @@ PyObject* py_addmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_addmv[] = {"input", "mat", "vec", "beta", "alpha", "out", "implementation", "stream"};
 PyObject* kKeys_addmv[8] = {};
-const tb::Signature kSig_addmv{"addmv", kNames_addmv, kKeys_addmv, 8, 3, false};
+const tb::Signature kSig_addmv{"addmv", kNames_addmv, kKeys_addmv, 8, 3, false, true};
 
 PyObject* py_addmv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[8] = {};
@@ -566,7 +566,7 @@ PyObject* py_addmv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_all[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
 PyObject* kKeys_all[6] = {};
-const tb::Signature kSig_all{"all", kNames_all, kKeys_all, 6, 3, false};
+const tb::Signature kSig_all{"all", kNames_all, kKeys_all, 6, 3, false, true};
 
 PyObject* py_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -600,7 +600,7 @@ PyObject* py_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_all_all[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_all_all[4] = {};
-const tb::Signature kSig_all_all{"all_all", kNames_all_all, kKeys_all_all, 4, 1, false};
+const tb::Signature kSig_all_all{"all_all", kNames_all_all, kKeys_all_all, 4, 1, false, true};
 
 PyObject* py_all_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -632,7 +632,7 @@ PyObject* py_all_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 // amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_amax[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
 PyObject* kKeys_amax[6] = {};
-const tb::Signature kSig_amax{"amax", kNames_amax, kKeys_amax, 6, 3, false};
+const tb::Signature kSig_amax{"amax", kNames_amax, kKeys_amax, 6, 3, false, true};
 
 PyObject* py_amax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -666,7 +666,7 @@ PyObject* py_amax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_amin[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
 PyObject* kKeys_amin[6] = {};
-const tb::Signature kSig_amin{"amin", kNames_amin, kKeys_amin, 6, 3, false};
+const tb::Signature kSig_amin{"amin", kNames_amin, kKeys_amin, 6, 3, false, true};
 
 PyObject* py_amin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -700,7 +700,7 @@ PyObject* py_amin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)
 const char* const kNames_aminmax[] = {"input", "dim", "keepdim", "min", "max", "implementation", "stream"};
 PyObject* kKeys_aminmax[7] = {};
-const tb::Signature kSig_aminmax{"aminmax", kNames_aminmax, kKeys_aminmax, 7, 1, false};
+const tb::Signature kSig_aminmax{"aminmax", kNames_aminmax, kKeys_aminmax, 7, 1, false, true};
 
 PyObject* py_aminmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -735,7 +735,7 @@ PyObject* py_aminmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 // any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_any[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
 PyObject* kKeys_any[6] = {};
-const tb::Signature kSig_any{"any", kNames_any, kKeys_any, 6, 3, false};
+const tb::Signature kSig_any{"any", kNames_any, kKeys_any, 6, 3, false, true};
 
 PyObject* py_any(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -769,7 +769,7 @@ PyObject* py_any(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_any_all[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_any_all[4] = {};
-const tb::Signature kSig_any_all{"any_all", kNames_any_all, kKeys_any_all, 4, 1, false};
+const tb::Signature kSig_any_all{"any_all", kNames_any_all, kKeys_any_all, 4, 1, false, true};
 
 PyObject* py_any_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -801,7 +801,7 @@ PyObject* py_any_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 // argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_argmax[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
 PyObject* kKeys_argmax[6] = {};
-const tb::Signature kSig_argmax{"argmax", kNames_argmax, kKeys_argmax, 6, 3, false};
+const tb::Signature kSig_argmax{"argmax", kNames_argmax, kKeys_argmax, 6, 3, false, true};
 
 PyObject* py_argmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -835,7 +835,7 @@ PyObject* py_argmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 // argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_argmin[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
 PyObject* kKeys_argmin[6] = {};
-const tb::Signature kSig_argmin{"argmin", kNames_argmin, kKeys_argmin, 6, 3, false};
+const tb::Signature kSig_argmin{"argmin", kNames_argmin, kKeys_argmin, 6, 3, false, true};
 
 PyObject* py_argmin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -869,7 +869,7 @@ PyObject* py_argmin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 // asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_asin[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_asin[4] = {};
-const tb::Signature kSig_asin{"asin", kNames_asin, kKeys_asin, 4, 1, true};
+const tb::Signature kSig_asin{"asin", kNames_asin, kKeys_asin, 4, 1, true, true};
 
 PyObject* py_asin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -901,7 +901,7 @@ PyObject* py_asin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_asinh[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_asinh[4] = {};
-const tb::Signature kSig_asinh{"asinh", kNames_asinh, kKeys_asinh, 4, 1, true};
+const tb::Signature kSig_asinh{"asinh", kNames_asinh, kKeys_asinh, 4, 1, true, true};
 
 PyObject* py_asinh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -933,7 +933,7 @@ PyObject* py_asinh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_atan[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_atan[4] = {};
-const tb::Signature kSig_atan{"atan", kNames_atan, kKeys_atan, 4, 1, true};
+const tb::Signature kSig_atan{"atan", kNames_atan, kKeys_atan, 4, 1, true, true};
 
 PyObject* py_atan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -965,7 +965,7 @@ PyObject* py_atan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_atan2[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_atan2[5] = {};
-const tb::Signature kSig_atan2{"atan2", kNames_atan2, kKeys_atan2, 5, 2, true};
+const tb::Signature kSig_atan2{"atan2", kNames_atan2, kKeys_atan2, 5, 2, true, true};
 
 PyObject* py_atan2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -998,7 +998,7 @@ PyObject* py_atan2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_atanh[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_atanh[4] = {};
-const tb::Signature kSig_atanh{"atanh", kNames_atanh, kKeys_atanh, 4, 1, true};
+const tb::Signature kSig_atanh{"atanh", kNames_atanh, kKeys_atanh, 4, 1, true, true};
 
 PyObject* py_atanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -1030,7 +1030,7 @@ PyObject* py_atanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // avg_pool1d.out(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_avg_pool1d[] = {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "out", "implementation", "stream"};
 PyObject* kKeys_avg_pool1d[9] = {};
-const tb::Signature kSig_avg_pool1d{"avg_pool1d", kNames_avg_pool1d, kKeys_avg_pool1d, 9, 6, false};
+const tb::Signature kSig_avg_pool1d{"avg_pool1d", kNames_avg_pool1d, kKeys_avg_pool1d, 9, 6, false, true};
 
 PyObject* py_avg_pool1d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[9] = {};
@@ -1067,7 +1067,7 @@ PyObject* py_avg_pool1d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 // avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_avg_pool2d[] = {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override", "out", "implementation", "stream"};
 PyObject* kKeys_avg_pool2d[10] = {};
-const tb::Signature kSig_avg_pool2d{"avg_pool2d", kNames_avg_pool2d, kKeys_avg_pool2d, 10, 7, false};
+const tb::Signature kSig_avg_pool2d{"avg_pool2d", kNames_avg_pool2d, kKeys_avg_pool2d, 10, 7, false, true};
 
 PyObject* py_avg_pool2d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[10] = {};
@@ -1105,7 +1105,7 @@ PyObject* py_avg_pool2d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 // baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_baddbmm[] = {"input", "batch1", "batch2", "beta", "alpha", "out", "implementation", "stream"};
 PyObject* kKeys_baddbmm[8] = {};
-const tb::Signature kSig_baddbmm{"baddbmm", kNames_baddbmm, kKeys_baddbmm, 8, 3, false};
+const tb::Signature kSig_baddbmm{"baddbmm", kNames_baddbmm, kKeys_baddbmm, 8, 3, false, true};
 
 PyObject* py_baddbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[8] = {};
@@ -1141,7 +1141,7 @@ PyObject* py_baddbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 // bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_bitwise_and_Tensor[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_bitwise_and_Tensor[5] = {};
-const tb::Signature kSig_bitwise_and_Tensor{"bitwise_and_Tensor", kNames_bitwise_and_Tensor, kKeys_bitwise_and_Tensor, 5, 2, true};
+const tb::Signature kSig_bitwise_and_Tensor{"bitwise_and_Tensor", kNames_bitwise_and_Tensor, kKeys_bitwise_and_Tensor, 5, 2, true, true};
 
 PyObject* py_bitwise_and_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -1174,7 +1174,7 @@ PyObject* py_bitwise_and_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nar
 // bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_bitwise_left_shift_Tensor[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_bitwise_left_shift_Tensor[5] = {};
-const tb::Signature kSig_bitwise_left_shift_Tensor{"bitwise_left_shift_Tensor", kNames_bitwise_left_shift_Tensor, kKeys_bitwise_left_shift_Tensor, 5, 2, true};
+const tb::Signature kSig_bitwise_left_shift_Tensor{"bitwise_left_shift_Tensor", kNames_bitwise_left_shift_Tensor, kKeys_bitwise_left_shift_Tensor, 5, 2, true, true};
 
 PyObject* py_bitwise_left_shift_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -1207,7 +1207,7 @@ PyObject* py_bitwise_left_shift_Tensor(PyObject*, PyObject* const* args, Py_ssiz
 // bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_bitwise_not[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_bitwise_not[4] = {};
-const tb::Signature kSig_bitwise_not{"bitwise_not", kNames_bitwise_not, kKeys_bitwise_not, 4, 1, true};
+const tb::Signature kSig_bitwise_not{"bitwise_not", kNames_bitwise_not, kKeys_bitwise_not, 4, 1, true, true};
 
 PyObject* py_bitwise_not(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -1239,7 +1239,7 @@ PyObject* py_bitwise_not(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 // bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_bitwise_or_Tensor[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_bitwise_or_Tensor[5] = {};
-const tb::Signature kSig_bitwise_or_Tensor{"bitwise_or_Tensor", kNames_bitwise_or_Tensor, kKeys_bitwise_or_Tensor, 5, 2, true};
+const tb::Signature kSig_bitwise_or_Tensor{"bitwise_or_Tensor", kNames_bitwise_or_Tensor, kKeys_bitwise_or_Tensor, 5, 2, true, true};
 
 PyObject* py_bitwise_or_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -1272,7 +1272,7 @@ PyObject* py_bitwise_or_Tensor(PyObject*, PyObject* const* args, Py_ssize_t narg
 // bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_bitwise_right_shift_Tensor[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_bitwise_right_shift_Tensor[5] = {};
-const tb::Signature kSig_bitwise_right_shift_Tensor{"bitwise_right_shift_Tensor", kNames_bitwise_right_shift_Tensor, kKeys_bitwise_right_shift_Tensor, 5, 2, true};
+const tb::Signature kSig_bitwise_right_shift_Tensor{"bitwise_right_shift_Tensor", kNames_bitwise_right_shift_Tensor, kKeys_bitwise_right_shift_Tensor, 5, 2, true, true};
 
 PyObject* py_bitwise_right_shift_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -1305,7 +1305,7 @@ PyObject* py_bitwise_right_shift_Tensor(PyObject*, PyObject* const* args, Py_ssi
 // bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_bitwise_xor_Tensor[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_bitwise_xor_Tensor[5] = {};
-const tb::Signature kSig_bitwise_xor_Tensor{"bitwise_xor_Tensor", kNames_bitwise_xor_Tensor, kKeys_bitwise_xor_Tensor, 5, 2, true};
+const tb::Signature kSig_bitwise_xor_Tensor{"bitwise_xor_Tensor", kNames_bitwise_xor_Tensor, kKeys_bitwise_xor_Tensor, 5, 2, true, true};
 
 PyObject* py_bitwise_xor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -1338,7 +1338,7 @@ PyObject* py_bitwise_xor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nar
 // bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_bmm[] = {"input", "mat2", "out", "implementation", "stream"};
 PyObject* kKeys_bmm[5] = {};
-const tb::Signature kSig_bmm{"bmm", kNames_bmm, kKeys_bmm, 5, 2, false};
+const tb::Signature kSig_bmm{"bmm", kNames_bmm, kKeys_bmm, 5, 2, false, true};
 
 PyObject* py_bmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -1371,7 +1371,7 @@ PyObject* py_bmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_cat[] = {"tensors", "dim", "out", "implementation", "stream"};
 PyObject* kKeys_cat[5] = {};
-const tb::Signature kSig_cat{"cat", kNames_cat, kKeys_cat, 5, 2, false};
+const tb::Signature kSig_cat{"cat", kNames_cat, kKeys_cat, 5, 2, false, true};
 
 PyObject* py_cat(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -1404,7 +1404,7 @@ PyObject* py_cat(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_ceil[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_ceil[4] = {};
-const tb::Signature kSig_ceil{"ceil", kNames_ceil, kKeys_ceil, 4, 1, true};
+const tb::Signature kSig_ceil{"ceil", kNames_ceil, kKeys_ceil, 4, 1, true, true};
 
 PyObject* py_ceil(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -1436,7 +1436,7 @@ PyObject* py_ceil(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_clamp[] = {"input", "min", "max", "out", "implementation", "stream"};
 PyObject* kKeys_clamp[6] = {};
-const tb::Signature kSig_clamp{"clamp", kNames_clamp, kKeys_clamp, 6, 3, true};
+const tb::Signature kSig_clamp{"clamp", kNames_clamp, kKeys_clamp, 6, 3, true, true};
 
 PyObject* py_clamp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -1470,7 +1470,7 @@ PyObject* py_clamp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_clamp_Tensor[] = {"input", "min", "max", "out", "implementation", "stream"};
 PyObject* kKeys_clamp_Tensor[6] = {};
-const tb::Signature kSig_clamp_Tensor{"clamp_Tensor", kNames_clamp_Tensor, kKeys_clamp_Tensor, 6, 3, true};
+const tb::Signature kSig_clamp_Tensor{"clamp_Tensor", kNames_clamp_Tensor, kKeys_clamp_Tensor, 6, 3, true, true};
 
 PyObject* py_clamp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -1504,7 +1504,7 @@ PyObject* py_clamp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 // clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_clamp_max[] = {"input", "max", "out", "implementation", "stream"};
 PyObject* kKeys_clamp_max[5] = {};
-const tb::Signature kSig_clamp_max{"clamp_max", kNames_clamp_max, kKeys_clamp_max, 5, 2, true};
+const tb::Signature kSig_clamp_max{"clamp_max", kNames_clamp_max, kKeys_clamp_max, 5, 2, true, true};
 
 PyObject* py_clamp_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -1537,7 +1537,7 @@ PyObject* py_clamp_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_clamp_min[] = {"input", "min", "out", "implementation", "stream"};
 PyObject* kKeys_clamp_min[5] = {};
-const tb::Signature kSig_clamp_min{"clamp_min", kNames_clamp_min, kKeys_clamp_min, 5, 2, true};
+const tb::Signature kSig_clamp_min{"clamp_min", kNames_clamp_min, kKeys_clamp_min, 5, 2, true, true};
 
 PyObject* py_clamp_min(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -1570,7 +1570,7 @@ PyObject* py_clamp_min(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_clone[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_clone[4] = {};
-const tb::Signature kSig_clone{"clone", kNames_clone, kKeys_clone, 4, 1, false};
+const tb::Signature kSig_clone{"clone", kNames_clone, kKeys_clone, 4, 1, false, true};
 
 PyObject* py_clone(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -1602,7 +1602,7 @@ PyObject* py_clone(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_copysign[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_copysign[5] = {};
-const tb::Signature kSig_copysign{"copysign", kNames_copysign, kKeys_copysign, 5, 2, true};
+const tb::Signature kSig_copysign{"copysign", kNames_copysign, kKeys_copysign, 5, 2, true, true};
 
 PyObject* py_copysign(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -1635,7 +1635,7 @@ PyObject* py_copysign(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 // cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_cos[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_cos[4] = {};
-const tb::Signature kSig_cos{"cos", kNames_cos, kKeys_cos, 4, 1, true};
+const tb::Signature kSig_cos{"cos", kNames_cos, kKeys_cos, 4, 1, true, true};
 
 PyObject* py_cos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -1667,7 +1667,7 @@ PyObject* py_cos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_cosh[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_cosh[4] = {};
-const tb::Signature kSig_cosh{"cosh", kNames_cosh, kKeys_cosh, 4, 1, true};
+const tb::Signature kSig_cosh{"cosh", kNames_cosh, kKeys_cosh, 4, 1, true, true};
 
 PyObject* py_cosh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -1699,7 +1699,7 @@ PyObject* py_cosh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // cross.out(Tensor self, Tensor other, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_cross[] = {"input", "other", "dim", "out", "implementation", "stream"};
 PyObject* kKeys_cross[6] = {};
-const tb::Signature kSig_cross{"cross", kNames_cross, kKeys_cross, 6, 3, false};
+const tb::Signature kSig_cross{"cross", kNames_cross, kKeys_cross, 6, 3, false, true};
 
 PyObject* py_cross(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -1733,7 +1733,7 @@ PyObject* py_cross(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_cumprod[] = {"input", "dim", "dtype", "out", "implementation", "stream"};
 PyObject* kKeys_cumprod[6] = {};
-const tb::Signature kSig_cumprod{"cumprod", kNames_cumprod, kKeys_cumprod, 6, 2, false};
+const tb::Signature kSig_cumprod{"cumprod", kNames_cumprod, kKeys_cumprod, 6, 2, false, true};
 
 PyObject* py_cumprod(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -1767,7 +1767,7 @@ PyObject* py_cumprod(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 // cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_cumsum[] = {"input", "dim", "dtype", "out", "implementation", "stream"};
 PyObject* kKeys_cumsum[6] = {};
-const tb::Signature kSig_cumsum{"cumsum", kNames_cumsum, kKeys_cumsum, 6, 2, false};
+const tb::Signature kSig_cumsum{"cumsum", kNames_cumsum, kKeys_cumsum, 6, 2, false, true};
 
 PyObject* py_cumsum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -1801,7 +1801,7 @@ PyObject* py_cumsum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 // digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_digamma[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_digamma[4] = {};
-const tb::Signature kSig_digamma{"digamma", kNames_digamma, kKeys_digamma, 4, 1, true};
+const tb::Signature kSig_digamma{"digamma", kNames_digamma, kKeys_digamma, 4, 1, true, true};
 
 PyObject* py_digamma(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -1833,7 +1833,7 @@ PyObject* py_digamma(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 // div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_div[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_div[5] = {};
-const tb::Signature kSig_div{"div", kNames_div, kKeys_div, 5, 2, true};
+const tb::Signature kSig_div{"div", kNames_div, kKeys_div, 5, 2, true, true};
 
 PyObject* py_div(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -1866,7 +1866,7 @@ PyObject* py_div(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_div_out_mode[] = {"input", "other", "rounding_mode", "out", "implementation", "stream"};
 PyObject* kKeys_div_out_mode[6] = {};
-const tb::Signature kSig_div_out_mode{"div_out_mode", kNames_div_out_mode, kKeys_div_out_mode, 6, 2, true};
+const tb::Signature kSig_div_out_mode{"div_out_mode", kNames_div_out_mode, kKeys_div_out_mode, 6, 2, true, true};
 
 PyObject* py_div_out_mode(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -1900,7 +1900,7 @@ PyObject* py_div_out_mode(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 // dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_dot[] = {"input", "tensor", "out", "implementation", "stream"};
 PyObject* kKeys_dot[5] = {};
-const tb::Signature kSig_dot{"dot", kNames_dot, kKeys_dot, 5, 2, false};
+const tb::Signature kSig_dot{"dot", kNames_dot, kKeys_dot, 5, 2, false, true};
 
 PyObject* py_dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -1933,7 +1933,7 @@ PyObject* py_dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_elu[] = {"input", "alpha", "scale", "input_scale", "out", "implementation", "stream"};
 PyObject* kKeys_elu[7] = {};
-const tb::Signature kSig_elu{"elu", kNames_elu, kKeys_elu, 7, 4, true};
+const tb::Signature kSig_elu{"elu", kNames_elu, kKeys_elu, 7, 4, true, true};
 
 PyObject* py_elu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -1968,7 +1968,7 @@ PyObject* py_elu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_embedding[] = {"weight", "indices", "padding_idx", "scale_grad_by_freq", "sparse", "out", "implementation", "stream"};
 PyObject* kKeys_embedding[8] = {};
-const tb::Signature kSig_embedding{"embedding", kNames_embedding, kKeys_embedding, 8, 5, false};
+const tb::Signature kSig_embedding{"embedding", kNames_embedding, kKeys_embedding, 8, 5, false, true};
 
 PyObject* py_embedding(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[8] = {};
@@ -2004,7 +2004,7 @@ PyObject* py_embedding(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_embedding_dense_backward[] = {"grad_output", "indices", "num_weights", "padding_idx", "scale_grad_by_freq", "out", "implementation", "stream"};
 PyObject* kKeys_embedding_dense_backward[8] = {};
-const tb::Signature kSig_embedding_dense_backward{"embedding_dense_backward", kNames_embedding_dense_backward, kKeys_embedding_dense_backward, 8, 5, false};
+const tb::Signature kSig_embedding_dense_backward{"embedding_dense_backward", kNames_embedding_dense_backward, kKeys_embedding_dense_backward, 8, 5, false, true};
 
 PyObject* py_embedding_dense_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[8] = {};
@@ -2040,7 +2040,7 @@ PyObject* py_embedding_dense_backward(PyObject*, PyObject* const* args, Py_ssize
 // eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_eq_Scalar[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_eq_Scalar[5] = {};
-const tb::Signature kSig_eq_Scalar{"eq_Scalar", kNames_eq_Scalar, kKeys_eq_Scalar, 5, 2, true};
+const tb::Signature kSig_eq_Scalar{"eq_Scalar", kNames_eq_Scalar, kKeys_eq_Scalar, 5, 2, true, true};
 
 PyObject* py_eq_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -2073,7 +2073,7 @@ PyObject* py_eq_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_eq_Tensor[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_eq_Tensor[5] = {};
-const tb::Signature kSig_eq_Tensor{"eq_Tensor", kNames_eq_Tensor, kKeys_eq_Tensor, 5, 2, true};
+const tb::Signature kSig_eq_Tensor{"eq_Tensor", kNames_eq_Tensor, kKeys_eq_Tensor, 5, 2, true, true};
 
 PyObject* py_eq_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -2106,7 +2106,7 @@ PyObject* py_eq_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_erf[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_erf[4] = {};
-const tb::Signature kSig_erf{"erf", kNames_erf, kKeys_erf, 4, 1, true};
+const tb::Signature kSig_erf{"erf", kNames_erf, kKeys_erf, 4, 1, true, true};
 
 PyObject* py_erf(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -2138,7 +2138,7 @@ PyObject* py_erf(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_erfc[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_erfc[4] = {};
-const tb::Signature kSig_erfc{"erfc", kNames_erfc, kKeys_erfc, 4, 1, true};
+const tb::Signature kSig_erfc{"erfc", kNames_erfc, kKeys_erfc, 4, 1, true, true};
 
 PyObject* py_erfc(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -2170,7 +2170,7 @@ PyObject* py_erfc(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_erfinv[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_erfinv[4] = {};
-const tb::Signature kSig_erfinv{"erfinv", kNames_erfinv, kKeys_erfinv, 4, 1, true};
+const tb::Signature kSig_erfinv{"erfinv", kNames_erfinv, kKeys_erfinv, 4, 1, true, true};
 
 PyObject* py_erfinv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -2202,7 +2202,7 @@ PyObject* py_erfinv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 // exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_exp[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_exp[4] = {};
-const tb::Signature kSig_exp{"exp", kNames_exp, kKeys_exp, 4, 1, true};
+const tb::Signature kSig_exp{"exp", kNames_exp, kKeys_exp, 4, 1, true, true};
 
 PyObject* py_exp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -2234,7 +2234,7 @@ PyObject* py_exp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_exp2[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_exp2[4] = {};
-const tb::Signature kSig_exp2{"exp2", kNames_exp2, kKeys_exp2, 4, 1, true};
+const tb::Signature kSig_exp2{"exp2", kNames_exp2, kKeys_exp2, 4, 1, true, true};
 
 PyObject* py_exp2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -2266,7 +2266,7 @@ PyObject* py_exp2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_expm1[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_expm1[4] = {};
-const tb::Signature kSig_expm1{"expm1", kNames_expm1, kKeys_expm1, 4, 1, true};
+const tb::Signature kSig_expm1{"expm1", kNames_expm1, kKeys_expm1, 4, 1, true, true};
 
 PyObject* py_expm1(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -2298,7 +2298,7 @@ PyObject* py_expm1(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_flip[] = {"input", "dims", "out", "implementation", "stream"};
 PyObject* kKeys_flip[5] = {};
-const tb::Signature kSig_flip{"flip", kNames_flip, kKeys_flip, 5, 2, false};
+const tb::Signature kSig_flip{"flip", kNames_flip, kKeys_flip, 5, 2, false, true};
 
 PyObject* py_flip(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -2331,7 +2331,7 @@ PyObject* py_flip(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_floor[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_floor[4] = {};
-const tb::Signature kSig_floor{"floor", kNames_floor, kKeys_floor, 4, 1, true};
+const tb::Signature kSig_floor{"floor", kNames_floor, kKeys_floor, 4, 1, true, true};
 
 PyObject* py_floor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -2363,7 +2363,7 @@ PyObject* py_floor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_floor_divide[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_floor_divide[5] = {};
-const tb::Signature kSig_floor_divide{"floor_divide", kNames_floor_divide, kKeys_floor_divide, 5, 2, false};
+const tb::Signature kSig_floor_divide{"floor_divide", kNames_floor_divide, kKeys_floor_divide, 5, 2, false, true};
 
 PyObject* py_floor_divide(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -2396,7 +2396,7 @@ PyObject* py_floor_divide(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 // fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_fmax[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_fmax[5] = {};
-const tb::Signature kSig_fmax{"fmax", kNames_fmax, kKeys_fmax, 5, 2, true};
+const tb::Signature kSig_fmax{"fmax", kNames_fmax, kKeys_fmax, 5, 2, true, true};
 
 PyObject* py_fmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -2429,7 +2429,7 @@ PyObject* py_fmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_fmin[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_fmin[5] = {};
-const tb::Signature kSig_fmin{"fmin", kNames_fmin, kKeys_fmin, 5, 2, true};
+const tb::Signature kSig_fmin{"fmin", kNames_fmin, kKeys_fmin, 5, 2, true, true};
 
 PyObject* py_fmin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -2462,7 +2462,7 @@ PyObject* py_fmin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_fmod_Tensor[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_fmod_Tensor[5] = {};
-const tb::Signature kSig_fmod_Tensor{"fmod_Tensor", kNames_fmod_Tensor, kKeys_fmod_Tensor, 5, 2, true};
+const tb::Signature kSig_fmod_Tensor{"fmod_Tensor", kNames_fmod_Tensor, kKeys_fmod_Tensor, 5, 2, true, true};
 
 PyObject* py_fmod_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -2495,7 +2495,7 @@ PyObject* py_fmod_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 // frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_frac[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_frac[4] = {};
-const tb::Signature kSig_frac{"frac", kNames_frac, kKeys_frac, 4, 1, true};
+const tb::Signature kSig_frac{"frac", kNames_frac, kKeys_frac, 4, 1, true, true};
 
 PyObject* py_frac(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -2527,7 +2527,7 @@ PyObject* py_frac(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_gather[] = {"input", "dim", "index", "sparse_grad", "out", "implementation", "stream"};
 PyObject* kKeys_gather[7] = {};
-const tb::Signature kSig_gather{"gather", kNames_gather, kKeys_gather, 7, 3, false};
+const tb::Signature kSig_gather{"gather", kNames_gather, kKeys_gather, 7, 3, false, true};
 
 PyObject* py_gather(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -2562,7 +2562,7 @@ PyObject* py_gather(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 // ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_ge_Scalar[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_ge_Scalar[5] = {};
-const tb::Signature kSig_ge_Scalar{"ge_Scalar", kNames_ge_Scalar, kKeys_ge_Scalar, 5, 2, true};
+const tb::Signature kSig_ge_Scalar{"ge_Scalar", kNames_ge_Scalar, kKeys_ge_Scalar, 5, 2, true, true};
 
 PyObject* py_ge_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -2595,7 +2595,7 @@ PyObject* py_ge_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_ge_Tensor[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_ge_Tensor[5] = {};
-const tb::Signature kSig_ge_Tensor{"ge_Tensor", kNames_ge_Tensor, kKeys_ge_Tensor, 5, 2, true};
+const tb::Signature kSig_ge_Tensor{"ge_Tensor", kNames_ge_Tensor, kKeys_ge_Tensor, 5, 2, true, true};
 
 PyObject* py_ge_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -2628,7 +2628,7 @@ PyObject* py_ge_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_gelu[] = {"input", "approximate", "out", "implementation", "stream"};
 PyObject* kKeys_gelu[5] = {};
-const tb::Signature kSig_gelu{"gelu", kNames_gelu, kKeys_gelu, 5, 1, true};
+const tb::Signature kSig_gelu{"gelu", kNames_gelu, kKeys_gelu, 5, 1, true, true};
 
 PyObject* py_gelu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -2661,7 +2661,7 @@ PyObject* py_gelu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)
 const char* const kNames_gelu_backward[] = {"grad_output", "input", "approximate", "grad_input", "implementation", "stream"};
 PyObject* kKeys_gelu_backward[6] = {};
-const tb::Signature kSig_gelu_backward{"gelu_backward", kNames_gelu_backward, kKeys_gelu_backward, 6, 2, true};
+const tb::Signature kSig_gelu_backward{"gelu_backward", kNames_gelu_backward, kKeys_gelu_backward, 6, 2, true, true};
 
 PyObject* py_gelu_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -2695,7 +2695,7 @@ PyObject* py_gelu_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
 // glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_glu[] = {"input", "dim", "out", "implementation", "stream"};
 PyObject* kKeys_glu[5] = {};
-const tb::Signature kSig_glu{"glu", kNames_glu, kKeys_glu, 5, 2, true};
+const tb::Signature kSig_glu{"glu", kNames_glu, kKeys_glu, 5, 2, true, true};
 
 PyObject* py_glu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -2728,7 +2728,7 @@ PyObject* py_glu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_gt_Scalar[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_gt_Scalar[5] = {};
-const tb::Signature kSig_gt_Scalar{"gt_Scalar", kNames_gt_Scalar, kKeys_gt_Scalar, 5, 2, true};
+const tb::Signature kSig_gt_Scalar{"gt_Scalar", kNames_gt_Scalar, kKeys_gt_Scalar, 5, 2, true, true};
 
 PyObject* py_gt_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -2761,7 +2761,7 @@ PyObject* py_gt_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_gt_Tensor[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_gt_Tensor[5] = {};
-const tb::Signature kSig_gt_Tensor{"gt_Tensor", kNames_gt_Tensor, kKeys_gt_Tensor, 5, 2, true};
+const tb::Signature kSig_gt_Tensor{"gt_Tensor", kNames_gt_Tensor, kKeys_gt_Tensor, 5, 2, true, true};
 
 PyObject* py_gt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -2794,7 +2794,7 @@ PyObject* py_gt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_hardsigmoid[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_hardsigmoid[4] = {};
-const tb::Signature kSig_hardsigmoid{"hardsigmoid", kNames_hardsigmoid, kKeys_hardsigmoid, 4, 1, true};
+const tb::Signature kSig_hardsigmoid{"hardsigmoid", kNames_hardsigmoid, kKeys_hardsigmoid, 4, 1, true, true};
 
 PyObject* py_hardsigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -2826,7 +2826,7 @@ PyObject* py_hardsigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 // hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_hardswish[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_hardswish[4] = {};
-const tb::Signature kSig_hardswish{"hardswish", kNames_hardswish, kKeys_hardswish, 4, 1, false};
+const tb::Signature kSig_hardswish{"hardswish", kNames_hardswish, kKeys_hardswish, 4, 1, false, true};
 
 PyObject* py_hardswish(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -2858,7 +2858,7 @@ PyObject* py_hardswish(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_hardtanh[] = {"input", "min_val", "max_val", "out", "implementation", "stream"};
 PyObject* kKeys_hardtanh[6] = {};
-const tb::Signature kSig_hardtanh{"hardtanh", kNames_hardtanh, kKeys_hardtanh, 6, 3, false};
+const tb::Signature kSig_hardtanh{"hardtanh", kNames_hardtanh, kKeys_hardtanh, 6, 3, false, true};
 
 PyObject* py_hardtanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -2892,7 +2892,7 @@ PyObject* py_hardtanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 // hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_hypot[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_hypot[5] = {};
-const tb::Signature kSig_hypot{"hypot", kNames_hypot, kKeys_hypot, 5, 2, true};
+const tb::Signature kSig_hypot{"hypot", kNames_hypot, kKeys_hypot, 5, 2, true, true};
 
 PyObject* py_hypot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -2925,7 +2925,7 @@ PyObject* py_hypot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_index[] = {"input", "indices", "out", "implementation", "stream"};
 PyObject* kKeys_index[5] = {};
-const tb::Signature kSig_index{"index", kNames_index, kKeys_index, 5, 2, false};
+const tb::Signature kSig_index{"index", kNames_index, kKeys_index, 5, 2, false, true};
 
 PyObject* py_index(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -2958,7 +2958,7 @@ PyObject* py_index(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_index_add[] = {"input", "dim", "index", "source", "alpha", "out", "implementation", "stream"};
 PyObject* kKeys_index_add[8] = {};
-const tb::Signature kSig_index_add{"index_add", kNames_index_add, kKeys_index_add, 8, 4, false};
+const tb::Signature kSig_index_add{"index_add", kNames_index_add, kKeys_index_add, 8, 4, false, true};
 
 PyObject* py_index_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[8] = {};
@@ -2994,7 +2994,7 @@ PyObject* py_index_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_index_put[] = {"input", "indices", "values", "accumulate", "out", "implementation", "stream"};
 PyObject* kKeys_index_put[7] = {};
-const tb::Signature kSig_index_put{"index_put", kNames_index_put, kKeys_index_put, 7, 4, false};
+const tb::Signature kSig_index_put{"index_put", kNames_index_put, kKeys_index_put, 7, 4, false, true};
 
 PyObject* py_index_put(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -3029,7 +3029,7 @@ PyObject* py_index_put(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_index_select[] = {"input", "dim", "index", "out", "implementation", "stream"};
 PyObject* kKeys_index_select[6] = {};
-const tb::Signature kSig_index_select{"index_select", kNames_index_select, kKeys_index_select, 6, 3, false};
+const tb::Signature kSig_index_select{"index_select", kNames_index_select, kKeys_index_select, 6, 3, false, true};
 
 PyObject* py_index_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -3063,7 +3063,7 @@ PyObject* py_index_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 // isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_isnan[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_isnan[4] = {};
-const tb::Signature kSig_isnan{"isnan", kNames_isnan, kKeys_isnan, 4, 1, false};
+const tb::Signature kSig_isnan{"isnan", kNames_isnan, kKeys_isnan, 4, 1, false, true};
 
 PyObject* py_isnan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -3095,7 +3095,7 @@ PyObject* py_isnan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_kron[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_kron[5] = {};
-const tb::Signature kSig_kron{"kron", kNames_kron, kKeys_kron, 5, 2, false};
+const tb::Signature kSig_kron{"kron", kNames_kron, kKeys_kron, 5, 2, false, true};
 
 PyObject* py_kron(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -3128,7 +3128,7 @@ PyObject* py_kron(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // kthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 const char* const kNames_kthvalue[] = {"input", "k", "dim", "keepdim", "values", "indices", "implementation", "stream"};
 PyObject* kKeys_kthvalue[8] = {};
-const tb::Signature kSig_kthvalue{"kthvalue", kNames_kthvalue, kKeys_kthvalue, 8, 4, false};
+const tb::Signature kSig_kthvalue{"kthvalue", kNames_kthvalue, kKeys_kthvalue, 8, 4, false, true};
 
 PyObject* py_kthvalue(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[8] = {};
@@ -3164,7 +3164,7 @@ PyObject* py_kthvalue(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 // le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_le_Scalar[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_le_Scalar[5] = {};
-const tb::Signature kSig_le_Scalar{"le_Scalar", kNames_le_Scalar, kKeys_le_Scalar, 5, 2, true};
+const tb::Signature kSig_le_Scalar{"le_Scalar", kNames_le_Scalar, kKeys_le_Scalar, 5, 2, true, true};
 
 PyObject* py_le_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -3197,7 +3197,7 @@ PyObject* py_le_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_le_Tensor[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_le_Tensor[5] = {};
-const tb::Signature kSig_le_Tensor{"le_Tensor", kNames_le_Tensor, kKeys_le_Tensor, 5, 2, true};
+const tb::Signature kSig_le_Tensor{"le_Tensor", kNames_le_Tensor, kKeys_le_Tensor, 5, 2, true, true};
 
 PyObject* py_le_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -3230,7 +3230,7 @@ PyObject* py_le_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_leaky_relu[] = {"input", "negative_slope", "out", "implementation", "stream"};
 PyObject* kKeys_leaky_relu[5] = {};
-const tb::Signature kSig_leaky_relu{"leaky_relu", kNames_leaky_relu, kKeys_leaky_relu, 5, 2, true};
+const tb::Signature kSig_leaky_relu{"leaky_relu", kNames_leaky_relu, kKeys_leaky_relu, 5, 2, true, true};
 
 PyObject* py_leaky_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -3263,7 +3263,7 @@ PyObject* py_leaky_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 // lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_lerp_Scalar[] = {"input", "end", "weight", "out", "implementation", "stream"};
 PyObject* kKeys_lerp_Scalar[6] = {};
-const tb::Signature kSig_lerp_Scalar{"lerp_Scalar", kNames_lerp_Scalar, kKeys_lerp_Scalar, 6, 3, true};
+const tb::Signature kSig_lerp_Scalar{"lerp_Scalar", kNames_lerp_Scalar, kKeys_lerp_Scalar, 6, 3, true, true};
 
 PyObject* py_lerp_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -3297,7 +3297,7 @@ PyObject* py_lerp_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 // lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_lerp_Tensor[] = {"input", "end", "weight", "out", "implementation", "stream"};
 PyObject* kKeys_lerp_Tensor[6] = {};
-const tb::Signature kSig_lerp_Tensor{"lerp_Tensor", kNames_lerp_Tensor, kKeys_lerp_Tensor, 6, 3, true};
+const tb::Signature kSig_lerp_Tensor{"lerp_Tensor", kNames_lerp_Tensor, kKeys_lerp_Tensor, 6, 3, true, true};
 
 PyObject* py_lerp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -3331,7 +3331,7 @@ PyObject* py_lerp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 // lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_lgamma[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_lgamma[4] = {};
-const tb::Signature kSig_lgamma{"lgamma", kNames_lgamma, kKeys_lgamma, 4, 1, true};
+const tb::Signature kSig_lgamma{"lgamma", kNames_lgamma, kKeys_lgamma, 4, 1, true, true};
 
 PyObject* py_lgamma(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -3363,7 +3363,7 @@ PyObject* py_lgamma(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 // linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_linear[] = {"input", "weight", "bias", "out", "implementation", "stream"};
 PyObject* kKeys_linear[6] = {};
-const tb::Signature kSig_linear{"linear", kNames_linear, kKeys_linear, 6, 3, false};
+const tb::Signature kSig_linear{"linear", kNames_linear, kKeys_linear, 6, 3, false, true};
 
 PyObject* py_linear(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -3397,7 +3397,7 @@ PyObject* py_linear(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 // log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_log[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_log[4] = {};
-const tb::Signature kSig_log{"log", kNames_log, kKeys_log, 4, 1, true};
+const tb::Signature kSig_log{"log", kNames_log, kKeys_log, 4, 1, true, true};
 
 PyObject* py_log(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -3429,7 +3429,7 @@ PyObject* py_log(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_log10[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_log10[4] = {};
-const tb::Signature kSig_log10{"log10", kNames_log10, kKeys_log10, 4, 1, true};
+const tb::Signature kSig_log10{"log10", kNames_log10, kKeys_log10, 4, 1, true, true};
 
 PyObject* py_log10(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -3461,7 +3461,7 @@ PyObject* py_log10(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_log1p[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_log1p[4] = {};
-const tb::Signature kSig_log1p{"log1p", kNames_log1p, kKeys_log1p, 4, 1, true};
+const tb::Signature kSig_log1p{"log1p", kNames_log1p, kKeys_log1p, 4, 1, true, true};
 
 PyObject* py_log1p(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -3493,7 +3493,7 @@ PyObject* py_log1p(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_log2[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_log2[4] = {};
-const tb::Signature kSig_log2{"log2", kNames_log2, kKeys_log2, 4, 1, true};
+const tb::Signature kSig_log2{"log2", kNames_log2, kKeys_log2, 4, 1, true, true};
 
 PyObject* py_log2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -3525,7 +3525,7 @@ PyObject* py_log2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_log_sigmoid[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_log_sigmoid[4] = {};
-const tb::Signature kSig_log_sigmoid{"log_sigmoid", kNames_log_sigmoid, kKeys_log_sigmoid, 4, 1, false};
+const tb::Signature kSig_log_sigmoid{"log_sigmoid", kNames_log_sigmoid, kKeys_log_sigmoid, 4, 1, false, true};
 
 PyObject* py_log_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -3557,7 +3557,7 @@ PyObject* py_log_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 // log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_log_softmax[] = {"input", "dim", "dtype", "out", "implementation", "stream"};
 PyObject* kKeys_log_softmax[6] = {};
-const tb::Signature kSig_log_softmax{"log_softmax", kNames_log_softmax, kKeys_log_softmax, 6, 3, false};
+const tb::Signature kSig_log_softmax{"log_softmax", kNames_log_softmax, kKeys_log_softmax, 6, 3, false, true};
 
 PyObject* py_log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -3591,7 +3591,7 @@ PyObject* py_log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 // logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_logaddexp[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_logaddexp[5] = {};
-const tb::Signature kSig_logaddexp{"logaddexp", kNames_logaddexp, kKeys_logaddexp, 5, 2, true};
+const tb::Signature kSig_logaddexp{"logaddexp", kNames_logaddexp, kKeys_logaddexp, 5, 2, true, true};
 
 PyObject* py_logaddexp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -3624,7 +3624,7 @@ PyObject* py_logaddexp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_logaddexp2[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_logaddexp2[5] = {};
-const tb::Signature kSig_logaddexp2{"logaddexp2", kNames_logaddexp2, kKeys_logaddexp2, 5, 2, true};
+const tb::Signature kSig_logaddexp2{"logaddexp2", kNames_logaddexp2, kKeys_logaddexp2, 5, 2, true, true};
 
 PyObject* py_logaddexp2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -3657,7 +3657,7 @@ PyObject* py_logaddexp2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 // logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_logical_and[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_logical_and[5] = {};
-const tb::Signature kSig_logical_and{"logical_and", kNames_logical_and, kKeys_logical_and, 5, 2, false};
+const tb::Signature kSig_logical_and{"logical_and", kNames_logical_and, kKeys_logical_and, 5, 2, false, true};
 
 PyObject* py_logical_and(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -3690,7 +3690,7 @@ PyObject* py_logical_and(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 // logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_logical_not[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_logical_not[4] = {};
-const tb::Signature kSig_logical_not{"logical_not", kNames_logical_not, kKeys_logical_not, 4, 1, false};
+const tb::Signature kSig_logical_not{"logical_not", kNames_logical_not, kKeys_logical_not, 4, 1, false, true};
 
 PyObject* py_logical_not(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -3722,7 +3722,7 @@ PyObject* py_logical_not(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 // logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_logical_or[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_logical_or[5] = {};
-const tb::Signature kSig_logical_or{"logical_or", kNames_logical_or, kKeys_logical_or, 5, 2, false};
+const tb::Signature kSig_logical_or{"logical_or", kNames_logical_or, kKeys_logical_or, 5, 2, false, true};
 
 PyObject* py_logical_or(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -3755,7 +3755,7 @@ PyObject* py_logical_or(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 // logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_logical_xor[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_logical_xor[5] = {};
-const tb::Signature kSig_logical_xor{"logical_xor", kNames_logical_xor, kKeys_logical_xor, 5, 2, false};
+const tb::Signature kSig_logical_xor{"logical_xor", kNames_logical_xor, kKeys_logical_xor, 5, 2, false, true};
 
 PyObject* py_logical_xor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -3788,7 +3788,7 @@ PyObject* py_logical_xor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 // logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_logsumexp[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
 PyObject* kKeys_logsumexp[6] = {};
-const tb::Signature kSig_logsumexp{"logsumexp", kNames_logsumexp, kKeys_logsumexp, 6, 3, false};
+const tb::Signature kSig_logsumexp{"logsumexp", kNames_logsumexp, kKeys_logsumexp, 6, 3, false, true};
 
 PyObject* py_logsumexp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -3822,7 +3822,7 @@ PyObject* py_logsumexp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_lt_Scalar[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_lt_Scalar[5] = {};
-const tb::Signature kSig_lt_Scalar{"lt_Scalar", kNames_lt_Scalar, kKeys_lt_Scalar, 5, 2, true};
+const tb::Signature kSig_lt_Scalar{"lt_Scalar", kNames_lt_Scalar, kKeys_lt_Scalar, 5, 2, true, true};
 
 PyObject* py_lt_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -3855,7 +3855,7 @@ PyObject* py_lt_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_lt_Tensor[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_lt_Tensor[5] = {};
-const tb::Signature kSig_lt_Tensor{"lt_Tensor", kNames_lt_Tensor, kKeys_lt_Tensor, 5, 2, true};
+const tb::Signature kSig_lt_Tensor{"lt_Tensor", kNames_lt_Tensor, kKeys_lt_Tensor, 5, 2, true, true};
 
 PyObject* py_lt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -3888,7 +3888,7 @@ PyObject* py_lt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_masked_fill[] = {"input", "mask", "value", "out", "implementation", "stream"};
 PyObject* kKeys_masked_fill[6] = {};
-const tb::Signature kSig_masked_fill{"masked_fill", kNames_masked_fill, kKeys_masked_fill, 6, 3, false};
+const tb::Signature kSig_masked_fill{"masked_fill", kNames_masked_fill, kKeys_masked_fill, 6, 3, false, true};
 
 PyObject* py_masked_fill(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -3922,7 +3922,7 @@ PyObject* py_masked_fill(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 // masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_masked_fill_Tensor[] = {"input", "mask", "value", "out", "implementation", "stream"};
 PyObject* kKeys_masked_fill_Tensor[6] = {};
-const tb::Signature kSig_masked_fill_Tensor{"masked_fill_Tensor", kNames_masked_fill_Tensor, kKeys_masked_fill_Tensor, 6, 3, false};
+const tb::Signature kSig_masked_fill_Tensor{"masked_fill_Tensor", kNames_masked_fill_Tensor, kKeys_masked_fill_Tensor, 6, 3, false, true};
 
 PyObject* py_masked_fill_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -3956,7 +3956,7 @@ PyObject* py_masked_fill_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nar
 // masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_masked_select[] = {"input", "mask", "out", "implementation", "stream"};
 PyObject* kKeys_masked_select[5] = {};
-const tb::Signature kSig_masked_select{"masked_select", kNames_masked_select, kKeys_masked_select, 5, 2, false};
+const tb::Signature kSig_masked_select{"masked_select", kNames_masked_select, kKeys_masked_select, 5, 2, false, true};
 
 PyObject* py_masked_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -3989,7 +3989,7 @@ PyObject* py_masked_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
 // matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_matmul[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_matmul[5] = {};
-const tb::Signature kSig_matmul{"matmul", kNames_matmul, kKeys_matmul, 5, 2, false};
+const tb::Signature kSig_matmul{"matmul", kNames_matmul, kKeys_matmul, 5, 2, false, true};
 
 PyObject* py_matmul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -4022,7 +4022,7 @@ PyObject* py_matmul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 // max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)
 const char* const kNames_max[] = {"input", "dim", "keepdim", "max", "max_values", "implementation", "stream"};
 PyObject* kKeys_max[7] = {};
-const tb::Signature kSig_max{"max", kNames_max, kKeys_max, 7, 3, false};
+const tb::Signature kSig_max{"max", kNames_max, kKeys_max, 7, 3, false, true};
 
 PyObject* py_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -4057,7 +4057,7 @@ PyObject* py_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))
 const char* const kNames_max_pool2d_with_indices[] = {"input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "out", "indices", "implementation", "stream"};
 PyObject* kKeys_max_pool2d_with_indices[10] = {};
-const tb::Signature kSig_max_pool2d_with_indices{"max_pool2d_with_indices", kNames_max_pool2d_with_indices, kKeys_max_pool2d_with_indices, 10, 6, false};
+const tb::Signature kSig_max_pool2d_with_indices{"max_pool2d_with_indices", kNames_max_pool2d_with_indices, kKeys_max_pool2d_with_indices, 10, 6, false, true};
 
 PyObject* py_max_pool2d_with_indices(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[10] = {};
@@ -4095,7 +4095,7 @@ PyObject* py_max_pool2d_with_indices(PyObject*, PyObject* const* args, Py_ssize_
 // maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_maximum[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_maximum[5] = {};
-const tb::Signature kSig_maximum{"maximum", kNames_maximum, kKeys_maximum, 5, 2, true};
+const tb::Signature kSig_maximum{"maximum", kNames_maximum, kKeys_maximum, 5, 2, true, true};
 
 PyObject* py_maximum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -4128,7 +4128,7 @@ PyObject* py_maximum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 // mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_mean[] = {"input", "dim", "keepdim", "dtype", "out", "implementation", "stream"};
 PyObject* kKeys_mean[7] = {};
-const tb::Signature kSig_mean{"mean", kNames_mean, kKeys_mean, 7, 3, false};
+const tb::Signature kSig_mean{"mean", kNames_mean, kKeys_mean, 7, 3, false, true};
 
 PyObject* py_mean(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -4163,7 +4163,7 @@ PyObject* py_mean(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // median.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 const char* const kNames_median_dim_values[] = {"input", "dim", "keepdim", "values", "indices", "implementation", "stream"};
 PyObject* kKeys_median_dim_values[7] = {};
-const tb::Signature kSig_median_dim_values{"median_dim_values", kNames_median_dim_values, kKeys_median_dim_values, 7, 3, false};
+const tb::Signature kSig_median_dim_values{"median_dim_values", kNames_median_dim_values, kKeys_median_dim_values, 7, 3, false, true};
 
 PyObject* py_median_dim_values(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -4198,7 +4198,7 @@ PyObject* py_median_dim_values(PyObject*, PyObject* const* args, Py_ssize_t narg
 // min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)
 const char* const kNames_min[] = {"input", "dim", "keepdim", "min", "min_indices", "implementation", "stream"};
 PyObject* kKeys_min[7] = {};
-const tb::Signature kSig_min{"min", kNames_min, kKeys_min, 7, 3, false};
+const tb::Signature kSig_min{"min", kNames_min, kKeys_min, 7, 3, false, true};
 
 PyObject* py_min(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -4233,7 +4233,7 @@ PyObject* py_min(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_minimum[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_minimum[5] = {};
-const tb::Signature kSig_minimum{"minimum", kNames_minimum, kKeys_minimum, 5, 2, true};
+const tb::Signature kSig_minimum{"minimum", kNames_minimum, kKeys_minimum, 5, 2, true, true};
 
 PyObject* py_minimum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -4266,7 +4266,7 @@ PyObject* py_minimum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 // mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_mish[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_mish[4] = {};
-const tb::Signature kSig_mish{"mish", kNames_mish, kKeys_mish, 4, 1, true};
+const tb::Signature kSig_mish{"mish", kNames_mish, kKeys_mish, 4, 1, true, true};
 
 PyObject* py_mish(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -4298,7 +4298,7 @@ PyObject* py_mish(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_mm[] = {"input", "mat2", "out", "implementation", "stream"};
 PyObject* kKeys_mm[5] = {};
-const tb::Signature kSig_mm{"mm", kNames_mm, kKeys_mm, 5, 2, false};
+const tb::Signature kSig_mm{"mm", kNames_mm, kKeys_mm, 5, 2, false, true};
 
 PyObject* py_mm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -4331,7 +4331,7 @@ PyObject* py_mm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kw
 // mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_mse_loss[] = {"input", "target", "reduction", "out", "implementation", "stream"};
 PyObject* kKeys_mse_loss[6] = {};
-const tb::Signature kSig_mse_loss{"mse_loss", kNames_mse_loss, kKeys_mse_loss, 6, 3, true};
+const tb::Signature kSig_mse_loss{"mse_loss", kNames_mse_loss, kKeys_mse_loss, 6, 3, true, true};
 
 PyObject* py_mse_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -4365,7 +4365,7 @@ PyObject* py_mse_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 // mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)
 const char* const kNames_mse_loss_backward[] = {"grad_output", "input", "target", "reduction", "grad_input", "implementation", "stream"};
 PyObject* kKeys_mse_loss_backward[7] = {};
-const tb::Signature kSig_mse_loss_backward{"mse_loss_backward", kNames_mse_loss_backward, kKeys_mse_loss_backward, 7, 4, false};
+const tb::Signature kSig_mse_loss_backward{"mse_loss_backward", kNames_mse_loss_backward, kKeys_mse_loss_backward, 7, 4, false, true};
 
 PyObject* py_mse_loss_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -4400,7 +4400,7 @@ PyObject* py_mse_loss_backward(PyObject*, PyObject* const* args, Py_ssize_t narg
 // mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_mul[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_mul[5] = {};
-const tb::Signature kSig_mul{"mul", kNames_mul, kKeys_mul, 5, 2, true};
+const tb::Signature kSig_mul{"mul", kNames_mul, kKeys_mul, 5, 2, true, false};
 
 PyObject* py_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -4433,7 +4433,7 @@ PyObject* py_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_mul_Scalar[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_mul_Scalar[5] = {};
-const tb::Signature kSig_mul_Scalar{"mul_Scalar", kNames_mul_Scalar, kKeys_mul_Scalar, 5, 2, false};
+const tb::Signature kSig_mul_Scalar{"mul_Scalar", kNames_mul_Scalar, kKeys_mul_Scalar, 5, 2, false, true};
 
 PyObject* py_mul_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -4466,7 +4466,7 @@ PyObject* py_mul_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 // mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_mv[] = {"input", "vec", "out", "implementation", "stream"};
 PyObject* kKeys_mv[5] = {};
-const tb::Signature kSig_mv{"mv", kNames_mv, kKeys_mv, 5, 2, false};
+const tb::Signature kSig_mv{"mv", kNames_mv, kKeys_mv, 5, 2, false, true};
 
 PyObject* py_mv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -4499,7 +4499,7 @@ PyObject* py_mv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kw
 // nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_nan_to_num[] = {"input", "nan", "posinf", "neginf", "out", "implementation", "stream"};
 PyObject* kKeys_nan_to_num[7] = {};
-const tb::Signature kSig_nan_to_num{"nan_to_num", kNames_nan_to_num, kKeys_nan_to_num, 7, 4, false};
+const tb::Signature kSig_nan_to_num{"nan_to_num", kNames_nan_to_num, kKeys_nan_to_num, 7, 4, false, true};
 
 PyObject* py_nan_to_num(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -4534,7 +4534,7 @@ PyObject* py_nan_to_num(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 // nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_nansum[] = {"input", "dim", "keepdim", "dtype", "out", "implementation", "stream"};
 PyObject* kKeys_nansum[7] = {};
-const tb::Signature kSig_nansum{"nansum", kNames_nansum, kKeys_nansum, 7, 3, false};
+const tb::Signature kSig_nansum{"nansum", kNames_nansum, kKeys_nansum, 7, 3, false, true};
 
 PyObject* py_nansum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -4569,7 +4569,7 @@ PyObject* py_nansum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 // narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_narrow_copy[] = {"input", "dim", "start", "length", "out", "implementation", "stream"};
 PyObject* kKeys_narrow_copy[7] = {};
-const tb::Signature kSig_narrow_copy{"narrow_copy", kNames_narrow_copy, kKeys_narrow_copy, 7, 4, false};
+const tb::Signature kSig_narrow_copy{"narrow_copy", kNames_narrow_copy, kKeys_narrow_copy, 7, 4, false, true};
 
 PyObject* py_narrow_copy(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -4604,7 +4604,7 @@ PyObject* py_narrow_copy(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 // native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))
 const char* const kNames_native_batch_norm[] = {"input", "weight", "bias", "running_mean", "running_var", "training", "momentum", "eps", "out", "save_mean", "save_invstd", "implementation", "stream"};
 PyObject* kKeys_native_batch_norm[13] = {};
-const tb::Signature kSig_native_batch_norm{"native_batch_norm", kNames_native_batch_norm, kKeys_native_batch_norm, 13, 8, false};
+const tb::Signature kSig_native_batch_norm{"native_batch_norm", kNames_native_batch_norm, kKeys_native_batch_norm, 13, 8, false, true};
 
 PyObject* py_native_batch_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[13] = {};
@@ -4645,7 +4645,7 @@ PyObject* py_native_batch_norm(PyObject*, PyObject* const* args, Py_ssize_t narg
 // native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
 const char* const kNames_native_group_norm[] = {"input", "weight", "bias", "N", "C", "HxW", "group", "eps", "out0", "out1", "out2", "implementation", "stream"};
 PyObject* kKeys_native_group_norm[13] = {};
-const tb::Signature kSig_native_group_norm{"native_group_norm", kNames_native_group_norm, kKeys_native_group_norm, 13, 8, false};
+const tb::Signature kSig_native_group_norm{"native_group_norm", kNames_native_group_norm, kKeys_native_group_norm, 13, 8, false, true};
 
 PyObject* py_native_group_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[13] = {};
@@ -4686,7 +4686,7 @@ PyObject* py_native_group_norm(PyObject*, PyObject* const* args, Py_ssize_t narg
 // native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
 const char* const kNames_native_layer_norm[] = {"input", "normalized_shape", "weight", "bias", "eps", "out0", "out1", "out2", "implementation", "stream"};
 PyObject* kKeys_native_layer_norm[10] = {};
-const tb::Signature kSig_native_layer_norm{"native_layer_norm", kNames_native_layer_norm, kKeys_native_layer_norm, 10, 5, false};
+const tb::Signature kSig_native_layer_norm{"native_layer_norm", kNames_native_layer_norm, kKeys_native_layer_norm, 10, 5, false, true};
 
 PyObject* py_native_layer_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[10] = {};
@@ -4724,7 +4724,7 @@ PyObject* py_native_layer_norm(PyObject*, PyObject* const* args, Py_ssize_t narg
 // native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
 const char* const kNames_native_layer_norm_backward[] = {"grad_out", "input", "normalized_shape", "mean", "rstd", "weight", "bias", "output_mask", "out0", "out1", "out2", "implementation", "stream"};
 PyObject* kKeys_native_layer_norm_backward[13] = {};
-const tb::Signature kSig_native_layer_norm_backward{"native_layer_norm_backward", kNames_native_layer_norm_backward, kKeys_native_layer_norm_backward, 13, 8, false};
+const tb::Signature kSig_native_layer_norm_backward{"native_layer_norm_backward", kNames_native_layer_norm_backward, kKeys_native_layer_norm_backward, 13, 8, false, true};
 
 PyObject* py_native_layer_norm_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[13] = {};
@@ -4765,7 +4765,7 @@ PyObject* py_native_layer_norm_backward(PyObject*, PyObject* const* args, Py_ssi
 // ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_ne_Scalar[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_ne_Scalar[5] = {};
-const tb::Signature kSig_ne_Scalar{"ne_Scalar", kNames_ne_Scalar, kKeys_ne_Scalar, 5, 2, true};
+const tb::Signature kSig_ne_Scalar{"ne_Scalar", kNames_ne_Scalar, kKeys_ne_Scalar, 5, 2, true, true};
 
 PyObject* py_ne_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -4798,7 +4798,7 @@ PyObject* py_ne_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_ne_Tensor[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_ne_Tensor[5] = {};
-const tb::Signature kSig_ne_Tensor{"ne_Tensor", kNames_ne_Tensor, kKeys_ne_Tensor, 5, 2, true};
+const tb::Signature kSig_ne_Tensor{"ne_Tensor", kNames_ne_Tensor, kKeys_ne_Tensor, 5, 2, true, true};
 
 PyObject* py_ne_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -4831,7 +4831,7 @@ PyObject* py_ne_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_neg[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_neg[4] = {};
-const tb::Signature kSig_neg{"neg", kNames_neg, kKeys_neg, 4, 1, true};
+const tb::Signature kSig_neg{"neg", kNames_neg, kKeys_neg, 4, 1, true, true};
 
 PyObject* py_neg(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -4863,7 +4863,7 @@ PyObject* py_neg(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_nonzero[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_nonzero[4] = {};
-const tb::Signature kSig_nonzero{"nonzero", kNames_nonzero, kKeys_nonzero, 4, 1, false};
+const tb::Signature kSig_nonzero{"nonzero", kNames_nonzero, kKeys_nonzero, 4, 1, false, true};
 
 PyObject* py_nonzero(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -4895,7 +4895,7 @@ PyObject* py_nonzero(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 // norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_norm[] = {"input", "p", "dim", "keepdim", "out", "implementation", "stream"};
 PyObject* kKeys_norm[7] = {};
-const tb::Signature kSig_norm{"norm", kNames_norm, kKeys_norm, 7, 4, false};
+const tb::Signature kSig_norm{"norm", kNames_norm, kKeys_norm, 7, 4, false, true};
 
 PyObject* py_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -4930,7 +4930,7 @@ PyObject* py_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_outer[] = {"input", "vec2", "out", "implementation", "stream"};
 PyObject* kKeys_outer[5] = {};
-const tb::Signature kSig_outer{"outer", kNames_outer, kKeys_outer, 5, 2, false};
+const tb::Signature kSig_outer{"outer", kNames_outer, kKeys_outer, 5, 2, false, true};
 
 PyObject* py_outer(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -4963,7 +4963,7 @@ PyObject* py_outer(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_pow_Tensor_Scalar[] = {"input", "exponent", "out", "implementation", "stream"};
 PyObject* kKeys_pow_Tensor_Scalar[5] = {};
-const tb::Signature kSig_pow_Tensor_Scalar{"pow_Tensor_Scalar", kNames_pow_Tensor_Scalar, kKeys_pow_Tensor_Scalar, 5, 2, true};
+const tb::Signature kSig_pow_Tensor_Scalar{"pow_Tensor_Scalar", kNames_pow_Tensor_Scalar, kKeys_pow_Tensor_Scalar, 5, 2, true, true};
 
 PyObject* py_pow_Tensor_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -4996,7 +4996,7 @@ PyObject* py_pow_Tensor_Scalar(PyObject*, PyObject* const* args, Py_ssize_t narg
 // pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_pow_Tensor_Tensor[] = {"input", "exponent", "out", "implementation", "stream"};
 PyObject* kKeys_pow_Tensor_Tensor[5] = {};
-const tb::Signature kSig_pow_Tensor_Tensor{"pow_Tensor_Tensor", kNames_pow_Tensor_Tensor, kKeys_pow_Tensor_Tensor, 5, 2, true};
+const tb::Signature kSig_pow_Tensor_Tensor{"pow_Tensor_Tensor", kNames_pow_Tensor_Tensor, kKeys_pow_Tensor_Tensor, 5, 2, true, true};
 
 PyObject* py_pow_Tensor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -5029,7 +5029,7 @@ PyObject* py_pow_Tensor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t narg
 // prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_prod_int[] = {"input", "dim", "keepdim", "dtype", "out", "implementation", "stream"};
 PyObject* kKeys_prod_int[7] = {};
-const tb::Signature kSig_prod_int{"prod_int", kNames_prod_int, kKeys_prod_int, 7, 3, false};
+const tb::Signature kSig_prod_int{"prod_int", kNames_prod_int, kKeys_prod_int, 7, 3, false, true};
 
 PyObject* py_prod_int(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -5064,7 +5064,7 @@ PyObject* py_prod_int(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 // reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_reciprocal[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_reciprocal[4] = {};
-const tb::Signature kSig_reciprocal{"reciprocal", kNames_reciprocal, kKeys_reciprocal, 4, 1, true};
+const tb::Signature kSig_reciprocal{"reciprocal", kNames_reciprocal, kKeys_reciprocal, 4, 1, true, true};
 
 PyObject* py_reciprocal(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -5096,7 +5096,7 @@ PyObject* py_reciprocal(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 // relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_relu[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_relu[4] = {};
-const tb::Signature kSig_relu{"relu", kNames_relu, kKeys_relu, 4, 1, false};
+const tb::Signature kSig_relu{"relu", kNames_relu, kKeys_relu, 4, 1, false, true};
 
 PyObject* py_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -5128,7 +5128,7 @@ PyObject* py_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_remainder_Tensor[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_remainder_Tensor[5] = {};
-const tb::Signature kSig_remainder_Tensor{"remainder_Tensor", kNames_remainder_Tensor, kKeys_remainder_Tensor, 5, 2, true};
+const tb::Signature kSig_remainder_Tensor{"remainder_Tensor", kNames_remainder_Tensor, kKeys_remainder_Tensor, 5, 2, true, true};
 
 PyObject* py_remainder_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -5161,7 +5161,7 @@ PyObject* py_remainder_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs
 // rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_rms_norm[] = {"input", "weight", "eps", "out", "implementation", "stream"};
 PyObject* kKeys_rms_norm[6] = {};
-const tb::Signature kSig_rms_norm{"rms_norm", kNames_rms_norm, kKeys_rms_norm, 6, 3, false};
+const tb::Signature kSig_rms_norm{"rms_norm", kNames_rms_norm, kKeys_rms_norm, 6, 3, false, false};
 
 PyObject* py_rms_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -5195,7 +5195,7 @@ PyObject* py_rms_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 // roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_roll[] = {"input", "shifts", "dims", "out", "implementation", "stream"};
 PyObject* kKeys_roll[6] = {};
-const tb::Signature kSig_roll{"roll", kNames_roll, kKeys_roll, 6, 3, false};
+const tb::Signature kSig_roll{"roll", kNames_roll, kKeys_roll, 6, 3, false, true};
 
 PyObject* py_roll(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -5229,7 +5229,7 @@ PyObject* py_roll(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_round[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_round[4] = {};
-const tb::Signature kSig_round{"round", kNames_round, kKeys_round, 4, 1, true};
+const tb::Signature kSig_round{"round", kNames_round, kKeys_round, 4, 1, true, true};
 
 PyObject* py_round(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -5261,7 +5261,7 @@ PyObject* py_round(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_rsqrt[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_rsqrt[4] = {};
-const tb::Signature kSig_rsqrt{"rsqrt", kNames_rsqrt, kKeys_rsqrt, 4, 1, true};
+const tb::Signature kSig_rsqrt{"rsqrt", kNames_rsqrt, kKeys_rsqrt, 4, 1, true, true};
 
 PyObject* py_rsqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -5293,7 +5293,7 @@ PyObject* py_rsqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_scaled_dot_product_attention[] = {"query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "out", "implementation", "stream"};
 PyObject* kKeys_scaled_dot_product_attention[10] = {};
-const tb::Signature kSig_scaled_dot_product_attention{"scaled_dot_product_attention", kNames_scaled_dot_product_attention, kKeys_scaled_dot_product_attention, 10, 7, false};
+const tb::Signature kSig_scaled_dot_product_attention{"scaled_dot_product_attention", kNames_scaled_dot_product_attention, kKeys_scaled_dot_product_attention, 10, 7, false, false};
 
 PyObject* py_scaled_dot_product_attention(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[10] = {};
@@ -5331,7 +5331,7 @@ PyObject* py_scaled_dot_product_attention(PyObject*, PyObject* const* args, Py_s
 // scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_scatter_add[] = {"input", "dim", "index", "src", "out", "implementation", "stream"};
 PyObject* kKeys_scatter_add[7] = {};
-const tb::Signature kSig_scatter_add{"scatter_add", kNames_scatter_add, kKeys_scatter_add, 7, 4, false};
+const tb::Signature kSig_scatter_add{"scatter_add", kNames_scatter_add, kKeys_scatter_add, 7, 4, false, true};
 
 PyObject* py_scatter_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -5366,7 +5366,7 @@ PyObject* py_scatter_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 // scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_scatter_src[] = {"input", "dim", "index", "src", "out", "implementation", "stream"};
 PyObject* kKeys_scatter_src[7] = {};
-const tb::Signature kSig_scatter_src{"scatter_src", kNames_scatter_src, kKeys_scatter_src, 7, 4, false};
+const tb::Signature kSig_scatter_src{"scatter_src", kNames_scatter_src, kKeys_scatter_src, 7, 4, false, true};
 
 PyObject* py_scatter_src(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -5401,7 +5401,7 @@ PyObject* py_scatter_src(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 // scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_scatter_value[] = {"input", "dim", "index", "value", "out", "implementation", "stream"};
 PyObject* kKeys_scatter_value[7] = {};
-const tb::Signature kSig_scatter_value{"scatter_value", kNames_scatter_value, kKeys_scatter_value, 7, 4, false};
+const tb::Signature kSig_scatter_value{"scatter_value", kNames_scatter_value, kKeys_scatter_value, 7, 4, false, true};
 
 PyObject* py_scatter_value(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -5436,7 +5436,7 @@ PyObject* py_scatter_value(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
 // sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sgn[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_sgn[4] = {};
-const tb::Signature kSig_sgn{"sgn", kNames_sgn, kKeys_sgn, 4, 1, true};
+const tb::Signature kSig_sgn{"sgn", kNames_sgn, kKeys_sgn, 4, 1, true, true};
 
 PyObject* py_sgn(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -5468,7 +5468,7 @@ PyObject* py_sgn(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sigmoid[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_sigmoid[4] = {};
-const tb::Signature kSig_sigmoid{"sigmoid", kNames_sigmoid, kKeys_sigmoid, 4, 1, true};
+const tb::Signature kSig_sigmoid{"sigmoid", kNames_sigmoid, kKeys_sigmoid, 4, 1, true, true};
 
 PyObject* py_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -5500,7 +5500,7 @@ PyObject* py_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 // sigmoid_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)
 const char* const kNames_sigmoid_backward[] = {"grad_output", "output", "grad_input", "implementation", "stream"};
 PyObject* kKeys_sigmoid_backward[5] = {};
-const tb::Signature kSig_sigmoid_backward{"sigmoid_backward", kNames_sigmoid_backward, kKeys_sigmoid_backward, 5, 2, true};
+const tb::Signature kSig_sigmoid_backward{"sigmoid_backward", kNames_sigmoid_backward, kKeys_sigmoid_backward, 5, 2, true, true};
 
 PyObject* py_sigmoid_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -5533,7 +5533,7 @@ PyObject* py_sigmoid_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs
 // sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sign[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_sign[4] = {};
-const tb::Signature kSig_sign{"sign", kNames_sign, kKeys_sign, 4, 1, true};
+const tb::Signature kSig_sign{"sign", kNames_sign, kKeys_sign, 4, 1, true, true};
 
 PyObject* py_sign(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -5565,7 +5565,7 @@ PyObject* py_sign(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_silu[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_silu[4] = {};
-const tb::Signature kSig_silu{"silu", kNames_silu, kKeys_silu, 4, 1, true};
+const tb::Signature kSig_silu{"silu", kNames_silu, kKeys_silu, 4, 1, true, false};
 
 PyObject* py_silu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -5597,7 +5597,7 @@ PyObject* py_silu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // silu_and_mul(Tensor input, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_silu_and_mul[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_silu_and_mul[4] = {};
-const tb::Signature kSig_silu_and_mul{"silu_and_mul", kNames_silu_and_mul, kKeys_silu_and_mul, 4, 1, false};
+const tb::Signature kSig_silu_and_mul{"silu_and_mul", kNames_silu_and_mul, kKeys_silu_and_mul, 4, 1, false, false};
 
 PyObject* py_silu_and_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -5629,7 +5629,7 @@ PyObject* py_silu_and_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 // silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)
 const char* const kNames_silu_backward[] = {"grad_output", "input", "grad_input", "implementation", "stream"};
 PyObject* kKeys_silu_backward[5] = {};
-const tb::Signature kSig_silu_backward{"silu_backward", kNames_silu_backward, kKeys_silu_backward, 5, 2, true};
+const tb::Signature kSig_silu_backward{"silu_backward", kNames_silu_backward, kKeys_silu_backward, 5, 2, true, true};
 
 PyObject* py_silu_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -5662,7 +5662,7 @@ PyObject* py_silu_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
 // sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sin[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_sin[4] = {};
-const tb::Signature kSig_sin{"sin", kNames_sin, kKeys_sin, 4, 1, true};
+const tb::Signature kSig_sin{"sin", kNames_sin, kKeys_sin, 4, 1, true, true};
 
 PyObject* py_sin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -5694,7 +5694,7 @@ PyObject* py_sin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sinh[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_sinh[4] = {};
-const tb::Signature kSig_sinh{"sinh", kNames_sinh, kKeys_sinh, 4, 1, true};
+const tb::Signature kSig_sinh{"sinh", kNames_sinh, kKeys_sinh, 4, 1, true, true};
 
 PyObject* py_sinh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -5726,7 +5726,7 @@ PyObject* py_sinh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // smooth_l1_loss.out(Tensor self, Tensor target, int reduction=Mean, float beta=1.0, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_smooth_l1_loss[] = {"input", "target", "reduction", "beta", "out", "implementation", "stream"};
 PyObject* kKeys_smooth_l1_loss[7] = {};
-const tb::Signature kSig_smooth_l1_loss{"smooth_l1_loss", kNames_smooth_l1_loss, kKeys_smooth_l1_loss, 7, 4, true};
+const tb::Signature kSig_smooth_l1_loss{"smooth_l1_loss", kNames_smooth_l1_loss, kKeys_smooth_l1_loss, 7, 4, true, true};
 
 PyObject* py_smooth_l1_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -5761,7 +5761,7 @@ PyObject* py_smooth_l1_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
 // soft_margin_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_soft_margin_loss[] = {"input", "target", "reduction", "out", "implementation", "stream"};
 PyObject* kKeys_soft_margin_loss[6] = {};
-const tb::Signature kSig_soft_margin_loss{"soft_margin_loss", kNames_soft_margin_loss, kKeys_soft_margin_loss, 6, 3, false};
+const tb::Signature kSig_soft_margin_loss{"soft_margin_loss", kNames_soft_margin_loss, kKeys_soft_margin_loss, 6, 3, false, true};
 
 PyObject* py_soft_margin_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -5795,7 +5795,7 @@ PyObject* py_soft_margin_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs
 // softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_softmax[] = {"input", "dim", "dtype", "out", "implementation", "stream"};
 PyObject* kKeys_softmax[6] = {};
-const tb::Signature kSig_softmax{"softmax", kNames_softmax, kKeys_softmax, 6, 3, false};
+const tb::Signature kSig_softmax{"softmax", kNames_softmax, kKeys_softmax, 6, 3, false, true};
 
 PyObject* py_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -5829,7 +5829,7 @@ PyObject* py_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 // softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_softplus[] = {"input", "beta", "threshold", "out", "implementation", "stream"};
 PyObject* kKeys_softplus[6] = {};
-const tb::Signature kSig_softplus{"softplus", kNames_softplus, kKeys_softplus, 6, 3, true};
+const tb::Signature kSig_softplus{"softplus", kNames_softplus, kKeys_softplus, 6, 3, true, true};
 
 PyObject* py_softplus(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -5863,7 +5863,7 @@ PyObject* py_softplus(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 // sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 const char* const kNames_sort_values[] = {"input", "dim", "descending", "values", "indices", "implementation", "stream"};
 PyObject* kKeys_sort_values[7] = {};
-const tb::Signature kSig_sort_values{"sort_values", kNames_sort_values, kKeys_sort_values, 7, 3, false};
+const tb::Signature kSig_sort_values{"sort_values", kNames_sort_values, kKeys_sort_values, 7, 3, false, true};
 
 PyObject* py_sort_values(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -5898,7 +5898,7 @@ PyObject* py_sort_values(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 // sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sqrt[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_sqrt[4] = {};
-const tb::Signature kSig_sqrt{"sqrt", kNames_sqrt, kKeys_sqrt, 4, 1, true};
+const tb::Signature kSig_sqrt{"sqrt", kNames_sqrt, kKeys_sqrt, 4, 1, true, true};
 
 PyObject* py_sqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -5930,7 +5930,7 @@ PyObject* py_sqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_square[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_square[4] = {};
-const tb::Signature kSig_square{"square", kNames_square, kKeys_square, 4, 1, false};
+const tb::Signature kSig_square{"square", kNames_square, kKeys_square, 4, 1, false, true};
 
 PyObject* py_square(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -5962,7 +5962,7 @@ PyObject* py_square(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 // std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_std_correction[] = {"input", "dim", "correction", "keepdim", "out", "implementation", "stream"};
 PyObject* kKeys_std_correction[7] = {};
-const tb::Signature kSig_std_correction{"std_correction", kNames_std_correction, kKeys_std_correction, 7, 2, false};
+const tb::Signature kSig_std_correction{"std_correction", kNames_std_correction, kKeys_std_correction, 7, 2, false, true};
 
 PyObject* py_std_correction(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -5997,7 +5997,7 @@ PyObject* py_std_correction(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
 // sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sub[] = {"input", "other", "alpha", "out", "implementation", "stream"};
 PyObject* kKeys_sub[6] = {};
-const tb::Signature kSig_sub{"sub", kNames_sub, kKeys_sub, 6, 2, true};
+const tb::Signature kSig_sub{"sub", kNames_sub, kKeys_sub, 6, 2, true, true};
 
 PyObject* py_sub(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -6031,7 +6031,7 @@ PyObject* py_sub(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sub_Scalar[] = {"input", "other", "alpha", "out", "implementation", "stream"};
 PyObject* kKeys_sub_Scalar[6] = {};
-const tb::Signature kSig_sub_Scalar{"sub_Scalar", kNames_sub_Scalar, kKeys_sub_Scalar, 6, 3, false};
+const tb::Signature kSig_sub_Scalar{"sub_Scalar", kNames_sub_Scalar, kKeys_sub_Scalar, 6, 3, false, true};
 
 PyObject* py_sub_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -6065,7 +6065,7 @@ PyObject* py_sub_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 // sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sum[] = {"input", "dim", "keepdim", "dtype", "out", "implementation", "stream"};
 PyObject* kKeys_sum[7] = {};
-const tb::Signature kSig_sum{"sum", kNames_sum, kKeys_sum, 7, 3, false};
+const tb::Signature kSig_sum{"sum", kNames_sum, kKeys_sum, 7, 3, false, true};
 
 PyObject* py_sum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -6100,7 +6100,7 @@ PyObject* py_sum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sum_all[] = {"input", "dtype", "out", "implementation", "stream"};
 PyObject* kKeys_sum_all[5] = {};
-const tb::Signature kSig_sum_all{"sum_all", kNames_sum_all, kKeys_sum_all, 5, 1, false};
+const tb::Signature kSig_sum_all{"sum_all", kNames_sum_all, kKeys_sum_all, 5, 1, false, true};
 
 PyObject* py_sum_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -6133,7 +6133,7 @@ PyObject* py_sum_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 // take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_take[] = {"input", "index", "out", "implementation", "stream"};
 PyObject* kKeys_take[5] = {};
-const tb::Signature kSig_take{"take", kNames_take, kKeys_take, 5, 2, false};
+const tb::Signature kSig_take{"take", kNames_take, kKeys_take, 5, 2, false, true};
 
 PyObject* py_take(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -6166,7 +6166,7 @@ PyObject* py_take(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_tan[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_tan[4] = {};
-const tb::Signature kSig_tan{"tan", kNames_tan, kKeys_tan, 4, 1, true};
+const tb::Signature kSig_tan{"tan", kNames_tan, kKeys_tan, 4, 1, true, true};
 
 PyObject* py_tan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -6198,7 +6198,7 @@ PyObject* py_tan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_tanh[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_tanh[4] = {};
-const tb::Signature kSig_tanh{"tanh", kNames_tanh, kKeys_tanh, 4, 1, true};
+const tb::Signature kSig_tanh{"tanh", kNames_tanh, kKeys_tanh, 4, 1, true, true};
 
 PyObject* py_tanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -6230,7 +6230,7 @@ PyObject* py_tanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // tanh_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)
 const char* const kNames_tanh_backward[] = {"grad_output", "output", "grad_input", "implementation", "stream"};
 PyObject* kKeys_tanh_backward[5] = {};
-const tb::Signature kSig_tanh_backward{"tanh_backward", kNames_tanh_backward, kKeys_tanh_backward, 5, 2, true};
+const tb::Signature kSig_tanh_backward{"tanh_backward", kNames_tanh_backward, kKeys_tanh_backward, 5, 2, true, true};
 
 PyObject* py_tanh_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -6263,7 +6263,7 @@ PyObject* py_tanh_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
 // threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_threshold[] = {"input", "threshold", "value", "out", "implementation", "stream"};
 PyObject* kKeys_threshold[6] = {};
-const tb::Signature kSig_threshold{"threshold", kNames_threshold, kKeys_threshold, 6, 3, true};
+const tb::Signature kSig_threshold{"threshold", kNames_threshold, kKeys_threshold, 6, 3, true, true};
 
 PyObject* py_threshold(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -6297,7 +6297,7 @@ PyObject* py_threshold(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // threshold_backward.grad_input(Tensor grad_output, Tensor self, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)
 const char* const kNames_threshold_backward[] = {"grad_output", "input", "threshold", "grad_input", "implementation", "stream"};
 PyObject* kKeys_threshold_backward[6] = {};
-const tb::Signature kSig_threshold_backward{"threshold_backward", kNames_threshold_backward, kKeys_threshold_backward, 6, 3, true};
+const tb::Signature kSig_threshold_backward{"threshold_backward", kNames_threshold_backward, kKeys_threshold_backward, 6, 3, true, true};
 
 PyObject* py_threshold_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -6331,7 +6331,7 @@ PyObject* py_threshold_backward(PyObject*, PyObject* const* args, Py_ssize_t nar
 // topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 const char* const kNames_topk[] = {"input", "k", "dim", "largest", "sorted", "values", "indices", "implementation", "stream"};
 PyObject* kKeys_topk[9] = {};
-const tb::Signature kSig_topk{"topk", kNames_topk, kKeys_topk, 9, 5, false};
+const tb::Signature kSig_topk{"topk", kNames_topk, kKeys_topk, 9, 5, false, true};
 
 PyObject* py_topk(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[9] = {};
@@ -6368,7 +6368,7 @@ PyObject* py_topk(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_tril[] = {"input", "diagonal", "out", "implementation", "stream"};
 PyObject* kKeys_tril[5] = {};
-const tb::Signature kSig_tril{"tril", kNames_tril, kKeys_tril, 5, 2, false};
+const tb::Signature kSig_tril{"tril", kNames_tril, kKeys_tril, 5, 2, false, true};
 
 PyObject* py_tril(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -6401,7 +6401,7 @@ PyObject* py_tril(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_triu[] = {"input", "diagonal", "out", "implementation", "stream"};
 PyObject* kKeys_triu[5] = {};
-const tb::Signature kSig_triu{"triu", kNames_triu, kKeys_triu, 5, 2, false};
+const tb::Signature kSig_triu{"triu", kNames_triu, kKeys_triu, 5, 2, false, true};
 
 PyObject* py_triu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -6434,7 +6434,7 @@ PyObject* py_triu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_trunc[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_trunc[4] = {};
-const tb::Signature kSig_trunc{"trunc", kNames_trunc, kKeys_trunc, 4, 1, true};
+const tb::Signature kSig_trunc{"trunc", kNames_trunc, kKeys_trunc, 4, 1, true, true};
 
 PyObject* py_trunc(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
@@ -6466,7 +6466,7 @@ PyObject* py_trunc(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_var_correction[] = {"input", "dim", "correction", "keepdim", "out", "implementation", "stream"};
 PyObject* kKeys_var_correction[7] = {};
-const tb::Signature kSig_var_correction{"var_correction", kNames_var_correction, kKeys_var_correction, 7, 2, false};
+const tb::Signature kSig_var_correction{"var_correction", kNames_var_correction, kKeys_var_correction, 7, 2, false, true};
 
 PyObject* py_var_correction(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
@@ -6501,7 +6501,7 @@ PyObject* py_var_correction(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
 // vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_vdot[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_vdot[5] = {};
-const tb::Signature kSig_vdot{"vdot", kNames_vdot, kKeys_vdot, 5, 2, false};
+const tb::Signature kSig_vdot{"vdot", kNames_vdot, kKeys_vdot, 5, 2, false, true};
 
 PyObject* py_vdot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
@@ -6534,7 +6534,7 @@ PyObject* py_vdot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_where[] = {"condition", "input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_where[6] = {};
-const tb::Signature kSig_where{"where", kNames_where, kKeys_where, 6, 3, false};
+const tb::Signature kSig_where{"where", kNames_where, kKeys_where, 6, 3, false, true};
 
 PyObject* py_where(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
@@ -6568,7 +6568,7 @@ PyObject* py_where(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // xlogy.OutTensor(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_xlogy_OutTensor[] = {"input", "other", "out", "implementation", "stream"};
 PyObject* kKeys_xlogy_OutTensor[5] = {};
-const tb::Signature kSig_xlogy_OutTensor{"xlogy_OutTensor", kNames_xlogy_OutTensor, kKeys_xlogy_OutTensor, 5, 2, true};
+const tb::Signature kSig_xlogy_OutTensor{"xlogy_OutTensor", kNames_xlogy_OutTensor, kKeys_xlogy_OutTensor, 5, 2, true, true};
 
 PyObject* py_xlogy_OutTensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};

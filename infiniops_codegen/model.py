@@ -152,6 +152,13 @@ class Op:
     tensor_iterator: bool = False  # ATen kernel structured on TensorIteratorBase
 
     @property
+    def aten_autograd(self) -> bool:
+        """Tensors that require grad go to ATen's autograd kernel, which
+        raises where PyTorch does; composites and ops with native kernels
+        would bypass it and refuse them instead."""
+        return not self.composite and not self.native
+
+    @property
     def borrows_tensors(self) -> bool:
         """Tensor arguments get borrowed handles and small calls keep the GIL.
 

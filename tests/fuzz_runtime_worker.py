@@ -581,9 +581,10 @@ def expected_difference(misuse_name, impl, reuse, theirs, ours) -> str | None:
         and "automatic differentiation" in str(ours)
     ):
         # PyTorch checks only differentiable out= overloads (not eq, argmax,
-        # softmax.int_out, ...); the module refuses it for every op, so that
-        # native kernels and the from_blob path never bypass autograd.
-        return "out= with an input that requires grad is always refused"
+        # softmax.int_out, ...); plain ATen ops leave it to ATen's autograd
+        # kernel as PyTorch does, but native kernels, composites and the
+        # from_blob path cannot reach it and refuse every such input.
+        return "out= with an input that requires grad refused (native, composite or from_blob)"
     if (
         misuse_name.startswith(("tensor_meta", "out_meta"))
         and isinstance(ours, RuntimeError)

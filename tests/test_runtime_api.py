@@ -12,7 +12,7 @@ import warnings
 import pytest
 import torch
 
-from runtime_conftest_helpers import REPO, build_dir, subprocess_env
+from runtime_conftest_helpers import REPO, build_dir, handle_reuse, subprocess_env
 
 
 def _raised(call):
@@ -278,6 +278,71 @@ def test_out_with_autograd_input_same_as_torch(ops, implementation):
     out = torch.empty(3)
     ours = _raised(lambda: ops.add(x, x, out=out, implementation=implementation))
     assert type(ours) is type(theirs)
+
+
+_GRAD_CASES = {
+    # op: (ours, PyTorch's); PyTorch refuses only differentiable out= overloads
+    "eq": (
+        lambda m, x, y: m.eq_Tensor(x, y, out=torch.empty(3, dtype=torch.bool)),
+        lambda x, y: torch.eq(x, y, out=torch.empty(3, dtype=torch.bool)),
+    ),
+    "argmax": (
+        lambda m, x, y: m.argmax(x, out=torch.empty((), dtype=torch.long)),
+        lambda x, y: torch.argmax(x, out=torch.empty((), dtype=torch.long)),
+    ),
+    "softmax": (
+        lambda m, x, y: m.softmax(x, 0, out=torch.empty(3)),
+        lambda x, y: torch.softmax(x, 0, out=torch.empty(3)),
+    ),
+    "exp": (
+        lambda m, x, y: m.exp(x, out=torch.empty(3)),
+        lambda x, y: torch.exp(x, out=torch.empty(3)),
+    ),
+    "sub": (
+        lambda m, x, y: m.sub(x, y, out=torch.empty(3)),
+        lambda x, y: torch.sub(x, y, out=torch.empty(3)),
+    ),
+    "mm": (
+        lambda m, x, y: m.mm(x.view(1, 3), y.view(3, 1), out=torch.empty(1, 1)),
+        lambda x, y: torch.mm(x.view(1, 3), y.view(3, 1), out=torch.empty(1, 1)),
+    ),
+}
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "dispatcher"])
+@pytest.mark.parametrize("name", sorted(_GRAD_CASES))
+def test_requires_grad_input_refused_only_where_torch_refuses(ops, name, direct):
+    """ATen's autograd kernel decides, as for PyTorch's own call: eq, argmax
+    and softmax take such inputs, differentiable ops raise RuntimeError."""
+    ours, theirs = _GRAD_CASES[name]
+    x, y = torch.randn(3, requires_grad=True), torch.randn(3)
+
+    def outcome(call):
+        try:
+            return type(call())
+        except Exception as e:  # noqa: BLE001 - the type is what is compared
+            return type(e)
+
+    previous = ops.direct_mode()
+    ops.set_direct_mode(direct)
+    try:
+        got = outcome(lambda: ours(ops, x, y))
+    finally:
+        ops.set_direct_mode(previous)
+    assert got is outcome(lambda: theirs(x, y))
+
+
+def test_requires_grad_refused_where_autograd_would_be_bypassed(ops):
+    """Native kernels, composites and from_blob tensors cannot reach ATen's
+    autograd kernel: they refuse, as PyTorch's differentiable out= does."""
+    x = torch.randn(2, 4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="automatic differentiation"):
+        ops.silu_and_mul(x, out=torch.empty(2, 2))
+    with (
+        handle_reuse(ops, False),
+        pytest.raises(RuntimeError, match="automatic differentiation"),
+    ):
+        ops.eq_Tensor(x, x, out=torch.empty(2, 4, dtype=torch.bool))
 
 
 @pytest.mark.parametrize(

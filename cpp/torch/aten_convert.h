@@ -277,7 +277,7 @@ inline bool direct_cpu_tensor(const at::Tensor& t) {
       c10::DispatchKeySet({c10::DispatchKey::ADInplaceOrView, c10::DispatchKey::AutogradCPU,
                            c10::DispatchKey::AutocastCPU});
   return (t.key_set() - kIgnored) == c10::DispatchKeySet(c10::DispatchKey::CPU) &&
-         !t.is_inference();
+         !t.is_inference() && !t.requires_grad();  // autograd: the dispatcher's
 }
 inline bool direct_cpu_tensor(const std::optional<at::Tensor>& t) {
   return !t || direct_cpu_tensor(*t);

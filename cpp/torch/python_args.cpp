@@ -97,9 +97,12 @@ Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i, bool output,
   if (t.layout() != c10::kStrided || t.is_nested()) {
     throw TypeError(where(sig, i) + ": only strided (dense) tensors are supported");
   }
-  if (t.requires_grad() && at::GradMode::is_enabled()) {
-    // What every out= overload of PyTorch raises; also keeps native kernels
-    // from silently bypassing autograd.
+  if (t.requires_grad() && at::GradMode::is_enabled() &&
+      !(sig.aten_autograd && g_handle_reuse.load(std::memory_order_relaxed))) {
+    // What PyTorch's differentiable out= overloads raise. Plain ATen ops
+    // leave the decision to ATen's autograd kernel (reached through the
+    // dispatcher: direct mode skips such tensors); native kernels, composites
+    // and from_blob tensors would bypass it, so they refuse.
     throw Error(std::string(sig.op) +
                 "(): functions with out=... arguments don't support automatic "
                 "differentiation, but one of the arguments requires grad.");

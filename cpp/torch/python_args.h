@@ -30,6 +30,11 @@ struct Signature {
   // argument objects keep them alive). Set for direct TensorIterator ops,
   // which pair it with release_gil_for (below).
   bool borrow_tensors = false;
+  // Tensors that require grad (with grad mode on) are passed to ATen's
+  // dispatcher, whose autograd kernel raises exactly where PyTorch does
+  // (differentiable out= overloads only). Off for composites and ops with
+  // native kernels, which would bypass autograd: those refuse such tensors.
+  bool aten_autograd = false;
 };
 
 // Fills slots[i] with a borrowed reference to parameter i, or nullptr when
