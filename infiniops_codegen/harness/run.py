@@ -172,14 +172,18 @@ def expected(op: OpEntry, args: dict) -> list:
     _reseed(op)
     if op.mutable_inputs and not op.composite and op.functional is not None:
         names = [a.name for a in op.inputs]
-        result = _overload(op.functional)(**{n: args[n] for n in names})
+        kwargs = {n: args[n] for n in names}
+        kwargs.update(_hidden_generators(op))
+        result = _overload(op.functional)(**kwargs)
         return _as_list(result)[: len(op.out_args)]
     if op.composite:
         return _as_list(eval(op.reference, {"torch": torch}, dict(args)))  # noqa: S307
     if op.functional is None:
         return []
     names = [a.name for a in op.inputs]
-    result = _overload(op.functional)(**{n: args[n] for n in names})
+    kwargs = {n: args[n] for n in names}
+    kwargs.update(_hidden_generators(op))
+    result = _overload(op.functional)(**kwargs)
     if len(op.out_args) == 1 and op.out_args[0].kind == "tensor_list":
         return [list(result)]  # one out= argument that is a list of tensors
     return _as_list(result)
@@ -197,12 +201,25 @@ def _empty_like_results(results: list, non_contiguous: bool) -> list:
     return outs
 
 
+def _hidden_generators(op: OpEntry) -> dict:
+    """`Generator?` arguments without a default (rand.generator_out, ...) are
+    hidden from our API and passed as None; PyTorch needs them spelled out."""
+    return {
+        a.name: None
+        for a in op.args
+        if a.role == "hidden"
+        and not a.has_default
+        and a.aten_type.startswith("Generator")
+    }
+
+
 def reference_out(op: OpEntry, args: dict, outs: list) -> list:
     """PyTorch's own out= overload, called from Python (composites have none:
     their reference expression stands for both forms)."""
     if op.composite:
         return expected(op, args)
     kwargs = {a.name: args[a.name] for a in op.inputs}
+    kwargs.update(_hidden_generators(op))
     kwargs.update({a.name: o for a, o in zip(op.out_args, outs)})
     _reseed(op)
     _overload(op.aten)(**kwargs)
