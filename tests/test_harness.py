@@ -71,7 +71,7 @@ def test_op_matches_pytorch(ops, case):
     reason = skips.skip_reason(_SKIPS, op, dtype)
     if reason:
         STATS["skipped"] += 1
-        pytest.skip(f"{op.name} [{dtype}]: {reason} (tests/harness_skips.yaml)")
+        pytest.skip(f"{op.name} [{dtype}]: {reason} (tests/skips.yaml)")
     outcome = run.check(ops, op, dtype, plan, skips.skipped_variants(_SKIPS, op, dtype))
     STATS["calls"] += len(outcome.checked)
     STATS["skipped_variants"] += len(outcome.skipped)

@@ -4,7 +4,7 @@ the bridge, dispatch and generated wrappers (stream guard included) for the
 nvidia platform against the c10/cuda headers of the torch wheel. Objects
 only: libtorch_cuda is not in the CPU wheel.
 
-Skips (tests/environment_skips.yaml) only where nvcc is absent; where it is
+Skips (tests/skips.yaml) only where nvcc is absent; where it is
 present, any object that fails to compile fails the test.
 """
 

@@ -6,7 +6,7 @@
 Each op runs in a worker process; when PyTorch (or the op) kills the worker,
 that op is recorded as crashed and a new worker continues with the next op.
 Prints the counts (ops, cases, passed, skipped, failed, crashed) and writes a
-JSON report. Ops that tests/harness_skips.yaml excludes as a whole are not
+JSON report. Ops that tests/skips.yaml excludes as a whole are not
 sampled and count as "excluded" (see docs/coverage.md). The default build is also covered by `python -m pytest`
 (tests/test_harness.py), which uses the same checks in-process.
 """

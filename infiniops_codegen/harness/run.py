@@ -170,20 +170,15 @@ def expected(op: OpEntry, args: dict) -> list:
     that mutate inputs, the functional form also returns the new states after
     the outputs: those are compared through the mutated inputs instead."""
     _reseed(op)
-    if op.mutable_inputs and not op.composite and op.functional is not None:
-        names = [a.name for a in op.inputs]
-        kwargs = {n: args[n] for n in names}
-        kwargs.update(_hidden_generators(op))
-        result = _overload(op.functional)(**kwargs)
-        return _as_list(result)[: len(op.out_args)]
     if op.composite:
         return _as_list(eval(op.reference, {"torch": torch}, dict(args)))  # noqa: S307
     if op.functional is None:
         return []
-    names = [a.name for a in op.inputs]
-    kwargs = {n: args[n] for n in names}
+    kwargs = {a.name: args[a.name] for a in op.inputs}
     kwargs.update(_hidden_generators(op))
     result = _overload(op.functional)(**kwargs)
+    if op.mutable_inputs:
+        return _as_list(result)[: len(op.out_args)]
     if len(op.out_args) == 1 and op.out_args[0].kind == "tensor_list":
         return [list(result)]  # one out= argument that is a list of tensors
     return _as_list(result)

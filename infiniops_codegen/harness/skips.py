@@ -1,4 +1,4 @@
-"""The one data file of harness skips (tests/harness_skips.yaml)."""
+"""Harness skips: the `harness:` section of the one skip file, tests/skips.yaml."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-SKIPS_FILE = Path(__file__).resolve().parents[2] / "tests" / "harness_skips.yaml"
+SKIPS_FILE = Path(__file__).resolve().parents[2] / "tests" / "skips.yaml"
 
 
 KEYS = ("op", "ops", "tag", "dtypes", "variants", "reason")
@@ -32,7 +32,7 @@ class Skip:
 
 def load_skips(path: Path = SKIPS_FILE) -> list[Skip]:
     """Entries name one op (`op`), several with one reason (`ops`) or a tag."""
-    data = yaml.safe_load(path.read_text()) or []
+    data = (yaml.safe_load(path.read_text()) or {}).get("harness") or []
     skips = []
     for entry in data:
         reason = (entry.get("reason") or "").strip()
