@@ -51,6 +51,12 @@ inline c10::TensorImpl* reusable_impl(const Tensor& t) noexcept {
   return nullptr;
 }
 
+// An at::Tensor on impl that holds no reference: release it with
+// unsafeReleaseTensorImpl(), never let it decref.
+inline at::Tensor unowned(c10::TensorImpl* impl) noexcept {
+  return at::Tensor(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(impl));
+}
+
 // The at::Tensor of one argument for the duration of one ATen call. With a
 // torch handle it *borrows* the TensorImpl the tensor arrived with: no
 // refcount traffic at all (a second strong reference would also make torch
@@ -60,9 +66,7 @@ inline c10::TensorImpl* reusable_impl(const Tensor& t) noexcept {
 class AtenTensor {
  public:
   explicit AtenTensor(c10::TensorImpl* borrowed) noexcept
-      : tensor_(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(
-            borrowed)),
-        borrowed_(true) {}
+      : tensor_(unowned(borrowed)), borrowed_(true) {}
   explicit AtenTensor(at::Tensor&& owned) noexcept
       : tensor_(std::move(owned)), borrowed_(false) {}
   ~AtenTensor() {
@@ -104,9 +108,7 @@ class AtenOptionalTensor {
  public:
   AtenOptionalTensor() noexcept = default;
   explicit AtenOptionalTensor(c10::TensorImpl* borrowed) noexcept
-      : tensor_(at::Tensor(
-            c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(borrowed))),
-        borrowed_(true) {}
+      : tensor_(unowned(borrowed)), borrowed_(true) {}
   explicit AtenOptionalTensor(at::Tensor&& owned) noexcept : tensor_(std::move(owned)) {}
   ~AtenOptionalTensor() {
     if (borrowed_) (void)tensor_->unsafeReleaseTensorImpl();
@@ -268,8 +270,8 @@ inline void check_output(std::span<const Tensor> ts, const AtenTensorList& as,
 // Direct kernel mode: call at::cpu::<op>_out without the c10 dispatcher
 // when that is what the dispatcher would do anyway: every tensor a plain,
 // dense CPU tensor (no subclass, mode or functionalisation key), no
-// thread-local keys included (autocast, vmap, ...), no Python dispatch mode.
-// Autograd is already excluded (the bridge refuses out= with requires_grad).
+// thread-local keys included (autocast, vmap, ...), no Python dispatch mode,
+// and no tensor that requires grad (ATen's autograd kernel must see those).
 extern std::atomic<bool> g_direct_mode;
 
 inline bool direct_cpu_tensor(const at::Tensor& t) {
@@ -300,7 +302,7 @@ inline void bump_version(at::Tensor& t) { t.unsafeGetTensorImpl()->bump_version(
 
 // ATen -> core, for the bridge's own use when a Python tensor arrives.
 DataType from_aten(c10::ScalarType type);  // TypeError when unsupported
-Device from_aten(c10::Device device);      // TypeError when unsupported
+Device from_aten(c10::Device device);      // Error (RuntimeError) when unsupported
 // Wraps t: metadata copied, handle attached. Owning: t's TensorImpl gains a
 // reference. Borrowed: none; only for a tensor its caller keeps alive for as
 // long as the returned Tensor (a copy of which owns).

@@ -87,6 +87,14 @@ double unpack_float(PyObject* obj, const Signature& sig, int i) {
   wrong_type(obj, sig, i, "float");
 }
 
+// Inside a catch handler: the same error type, naming the op and argument
+// unless the message already starts with the op.
+template <class E>
+[[noreturn]] void rethrow_located(const E& e, const Signature& sig, int i) {
+  if (std::string_view(e.what()).starts_with(sig.op)) throw;
+  throw E(where(sig, i) + ": " + e.what());
+}
+
 // borrow: the handle holds no reference (the argument's Python object keeps
 // the TensorImpl alive for the call). Elements of lists own theirs: another
 // thread may empty a list while the GIL is released.
@@ -119,12 +127,10 @@ Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i, bool output,
       return from_aten(t.resolve_conj().resolve_neg());
     }
     return borrow ? from_aten_borrowed(t) : from_aten(t);
-  } catch (const TypeError& e) {
-    if (std::string_view(e.what()).starts_with(sig.op)) throw;
-    throw TypeError(where(sig, i) + ": " + e.what());
+  } catch (const TypeError& e) {  // an unsupported dtype
+    rethrow_located(e, sig, i);
   } catch (const Error& e) {  // an unsupported device: RuntimeError
-    if (std::string_view(e.what()).starts_with(sig.op)) throw;
-    throw Error(where(sig, i) + ": " + e.what());
+    rethrow_located(e, sig, i);
   }
 }
 
@@ -701,14 +707,22 @@ PyObject* py_platforms(PyObject*, PyObject*) {
   return list;
 }
 
-PyObject* py_set_handle_reuse(PyObject*, PyObject* enabled) {
+namespace {
+
+PyObject* set_switch(std::atomic<bool>& flag, const char* name, PyObject* enabled) {
   if (!PyBool_Check(enabled)) {
-    PyErr_Format(PyExc_TypeError, "set_handle_reuse() takes a bool, not %s",
+    PyErr_Format(PyExc_TypeError, "%s() takes a bool, not %s", name,
                  Py_TYPE(enabled)->tp_name);
     return nullptr;
   }
-  g_handle_reuse.store(enabled == Py_True, std::memory_order_relaxed);
+  flag.store(enabled == Py_True, std::memory_order_relaxed);
   Py_RETURN_NONE;
+}
+
+}  // namespace
+
+PyObject* py_set_handle_reuse(PyObject*, PyObject* enabled) {
+  return set_switch(g_handle_reuse, "set_handle_reuse", enabled);
 }
 
 PyObject* py_handle_reuse(PyObject*, PyObject*) {
@@ -716,13 +730,7 @@ PyObject* py_handle_reuse(PyObject*, PyObject*) {
 }
 
 PyObject* py_set_direct_mode(PyObject*, PyObject* enabled) {
-  if (!PyBool_Check(enabled)) {
-    PyErr_Format(PyExc_TypeError, "set_direct_mode() takes a bool, not %s",
-                 Py_TYPE(enabled)->tp_name);
-    return nullptr;
-  }
-  g_direct_mode.store(enabled == Py_True, std::memory_order_relaxed);
-  Py_RETURN_NONE;
+  return set_switch(g_direct_mode, "set_direct_mode", enabled);
 }
 
 PyObject* py_direct_mode(PyObject*, PyObject*) {
