@@ -15,11 +15,11 @@
 
 namespace infini::ops::torch_bridge {
 
-namespace {
-
 std::string where(const Signature& sig, int i) {
   return std::string(sig.op) + "(): argument '" + sig.names[i] + "'";
 }
+
+namespace {
 
 const char* type_name(PyObject* obj) { return Py_TYPE(obj)->tp_name; }
 

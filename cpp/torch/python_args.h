@@ -11,8 +11,8 @@
 #include <initializer_list>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
-#include <vector>
 
 #include "core/core.h"
 #include "torch/small_list.h"
@@ -36,6 +36,9 @@ struct Signature {
   // native kernels, which would bypass autograd: those refuse such tensors.
   bool aten_autograd = false;
 };
+
+// "op(): argument 'name'", the start of every argument error.
+std::string where(const Signature& sig, int i);
 
 // Fills slots[i] with a borrowed reference to parameter i, or nullptr when
 // it was not given. False (with a Python TypeError set) on bad arity, an

@@ -7,10 +7,6 @@ namespace infini::ops::torch_bridge {
 
 namespace {
 
-std::string where(const Signature& sig, int i) {
-  return std::string(sig.op) + "(): argument '" + sig.names[i] + "'";
-}
-
 // A Python int -> the pointer it spells; false (error cleared) when it is
 // not an int that fits a pointer.
 bool handle_of_int(PyObject* value, void** handle) {

@@ -2,7 +2,7 @@
 // `stream=` of the generated bindings: Python -> core Stream. Kept apart from
 // python_args.h; free of ATen and vendor headers, so it compiles the same for
 // every platform (which stream guard applies is decided at dispatch, by the
-// tensors' device: generated/torch_fallback/streams.cpp).
+// tensors' device: generated/stream_guards.cpp).
 
 #include "torch/python_args.h"
 
