@@ -162,15 +162,33 @@ def test_c10_warnings_become_python_warnings_like_torch(ops):
 # --- The GIL ------------------------------------------------------------------------
 
 
-def test_gil_is_released_while_an_op_runs(ops):
-    """A thread runs a long matmul; if the GIL were held, the main thread could
-    not run a single bytecode during it, so the longest pause between two
-    main-loop iterations would be at least one matmul. With the GIL released
-    it stays far below (only OS scheduling noise)."""
+def _long_mm():
     n = 2048
     a = torch.randn(n, n, dtype=torch.float64)
     b = torch.randn(n, n, dtype=torch.float64)
     out = torch.empty(n, n, dtype=torch.float64)
+    return (lambda m: m.mm(a, b, out=out)), (
+        lambda: torch.testing.assert_close(out, a @ b)
+    )
+
+
+def _long_sin():
+    # sin is a borrowing op (direct TensorIterator kernel): small calls keep
+    # the GIL, large ones must release it after taking real references.
+    x = torch.randn(2**24, dtype=torch.float64)
+    out = torch.empty_like(x)
+    return (lambda m: m.sin(x, out=out)), (
+        lambda: torch.testing.assert_close(out, x.sin())
+    )
+
+
+@pytest.mark.parametrize("make", [_long_mm, _long_sin], ids=["mm", "sin-borrowing"])
+def test_gil_is_released_while_an_op_runs(ops, make):
+    """A thread runs a long op; if the GIL were held, the main thread could
+    not run a single bytecode during it, so the longest pause between two
+    main-loop iterations would be at least one call. With the GIL released
+    it stays far below (only OS scheduling noise)."""
+    call, check = make()
     spans: list[tuple[float, float]] = []
     started = threading.Event()
 
@@ -178,7 +196,7 @@ def test_gil_is_released_while_an_op_runs(ops):
         started.set()
         for _ in range(3):
             t0 = time.perf_counter()
-            ops.mm(a, b, out=out)
+            call(ops)
             spans.append((t0, time.perf_counter()))
 
     thread = threading.Thread(target=worker)
@@ -199,19 +217,19 @@ def test_gil_is_released_while_an_op_runs(ops):
     thread.join()
     assert len(spans) == 3
     shortest = min(end - start for start, end in spans)
-    # Iterations the main thread made while a matmul was running.
+    # Iterations the main thread made while a call was running.
     inside = 0
     for start, end in spans:
         within = [c for t, c in stamps if start <= t <= end]
         if within:
             inside += within[-1] - within[0]
-    assert shortest > 0.05, f"matmul too fast to tell ({shortest:.3f} s)"
+    assert shortest > 0.05, f"call too fast to tell ({shortest:.3f} s)"
     assert max_gap < shortest / 2, (
-        f"main thread stalled {max_gap:.3f} s during a {shortest:.3f} s matmul: "
+        f"main thread stalled {max_gap:.3f} s during a {shortest:.3f} s call: "
         "the GIL is held while the op runs"
     )
-    assert inside > 100_000, f"only {inside} main-loop iterations during the matmuls"
-    torch.testing.assert_close(out, a @ b)
+    assert inside > 100_000, f"only {inside} main-loop iterations during the calls"
+    check()
 
 
 # --- Importing before or after torch -----------------------------------------------
