@@ -29,6 +29,19 @@ ops:
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _build(specs: Path, build: Path) -> None:
+    """`infiniops-codegen build` in a fresh interpreter (the session may
+    already hold the default module)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "infiniops_codegen.cli", "build", "--specs", str(specs)]
+        + ["--build-dir", str(build), "--no-smoke"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
 @pytest.fixture(scope="module")
 def broken_build(tmp_path_factory):
     base = tmp_path_factory.mktemp("broken")
@@ -38,24 +51,7 @@ def broken_build(tmp_path_factory):
     # One op per shard on average: several shards, so stability is visible.
     (specs / "settings.yaml").write_text("settings:\n  shard_size: 1\n")
     build = base / "build"
-    # A fresh interpreter: the session may already hold the default module.
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "infiniops_codegen.cli",
-            "build",
-            "--specs",
-            str(specs),
-            "--build-dir",
-            str(build),
-            "--no-smoke",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    _build(specs, build)
     return build
 
 
@@ -109,23 +105,7 @@ def test_adding_an_op_recompiles_only_its_shard(broken_build):
     specs = broken_build.parent / "specs"
     with (specs / "ops.yaml").open("a") as f:
         f.write("  - neg.out\n")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "infiniops_codegen.cli",
-            "build",
-            "--specs",
-            str(specs),
-            "--build-dir",
-            str(broken_build),
-            "--no-smoke",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    _build(specs, broken_build)
     manifest = json.loads((broken_build / "manifest.json").read_text())
     assert manifest["shard_count"] == shards_before
     neg_shard = next(op["shard"] for op in manifest["ops"] if op["name"] == "neg")
