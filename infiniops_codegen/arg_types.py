@@ -196,11 +196,6 @@ def _kind_table() -> dict[tuple[str, bool, bool, bool], Kind]:
 _KINDS = _kind_table()
 
 
-def python_annotations() -> dict[str, str]:
-    """Converter kind name -> its Python annotation (as in the .pyi stub)."""
-    return {kind.name: kind.py_type for kind in _KINDS.values()}
-
-
 def is_hidden(t: TypeInfo) -> bool:
     return t.base in HIDDEN_BASES and t.optional and not t.is_list
 

@@ -14,8 +14,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .arg_types import python_annotations
-
 NATIVE = "native"
 TORCH = "torch"
 MISSING = "missing"
@@ -188,28 +186,6 @@ def stub_signatures(
     return {}
 
 
-def python_signature(op: dict) -> str:
-    """The op's Python signature rebuilt from the manifest (when no stub is
-    at hand): its ATen arguments and implementation=."""
-    annotations = python_annotations()
-    visible = [a for a in op["arguments"] if a["role"] != "hidden"]
-
-    def param(a: dict) -> str:
-        text = f"{a['python_name']}: {annotations.get(a['kind'], 'object')}"
-        if a["has_default"]:
-            text += f" = {a['default']!r}"
-        return text
-
-    params = [param(a) for a in visible if not a["keyword_only"]]
-    params.append("*")
-    params += [param(a) for a in visible if a["keyword_only"]]
-    params.append("implementation: Implementation = 'default'")
-    outs = [a for a in visible if a["role"] == "output"]
-    out_types = [annotations.get(a["kind"], "Tensor") for a in outs]
-    ret = out_types[0] if len(out_types) == 1 else f"tuple[{', '.join(out_types)}]"
-    return f"{op['name']}({', '.join(params)}) -> {ret}"
-
-
 def op_details(manifest: dict, name: str, stub: dict[str, str] | None = None) -> dict:
     op = find_op(manifest, name)
     platforms = list(manifest.get("platforms") or [])
@@ -231,7 +207,8 @@ def op_details(manifest: dict, name: str, stub: dict[str, str] | None = None) ->
         "composite": op.get("composite", False),
         "source": op.get("source"),
         "schema": op.get("schema"),
-        "python": (stub or {}).get(op["name"]) or python_signature(op),
+        "python": (stub or {}).get(op["name"])
+        or "(no infiniops.pyi beside the manifest: `generate` writes one)",
         "outputs": op.get("outputs", []),
         "implementations": impls,
         "native_dtypes": {
