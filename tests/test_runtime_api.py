@@ -175,7 +175,7 @@ def _long_mm():
 def _long_sin():
     # sin is a borrowing op (direct TensorIterator kernel): small calls keep
     # the GIL, large ones must release it after taking real references.
-    x = torch.randn(2**24, dtype=torch.float64)
+    x = torch.randn(2**25, dtype=torch.float64)
     out = torch.empty_like(x)
     return (lambda m: m.sin(x, out=out)), (
         lambda: torch.testing.assert_close(out, x.sin())
