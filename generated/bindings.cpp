@@ -18,13 +18,32 @@ const char* const kStreamAttributes[] = {"cuda_stream", "mlu_stream", "musa_stre
 
 // _log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames__log_softmax[] = {"input", "dim", "half_to_float", "out", "implementation", "stream"};
+const char* const kSchemaNames__log_softmax[] = {"self", "dim", "half_to_float", "out"};
 PyObject* kKeys__log_softmax[6] = {};
-const tb::Signature kSig__log_softmax{"_log_softmax", kNames__log_softmax, kKeys__log_softmax, 6, 3, false, true};
+PyObject* kTorchFunction__log_softmax = nullptr;
+const tb::Signature kSig__log_softmax{
+    .op = "_log_softmax",
+    .names = kNames__log_softmax,
+    .keys = kKeys__log_softmax,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "_log_softmax.out",
+    .schema_names = kSchemaNames__log_softmax,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction__log_softmax,
+};
 
-PyObject* py__log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py__log_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig__log_softmax, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig__log_softmax, slots)) [[unlikely]] {
+    return tb::torch_function(kSig__log_softmax, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig__log_softmax, 0);
@@ -53,12 +72,30 @@ PyObject* py__log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 // _log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames__log_softmax_backward_data[] = {"grad_output", "output", "dim", "input_dtype", "out", "implementation", "stream"};
 PyObject* kKeys__log_softmax_backward_data[7] = {};
-const tb::Signature kSig__log_softmax_backward_data{"_log_softmax_backward_data", kNames__log_softmax_backward_data, kKeys__log_softmax_backward_data, 7, 4, false, true};
+PyObject* kTorchFunction__log_softmax_backward_data = nullptr;
+const tb::Signature kSig__log_softmax_backward_data{
+    .op = "_log_softmax_backward_data",
+    .names = kNames__log_softmax_backward_data,
+    .keys = kKeys__log_softmax_backward_data,
+    .num_params = 7,
+    .num_positional = 4,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x13,
+    .tensor_list_params = 0x0,
+    .aten = "_log_softmax_backward_data.out",
+    .schema_names = kNames__log_softmax_backward_data,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction__log_softmax_backward_data,
+};
 
-PyObject* py__log_softmax_backward_data(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py__log_softmax_backward_data(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig__log_softmax_backward_data, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig__log_softmax_backward_data, slots)) [[unlikely]] {
+    return tb::torch_function(kSig__log_softmax_backward_data, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_grad_output = tb::tensor_arg(slots[0], kSig__log_softmax_backward_data, 0);
@@ -87,13 +124,32 @@ PyObject* py__log_softmax_backward_data(PyObject*, PyObject* const* args, Py_ssi
 
 // _softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames__softmax[] = {"input", "dim", "half_to_float", "out", "implementation", "stream"};
+const char* const kSchemaNames__softmax[] = {"self", "dim", "half_to_float", "out"};
 PyObject* kKeys__softmax[6] = {};
-const tb::Signature kSig__softmax{"_softmax", kNames__softmax, kKeys__softmax, 6, 3, false, true};
+PyObject* kTorchFunction__softmax = nullptr;
+const tb::Signature kSig__softmax{
+    .op = "_softmax",
+    .names = kNames__softmax,
+    .keys = kKeys__softmax,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "_softmax.out",
+    .schema_names = kSchemaNames__softmax,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction__softmax,
+};
 
-PyObject* py__softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py__softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig__softmax, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig__softmax, slots)) [[unlikely]] {
+    return tb::torch_function(kSig__softmax, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig__softmax, 0);
@@ -122,12 +178,30 @@ PyObject* py__softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 // _softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) grad_input) -> Tensor(a!)
 const char* const kNames__softmax_backward_data[] = {"grad_output", "output", "dim", "input_dtype", "grad_input", "implementation", "stream"};
 PyObject* kKeys__softmax_backward_data[7] = {};
-const tb::Signature kSig__softmax_backward_data{"_softmax_backward_data", kNames__softmax_backward_data, kKeys__softmax_backward_data, 7, 4, false, true};
+PyObject* kTorchFunction__softmax_backward_data = nullptr;
+const tb::Signature kSig__softmax_backward_data{
+    .op = "_softmax_backward_data",
+    .names = kNames__softmax_backward_data,
+    .keys = kKeys__softmax_backward_data,
+    .num_params = 7,
+    .num_positional = 4,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x13,
+    .tensor_list_params = 0x0,
+    .aten = "_softmax_backward_data.out",
+    .schema_names = kNames__softmax_backward_data,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction__softmax_backward_data,
+};
 
-PyObject* py__softmax_backward_data(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py__softmax_backward_data(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig__softmax_backward_data, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig__softmax_backward_data, slots)) [[unlikely]] {
+    return tb::torch_function(kSig__softmax_backward_data, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_grad_output = tb::tensor_arg(slots[0], kSig__softmax_backward_data, 0);
@@ -156,13 +230,32 @@ PyObject* py__softmax_backward_data(PyObject*, PyObject* const* args, Py_ssize_t
 
 // abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_abs[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_abs[] = {"self", "out"};
 PyObject* kKeys_abs[4] = {};
-const tb::Signature kSig_abs{"abs", kNames_abs, kKeys_abs, 4, 1, false, true};
+PyObject* kTorchFunction_abs = nullptr;
+const tb::Signature kSig_abs{
+    .op = "abs",
+    .names = kNames_abs,
+    .keys = kKeys_abs,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "abs.out",
+    .schema_names = kSchemaNames_abs,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_abs,
+};
 
-PyObject* py_abs(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_abs(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_abs, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_abs, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_abs, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_abs, 0);
@@ -188,13 +281,32 @@ PyObject* py_abs(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_acos[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_acos[] = {"self", "out"};
 PyObject* kKeys_acos[4] = {};
-const tb::Signature kSig_acos{"acos", kNames_acos, kKeys_acos, 4, 1, true, true};
+PyObject* kTorchFunction_acos = nullptr;
+const tb::Signature kSig_acos{
+    .op = "acos",
+    .names = kNames_acos,
+    .keys = kKeys_acos,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "acos.out",
+    .schema_names = kSchemaNames_acos,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_acos,
+};
 
-PyObject* py_acos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_acos(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_acos, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_acos, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_acos, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_acos, 0);
@@ -220,13 +332,32 @@ PyObject* py_acos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_acosh[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_acosh[] = {"self", "out"};
 PyObject* kKeys_acosh[4] = {};
-const tb::Signature kSig_acosh{"acosh", kNames_acosh, kKeys_acosh, 4, 1, true, true};
+PyObject* kTorchFunction_acosh = nullptr;
+const tb::Signature kSig_acosh{
+    .op = "acosh",
+    .names = kNames_acosh,
+    .keys = kKeys_acosh,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "acosh.out",
+    .schema_names = kSchemaNames_acosh,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_acosh,
+};
 
-PyObject* py_acosh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_acosh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_acosh, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_acosh, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_acosh, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_acosh, 0);
@@ -252,13 +383,32 @@ PyObject* py_acosh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_adaptive_avg_pool2d[] = {"input", "output_size", "out", "implementation", "stream"};
+const char* const kSchemaNames_adaptive_avg_pool2d[] = {"self", "output_size", "out"};
 PyObject* kKeys_adaptive_avg_pool2d[5] = {};
-const tb::Signature kSig_adaptive_avg_pool2d{"adaptive_avg_pool2d", kNames_adaptive_avg_pool2d, kKeys_adaptive_avg_pool2d, 5, 2, false, true};
+PyObject* kTorchFunction_adaptive_avg_pool2d = nullptr;
+const tb::Signature kSig_adaptive_avg_pool2d{
+    .op = "adaptive_avg_pool2d",
+    .names = kNames_adaptive_avg_pool2d,
+    .keys = kKeys_adaptive_avg_pool2d,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "adaptive_avg_pool2d.out",
+    .schema_names = kSchemaNames_adaptive_avg_pool2d,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_adaptive_avg_pool2d,
+};
 
-PyObject* py_adaptive_avg_pool2d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_adaptive_avg_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_adaptive_avg_pool2d, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_adaptive_avg_pool2d, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_adaptive_avg_pool2d, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_adaptive_avg_pool2d, 0);
@@ -285,13 +435,32 @@ PyObject* py_adaptive_avg_pool2d(PyObject*, PyObject* const* args, Py_ssize_t na
 
 // adaptive_max_pool2d.out(Tensor self, int[2] output_size, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))
 const char* const kNames_adaptive_max_pool2d[] = {"input", "output_size", "out", "indices", "implementation", "stream"};
+const char* const kSchemaNames_adaptive_max_pool2d[] = {"self", "output_size", "out", "indices"};
 PyObject* kKeys_adaptive_max_pool2d[6] = {};
-const tb::Signature kSig_adaptive_max_pool2d{"adaptive_max_pool2d", kNames_adaptive_max_pool2d, kKeys_adaptive_max_pool2d, 6, 2, false, true};
+PyObject* kTorchFunction_adaptive_max_pool2d = nullptr;
+const tb::Signature kSig_adaptive_max_pool2d{
+    .op = "adaptive_max_pool2d",
+    .names = kNames_adaptive_max_pool2d,
+    .keys = kKeys_adaptive_max_pool2d,
+    .num_params = 6,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0xd,
+    .tensor_list_params = 0x0,
+    .aten = "adaptive_max_pool2d.out",
+    .schema_names = kSchemaNames_adaptive_max_pool2d,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_adaptive_max_pool2d,
+};
 
-PyObject* py_adaptive_max_pool2d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_adaptive_max_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_adaptive_max_pool2d, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_adaptive_max_pool2d, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_adaptive_max_pool2d, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_adaptive_max_pool2d, 0);
@@ -319,13 +488,32 @@ PyObject* py_adaptive_max_pool2d(PyObject*, PyObject* const* args, Py_ssize_t na
 
 // add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_add[] = {"input", "other", "alpha", "out", "implementation", "stream"};
+const char* const kSchemaNames_add[] = {"self", "other", "alpha", "out"};
 PyObject* kKeys_add[6] = {};
-const tb::Signature kSig_add{"add", kNames_add, kKeys_add, 6, 2, true, false};
+PyObject* kTorchFunction_add = nullptr;
+const tb::Signature kSig_add{
+    .op = "add",
+    .names = kNames_add,
+    .keys = kKeys_add,
+    .num_params = 6,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0xb,
+    .tensor_list_params = 0x0,
+    .aten = "add.out",
+    .schema_names = kSchemaNames_add,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_add,
+};
 
-PyObject* py_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_add, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_add, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_add, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_add, 0);
@@ -353,13 +541,32 @@ PyObject* py_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_add_Scalar[] = {"input", "other", "alpha", "out", "implementation", "stream"};
+const char* const kSchemaNames_add_Scalar[] = {"self", "other", "alpha", "out"};
 PyObject* kKeys_add_Scalar[6] = {};
-const tb::Signature kSig_add_Scalar{"add_Scalar", kNames_add_Scalar, kKeys_add_Scalar, 6, 3, false, true};
+PyObject* kTorchFunction_add_Scalar = nullptr;
+const tb::Signature kSig_add_Scalar{
+    .op = "add_Scalar",
+    .names = kNames_add_Scalar,
+    .keys = kKeys_add_Scalar,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "add.Scalar_out",
+    .schema_names = kSchemaNames_add_Scalar,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_add_Scalar,
+};
 
-PyObject* py_add_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_add_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_add_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_add_Scalar, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_add_Scalar, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_add_Scalar, 0);
@@ -387,13 +594,32 @@ PyObject* py_add_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 
 // addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_addbmm[] = {"input", "batch1", "batch2", "beta", "alpha", "out", "implementation", "stream"};
+const char* const kSchemaNames_addbmm[] = {"self", "batch1", "batch2", "beta", "alpha", "out"};
 PyObject* kKeys_addbmm[8] = {};
-const tb::Signature kSig_addbmm{"addbmm", kNames_addbmm, kKeys_addbmm, 8, 3, false, true};
+PyObject* kTorchFunction_addbmm = nullptr;
+const tb::Signature kSig_addbmm{
+    .op = "addbmm",
+    .names = kNames_addbmm,
+    .keys = kKeys_addbmm,
+    .num_params = 8,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x27,
+    .tensor_list_params = 0x0,
+    .aten = "addbmm.out",
+    .schema_names = kSchemaNames_addbmm,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_addbmm,
+};
 
-PyObject* py_addbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_addbmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[8] = {};
   if (!tb::parse_args(kSig_addbmm, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_addbmm, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_addbmm, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_addbmm, 0);
@@ -423,13 +649,32 @@ PyObject* py_addbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 
 // addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_addcdiv[] = {"input", "tensor1", "tensor2", "value", "out", "implementation", "stream"};
+const char* const kSchemaNames_addcdiv[] = {"self", "tensor1", "tensor2", "value", "out"};
 PyObject* kKeys_addcdiv[7] = {};
-const tb::Signature kSig_addcdiv{"addcdiv", kNames_addcdiv, kKeys_addcdiv, 7, 3, true, true};
+PyObject* kTorchFunction_addcdiv = nullptr;
+const tb::Signature kSig_addcdiv{
+    .op = "addcdiv",
+    .names = kNames_addcdiv,
+    .keys = kKeys_addcdiv,
+    .num_params = 7,
+    .num_positional = 3,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x17,
+    .tensor_list_params = 0x0,
+    .aten = "addcdiv.out",
+    .schema_names = kSchemaNames_addcdiv,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_addcdiv,
+};
 
-PyObject* py_addcdiv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_addcdiv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_addcdiv, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_addcdiv, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_addcdiv, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_addcdiv, 0);
@@ -458,13 +703,32 @@ PyObject* py_addcdiv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 
 // addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_addcmul[] = {"input", "tensor1", "tensor2", "value", "out", "implementation", "stream"};
+const char* const kSchemaNames_addcmul[] = {"self", "tensor1", "tensor2", "value", "out"};
 PyObject* kKeys_addcmul[7] = {};
-const tb::Signature kSig_addcmul{"addcmul", kNames_addcmul, kKeys_addcmul, 7, 3, true, true};
+PyObject* kTorchFunction_addcmul = nullptr;
+const tb::Signature kSig_addcmul{
+    .op = "addcmul",
+    .names = kNames_addcmul,
+    .keys = kKeys_addcmul,
+    .num_params = 7,
+    .num_positional = 3,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x17,
+    .tensor_list_params = 0x0,
+    .aten = "addcmul.out",
+    .schema_names = kSchemaNames_addcmul,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_addcmul,
+};
 
-PyObject* py_addcmul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_addcmul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_addcmul, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_addcmul, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_addcmul, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_addcmul, 0);
@@ -493,13 +757,32 @@ PyObject* py_addcmul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 
 // addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_addmm[] = {"input", "mat1", "mat2", "beta", "alpha", "out", "implementation", "stream"};
+const char* const kSchemaNames_addmm[] = {"self", "mat1", "mat2", "beta", "alpha", "out"};
 PyObject* kKeys_addmm[8] = {};
-const tb::Signature kSig_addmm{"addmm", kNames_addmm, kKeys_addmm, 8, 3, false, true};
+PyObject* kTorchFunction_addmm = nullptr;
+const tb::Signature kSig_addmm{
+    .op = "addmm",
+    .names = kNames_addmm,
+    .keys = kKeys_addmm,
+    .num_params = 8,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x27,
+    .tensor_list_params = 0x0,
+    .aten = "addmm.out",
+    .schema_names = kSchemaNames_addmm,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_addmm,
+};
 
-PyObject* py_addmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_addmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[8] = {};
   if (!tb::parse_args(kSig_addmm, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_addmm, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_addmm, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_addmm, 0);
@@ -529,13 +812,32 @@ PyObject* py_addmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_addmv[] = {"input", "mat", "vec", "beta", "alpha", "out", "implementation", "stream"};
+const char* const kSchemaNames_addmv[] = {"self", "mat", "vec", "beta", "alpha", "out"};
 PyObject* kKeys_addmv[8] = {};
-const tb::Signature kSig_addmv{"addmv", kNames_addmv, kKeys_addmv, 8, 3, false, true};
+PyObject* kTorchFunction_addmv = nullptr;
+const tb::Signature kSig_addmv{
+    .op = "addmv",
+    .names = kNames_addmv,
+    .keys = kKeys_addmv,
+    .num_params = 8,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x27,
+    .tensor_list_params = 0x0,
+    .aten = "addmv.out",
+    .schema_names = kSchemaNames_addmv,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_addmv,
+};
 
-PyObject* py_addmv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_addmv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[8] = {};
   if (!tb::parse_args(kSig_addmv, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_addmv, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_addmv, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_addmv, 0);
@@ -565,13 +867,32 @@ PyObject* py_addmv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_all[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
+const char* const kSchemaNames_all[] = {"self", "dim", "keepdim", "out"};
 PyObject* kKeys_all[6] = {};
-const tb::Signature kSig_all{"all", kNames_all, kKeys_all, 6, 3, false, true};
+PyObject* kTorchFunction_all = nullptr;
+const tb::Signature kSig_all{
+    .op = "all",
+    .names = kNames_all,
+    .keys = kKeys_all,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "all.out",
+    .schema_names = kSchemaNames_all,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_all,
+};
 
-PyObject* py_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_all, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_all, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_all, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_all, 0);
@@ -599,13 +920,32 @@ PyObject* py_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_all_all[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_all_all[] = {"self", "out"};
 PyObject* kKeys_all_all[4] = {};
-const tb::Signature kSig_all_all{"all_all", kNames_all_all, kKeys_all_all, 4, 1, false, true};
+PyObject* kTorchFunction_all_all = nullptr;
+const tb::Signature kSig_all_all{
+    .op = "all_all",
+    .names = kNames_all_all,
+    .keys = kKeys_all_all,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "all.all_out",
+    .schema_names = kSchemaNames_all_all,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_all_all,
+};
 
-PyObject* py_all_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_all_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_all_all, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_all_all, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_all_all, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_all_all, 0);
@@ -631,13 +971,32 @@ PyObject* py_all_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 
 // amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_amax[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
+const char* const kSchemaNames_amax[] = {"self", "dim", "keepdim", "out"};
 PyObject* kKeys_amax[6] = {};
-const tb::Signature kSig_amax{"amax", kNames_amax, kKeys_amax, 6, 3, false, true};
+PyObject* kTorchFunction_amax = nullptr;
+const tb::Signature kSig_amax{
+    .op = "amax",
+    .names = kNames_amax,
+    .keys = kKeys_amax,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "amax.out",
+    .schema_names = kSchemaNames_amax,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_amax,
+};
 
-PyObject* py_amax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_amax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_amax, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_amax, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_amax, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_amax, 0);
@@ -665,13 +1024,32 @@ PyObject* py_amax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_amin[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
+const char* const kSchemaNames_amin[] = {"self", "dim", "keepdim", "out"};
 PyObject* kKeys_amin[6] = {};
-const tb::Signature kSig_amin{"amin", kNames_amin, kKeys_amin, 6, 3, false, true};
+PyObject* kTorchFunction_amin = nullptr;
+const tb::Signature kSig_amin{
+    .op = "amin",
+    .names = kNames_amin,
+    .keys = kKeys_amin,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "amin.out",
+    .schema_names = kSchemaNames_amin,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_amin,
+};
 
-PyObject* py_amin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_amin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_amin, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_amin, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_amin, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_amin, 0);
@@ -699,13 +1077,32 @@ PyObject* py_amin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)
 const char* const kNames_aminmax[] = {"input", "dim", "keepdim", "min", "max", "implementation", "stream"};
+const char* const kSchemaNames_aminmax[] = {"self", "dim", "keepdim", "min", "max"};
 PyObject* kKeys_aminmax[7] = {};
-const tb::Signature kSig_aminmax{"aminmax", kNames_aminmax, kKeys_aminmax, 7, 1, false, true};
+PyObject* kTorchFunction_aminmax = nullptr;
+const tb::Signature kSig_aminmax{
+    .op = "aminmax",
+    .names = kNames_aminmax,
+    .keys = kKeys_aminmax,
+    .num_params = 7,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x19,
+    .tensor_list_params = 0x0,
+    .aten = "aminmax.out",
+    .schema_names = kSchemaNames_aminmax,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_aminmax,
+};
 
-PyObject* py_aminmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_aminmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_aminmax, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_aminmax, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_aminmax, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_aminmax, 0);
@@ -734,13 +1131,32 @@ PyObject* py_aminmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 
 // any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_any[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
+const char* const kSchemaNames_any[] = {"self", "dim", "keepdim", "out"};
 PyObject* kKeys_any[6] = {};
-const tb::Signature kSig_any{"any", kNames_any, kKeys_any, 6, 3, false, true};
+PyObject* kTorchFunction_any = nullptr;
+const tb::Signature kSig_any{
+    .op = "any",
+    .names = kNames_any,
+    .keys = kKeys_any,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "any.out",
+    .schema_names = kSchemaNames_any,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_any,
+};
 
-PyObject* py_any(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_any(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_any, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_any, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_any, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_any, 0);
@@ -768,13 +1184,32 @@ PyObject* py_any(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_any_all[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_any_all[] = {"self", "out"};
 PyObject* kKeys_any_all[4] = {};
-const tb::Signature kSig_any_all{"any_all", kNames_any_all, kKeys_any_all, 4, 1, false, true};
+PyObject* kTorchFunction_any_all = nullptr;
+const tb::Signature kSig_any_all{
+    .op = "any_all",
+    .names = kNames_any_all,
+    .keys = kKeys_any_all,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "any.all_out",
+    .schema_names = kSchemaNames_any_all,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_any_all,
+};
 
-PyObject* py_any_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_any_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_any_all, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_any_all, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_any_all, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_any_all, 0);
@@ -800,13 +1235,32 @@ PyObject* py_any_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 
 // argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_argmax[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
+const char* const kSchemaNames_argmax[] = {"self", "dim", "keepdim", "out"};
 PyObject* kKeys_argmax[6] = {};
-const tb::Signature kSig_argmax{"argmax", kNames_argmax, kKeys_argmax, 6, 3, false, true};
+PyObject* kTorchFunction_argmax = nullptr;
+const tb::Signature kSig_argmax{
+    .op = "argmax",
+    .names = kNames_argmax,
+    .keys = kKeys_argmax,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "argmax.out",
+    .schema_names = kSchemaNames_argmax,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_argmax,
+};
 
-PyObject* py_argmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_argmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_argmax, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_argmax, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_argmax, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_argmax, 0);
@@ -834,13 +1288,32 @@ PyObject* py_argmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 
 // argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_argmin[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
+const char* const kSchemaNames_argmin[] = {"self", "dim", "keepdim", "out"};
 PyObject* kKeys_argmin[6] = {};
-const tb::Signature kSig_argmin{"argmin", kNames_argmin, kKeys_argmin, 6, 3, false, true};
+PyObject* kTorchFunction_argmin = nullptr;
+const tb::Signature kSig_argmin{
+    .op = "argmin",
+    .names = kNames_argmin,
+    .keys = kKeys_argmin,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "argmin.out",
+    .schema_names = kSchemaNames_argmin,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_argmin,
+};
 
-PyObject* py_argmin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_argmin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_argmin, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_argmin, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_argmin, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_argmin, 0);
@@ -868,13 +1341,32 @@ PyObject* py_argmin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 
 // asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_asin[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_asin[] = {"self", "out"};
 PyObject* kKeys_asin[4] = {};
-const tb::Signature kSig_asin{"asin", kNames_asin, kKeys_asin, 4, 1, true, true};
+PyObject* kTorchFunction_asin = nullptr;
+const tb::Signature kSig_asin{
+    .op = "asin",
+    .names = kNames_asin,
+    .keys = kKeys_asin,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "asin.out",
+    .schema_names = kSchemaNames_asin,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_asin,
+};
 
-PyObject* py_asin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_asin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_asin, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_asin, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_asin, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_asin, 0);
@@ -900,13 +1392,32 @@ PyObject* py_asin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_asinh[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_asinh[] = {"self", "out"};
 PyObject* kKeys_asinh[4] = {};
-const tb::Signature kSig_asinh{"asinh", kNames_asinh, kKeys_asinh, 4, 1, true, true};
+PyObject* kTorchFunction_asinh = nullptr;
+const tb::Signature kSig_asinh{
+    .op = "asinh",
+    .names = kNames_asinh,
+    .keys = kKeys_asinh,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "asinh.out",
+    .schema_names = kSchemaNames_asinh,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_asinh,
+};
 
-PyObject* py_asinh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_asinh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_asinh, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_asinh, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_asinh, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_asinh, 0);
@@ -932,13 +1443,32 @@ PyObject* py_asinh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_atan[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_atan[] = {"self", "out"};
 PyObject* kKeys_atan[4] = {};
-const tb::Signature kSig_atan{"atan", kNames_atan, kKeys_atan, 4, 1, true, true};
+PyObject* kTorchFunction_atan = nullptr;
+const tb::Signature kSig_atan{
+    .op = "atan",
+    .names = kNames_atan,
+    .keys = kKeys_atan,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "atan.out",
+    .schema_names = kSchemaNames_atan,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_atan,
+};
 
-PyObject* py_atan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_atan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_atan, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_atan, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_atan, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_atan, 0);
@@ -964,13 +1494,32 @@ PyObject* py_atan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_atan2[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_atan2[] = {"self", "other", "out"};
 PyObject* kKeys_atan2[5] = {};
-const tb::Signature kSig_atan2{"atan2", kNames_atan2, kKeys_atan2, 5, 2, true, true};
+PyObject* kTorchFunction_atan2 = nullptr;
+const tb::Signature kSig_atan2{
+    .op = "atan2",
+    .names = kNames_atan2,
+    .keys = kKeys_atan2,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "atan2.out",
+    .schema_names = kSchemaNames_atan2,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_atan2,
+};
 
-PyObject* py_atan2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_atan2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_atan2, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_atan2, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_atan2, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_atan2, 0);
@@ -997,13 +1546,32 @@ PyObject* py_atan2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_atanh[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_atanh[] = {"self", "out"};
 PyObject* kKeys_atanh[4] = {};
-const tb::Signature kSig_atanh{"atanh", kNames_atanh, kKeys_atanh, 4, 1, true, true};
+PyObject* kTorchFunction_atanh = nullptr;
+const tb::Signature kSig_atanh{
+    .op = "atanh",
+    .names = kNames_atanh,
+    .keys = kKeys_atanh,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "atanh.out",
+    .schema_names = kSchemaNames_atanh,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_atanh,
+};
 
-PyObject* py_atanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_atanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_atanh, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_atanh, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_atanh, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_atanh, 0);
@@ -1029,13 +1597,32 @@ PyObject* py_atanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // avg_pool1d.out(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_avg_pool1d[] = {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "out", "implementation", "stream"};
+const char* const kSchemaNames_avg_pool1d[] = {"self", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "out"};
 PyObject* kKeys_avg_pool1d[9] = {};
-const tb::Signature kSig_avg_pool1d{"avg_pool1d", kNames_avg_pool1d, kKeys_avg_pool1d, 9, 6, false, true};
+PyObject* kTorchFunction_avg_pool1d = nullptr;
+const tb::Signature kSig_avg_pool1d{
+    .op = "avg_pool1d",
+    .names = kNames_avg_pool1d,
+    .keys = kKeys_avg_pool1d,
+    .num_params = 9,
+    .num_positional = 6,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x41,
+    .tensor_list_params = 0x0,
+    .aten = "avg_pool1d.out",
+    .schema_names = kSchemaNames_avg_pool1d,
+    .aten_positional = 6,
+    .torch_function = &kTorchFunction_avg_pool1d,
+};
 
-PyObject* py_avg_pool1d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_avg_pool1d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[9] = {};
   if (!tb::parse_args(kSig_avg_pool1d, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_avg_pool1d, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_avg_pool1d, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_avg_pool1d, 0);
@@ -1066,13 +1653,32 @@ PyObject* py_avg_pool1d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 
 // avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_avg_pool2d[] = {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override", "out", "implementation", "stream"};
+const char* const kSchemaNames_avg_pool2d[] = {"self", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override", "out"};
 PyObject* kKeys_avg_pool2d[10] = {};
-const tb::Signature kSig_avg_pool2d{"avg_pool2d", kNames_avg_pool2d, kKeys_avg_pool2d, 10, 7, false, true};
+PyObject* kTorchFunction_avg_pool2d = nullptr;
+const tb::Signature kSig_avg_pool2d{
+    .op = "avg_pool2d",
+    .names = kNames_avg_pool2d,
+    .keys = kKeys_avg_pool2d,
+    .num_params = 10,
+    .num_positional = 7,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x81,
+    .tensor_list_params = 0x0,
+    .aten = "avg_pool2d.out",
+    .schema_names = kSchemaNames_avg_pool2d,
+    .aten_positional = 7,
+    .torch_function = &kTorchFunction_avg_pool2d,
+};
 
-PyObject* py_avg_pool2d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_avg_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[10] = {};
   if (!tb::parse_args(kSig_avg_pool2d, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_avg_pool2d, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_avg_pool2d, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_avg_pool2d, 0);
@@ -1104,13 +1710,32 @@ PyObject* py_avg_pool2d(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 
 // baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_baddbmm[] = {"input", "batch1", "batch2", "beta", "alpha", "out", "implementation", "stream"};
+const char* const kSchemaNames_baddbmm[] = {"self", "batch1", "batch2", "beta", "alpha", "out"};
 PyObject* kKeys_baddbmm[8] = {};
-const tb::Signature kSig_baddbmm{"baddbmm", kNames_baddbmm, kKeys_baddbmm, 8, 3, false, true};
+PyObject* kTorchFunction_baddbmm = nullptr;
+const tb::Signature kSig_baddbmm{
+    .op = "baddbmm",
+    .names = kNames_baddbmm,
+    .keys = kKeys_baddbmm,
+    .num_params = 8,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x27,
+    .tensor_list_params = 0x0,
+    .aten = "baddbmm.out",
+    .schema_names = kSchemaNames_baddbmm,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_baddbmm,
+};
 
-PyObject* py_baddbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_baddbmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[8] = {};
   if (!tb::parse_args(kSig_baddbmm, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_baddbmm, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_baddbmm, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_baddbmm, 0);
@@ -1140,13 +1765,32 @@ PyObject* py_baddbmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 
 // bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_bitwise_and_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_bitwise_and_Tensor[] = {"self", "other", "out"};
 PyObject* kKeys_bitwise_and_Tensor[5] = {};
-const tb::Signature kSig_bitwise_and_Tensor{"bitwise_and_Tensor", kNames_bitwise_and_Tensor, kKeys_bitwise_and_Tensor, 5, 2, true, true};
+PyObject* kTorchFunction_bitwise_and_Tensor = nullptr;
+const tb::Signature kSig_bitwise_and_Tensor{
+    .op = "bitwise_and_Tensor",
+    .names = kNames_bitwise_and_Tensor,
+    .keys = kKeys_bitwise_and_Tensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "bitwise_and.Tensor_out",
+    .schema_names = kSchemaNames_bitwise_and_Tensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_bitwise_and_Tensor,
+};
 
-PyObject* py_bitwise_and_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_bitwise_and_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_bitwise_and_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_bitwise_and_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_bitwise_and_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_and_Tensor, 0);
@@ -1173,13 +1817,32 @@ PyObject* py_bitwise_and_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nar
 
 // bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_bitwise_left_shift_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_bitwise_left_shift_Tensor[] = {"self", "other", "out"};
 PyObject* kKeys_bitwise_left_shift_Tensor[5] = {};
-const tb::Signature kSig_bitwise_left_shift_Tensor{"bitwise_left_shift_Tensor", kNames_bitwise_left_shift_Tensor, kKeys_bitwise_left_shift_Tensor, 5, 2, true, true};
+PyObject* kTorchFunction_bitwise_left_shift_Tensor = nullptr;
+const tb::Signature kSig_bitwise_left_shift_Tensor{
+    .op = "bitwise_left_shift_Tensor",
+    .names = kNames_bitwise_left_shift_Tensor,
+    .keys = kKeys_bitwise_left_shift_Tensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "bitwise_left_shift.Tensor_out",
+    .schema_names = kSchemaNames_bitwise_left_shift_Tensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_bitwise_left_shift_Tensor,
+};
 
-PyObject* py_bitwise_left_shift_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_bitwise_left_shift_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_bitwise_left_shift_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_bitwise_left_shift_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_bitwise_left_shift_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_left_shift_Tensor, 0);
@@ -1206,13 +1869,32 @@ PyObject* py_bitwise_left_shift_Tensor(PyObject*, PyObject* const* args, Py_ssiz
 
 // bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_bitwise_not[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_bitwise_not[] = {"self", "out"};
 PyObject* kKeys_bitwise_not[4] = {};
-const tb::Signature kSig_bitwise_not{"bitwise_not", kNames_bitwise_not, kKeys_bitwise_not, 4, 1, true, true};
+PyObject* kTorchFunction_bitwise_not = nullptr;
+const tb::Signature kSig_bitwise_not{
+    .op = "bitwise_not",
+    .names = kNames_bitwise_not,
+    .keys = kKeys_bitwise_not,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "bitwise_not.out",
+    .schema_names = kSchemaNames_bitwise_not,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_bitwise_not,
+};
 
-PyObject* py_bitwise_not(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_bitwise_not(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_bitwise_not, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_bitwise_not, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_bitwise_not, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_not, 0);
@@ -1238,13 +1920,32 @@ PyObject* py_bitwise_not(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 
 // bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_bitwise_or_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_bitwise_or_Tensor[] = {"self", "other", "out"};
 PyObject* kKeys_bitwise_or_Tensor[5] = {};
-const tb::Signature kSig_bitwise_or_Tensor{"bitwise_or_Tensor", kNames_bitwise_or_Tensor, kKeys_bitwise_or_Tensor, 5, 2, true, true};
+PyObject* kTorchFunction_bitwise_or_Tensor = nullptr;
+const tb::Signature kSig_bitwise_or_Tensor{
+    .op = "bitwise_or_Tensor",
+    .names = kNames_bitwise_or_Tensor,
+    .keys = kKeys_bitwise_or_Tensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "bitwise_or.Tensor_out",
+    .schema_names = kSchemaNames_bitwise_or_Tensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_bitwise_or_Tensor,
+};
 
-PyObject* py_bitwise_or_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_bitwise_or_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_bitwise_or_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_bitwise_or_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_bitwise_or_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_or_Tensor, 0);
@@ -1271,13 +1972,32 @@ PyObject* py_bitwise_or_Tensor(PyObject*, PyObject* const* args, Py_ssize_t narg
 
 // bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_bitwise_right_shift_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_bitwise_right_shift_Tensor[] = {"self", "other", "out"};
 PyObject* kKeys_bitwise_right_shift_Tensor[5] = {};
-const tb::Signature kSig_bitwise_right_shift_Tensor{"bitwise_right_shift_Tensor", kNames_bitwise_right_shift_Tensor, kKeys_bitwise_right_shift_Tensor, 5, 2, true, true};
+PyObject* kTorchFunction_bitwise_right_shift_Tensor = nullptr;
+const tb::Signature kSig_bitwise_right_shift_Tensor{
+    .op = "bitwise_right_shift_Tensor",
+    .names = kNames_bitwise_right_shift_Tensor,
+    .keys = kKeys_bitwise_right_shift_Tensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "bitwise_right_shift.Tensor_out",
+    .schema_names = kSchemaNames_bitwise_right_shift_Tensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_bitwise_right_shift_Tensor,
+};
 
-PyObject* py_bitwise_right_shift_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_bitwise_right_shift_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_bitwise_right_shift_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_bitwise_right_shift_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_bitwise_right_shift_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_right_shift_Tensor, 0);
@@ -1304,13 +2024,32 @@ PyObject* py_bitwise_right_shift_Tensor(PyObject*, PyObject* const* args, Py_ssi
 
 // bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_bitwise_xor_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_bitwise_xor_Tensor[] = {"self", "other", "out"};
 PyObject* kKeys_bitwise_xor_Tensor[5] = {};
-const tb::Signature kSig_bitwise_xor_Tensor{"bitwise_xor_Tensor", kNames_bitwise_xor_Tensor, kKeys_bitwise_xor_Tensor, 5, 2, true, true};
+PyObject* kTorchFunction_bitwise_xor_Tensor = nullptr;
+const tb::Signature kSig_bitwise_xor_Tensor{
+    .op = "bitwise_xor_Tensor",
+    .names = kNames_bitwise_xor_Tensor,
+    .keys = kKeys_bitwise_xor_Tensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "bitwise_xor.Tensor_out",
+    .schema_names = kSchemaNames_bitwise_xor_Tensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_bitwise_xor_Tensor,
+};
 
-PyObject* py_bitwise_xor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_bitwise_xor_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_bitwise_xor_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_bitwise_xor_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_bitwise_xor_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_xor_Tensor, 0);
@@ -1337,13 +2076,32 @@ PyObject* py_bitwise_xor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nar
 
 // bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_bmm[] = {"input", "mat2", "out", "implementation", "stream"};
+const char* const kSchemaNames_bmm[] = {"self", "mat2", "out"};
 PyObject* kKeys_bmm[5] = {};
-const tb::Signature kSig_bmm{"bmm", kNames_bmm, kKeys_bmm, 5, 2, false, true};
+PyObject* kTorchFunction_bmm = nullptr;
+const tb::Signature kSig_bmm{
+    .op = "bmm",
+    .names = kNames_bmm,
+    .keys = kKeys_bmm,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "bmm.out",
+    .schema_names = kSchemaNames_bmm,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_bmm,
+};
 
-PyObject* py_bmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_bmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_bmm, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_bmm, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_bmm, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_bmm, 0);
@@ -1371,12 +2129,30 @@ PyObject* py_bmm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_cat[] = {"tensors", "dim", "out", "implementation", "stream"};
 PyObject* kKeys_cat[5] = {};
-const tb::Signature kSig_cat{"cat", kNames_cat, kKeys_cat, 5, 2, false, true};
+PyObject* kTorchFunction_cat = nullptr;
+const tb::Signature kSig_cat{
+    .op = "cat",
+    .names = kNames_cat,
+    .keys = kKeys_cat,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x4,
+    .tensor_list_params = 0x1,
+    .aten = "cat.out",
+    .schema_names = kNames_cat,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_cat,
+};
 
-PyObject* py_cat(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_cat(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_cat, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_cat, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_cat, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_tensors = tb::tensor_list_arg(slots[0], kSig_cat, 0);
@@ -1403,13 +2179,32 @@ PyObject* py_cat(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_ceil[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_ceil[] = {"self", "out"};
 PyObject* kKeys_ceil[4] = {};
-const tb::Signature kSig_ceil{"ceil", kNames_ceil, kKeys_ceil, 4, 1, true, true};
+PyObject* kTorchFunction_ceil = nullptr;
+const tb::Signature kSig_ceil{
+    .op = "ceil",
+    .names = kNames_ceil,
+    .keys = kKeys_ceil,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "ceil.out",
+    .schema_names = kSchemaNames_ceil,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_ceil,
+};
 
-PyObject* py_ceil(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_ceil(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_ceil, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_ceil, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_ceil, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_ceil, 0);
@@ -1435,13 +2230,32 @@ PyObject* py_ceil(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_clamp[] = {"input", "min", "max", "out", "implementation", "stream"};
+const char* const kSchemaNames_clamp[] = {"self", "min", "max", "out"};
 PyObject* kKeys_clamp[6] = {};
-const tb::Signature kSig_clamp{"clamp", kNames_clamp, kKeys_clamp, 6, 3, true, true};
+PyObject* kTorchFunction_clamp = nullptr;
+const tb::Signature kSig_clamp{
+    .op = "clamp",
+    .names = kNames_clamp,
+    .keys = kKeys_clamp,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "clamp.out",
+    .schema_names = kSchemaNames_clamp,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_clamp,
+};
 
-PyObject* py_clamp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_clamp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_clamp, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_clamp, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_clamp, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_clamp, 0);
@@ -1469,13 +2283,32 @@ PyObject* py_clamp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_clamp_Tensor[] = {"input", "min", "max", "out", "implementation", "stream"};
+const char* const kSchemaNames_clamp_Tensor[] = {"self", "min", "max", "out"};
 PyObject* kKeys_clamp_Tensor[6] = {};
-const tb::Signature kSig_clamp_Tensor{"clamp_Tensor", kNames_clamp_Tensor, kKeys_clamp_Tensor, 6, 3, true, true};
+PyObject* kTorchFunction_clamp_Tensor = nullptr;
+const tb::Signature kSig_clamp_Tensor{
+    .op = "clamp_Tensor",
+    .names = kNames_clamp_Tensor,
+    .keys = kKeys_clamp_Tensor,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0xf,
+    .tensor_list_params = 0x0,
+    .aten = "clamp.Tensor_out",
+    .schema_names = kSchemaNames_clamp_Tensor,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_clamp_Tensor,
+};
 
-PyObject* py_clamp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_clamp_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_clamp_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_clamp_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_clamp_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_clamp_Tensor, 0);
@@ -1503,13 +2336,32 @@ PyObject* py_clamp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 
 // clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_clamp_max[] = {"input", "max", "out", "implementation", "stream"};
+const char* const kSchemaNames_clamp_max[] = {"self", "max", "out"};
 PyObject* kKeys_clamp_max[5] = {};
-const tb::Signature kSig_clamp_max{"clamp_max", kNames_clamp_max, kKeys_clamp_max, 5, 2, true, true};
+PyObject* kTorchFunction_clamp_max = nullptr;
+const tb::Signature kSig_clamp_max{
+    .op = "clamp_max",
+    .names = kNames_clamp_max,
+    .keys = kKeys_clamp_max,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "clamp_max.out",
+    .schema_names = kSchemaNames_clamp_max,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_clamp_max,
+};
 
-PyObject* py_clamp_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_clamp_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_clamp_max, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_clamp_max, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_clamp_max, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_clamp_max, 0);
@@ -1536,13 +2388,32 @@ PyObject* py_clamp_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_clamp_min[] = {"input", "min", "out", "implementation", "stream"};
+const char* const kSchemaNames_clamp_min[] = {"self", "min", "out"};
 PyObject* kKeys_clamp_min[5] = {};
-const tb::Signature kSig_clamp_min{"clamp_min", kNames_clamp_min, kKeys_clamp_min, 5, 2, true, true};
+PyObject* kTorchFunction_clamp_min = nullptr;
+const tb::Signature kSig_clamp_min{
+    .op = "clamp_min",
+    .names = kNames_clamp_min,
+    .keys = kKeys_clamp_min,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "clamp_min.out",
+    .schema_names = kSchemaNames_clamp_min,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_clamp_min,
+};
 
-PyObject* py_clamp_min(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_clamp_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_clamp_min, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_clamp_min, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_clamp_min, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_clamp_min, 0);
@@ -1569,13 +2440,32 @@ PyObject* py_clamp_min(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_clone[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_clone[] = {"self", "out"};
 PyObject* kKeys_clone[4] = {};
-const tb::Signature kSig_clone{"clone", kNames_clone, kKeys_clone, 4, 1, false, true};
+PyObject* kTorchFunction_clone = nullptr;
+const tb::Signature kSig_clone{
+    .op = "clone",
+    .names = kNames_clone,
+    .keys = kKeys_clone,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "clone.out",
+    .schema_names = kSchemaNames_clone,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_clone,
+};
 
-PyObject* py_clone(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_clone(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_clone, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_clone, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_clone, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_clone, 0);
@@ -1601,13 +2491,32 @@ PyObject* py_clone(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_copysign[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_copysign[] = {"self", "other", "out"};
 PyObject* kKeys_copysign[5] = {};
-const tb::Signature kSig_copysign{"copysign", kNames_copysign, kKeys_copysign, 5, 2, true, true};
+PyObject* kTorchFunction_copysign = nullptr;
+const tb::Signature kSig_copysign{
+    .op = "copysign",
+    .names = kNames_copysign,
+    .keys = kKeys_copysign,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "copysign.out",
+    .schema_names = kSchemaNames_copysign,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_copysign,
+};
 
-PyObject* py_copysign(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_copysign(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_copysign, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_copysign, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_copysign, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_copysign, 0);
@@ -1634,13 +2543,32 @@ PyObject* py_copysign(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 
 // cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_cos[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_cos[] = {"self", "out"};
 PyObject* kKeys_cos[4] = {};
-const tb::Signature kSig_cos{"cos", kNames_cos, kKeys_cos, 4, 1, true, true};
+PyObject* kTorchFunction_cos = nullptr;
+const tb::Signature kSig_cos{
+    .op = "cos",
+    .names = kNames_cos,
+    .keys = kKeys_cos,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "cos.out",
+    .schema_names = kSchemaNames_cos,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_cos,
+};
 
-PyObject* py_cos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_cos(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_cos, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_cos, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_cos, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_cos, 0);
@@ -1666,13 +2594,32 @@ PyObject* py_cos(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_cosh[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_cosh[] = {"self", "out"};
 PyObject* kKeys_cosh[4] = {};
-const tb::Signature kSig_cosh{"cosh", kNames_cosh, kKeys_cosh, 4, 1, true, true};
+PyObject* kTorchFunction_cosh = nullptr;
+const tb::Signature kSig_cosh{
+    .op = "cosh",
+    .names = kNames_cosh,
+    .keys = kKeys_cosh,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "cosh.out",
+    .schema_names = kSchemaNames_cosh,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_cosh,
+};
 
-PyObject* py_cosh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_cosh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_cosh, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_cosh, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_cosh, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_cosh, 0);
@@ -1698,13 +2645,32 @@ PyObject* py_cosh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // cross.out(Tensor self, Tensor other, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_cross[] = {"input", "other", "dim", "out", "implementation", "stream"};
+const char* const kSchemaNames_cross[] = {"self", "other", "dim", "out"};
 PyObject* kKeys_cross[6] = {};
-const tb::Signature kSig_cross{"cross", kNames_cross, kKeys_cross, 6, 3, false, true};
+PyObject* kTorchFunction_cross = nullptr;
+const tb::Signature kSig_cross{
+    .op = "cross",
+    .names = kNames_cross,
+    .keys = kKeys_cross,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0xb,
+    .tensor_list_params = 0x0,
+    .aten = "cross.out",
+    .schema_names = kSchemaNames_cross,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_cross,
+};
 
-PyObject* py_cross(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_cross(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_cross, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_cross, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_cross, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_cross, 0);
@@ -1732,13 +2698,32 @@ PyObject* py_cross(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_cumprod[] = {"input", "dim", "dtype", "out", "implementation", "stream"};
+const char* const kSchemaNames_cumprod[] = {"self", "dim", "dtype", "out"};
 PyObject* kKeys_cumprod[6] = {};
-const tb::Signature kSig_cumprod{"cumprod", kNames_cumprod, kKeys_cumprod, 6, 2, false, true};
+PyObject* kTorchFunction_cumprod = nullptr;
+const tb::Signature kSig_cumprod{
+    .op = "cumprod",
+    .names = kNames_cumprod,
+    .keys = kKeys_cumprod,
+    .num_params = 6,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "cumprod.out",
+    .schema_names = kSchemaNames_cumprod,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_cumprod,
+};
 
-PyObject* py_cumprod(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_cumprod(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_cumprod, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_cumprod, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_cumprod, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_cumprod, 0);
@@ -1766,13 +2751,32 @@ PyObject* py_cumprod(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 
 // cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_cumsum[] = {"input", "dim", "dtype", "out", "implementation", "stream"};
+const char* const kSchemaNames_cumsum[] = {"self", "dim", "dtype", "out"};
 PyObject* kKeys_cumsum[6] = {};
-const tb::Signature kSig_cumsum{"cumsum", kNames_cumsum, kKeys_cumsum, 6, 2, false, true};
+PyObject* kTorchFunction_cumsum = nullptr;
+const tb::Signature kSig_cumsum{
+    .op = "cumsum",
+    .names = kNames_cumsum,
+    .keys = kKeys_cumsum,
+    .num_params = 6,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "cumsum.out",
+    .schema_names = kSchemaNames_cumsum,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_cumsum,
+};
 
-PyObject* py_cumsum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_cumsum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_cumsum, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_cumsum, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_cumsum, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_cumsum, 0);
@@ -1800,13 +2804,32 @@ PyObject* py_cumsum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 
 // digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_digamma[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_digamma[] = {"self", "out"};
 PyObject* kKeys_digamma[4] = {};
-const tb::Signature kSig_digamma{"digamma", kNames_digamma, kKeys_digamma, 4, 1, true, true};
+PyObject* kTorchFunction_digamma = nullptr;
+const tb::Signature kSig_digamma{
+    .op = "digamma",
+    .names = kNames_digamma,
+    .keys = kKeys_digamma,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "digamma.out",
+    .schema_names = kSchemaNames_digamma,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_digamma,
+};
 
-PyObject* py_digamma(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_digamma(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_digamma, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_digamma, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_digamma, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_digamma, 0);
@@ -1832,13 +2855,32 @@ PyObject* py_digamma(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 
 // div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_div[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_div[] = {"self", "other", "out"};
 PyObject* kKeys_div[5] = {};
-const tb::Signature kSig_div{"div", kNames_div, kKeys_div, 5, 2, true, true};
+PyObject* kTorchFunction_div = nullptr;
+const tb::Signature kSig_div{
+    .op = "div",
+    .names = kNames_div,
+    .keys = kKeys_div,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "div.out",
+    .schema_names = kSchemaNames_div,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_div,
+};
 
-PyObject* py_div(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_div(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_div, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_div, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_div, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_div, 0);
@@ -1865,13 +2907,32 @@ PyObject* py_div(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_div_out_mode[] = {"input", "other", "rounding_mode", "out", "implementation", "stream"};
+const char* const kSchemaNames_div_out_mode[] = {"self", "other", "rounding_mode", "out"};
 PyObject* kKeys_div_out_mode[6] = {};
-const tb::Signature kSig_div_out_mode{"div_out_mode", kNames_div_out_mode, kKeys_div_out_mode, 6, 2, true, true};
+PyObject* kTorchFunction_div_out_mode = nullptr;
+const tb::Signature kSig_div_out_mode{
+    .op = "div_out_mode",
+    .names = kNames_div_out_mode,
+    .keys = kKeys_div_out_mode,
+    .num_params = 6,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0xb,
+    .tensor_list_params = 0x0,
+    .aten = "div.out_mode",
+    .schema_names = kSchemaNames_div_out_mode,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_div_out_mode,
+};
 
-PyObject* py_div_out_mode(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_div_out_mode(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_div_out_mode, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_div_out_mode, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_div_out_mode, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_div_out_mode, 0);
@@ -1899,13 +2960,32 @@ PyObject* py_div_out_mode(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 
 // dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_dot[] = {"input", "tensor", "out", "implementation", "stream"};
+const char* const kSchemaNames_dot[] = {"self", "tensor", "out"};
 PyObject* kKeys_dot[5] = {};
-const tb::Signature kSig_dot{"dot", kNames_dot, kKeys_dot, 5, 2, false, true};
+PyObject* kTorchFunction_dot = nullptr;
+const tb::Signature kSig_dot{
+    .op = "dot",
+    .names = kNames_dot,
+    .keys = kKeys_dot,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "dot.out",
+    .schema_names = kSchemaNames_dot,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_dot,
+};
 
-PyObject* py_dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_dot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_dot, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_dot, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_dot, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_dot, 0);
@@ -1932,13 +3012,32 @@ PyObject* py_dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_elu[] = {"input", "alpha", "scale", "input_scale", "out", "implementation", "stream"};
+const char* const kSchemaNames_elu[] = {"self", "alpha", "scale", "input_scale", "out"};
 PyObject* kKeys_elu[7] = {};
-const tb::Signature kSig_elu{"elu", kNames_elu, kKeys_elu, 7, 4, true, true};
+PyObject* kTorchFunction_elu = nullptr;
+const tb::Signature kSig_elu{
+    .op = "elu",
+    .names = kNames_elu,
+    .keys = kKeys_elu,
+    .num_params = 7,
+    .num_positional = 4,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x11,
+    .tensor_list_params = 0x0,
+    .aten = "elu.out",
+    .schema_names = kSchemaNames_elu,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction_elu,
+};
 
-PyObject* py_elu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_elu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_elu, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_elu, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_elu, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_elu, 0);
@@ -1968,12 +3067,30 @@ PyObject* py_elu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_embedding[] = {"weight", "indices", "padding_idx", "scale_grad_by_freq", "sparse", "out", "implementation", "stream"};
 PyObject* kKeys_embedding[8] = {};
-const tb::Signature kSig_embedding{"embedding", kNames_embedding, kKeys_embedding, 8, 5, false, true};
+PyObject* kTorchFunction_embedding = nullptr;
+const tb::Signature kSig_embedding{
+    .op = "embedding",
+    .names = kNames_embedding,
+    .keys = kKeys_embedding,
+    .num_params = 8,
+    .num_positional = 5,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x23,
+    .tensor_list_params = 0x0,
+    .aten = "embedding.out",
+    .schema_names = kNames_embedding,
+    .aten_positional = 5,
+    .torch_function = &kTorchFunction_embedding,
+};
 
-PyObject* py_embedding(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_embedding(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[8] = {};
   if (!tb::parse_args(kSig_embedding, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_embedding, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_embedding, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_weight = tb::tensor_arg(slots[0], kSig_embedding, 0);
@@ -2004,12 +3121,30 @@ PyObject* py_embedding(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 // embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_embedding_dense_backward[] = {"grad_output", "indices", "num_weights", "padding_idx", "scale_grad_by_freq", "out", "implementation", "stream"};
 PyObject* kKeys_embedding_dense_backward[8] = {};
-const tb::Signature kSig_embedding_dense_backward{"embedding_dense_backward", kNames_embedding_dense_backward, kKeys_embedding_dense_backward, 8, 5, false, true};
+PyObject* kTorchFunction_embedding_dense_backward = nullptr;
+const tb::Signature kSig_embedding_dense_backward{
+    .op = "embedding_dense_backward",
+    .names = kNames_embedding_dense_backward,
+    .keys = kKeys_embedding_dense_backward,
+    .num_params = 8,
+    .num_positional = 5,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x23,
+    .tensor_list_params = 0x0,
+    .aten = "embedding_dense_backward.out",
+    .schema_names = kNames_embedding_dense_backward,
+    .aten_positional = 5,
+    .torch_function = &kTorchFunction_embedding_dense_backward,
+};
 
-PyObject* py_embedding_dense_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_embedding_dense_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[8] = {};
   if (!tb::parse_args(kSig_embedding_dense_backward, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_embedding_dense_backward, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_embedding_dense_backward, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_grad_output = tb::tensor_arg(slots[0], kSig_embedding_dense_backward, 0);
@@ -2039,13 +3174,32 @@ PyObject* py_embedding_dense_backward(PyObject*, PyObject* const* args, Py_ssize
 
 // eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_eq_Scalar[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_eq_Scalar[] = {"self", "other", "out"};
 PyObject* kKeys_eq_Scalar[5] = {};
-const tb::Signature kSig_eq_Scalar{"eq_Scalar", kNames_eq_Scalar, kKeys_eq_Scalar, 5, 2, true, true};
+PyObject* kTorchFunction_eq_Scalar = nullptr;
+const tb::Signature kSig_eq_Scalar{
+    .op = "eq_Scalar",
+    .names = kNames_eq_Scalar,
+    .keys = kKeys_eq_Scalar,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "eq.Scalar_out",
+    .schema_names = kSchemaNames_eq_Scalar,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_eq_Scalar,
+};
 
-PyObject* py_eq_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_eq_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_eq_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_eq_Scalar, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_eq_Scalar, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_eq_Scalar, 0);
@@ -2072,13 +3226,32 @@ PyObject* py_eq_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_eq_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_eq_Tensor[] = {"self", "other", "out"};
 PyObject* kKeys_eq_Tensor[5] = {};
-const tb::Signature kSig_eq_Tensor{"eq_Tensor", kNames_eq_Tensor, kKeys_eq_Tensor, 5, 2, true, true};
+PyObject* kTorchFunction_eq_Tensor = nullptr;
+const tb::Signature kSig_eq_Tensor{
+    .op = "eq_Tensor",
+    .names = kNames_eq_Tensor,
+    .keys = kKeys_eq_Tensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "eq.Tensor_out",
+    .schema_names = kSchemaNames_eq_Tensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_eq_Tensor,
+};
 
-PyObject* py_eq_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_eq_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_eq_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_eq_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_eq_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_eq_Tensor, 0);
@@ -2105,13 +3278,32 @@ PyObject* py_eq_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_erf[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_erf[] = {"self", "out"};
 PyObject* kKeys_erf[4] = {};
-const tb::Signature kSig_erf{"erf", kNames_erf, kKeys_erf, 4, 1, true, true};
+PyObject* kTorchFunction_erf = nullptr;
+const tb::Signature kSig_erf{
+    .op = "erf",
+    .names = kNames_erf,
+    .keys = kKeys_erf,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "erf.out",
+    .schema_names = kSchemaNames_erf,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_erf,
+};
 
-PyObject* py_erf(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_erf(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_erf, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_erf, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_erf, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_erf, 0);
@@ -2137,13 +3329,32 @@ PyObject* py_erf(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_erfc[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_erfc[] = {"self", "out"};
 PyObject* kKeys_erfc[4] = {};
-const tb::Signature kSig_erfc{"erfc", kNames_erfc, kKeys_erfc, 4, 1, true, true};
+PyObject* kTorchFunction_erfc = nullptr;
+const tb::Signature kSig_erfc{
+    .op = "erfc",
+    .names = kNames_erfc,
+    .keys = kKeys_erfc,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "erfc.out",
+    .schema_names = kSchemaNames_erfc,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_erfc,
+};
 
-PyObject* py_erfc(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_erfc(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_erfc, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_erfc, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_erfc, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_erfc, 0);
@@ -2169,13 +3380,32 @@ PyObject* py_erfc(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_erfinv[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_erfinv[] = {"self", "out"};
 PyObject* kKeys_erfinv[4] = {};
-const tb::Signature kSig_erfinv{"erfinv", kNames_erfinv, kKeys_erfinv, 4, 1, true, true};
+PyObject* kTorchFunction_erfinv = nullptr;
+const tb::Signature kSig_erfinv{
+    .op = "erfinv",
+    .names = kNames_erfinv,
+    .keys = kKeys_erfinv,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "erfinv.out",
+    .schema_names = kSchemaNames_erfinv,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_erfinv,
+};
 
-PyObject* py_erfinv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_erfinv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_erfinv, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_erfinv, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_erfinv, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_erfinv, 0);
@@ -2201,13 +3431,32 @@ PyObject* py_erfinv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 
 // exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_exp[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_exp[] = {"self", "out"};
 PyObject* kKeys_exp[4] = {};
-const tb::Signature kSig_exp{"exp", kNames_exp, kKeys_exp, 4, 1, true, true};
+PyObject* kTorchFunction_exp = nullptr;
+const tb::Signature kSig_exp{
+    .op = "exp",
+    .names = kNames_exp,
+    .keys = kKeys_exp,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "exp.out",
+    .schema_names = kSchemaNames_exp,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_exp,
+};
 
-PyObject* py_exp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_exp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_exp, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_exp, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_exp, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_exp, 0);
@@ -2233,13 +3482,32 @@ PyObject* py_exp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_exp2[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_exp2[] = {"self", "out"};
 PyObject* kKeys_exp2[4] = {};
-const tb::Signature kSig_exp2{"exp2", kNames_exp2, kKeys_exp2, 4, 1, true, true};
+PyObject* kTorchFunction_exp2 = nullptr;
+const tb::Signature kSig_exp2{
+    .op = "exp2",
+    .names = kNames_exp2,
+    .keys = kKeys_exp2,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "exp2.out",
+    .schema_names = kSchemaNames_exp2,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_exp2,
+};
 
-PyObject* py_exp2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_exp2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_exp2, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_exp2, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_exp2, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_exp2, 0);
@@ -2265,13 +3533,32 @@ PyObject* py_exp2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_expm1[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_expm1[] = {"self", "out"};
 PyObject* kKeys_expm1[4] = {};
-const tb::Signature kSig_expm1{"expm1", kNames_expm1, kKeys_expm1, 4, 1, true, true};
+PyObject* kTorchFunction_expm1 = nullptr;
+const tb::Signature kSig_expm1{
+    .op = "expm1",
+    .names = kNames_expm1,
+    .keys = kKeys_expm1,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "expm1.out",
+    .schema_names = kSchemaNames_expm1,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_expm1,
+};
 
-PyObject* py_expm1(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_expm1(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_expm1, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_expm1, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_expm1, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_expm1, 0);
@@ -2297,13 +3584,32 @@ PyObject* py_expm1(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_flip[] = {"input", "dims", "out", "implementation", "stream"};
+const char* const kSchemaNames_flip[] = {"self", "dims", "out"};
 PyObject* kKeys_flip[5] = {};
-const tb::Signature kSig_flip{"flip", kNames_flip, kKeys_flip, 5, 2, false, true};
+PyObject* kTorchFunction_flip = nullptr;
+const tb::Signature kSig_flip{
+    .op = "flip",
+    .names = kNames_flip,
+    .keys = kKeys_flip,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "flip.out",
+    .schema_names = kSchemaNames_flip,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_flip,
+};
 
-PyObject* py_flip(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_flip(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_flip, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_flip, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_flip, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_flip, 0);
@@ -2330,13 +3636,32 @@ PyObject* py_flip(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_floor[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_floor[] = {"self", "out"};
 PyObject* kKeys_floor[4] = {};
-const tb::Signature kSig_floor{"floor", kNames_floor, kKeys_floor, 4, 1, true, true};
+PyObject* kTorchFunction_floor = nullptr;
+const tb::Signature kSig_floor{
+    .op = "floor",
+    .names = kNames_floor,
+    .keys = kKeys_floor,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "floor.out",
+    .schema_names = kSchemaNames_floor,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_floor,
+};
 
-PyObject* py_floor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_floor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_floor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_floor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_floor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_floor, 0);
@@ -2362,13 +3687,32 @@ PyObject* py_floor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_floor_divide[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_floor_divide[] = {"self", "other", "out"};
 PyObject* kKeys_floor_divide[5] = {};
-const tb::Signature kSig_floor_divide{"floor_divide", kNames_floor_divide, kKeys_floor_divide, 5, 2, false, true};
+PyObject* kTorchFunction_floor_divide = nullptr;
+const tb::Signature kSig_floor_divide{
+    .op = "floor_divide",
+    .names = kNames_floor_divide,
+    .keys = kKeys_floor_divide,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "floor_divide.out",
+    .schema_names = kSchemaNames_floor_divide,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_floor_divide,
+};
 
-PyObject* py_floor_divide(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_floor_divide(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_floor_divide, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_floor_divide, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_floor_divide, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_floor_divide, 0);
@@ -2395,13 +3739,32 @@ PyObject* py_floor_divide(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 
 // fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_fmax[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_fmax[] = {"self", "other", "out"};
 PyObject* kKeys_fmax[5] = {};
-const tb::Signature kSig_fmax{"fmax", kNames_fmax, kKeys_fmax, 5, 2, true, true};
+PyObject* kTorchFunction_fmax = nullptr;
+const tb::Signature kSig_fmax{
+    .op = "fmax",
+    .names = kNames_fmax,
+    .keys = kKeys_fmax,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "fmax.out",
+    .schema_names = kSchemaNames_fmax,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_fmax,
+};
 
-PyObject* py_fmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_fmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_fmax, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_fmax, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_fmax, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_fmax, 0);
@@ -2428,13 +3791,32 @@ PyObject* py_fmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_fmin[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_fmin[] = {"self", "other", "out"};
 PyObject* kKeys_fmin[5] = {};
-const tb::Signature kSig_fmin{"fmin", kNames_fmin, kKeys_fmin, 5, 2, true, true};
+PyObject* kTorchFunction_fmin = nullptr;
+const tb::Signature kSig_fmin{
+    .op = "fmin",
+    .names = kNames_fmin,
+    .keys = kKeys_fmin,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "fmin.out",
+    .schema_names = kSchemaNames_fmin,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_fmin,
+};
 
-PyObject* py_fmin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_fmin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_fmin, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_fmin, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_fmin, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_fmin, 0);
@@ -2461,13 +3843,32 @@ PyObject* py_fmin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_fmod_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_fmod_Tensor[] = {"self", "other", "out"};
 PyObject* kKeys_fmod_Tensor[5] = {};
-const tb::Signature kSig_fmod_Tensor{"fmod_Tensor", kNames_fmod_Tensor, kKeys_fmod_Tensor, 5, 2, true, true};
+PyObject* kTorchFunction_fmod_Tensor = nullptr;
+const tb::Signature kSig_fmod_Tensor{
+    .op = "fmod_Tensor",
+    .names = kNames_fmod_Tensor,
+    .keys = kKeys_fmod_Tensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "fmod.Tensor_out",
+    .schema_names = kSchemaNames_fmod_Tensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_fmod_Tensor,
+};
 
-PyObject* py_fmod_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_fmod_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_fmod_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_fmod_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_fmod_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_fmod_Tensor, 0);
@@ -2494,13 +3895,32 @@ PyObject* py_fmod_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 
 // frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_frac[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_frac[] = {"self", "out"};
 PyObject* kKeys_frac[4] = {};
-const tb::Signature kSig_frac{"frac", kNames_frac, kKeys_frac, 4, 1, true, true};
+PyObject* kTorchFunction_frac = nullptr;
+const tb::Signature kSig_frac{
+    .op = "frac",
+    .names = kNames_frac,
+    .keys = kKeys_frac,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "frac.out",
+    .schema_names = kSchemaNames_frac,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_frac,
+};
 
-PyObject* py_frac(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_frac(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_frac, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_frac, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_frac, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_frac, 0);
@@ -2526,13 +3946,32 @@ PyObject* py_frac(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_gather[] = {"input", "dim", "index", "sparse_grad", "out", "implementation", "stream"};
+const char* const kSchemaNames_gather[] = {"self", "dim", "index", "sparse_grad", "out"};
 PyObject* kKeys_gather[7] = {};
-const tb::Signature kSig_gather{"gather", kNames_gather, kKeys_gather, 7, 3, false, true};
+PyObject* kTorchFunction_gather = nullptr;
+const tb::Signature kSig_gather{
+    .op = "gather",
+    .names = kNames_gather,
+    .keys = kKeys_gather,
+    .num_params = 7,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x15,
+    .tensor_list_params = 0x0,
+    .aten = "gather.out",
+    .schema_names = kSchemaNames_gather,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_gather,
+};
 
-PyObject* py_gather(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_gather(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_gather, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_gather, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_gather, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_gather, 0);
@@ -2561,13 +4000,32 @@ PyObject* py_gather(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 
 // ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_ge_Scalar[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_ge_Scalar[] = {"self", "other", "out"};
 PyObject* kKeys_ge_Scalar[5] = {};
-const tb::Signature kSig_ge_Scalar{"ge_Scalar", kNames_ge_Scalar, kKeys_ge_Scalar, 5, 2, true, true};
+PyObject* kTorchFunction_ge_Scalar = nullptr;
+const tb::Signature kSig_ge_Scalar{
+    .op = "ge_Scalar",
+    .names = kNames_ge_Scalar,
+    .keys = kKeys_ge_Scalar,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "ge.Scalar_out",
+    .schema_names = kSchemaNames_ge_Scalar,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_ge_Scalar,
+};
 
-PyObject* py_ge_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_ge_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_ge_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_ge_Scalar, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_ge_Scalar, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_ge_Scalar, 0);
@@ -2594,13 +4052,32 @@ PyObject* py_ge_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_ge_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_ge_Tensor[] = {"self", "other", "out"};
 PyObject* kKeys_ge_Tensor[5] = {};
-const tb::Signature kSig_ge_Tensor{"ge_Tensor", kNames_ge_Tensor, kKeys_ge_Tensor, 5, 2, true, true};
+PyObject* kTorchFunction_ge_Tensor = nullptr;
+const tb::Signature kSig_ge_Tensor{
+    .op = "ge_Tensor",
+    .names = kNames_ge_Tensor,
+    .keys = kKeys_ge_Tensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "ge.Tensor_out",
+    .schema_names = kSchemaNames_ge_Tensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_ge_Tensor,
+};
 
-PyObject* py_ge_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_ge_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_ge_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_ge_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_ge_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_ge_Tensor, 0);
@@ -2627,13 +4104,32 @@ PyObject* py_ge_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_gelu[] = {"input", "approximate", "out", "implementation", "stream"};
+const char* const kSchemaNames_gelu[] = {"self", "approximate", "out"};
 PyObject* kKeys_gelu[5] = {};
-const tb::Signature kSig_gelu{"gelu", kNames_gelu, kKeys_gelu, 5, 1, true, true};
+PyObject* kTorchFunction_gelu = nullptr;
+const tb::Signature kSig_gelu{
+    .op = "gelu",
+    .names = kNames_gelu,
+    .keys = kKeys_gelu,
+    .num_params = 5,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "gelu.out",
+    .schema_names = kSchemaNames_gelu,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_gelu,
+};
 
-PyObject* py_gelu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_gelu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_gelu, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_gelu, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_gelu, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_gelu, 0);
@@ -2660,13 +4156,32 @@ PyObject* py_gelu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)
 const char* const kNames_gelu_backward[] = {"grad_output", "input", "approximate", "grad_input", "implementation", "stream"};
+const char* const kSchemaNames_gelu_backward[] = {"grad_output", "self", "approximate", "grad_input"};
 PyObject* kKeys_gelu_backward[6] = {};
-const tb::Signature kSig_gelu_backward{"gelu_backward", kNames_gelu_backward, kKeys_gelu_backward, 6, 2, true, true};
+PyObject* kTorchFunction_gelu_backward = nullptr;
+const tb::Signature kSig_gelu_backward{
+    .op = "gelu_backward",
+    .names = kNames_gelu_backward,
+    .keys = kKeys_gelu_backward,
+    .num_params = 6,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0xb,
+    .tensor_list_params = 0x0,
+    .aten = "gelu_backward.grad_input",
+    .schema_names = kSchemaNames_gelu_backward,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_gelu_backward,
+};
 
-PyObject* py_gelu_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_gelu_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_gelu_backward, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_gelu_backward, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_gelu_backward, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_grad_output = tb::tensor_arg(slots[0], kSig_gelu_backward, 0);
@@ -2694,13 +4209,32 @@ PyObject* py_gelu_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
 
 // glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_glu[] = {"input", "dim", "out", "implementation", "stream"};
+const char* const kSchemaNames_glu[] = {"self", "dim", "out"};
 PyObject* kKeys_glu[5] = {};
-const tb::Signature kSig_glu{"glu", kNames_glu, kKeys_glu, 5, 2, true, true};
+PyObject* kTorchFunction_glu = nullptr;
+const tb::Signature kSig_glu{
+    .op = "glu",
+    .names = kNames_glu,
+    .keys = kKeys_glu,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "glu.out",
+    .schema_names = kSchemaNames_glu,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_glu,
+};
 
-PyObject* py_glu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_glu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_glu, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_glu, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_glu, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_glu, 0);
@@ -2727,13 +4261,32 @@ PyObject* py_glu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_gt_Scalar[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_gt_Scalar[] = {"self", "other", "out"};
 PyObject* kKeys_gt_Scalar[5] = {};
-const tb::Signature kSig_gt_Scalar{"gt_Scalar", kNames_gt_Scalar, kKeys_gt_Scalar, 5, 2, true, true};
+PyObject* kTorchFunction_gt_Scalar = nullptr;
+const tb::Signature kSig_gt_Scalar{
+    .op = "gt_Scalar",
+    .names = kNames_gt_Scalar,
+    .keys = kKeys_gt_Scalar,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "gt.Scalar_out",
+    .schema_names = kSchemaNames_gt_Scalar,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_gt_Scalar,
+};
 
-PyObject* py_gt_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_gt_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_gt_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_gt_Scalar, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_gt_Scalar, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_gt_Scalar, 0);
@@ -2760,13 +4313,32 @@ PyObject* py_gt_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_gt_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_gt_Tensor[] = {"self", "other", "out"};
 PyObject* kKeys_gt_Tensor[5] = {};
-const tb::Signature kSig_gt_Tensor{"gt_Tensor", kNames_gt_Tensor, kKeys_gt_Tensor, 5, 2, true, true};
+PyObject* kTorchFunction_gt_Tensor = nullptr;
+const tb::Signature kSig_gt_Tensor{
+    .op = "gt_Tensor",
+    .names = kNames_gt_Tensor,
+    .keys = kKeys_gt_Tensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "gt.Tensor_out",
+    .schema_names = kSchemaNames_gt_Tensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_gt_Tensor,
+};
 
-PyObject* py_gt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_gt_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_gt_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_gt_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_gt_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_gt_Tensor, 0);
@@ -2793,13 +4365,32 @@ PyObject* py_gt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_hardsigmoid[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_hardsigmoid[] = {"self", "out"};
 PyObject* kKeys_hardsigmoid[4] = {};
-const tb::Signature kSig_hardsigmoid{"hardsigmoid", kNames_hardsigmoid, kKeys_hardsigmoid, 4, 1, true, true};
+PyObject* kTorchFunction_hardsigmoid = nullptr;
+const tb::Signature kSig_hardsigmoid{
+    .op = "hardsigmoid",
+    .names = kNames_hardsigmoid,
+    .keys = kKeys_hardsigmoid,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "hardsigmoid.out",
+    .schema_names = kSchemaNames_hardsigmoid,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_hardsigmoid,
+};
 
-PyObject* py_hardsigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_hardsigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_hardsigmoid, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_hardsigmoid, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_hardsigmoid, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_hardsigmoid, 0);
@@ -2825,13 +4416,32 @@ PyObject* py_hardsigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 
 // hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_hardswish[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_hardswish[] = {"self", "out"};
 PyObject* kKeys_hardswish[4] = {};
-const tb::Signature kSig_hardswish{"hardswish", kNames_hardswish, kKeys_hardswish, 4, 1, false, true};
+PyObject* kTorchFunction_hardswish = nullptr;
+const tb::Signature kSig_hardswish{
+    .op = "hardswish",
+    .names = kNames_hardswish,
+    .keys = kKeys_hardswish,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "hardswish.out",
+    .schema_names = kSchemaNames_hardswish,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_hardswish,
+};
 
-PyObject* py_hardswish(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_hardswish(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_hardswish, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_hardswish, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_hardswish, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_hardswish, 0);
@@ -2857,13 +4467,32 @@ PyObject* py_hardswish(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_hardtanh[] = {"input", "min_val", "max_val", "out", "implementation", "stream"};
+const char* const kSchemaNames_hardtanh[] = {"self", "min_val", "max_val", "out"};
 PyObject* kKeys_hardtanh[6] = {};
-const tb::Signature kSig_hardtanh{"hardtanh", kNames_hardtanh, kKeys_hardtanh, 6, 3, false, true};
+PyObject* kTorchFunction_hardtanh = nullptr;
+const tb::Signature kSig_hardtanh{
+    .op = "hardtanh",
+    .names = kNames_hardtanh,
+    .keys = kKeys_hardtanh,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "hardtanh.out",
+    .schema_names = kSchemaNames_hardtanh,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_hardtanh,
+};
 
-PyObject* py_hardtanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_hardtanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_hardtanh, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_hardtanh, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_hardtanh, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_hardtanh, 0);
@@ -2891,13 +4520,32 @@ PyObject* py_hardtanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 
 // hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_hypot[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_hypot[] = {"self", "other", "out"};
 PyObject* kKeys_hypot[5] = {};
-const tb::Signature kSig_hypot{"hypot", kNames_hypot, kKeys_hypot, 5, 2, true, true};
+PyObject* kTorchFunction_hypot = nullptr;
+const tb::Signature kSig_hypot{
+    .op = "hypot",
+    .names = kNames_hypot,
+    .keys = kKeys_hypot,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "hypot.out",
+    .schema_names = kSchemaNames_hypot,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_hypot,
+};
 
-PyObject* py_hypot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_hypot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_hypot, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_hypot, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_hypot, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_hypot, 0);
@@ -2924,13 +4572,32 @@ PyObject* py_hypot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_index[] = {"input", "indices", "out", "implementation", "stream"};
+const char* const kSchemaNames_index[] = {"self", "indices", "out"};
 PyObject* kKeys_index[5] = {};
-const tb::Signature kSig_index{"index", kNames_index, kKeys_index, 5, 2, false, true};
+PyObject* kTorchFunction_index = nullptr;
+const tb::Signature kSig_index{
+    .op = "index",
+    .names = kNames_index,
+    .keys = kKeys_index,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x2,
+    .aten = "index.Tensor_out",
+    .schema_names = kSchemaNames_index,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_index,
+};
 
-PyObject* py_index(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_index(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_index, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_index, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_index, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_index, 0);
@@ -2957,13 +4624,32 @@ PyObject* py_index(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_index_add[] = {"input", "dim", "index", "source", "alpha", "out", "implementation", "stream"};
+const char* const kSchemaNames_index_add[] = {"self", "dim", "index", "source", "alpha", "out"};
 PyObject* kKeys_index_add[8] = {};
-const tb::Signature kSig_index_add{"index_add", kNames_index_add, kKeys_index_add, 8, 4, false, true};
+PyObject* kTorchFunction_index_add = nullptr;
+const tb::Signature kSig_index_add{
+    .op = "index_add",
+    .names = kNames_index_add,
+    .keys = kKeys_index_add,
+    .num_params = 8,
+    .num_positional = 4,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x2d,
+    .tensor_list_params = 0x0,
+    .aten = "index_add.out",
+    .schema_names = kSchemaNames_index_add,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction_index_add,
+};
 
-PyObject* py_index_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_index_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[8] = {};
   if (!tb::parse_args(kSig_index_add, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_index_add, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_index_add, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_index_add, 0);
@@ -2993,13 +4679,32 @@ PyObject* py_index_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_index_put[] = {"input", "indices", "values", "accumulate", "out", "implementation", "stream"};
+const char* const kSchemaNames_index_put[] = {"self", "indices", "values", "accumulate", "out"};
 PyObject* kKeys_index_put[7] = {};
-const tb::Signature kSig_index_put{"index_put", kNames_index_put, kKeys_index_put, 7, 4, false, true};
+PyObject* kTorchFunction_index_put = nullptr;
+const tb::Signature kSig_index_put{
+    .op = "index_put",
+    .names = kNames_index_put,
+    .keys = kKeys_index_put,
+    .num_params = 7,
+    .num_positional = 4,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x15,
+    .tensor_list_params = 0x2,
+    .aten = "index_put.out",
+    .schema_names = kSchemaNames_index_put,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction_index_put,
+};
 
-PyObject* py_index_put(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_index_put(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_index_put, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_index_put, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_index_put, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_index_put, 0);
@@ -3028,13 +4733,32 @@ PyObject* py_index_put(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_index_select[] = {"input", "dim", "index", "out", "implementation", "stream"};
+const char* const kSchemaNames_index_select[] = {"self", "dim", "index", "out"};
 PyObject* kKeys_index_select[6] = {};
-const tb::Signature kSig_index_select{"index_select", kNames_index_select, kKeys_index_select, 6, 3, false, true};
+PyObject* kTorchFunction_index_select = nullptr;
+const tb::Signature kSig_index_select{
+    .op = "index_select",
+    .names = kNames_index_select,
+    .keys = kKeys_index_select,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0xd,
+    .tensor_list_params = 0x0,
+    .aten = "index_select.out",
+    .schema_names = kSchemaNames_index_select,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_index_select,
+};
 
-PyObject* py_index_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_index_select(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_index_select, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_index_select, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_index_select, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_index_select, 0);
@@ -3062,13 +4786,32 @@ PyObject* py_index_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 
 // isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_isnan[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_isnan[] = {"self", "out"};
 PyObject* kKeys_isnan[4] = {};
-const tb::Signature kSig_isnan{"isnan", kNames_isnan, kKeys_isnan, 4, 1, false, true};
+PyObject* kTorchFunction_isnan = nullptr;
+const tb::Signature kSig_isnan{
+    .op = "isnan",
+    .names = kNames_isnan,
+    .keys = kKeys_isnan,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "isnan.out",
+    .schema_names = kSchemaNames_isnan,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_isnan,
+};
 
-PyObject* py_isnan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_isnan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_isnan, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_isnan, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_isnan, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_isnan, 0);
@@ -3094,13 +4837,32 @@ PyObject* py_isnan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_kron[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_kron[] = {"self", "other", "out"};
 PyObject* kKeys_kron[5] = {};
-const tb::Signature kSig_kron{"kron", kNames_kron, kKeys_kron, 5, 2, false, true};
+PyObject* kTorchFunction_kron = nullptr;
+const tb::Signature kSig_kron{
+    .op = "kron",
+    .names = kNames_kron,
+    .keys = kKeys_kron,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "kron.out",
+    .schema_names = kSchemaNames_kron,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_kron,
+};
 
-PyObject* py_kron(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_kron(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_kron, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_kron, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_kron, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_kron, 0);
@@ -3127,13 +4889,32 @@ PyObject* py_kron(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // kthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 const char* const kNames_kthvalue[] = {"input", "k", "dim", "keepdim", "values", "indices", "implementation", "stream"};
+const char* const kSchemaNames_kthvalue[] = {"self", "k", "dim", "keepdim", "values", "indices"};
 PyObject* kKeys_kthvalue[8] = {};
-const tb::Signature kSig_kthvalue{"kthvalue", kNames_kthvalue, kKeys_kthvalue, 8, 4, false, true};
+PyObject* kTorchFunction_kthvalue = nullptr;
+const tb::Signature kSig_kthvalue{
+    .op = "kthvalue",
+    .names = kNames_kthvalue,
+    .keys = kKeys_kthvalue,
+    .num_params = 8,
+    .num_positional = 4,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x31,
+    .tensor_list_params = 0x0,
+    .aten = "kthvalue.values",
+    .schema_names = kSchemaNames_kthvalue,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction_kthvalue,
+};
 
-PyObject* py_kthvalue(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_kthvalue(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[8] = {};
   if (!tb::parse_args(kSig_kthvalue, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_kthvalue, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_kthvalue, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_kthvalue, 0);
@@ -3163,13 +4944,32 @@ PyObject* py_kthvalue(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 
 // le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_le_Scalar[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_le_Scalar[] = {"self", "other", "out"};
 PyObject* kKeys_le_Scalar[5] = {};
-const tb::Signature kSig_le_Scalar{"le_Scalar", kNames_le_Scalar, kKeys_le_Scalar, 5, 2, true, true};
+PyObject* kTorchFunction_le_Scalar = nullptr;
+const tb::Signature kSig_le_Scalar{
+    .op = "le_Scalar",
+    .names = kNames_le_Scalar,
+    .keys = kKeys_le_Scalar,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "le.Scalar_out",
+    .schema_names = kSchemaNames_le_Scalar,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_le_Scalar,
+};
 
-PyObject* py_le_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_le_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_le_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_le_Scalar, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_le_Scalar, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_le_Scalar, 0);
@@ -3196,13 +4996,32 @@ PyObject* py_le_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_le_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_le_Tensor[] = {"self", "other", "out"};
 PyObject* kKeys_le_Tensor[5] = {};
-const tb::Signature kSig_le_Tensor{"le_Tensor", kNames_le_Tensor, kKeys_le_Tensor, 5, 2, true, true};
+PyObject* kTorchFunction_le_Tensor = nullptr;
+const tb::Signature kSig_le_Tensor{
+    .op = "le_Tensor",
+    .names = kNames_le_Tensor,
+    .keys = kKeys_le_Tensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "le.Tensor_out",
+    .schema_names = kSchemaNames_le_Tensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_le_Tensor,
+};
 
-PyObject* py_le_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_le_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_le_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_le_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_le_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_le_Tensor, 0);
@@ -3229,13 +5048,32 @@ PyObject* py_le_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_leaky_relu[] = {"input", "negative_slope", "out", "implementation", "stream"};
+const char* const kSchemaNames_leaky_relu[] = {"self", "negative_slope", "out"};
 PyObject* kKeys_leaky_relu[5] = {};
-const tb::Signature kSig_leaky_relu{"leaky_relu", kNames_leaky_relu, kKeys_leaky_relu, 5, 2, true, true};
+PyObject* kTorchFunction_leaky_relu = nullptr;
+const tb::Signature kSig_leaky_relu{
+    .op = "leaky_relu",
+    .names = kNames_leaky_relu,
+    .keys = kKeys_leaky_relu,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "leaky_relu.out",
+    .schema_names = kSchemaNames_leaky_relu,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_leaky_relu,
+};
 
-PyObject* py_leaky_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_leaky_relu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_leaky_relu, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_leaky_relu, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_leaky_relu, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_leaky_relu, 0);
@@ -3262,13 +5100,32 @@ PyObject* py_leaky_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 
 // lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_lerp_Scalar[] = {"input", "end", "weight", "out", "implementation", "stream"};
+const char* const kSchemaNames_lerp_Scalar[] = {"self", "end", "weight", "out"};
 PyObject* kKeys_lerp_Scalar[6] = {};
-const tb::Signature kSig_lerp_Scalar{"lerp_Scalar", kNames_lerp_Scalar, kKeys_lerp_Scalar, 6, 3, true, true};
+PyObject* kTorchFunction_lerp_Scalar = nullptr;
+const tb::Signature kSig_lerp_Scalar{
+    .op = "lerp_Scalar",
+    .names = kNames_lerp_Scalar,
+    .keys = kKeys_lerp_Scalar,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0xb,
+    .tensor_list_params = 0x0,
+    .aten = "lerp.Scalar_out",
+    .schema_names = kSchemaNames_lerp_Scalar,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_lerp_Scalar,
+};
 
-PyObject* py_lerp_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_lerp_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_lerp_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_lerp_Scalar, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_lerp_Scalar, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_lerp_Scalar, 0);
@@ -3296,13 +5153,32 @@ PyObject* py_lerp_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 
 // lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_lerp_Tensor[] = {"input", "end", "weight", "out", "implementation", "stream"};
+const char* const kSchemaNames_lerp_Tensor[] = {"self", "end", "weight", "out"};
 PyObject* kKeys_lerp_Tensor[6] = {};
-const tb::Signature kSig_lerp_Tensor{"lerp_Tensor", kNames_lerp_Tensor, kKeys_lerp_Tensor, 6, 3, true, true};
+PyObject* kTorchFunction_lerp_Tensor = nullptr;
+const tb::Signature kSig_lerp_Tensor{
+    .op = "lerp_Tensor",
+    .names = kNames_lerp_Tensor,
+    .keys = kKeys_lerp_Tensor,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0xf,
+    .tensor_list_params = 0x0,
+    .aten = "lerp.Tensor_out",
+    .schema_names = kSchemaNames_lerp_Tensor,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_lerp_Tensor,
+};
 
-PyObject* py_lerp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_lerp_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_lerp_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_lerp_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_lerp_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_lerp_Tensor, 0);
@@ -3330,13 +5206,32 @@ PyObject* py_lerp_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 
 // lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_lgamma[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_lgamma[] = {"self", "out"};
 PyObject* kKeys_lgamma[4] = {};
-const tb::Signature kSig_lgamma{"lgamma", kNames_lgamma, kKeys_lgamma, 4, 1, true, true};
+PyObject* kTorchFunction_lgamma = nullptr;
+const tb::Signature kSig_lgamma{
+    .op = "lgamma",
+    .names = kNames_lgamma,
+    .keys = kKeys_lgamma,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "lgamma.out",
+    .schema_names = kSchemaNames_lgamma,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_lgamma,
+};
 
-PyObject* py_lgamma(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_lgamma(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_lgamma, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_lgamma, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_lgamma, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_lgamma, 0);
@@ -3363,12 +5258,30 @@ PyObject* py_lgamma(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 // linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_linear[] = {"input", "weight", "bias", "out", "implementation", "stream"};
 PyObject* kKeys_linear[6] = {};
-const tb::Signature kSig_linear{"linear", kNames_linear, kKeys_linear, 6, 3, false, true};
+PyObject* kTorchFunction_linear = nullptr;
+const tb::Signature kSig_linear{
+    .op = "linear",
+    .names = kNames_linear,
+    .keys = kKeys_linear,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0xf,
+    .tensor_list_params = 0x0,
+    .aten = "linear.out",
+    .schema_names = kNames_linear,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_linear,
+};
 
-PyObject* py_linear(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_linear(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_linear, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_linear, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_linear, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_input = tb::tensor_arg(slots[0], kSig_linear, 0);
@@ -3396,13 +5309,32 @@ PyObject* py_linear(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 
 // log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_log[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_log[] = {"self", "out"};
 PyObject* kKeys_log[4] = {};
-const tb::Signature kSig_log{"log", kNames_log, kKeys_log, 4, 1, true, true};
+PyObject* kTorchFunction_log = nullptr;
+const tb::Signature kSig_log{
+    .op = "log",
+    .names = kNames_log,
+    .keys = kKeys_log,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "log.out",
+    .schema_names = kSchemaNames_log,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_log,
+};
 
-PyObject* py_log(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_log(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_log, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_log, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_log, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_log, 0);
@@ -3428,13 +5360,32 @@ PyObject* py_log(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_log10[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_log10[] = {"self", "out"};
 PyObject* kKeys_log10[4] = {};
-const tb::Signature kSig_log10{"log10", kNames_log10, kKeys_log10, 4, 1, true, true};
+PyObject* kTorchFunction_log10 = nullptr;
+const tb::Signature kSig_log10{
+    .op = "log10",
+    .names = kNames_log10,
+    .keys = kKeys_log10,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "log10.out",
+    .schema_names = kSchemaNames_log10,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_log10,
+};
 
-PyObject* py_log10(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_log10(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_log10, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_log10, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_log10, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_log10, 0);
@@ -3460,13 +5411,32 @@ PyObject* py_log10(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_log1p[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_log1p[] = {"self", "out"};
 PyObject* kKeys_log1p[4] = {};
-const tb::Signature kSig_log1p{"log1p", kNames_log1p, kKeys_log1p, 4, 1, true, true};
+PyObject* kTorchFunction_log1p = nullptr;
+const tb::Signature kSig_log1p{
+    .op = "log1p",
+    .names = kNames_log1p,
+    .keys = kKeys_log1p,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "log1p.out",
+    .schema_names = kSchemaNames_log1p,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_log1p,
+};
 
-PyObject* py_log1p(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_log1p(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_log1p, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_log1p, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_log1p, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_log1p, 0);
@@ -3492,13 +5462,32 @@ PyObject* py_log1p(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_log2[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_log2[] = {"self", "out"};
 PyObject* kKeys_log2[4] = {};
-const tb::Signature kSig_log2{"log2", kNames_log2, kKeys_log2, 4, 1, true, true};
+PyObject* kTorchFunction_log2 = nullptr;
+const tb::Signature kSig_log2{
+    .op = "log2",
+    .names = kNames_log2,
+    .keys = kKeys_log2,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "log2.out",
+    .schema_names = kSchemaNames_log2,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_log2,
+};
 
-PyObject* py_log2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_log2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_log2, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_log2, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_log2, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_log2, 0);
@@ -3524,13 +5513,32 @@ PyObject* py_log2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_log_sigmoid[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_log_sigmoid[] = {"self", "out"};
 PyObject* kKeys_log_sigmoid[4] = {};
-const tb::Signature kSig_log_sigmoid{"log_sigmoid", kNames_log_sigmoid, kKeys_log_sigmoid, 4, 1, false, true};
+PyObject* kTorchFunction_log_sigmoid = nullptr;
+const tb::Signature kSig_log_sigmoid{
+    .op = "log_sigmoid",
+    .names = kNames_log_sigmoid,
+    .keys = kKeys_log_sigmoid,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "log_sigmoid.out",
+    .schema_names = kSchemaNames_log_sigmoid,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_log_sigmoid,
+};
 
-PyObject* py_log_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_log_sigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_log_sigmoid, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_log_sigmoid, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_log_sigmoid, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_log_sigmoid, 0);
@@ -3556,13 +5564,32 @@ PyObject* py_log_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 
 // log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_log_softmax[] = {"input", "dim", "dtype", "out", "implementation", "stream"};
+const char* const kSchemaNames_log_softmax[] = {"self", "dim", "dtype", "out"};
 PyObject* kKeys_log_softmax[6] = {};
-const tb::Signature kSig_log_softmax{"log_softmax", kNames_log_softmax, kKeys_log_softmax, 6, 3, false, true};
+PyObject* kTorchFunction_log_softmax = nullptr;
+const tb::Signature kSig_log_softmax{
+    .op = "log_softmax",
+    .names = kNames_log_softmax,
+    .keys = kKeys_log_softmax,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "log_softmax.int_out",
+    .schema_names = kSchemaNames_log_softmax,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_log_softmax,
+};
 
-PyObject* py_log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_log_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_log_softmax, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_log_softmax, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_log_softmax, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_log_softmax, 0);
@@ -3590,13 +5617,32 @@ PyObject* py_log_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 
 // logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_logaddexp[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_logaddexp[] = {"self", "other", "out"};
 PyObject* kKeys_logaddexp[5] = {};
-const tb::Signature kSig_logaddexp{"logaddexp", kNames_logaddexp, kKeys_logaddexp, 5, 2, true, true};
+PyObject* kTorchFunction_logaddexp = nullptr;
+const tb::Signature kSig_logaddexp{
+    .op = "logaddexp",
+    .names = kNames_logaddexp,
+    .keys = kKeys_logaddexp,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "logaddexp.out",
+    .schema_names = kSchemaNames_logaddexp,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_logaddexp,
+};
 
-PyObject* py_logaddexp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_logaddexp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_logaddexp, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_logaddexp, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_logaddexp, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_logaddexp, 0);
@@ -3623,13 +5669,32 @@ PyObject* py_logaddexp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_logaddexp2[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_logaddexp2[] = {"self", "other", "out"};
 PyObject* kKeys_logaddexp2[5] = {};
-const tb::Signature kSig_logaddexp2{"logaddexp2", kNames_logaddexp2, kKeys_logaddexp2, 5, 2, true, true};
+PyObject* kTorchFunction_logaddexp2 = nullptr;
+const tb::Signature kSig_logaddexp2{
+    .op = "logaddexp2",
+    .names = kNames_logaddexp2,
+    .keys = kKeys_logaddexp2,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "logaddexp2.out",
+    .schema_names = kSchemaNames_logaddexp2,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_logaddexp2,
+};
 
-PyObject* py_logaddexp2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_logaddexp2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_logaddexp2, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_logaddexp2, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_logaddexp2, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_logaddexp2, 0);
@@ -3656,13 +5721,32 @@ PyObject* py_logaddexp2(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 
 // logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_logical_and[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_logical_and[] = {"self", "other", "out"};
 PyObject* kKeys_logical_and[5] = {};
-const tb::Signature kSig_logical_and{"logical_and", kNames_logical_and, kKeys_logical_and, 5, 2, false, true};
+PyObject* kTorchFunction_logical_and = nullptr;
+const tb::Signature kSig_logical_and{
+    .op = "logical_and",
+    .names = kNames_logical_and,
+    .keys = kKeys_logical_and,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "logical_and.out",
+    .schema_names = kSchemaNames_logical_and,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_logical_and,
+};
 
-PyObject* py_logical_and(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_logical_and(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_logical_and, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_logical_and, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_logical_and, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_logical_and, 0);
@@ -3689,13 +5773,32 @@ PyObject* py_logical_and(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 
 // logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_logical_not[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_logical_not[] = {"self", "out"};
 PyObject* kKeys_logical_not[4] = {};
-const tb::Signature kSig_logical_not{"logical_not", kNames_logical_not, kKeys_logical_not, 4, 1, false, true};
+PyObject* kTorchFunction_logical_not = nullptr;
+const tb::Signature kSig_logical_not{
+    .op = "logical_not",
+    .names = kNames_logical_not,
+    .keys = kKeys_logical_not,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "logical_not.out",
+    .schema_names = kSchemaNames_logical_not,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_logical_not,
+};
 
-PyObject* py_logical_not(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_logical_not(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_logical_not, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_logical_not, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_logical_not, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_logical_not, 0);
@@ -3721,13 +5824,32 @@ PyObject* py_logical_not(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 
 // logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_logical_or[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_logical_or[] = {"self", "other", "out"};
 PyObject* kKeys_logical_or[5] = {};
-const tb::Signature kSig_logical_or{"logical_or", kNames_logical_or, kKeys_logical_or, 5, 2, false, true};
+PyObject* kTorchFunction_logical_or = nullptr;
+const tb::Signature kSig_logical_or{
+    .op = "logical_or",
+    .names = kNames_logical_or,
+    .keys = kKeys_logical_or,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "logical_or.out",
+    .schema_names = kSchemaNames_logical_or,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_logical_or,
+};
 
-PyObject* py_logical_or(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_logical_or(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_logical_or, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_logical_or, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_logical_or, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_logical_or, 0);
@@ -3754,13 +5876,32 @@ PyObject* py_logical_or(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 
 // logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_logical_xor[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_logical_xor[] = {"self", "other", "out"};
 PyObject* kKeys_logical_xor[5] = {};
-const tb::Signature kSig_logical_xor{"logical_xor", kNames_logical_xor, kKeys_logical_xor, 5, 2, false, true};
+PyObject* kTorchFunction_logical_xor = nullptr;
+const tb::Signature kSig_logical_xor{
+    .op = "logical_xor",
+    .names = kNames_logical_xor,
+    .keys = kKeys_logical_xor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "logical_xor.out",
+    .schema_names = kSchemaNames_logical_xor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_logical_xor,
+};
 
-PyObject* py_logical_xor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_logical_xor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_logical_xor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_logical_xor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_logical_xor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_logical_xor, 0);
@@ -3787,13 +5928,32 @@ PyObject* py_logical_xor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 
 // logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_logsumexp[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
+const char* const kSchemaNames_logsumexp[] = {"self", "dim", "keepdim", "out"};
 PyObject* kKeys_logsumexp[6] = {};
-const tb::Signature kSig_logsumexp{"logsumexp", kNames_logsumexp, kKeys_logsumexp, 6, 3, false, true};
+PyObject* kTorchFunction_logsumexp = nullptr;
+const tb::Signature kSig_logsumexp{
+    .op = "logsumexp",
+    .names = kNames_logsumexp,
+    .keys = kKeys_logsumexp,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "logsumexp.out",
+    .schema_names = kSchemaNames_logsumexp,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_logsumexp,
+};
 
-PyObject* py_logsumexp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_logsumexp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_logsumexp, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_logsumexp, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_logsumexp, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_logsumexp, 0);
@@ -3821,13 +5981,32 @@ PyObject* py_logsumexp(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_lt_Scalar[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_lt_Scalar[] = {"self", "other", "out"};
 PyObject* kKeys_lt_Scalar[5] = {};
-const tb::Signature kSig_lt_Scalar{"lt_Scalar", kNames_lt_Scalar, kKeys_lt_Scalar, 5, 2, true, true};
+PyObject* kTorchFunction_lt_Scalar = nullptr;
+const tb::Signature kSig_lt_Scalar{
+    .op = "lt_Scalar",
+    .names = kNames_lt_Scalar,
+    .keys = kKeys_lt_Scalar,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "lt.Scalar_out",
+    .schema_names = kSchemaNames_lt_Scalar,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_lt_Scalar,
+};
 
-PyObject* py_lt_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_lt_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_lt_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_lt_Scalar, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_lt_Scalar, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_lt_Scalar, 0);
@@ -3854,13 +6033,32 @@ PyObject* py_lt_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_lt_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_lt_Tensor[] = {"self", "other", "out"};
 PyObject* kKeys_lt_Tensor[5] = {};
-const tb::Signature kSig_lt_Tensor{"lt_Tensor", kNames_lt_Tensor, kKeys_lt_Tensor, 5, 2, true, true};
+PyObject* kTorchFunction_lt_Tensor = nullptr;
+const tb::Signature kSig_lt_Tensor{
+    .op = "lt_Tensor",
+    .names = kNames_lt_Tensor,
+    .keys = kKeys_lt_Tensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "lt.Tensor_out",
+    .schema_names = kSchemaNames_lt_Tensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_lt_Tensor,
+};
 
-PyObject* py_lt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_lt_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_lt_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_lt_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_lt_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_lt_Tensor, 0);
@@ -3887,13 +6085,32 @@ PyObject* py_lt_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_masked_fill[] = {"input", "mask", "value", "out", "implementation", "stream"};
+const char* const kSchemaNames_masked_fill[] = {"self", "mask", "value", "out"};
 PyObject* kKeys_masked_fill[6] = {};
-const tb::Signature kSig_masked_fill{"masked_fill", kNames_masked_fill, kKeys_masked_fill, 6, 3, false, true};
+PyObject* kTorchFunction_masked_fill = nullptr;
+const tb::Signature kSig_masked_fill{
+    .op = "masked_fill",
+    .names = kNames_masked_fill,
+    .keys = kKeys_masked_fill,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0xb,
+    .tensor_list_params = 0x0,
+    .aten = "masked_fill.Scalar_out",
+    .schema_names = kSchemaNames_masked_fill,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_masked_fill,
+};
 
-PyObject* py_masked_fill(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_masked_fill(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_masked_fill, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_masked_fill, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_masked_fill, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_masked_fill, 0);
@@ -3921,13 +6138,32 @@ PyObject* py_masked_fill(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 
 // masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_masked_fill_Tensor[] = {"input", "mask", "value", "out", "implementation", "stream"};
+const char* const kSchemaNames_masked_fill_Tensor[] = {"self", "mask", "value", "out"};
 PyObject* kKeys_masked_fill_Tensor[6] = {};
-const tb::Signature kSig_masked_fill_Tensor{"masked_fill_Tensor", kNames_masked_fill_Tensor, kKeys_masked_fill_Tensor, 6, 3, false, true};
+PyObject* kTorchFunction_masked_fill_Tensor = nullptr;
+const tb::Signature kSig_masked_fill_Tensor{
+    .op = "masked_fill_Tensor",
+    .names = kNames_masked_fill_Tensor,
+    .keys = kKeys_masked_fill_Tensor,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0xf,
+    .tensor_list_params = 0x0,
+    .aten = "masked_fill.Tensor_out",
+    .schema_names = kSchemaNames_masked_fill_Tensor,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_masked_fill_Tensor,
+};
 
-PyObject* py_masked_fill_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_masked_fill_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_masked_fill_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_masked_fill_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_masked_fill_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_masked_fill_Tensor, 0);
@@ -3955,13 +6191,32 @@ PyObject* py_masked_fill_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nar
 
 // masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_masked_select[] = {"input", "mask", "out", "implementation", "stream"};
+const char* const kSchemaNames_masked_select[] = {"self", "mask", "out"};
 PyObject* kKeys_masked_select[5] = {};
-const tb::Signature kSig_masked_select{"masked_select", kNames_masked_select, kKeys_masked_select, 5, 2, false, true};
+PyObject* kTorchFunction_masked_select = nullptr;
+const tb::Signature kSig_masked_select{
+    .op = "masked_select",
+    .names = kNames_masked_select,
+    .keys = kKeys_masked_select,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "masked_select.out",
+    .schema_names = kSchemaNames_masked_select,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_masked_select,
+};
 
-PyObject* py_masked_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_masked_select(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_masked_select, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_masked_select, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_masked_select, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_masked_select, 0);
@@ -3988,13 +6243,32 @@ PyObject* py_masked_select(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
 
 // matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_matmul[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_matmul[] = {"self", "other", "out"};
 PyObject* kKeys_matmul[5] = {};
-const tb::Signature kSig_matmul{"matmul", kNames_matmul, kKeys_matmul, 5, 2, false, true};
+PyObject* kTorchFunction_matmul = nullptr;
+const tb::Signature kSig_matmul{
+    .op = "matmul",
+    .names = kNames_matmul,
+    .keys = kKeys_matmul,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "matmul.out",
+    .schema_names = kSchemaNames_matmul,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_matmul,
+};
 
-PyObject* py_matmul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_matmul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_matmul, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_matmul, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_matmul, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_matmul, 0);
@@ -4021,13 +6295,32 @@ PyObject* py_matmul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 
 // max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)
 const char* const kNames_max[] = {"input", "dim", "keepdim", "max", "max_values", "implementation", "stream"};
+const char* const kSchemaNames_max[] = {"self", "dim", "keepdim", "max", "max_values"};
 PyObject* kKeys_max[7] = {};
-const tb::Signature kSig_max{"max", kNames_max, kKeys_max, 7, 3, false, true};
+PyObject* kTorchFunction_max = nullptr;
+const tb::Signature kSig_max{
+    .op = "max",
+    .names = kNames_max,
+    .keys = kKeys_max,
+    .num_params = 7,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x19,
+    .tensor_list_params = 0x0,
+    .aten = "max.dim_max",
+    .schema_names = kSchemaNames_max,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_max,
+};
 
-PyObject* py_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_max, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_max, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_max, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_max, 0);
@@ -4056,13 +6349,32 @@ PyObject* py_max(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))
 const char* const kNames_max_pool2d_with_indices[] = {"input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "out", "indices", "implementation", "stream"};
+const char* const kSchemaNames_max_pool2d_with_indices[] = {"self", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "out", "indices"};
 PyObject* kKeys_max_pool2d_with_indices[10] = {};
-const tb::Signature kSig_max_pool2d_with_indices{"max_pool2d_with_indices", kNames_max_pool2d_with_indices, kKeys_max_pool2d_with_indices, 10, 6, false, true};
+PyObject* kTorchFunction_max_pool2d_with_indices = nullptr;
+const tb::Signature kSig_max_pool2d_with_indices{
+    .op = "max_pool2d_with_indices",
+    .names = kNames_max_pool2d_with_indices,
+    .keys = kKeys_max_pool2d_with_indices,
+    .num_params = 10,
+    .num_positional = 6,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0xc1,
+    .tensor_list_params = 0x0,
+    .aten = "max_pool2d_with_indices.out",
+    .schema_names = kSchemaNames_max_pool2d_with_indices,
+    .aten_positional = 6,
+    .torch_function = &kTorchFunction_max_pool2d_with_indices,
+};
 
-PyObject* py_max_pool2d_with_indices(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_max_pool2d_with_indices(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[10] = {};
   if (!tb::parse_args(kSig_max_pool2d_with_indices, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_max_pool2d_with_indices, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_max_pool2d_with_indices, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_max_pool2d_with_indices, 0);
@@ -4094,13 +6406,32 @@ PyObject* py_max_pool2d_with_indices(PyObject*, PyObject* const* args, Py_ssize_
 
 // maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_maximum[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_maximum[] = {"self", "other", "out"};
 PyObject* kKeys_maximum[5] = {};
-const tb::Signature kSig_maximum{"maximum", kNames_maximum, kKeys_maximum, 5, 2, true, true};
+PyObject* kTorchFunction_maximum = nullptr;
+const tb::Signature kSig_maximum{
+    .op = "maximum",
+    .names = kNames_maximum,
+    .keys = kKeys_maximum,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "maximum.out",
+    .schema_names = kSchemaNames_maximum,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_maximum,
+};
 
-PyObject* py_maximum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_maximum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_maximum, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_maximum, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_maximum, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_maximum, 0);
@@ -4127,13 +6458,32 @@ PyObject* py_maximum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 
 // mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_mean[] = {"input", "dim", "keepdim", "dtype", "out", "implementation", "stream"};
+const char* const kSchemaNames_mean[] = {"self", "dim", "keepdim", "dtype", "out"};
 PyObject* kKeys_mean[7] = {};
-const tb::Signature kSig_mean{"mean", kNames_mean, kKeys_mean, 7, 3, false, true};
+PyObject* kTorchFunction_mean = nullptr;
+const tb::Signature kSig_mean{
+    .op = "mean",
+    .names = kNames_mean,
+    .keys = kKeys_mean,
+    .num_params = 7,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x11,
+    .tensor_list_params = 0x0,
+    .aten = "mean.out",
+    .schema_names = kSchemaNames_mean,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_mean,
+};
 
-PyObject* py_mean(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_mean(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_mean, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_mean, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_mean, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_mean, 0);
@@ -4162,13 +6512,32 @@ PyObject* py_mean(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // median.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 const char* const kNames_median_dim_values[] = {"input", "dim", "keepdim", "values", "indices", "implementation", "stream"};
+const char* const kSchemaNames_median_dim_values[] = {"self", "dim", "keepdim", "values", "indices"};
 PyObject* kKeys_median_dim_values[7] = {};
-const tb::Signature kSig_median_dim_values{"median_dim_values", kNames_median_dim_values, kKeys_median_dim_values, 7, 3, false, true};
+PyObject* kTorchFunction_median_dim_values = nullptr;
+const tb::Signature kSig_median_dim_values{
+    .op = "median_dim_values",
+    .names = kNames_median_dim_values,
+    .keys = kKeys_median_dim_values,
+    .num_params = 7,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x19,
+    .tensor_list_params = 0x0,
+    .aten = "median.dim_values",
+    .schema_names = kSchemaNames_median_dim_values,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_median_dim_values,
+};
 
-PyObject* py_median_dim_values(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_median_dim_values(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_median_dim_values, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_median_dim_values, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_median_dim_values, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_median_dim_values, 0);
@@ -4197,13 +6566,32 @@ PyObject* py_median_dim_values(PyObject*, PyObject* const* args, Py_ssize_t narg
 
 // min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)
 const char* const kNames_min[] = {"input", "dim", "keepdim", "min", "min_indices", "implementation", "stream"};
+const char* const kSchemaNames_min[] = {"self", "dim", "keepdim", "min", "min_indices"};
 PyObject* kKeys_min[7] = {};
-const tb::Signature kSig_min{"min", kNames_min, kKeys_min, 7, 3, false, true};
+PyObject* kTorchFunction_min = nullptr;
+const tb::Signature kSig_min{
+    .op = "min",
+    .names = kNames_min,
+    .keys = kKeys_min,
+    .num_params = 7,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x19,
+    .tensor_list_params = 0x0,
+    .aten = "min.dim_min",
+    .schema_names = kSchemaNames_min,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_min,
+};
 
-PyObject* py_min(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_min, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_min, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_min, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_min, 0);
@@ -4232,13 +6620,32 @@ PyObject* py_min(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_minimum[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_minimum[] = {"self", "other", "out"};
 PyObject* kKeys_minimum[5] = {};
-const tb::Signature kSig_minimum{"minimum", kNames_minimum, kKeys_minimum, 5, 2, true, true};
+PyObject* kTorchFunction_minimum = nullptr;
+const tb::Signature kSig_minimum{
+    .op = "minimum",
+    .names = kNames_minimum,
+    .keys = kKeys_minimum,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "minimum.out",
+    .schema_names = kSchemaNames_minimum,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_minimum,
+};
 
-PyObject* py_minimum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_minimum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_minimum, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_minimum, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_minimum, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_minimum, 0);
@@ -4265,13 +6672,32 @@ PyObject* py_minimum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 
 // mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_mish[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_mish[] = {"self", "out"};
 PyObject* kKeys_mish[4] = {};
-const tb::Signature kSig_mish{"mish", kNames_mish, kKeys_mish, 4, 1, true, true};
+PyObject* kTorchFunction_mish = nullptr;
+const tb::Signature kSig_mish{
+    .op = "mish",
+    .names = kNames_mish,
+    .keys = kKeys_mish,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "mish.out",
+    .schema_names = kSchemaNames_mish,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_mish,
+};
 
-PyObject* py_mish(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_mish(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_mish, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_mish, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_mish, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_mish, 0);
@@ -4297,13 +6723,32 @@ PyObject* py_mish(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_mm[] = {"input", "mat2", "out", "implementation", "stream"};
+const char* const kSchemaNames_mm[] = {"self", "mat2", "out"};
 PyObject* kKeys_mm[5] = {};
-const tb::Signature kSig_mm{"mm", kNames_mm, kKeys_mm, 5, 2, false, true};
+PyObject* kTorchFunction_mm = nullptr;
+const tb::Signature kSig_mm{
+    .op = "mm",
+    .names = kNames_mm,
+    .keys = kKeys_mm,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "mm.out",
+    .schema_names = kSchemaNames_mm,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_mm,
+};
 
-PyObject* py_mm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_mm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_mm, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_mm, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_mm, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_mm, 0);
@@ -4330,13 +6775,32 @@ PyObject* py_mm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kw
 
 // mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_mse_loss[] = {"input", "target", "reduction", "out", "implementation", "stream"};
+const char* const kSchemaNames_mse_loss[] = {"self", "target", "reduction", "out"};
 PyObject* kKeys_mse_loss[6] = {};
-const tb::Signature kSig_mse_loss{"mse_loss", kNames_mse_loss, kKeys_mse_loss, 6, 3, true, true};
+PyObject* kTorchFunction_mse_loss = nullptr;
+const tb::Signature kSig_mse_loss{
+    .op = "mse_loss",
+    .names = kNames_mse_loss,
+    .keys = kKeys_mse_loss,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0xb,
+    .tensor_list_params = 0x0,
+    .aten = "mse_loss.out",
+    .schema_names = kSchemaNames_mse_loss,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_mse_loss,
+};
 
-PyObject* py_mse_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_mse_loss(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_mse_loss, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_mse_loss, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_mse_loss, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_mse_loss, 0);
@@ -4364,13 +6828,32 @@ PyObject* py_mse_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 
 // mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)
 const char* const kNames_mse_loss_backward[] = {"grad_output", "input", "target", "reduction", "grad_input", "implementation", "stream"};
+const char* const kSchemaNames_mse_loss_backward[] = {"grad_output", "self", "target", "reduction", "grad_input"};
 PyObject* kKeys_mse_loss_backward[7] = {};
-const tb::Signature kSig_mse_loss_backward{"mse_loss_backward", kNames_mse_loss_backward, kKeys_mse_loss_backward, 7, 4, false, true};
+PyObject* kTorchFunction_mse_loss_backward = nullptr;
+const tb::Signature kSig_mse_loss_backward{
+    .op = "mse_loss_backward",
+    .names = kNames_mse_loss_backward,
+    .keys = kKeys_mse_loss_backward,
+    .num_params = 7,
+    .num_positional = 4,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x17,
+    .tensor_list_params = 0x0,
+    .aten = "mse_loss_backward.grad_input",
+    .schema_names = kSchemaNames_mse_loss_backward,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction_mse_loss_backward,
+};
 
-PyObject* py_mse_loss_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_mse_loss_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_mse_loss_backward, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_mse_loss_backward, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_mse_loss_backward, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_grad_output = tb::tensor_arg(slots[0], kSig_mse_loss_backward, 0);
@@ -4399,13 +6882,32 @@ PyObject* py_mse_loss_backward(PyObject*, PyObject* const* args, Py_ssize_t narg
 
 // mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_mul[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_mul[] = {"self", "other", "out"};
 PyObject* kKeys_mul[5] = {};
-const tb::Signature kSig_mul{"mul", kNames_mul, kKeys_mul, 5, 2, true, false};
+PyObject* kTorchFunction_mul = nullptr;
+const tb::Signature kSig_mul{
+    .op = "mul",
+    .names = kNames_mul,
+    .keys = kKeys_mul,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "mul.out",
+    .schema_names = kSchemaNames_mul,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_mul,
+};
 
-PyObject* py_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_mul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_mul, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_mul, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_mul, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_mul, 0);
@@ -4432,13 +6934,32 @@ PyObject* py_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_mul_Scalar[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_mul_Scalar[] = {"self", "other", "out"};
 PyObject* kKeys_mul_Scalar[5] = {};
-const tb::Signature kSig_mul_Scalar{"mul_Scalar", kNames_mul_Scalar, kKeys_mul_Scalar, 5, 2, false, true};
+PyObject* kTorchFunction_mul_Scalar = nullptr;
+const tb::Signature kSig_mul_Scalar{
+    .op = "mul_Scalar",
+    .names = kNames_mul_Scalar,
+    .keys = kKeys_mul_Scalar,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "mul.Scalar_out",
+    .schema_names = kSchemaNames_mul_Scalar,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_mul_Scalar,
+};
 
-PyObject* py_mul_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_mul_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_mul_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_mul_Scalar, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_mul_Scalar, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_mul_Scalar, 0);
@@ -4465,13 +6986,32 @@ PyObject* py_mul_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 
 // mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_mv[] = {"input", "vec", "out", "implementation", "stream"};
+const char* const kSchemaNames_mv[] = {"self", "vec", "out"};
 PyObject* kKeys_mv[5] = {};
-const tb::Signature kSig_mv{"mv", kNames_mv, kKeys_mv, 5, 2, false, true};
+PyObject* kTorchFunction_mv = nullptr;
+const tb::Signature kSig_mv{
+    .op = "mv",
+    .names = kNames_mv,
+    .keys = kKeys_mv,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "mv.out",
+    .schema_names = kSchemaNames_mv,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_mv,
+};
 
-PyObject* py_mv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_mv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_mv, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_mv, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_mv, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_mv, 0);
@@ -4498,13 +7038,32 @@ PyObject* py_mv(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kw
 
 // nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_nan_to_num[] = {"input", "nan", "posinf", "neginf", "out", "implementation", "stream"};
+const char* const kSchemaNames_nan_to_num[] = {"self", "nan", "posinf", "neginf", "out"};
 PyObject* kKeys_nan_to_num[7] = {};
-const tb::Signature kSig_nan_to_num{"nan_to_num", kNames_nan_to_num, kKeys_nan_to_num, 7, 4, false, true};
+PyObject* kTorchFunction_nan_to_num = nullptr;
+const tb::Signature kSig_nan_to_num{
+    .op = "nan_to_num",
+    .names = kNames_nan_to_num,
+    .keys = kKeys_nan_to_num,
+    .num_params = 7,
+    .num_positional = 4,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x11,
+    .tensor_list_params = 0x0,
+    .aten = "nan_to_num.out",
+    .schema_names = kSchemaNames_nan_to_num,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction_nan_to_num,
+};
 
-PyObject* py_nan_to_num(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_nan_to_num(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_nan_to_num, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_nan_to_num, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_nan_to_num, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_nan_to_num, 0);
@@ -4533,13 +7092,32 @@ PyObject* py_nan_to_num(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 
 // nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_nansum[] = {"input", "dim", "keepdim", "dtype", "out", "implementation", "stream"};
+const char* const kSchemaNames_nansum[] = {"self", "dim", "keepdim", "dtype", "out"};
 PyObject* kKeys_nansum[7] = {};
-const tb::Signature kSig_nansum{"nansum", kNames_nansum, kKeys_nansum, 7, 3, false, true};
+PyObject* kTorchFunction_nansum = nullptr;
+const tb::Signature kSig_nansum{
+    .op = "nansum",
+    .names = kNames_nansum,
+    .keys = kKeys_nansum,
+    .num_params = 7,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x11,
+    .tensor_list_params = 0x0,
+    .aten = "nansum.out",
+    .schema_names = kSchemaNames_nansum,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_nansum,
+};
 
-PyObject* py_nansum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_nansum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_nansum, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_nansum, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_nansum, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_nansum, 0);
@@ -4568,13 +7146,32 @@ PyObject* py_nansum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 
 // narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_narrow_copy[] = {"input", "dim", "start", "length", "out", "implementation", "stream"};
+const char* const kSchemaNames_narrow_copy[] = {"self", "dim", "start", "length", "out"};
 PyObject* kKeys_narrow_copy[7] = {};
-const tb::Signature kSig_narrow_copy{"narrow_copy", kNames_narrow_copy, kKeys_narrow_copy, 7, 4, false, true};
+PyObject* kTorchFunction_narrow_copy = nullptr;
+const tb::Signature kSig_narrow_copy{
+    .op = "narrow_copy",
+    .names = kNames_narrow_copy,
+    .keys = kKeys_narrow_copy,
+    .num_params = 7,
+    .num_positional = 4,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x11,
+    .tensor_list_params = 0x0,
+    .aten = "narrow_copy.out",
+    .schema_names = kSchemaNames_narrow_copy,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction_narrow_copy,
+};
 
-PyObject* py_narrow_copy(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_narrow_copy(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_narrow_copy, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_narrow_copy, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_narrow_copy, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_narrow_copy, 0);
@@ -4604,12 +7201,30 @@ PyObject* py_narrow_copy(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 // native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))
 const char* const kNames_native_batch_norm[] = {"input", "weight", "bias", "running_mean", "running_var", "training", "momentum", "eps", "out", "save_mean", "save_invstd", "implementation", "stream"};
 PyObject* kKeys_native_batch_norm[13] = {};
-const tb::Signature kSig_native_batch_norm{"native_batch_norm", kNames_native_batch_norm, kKeys_native_batch_norm, 13, 8, false, true};
+PyObject* kTorchFunction_native_batch_norm = nullptr;
+const tb::Signature kSig_native_batch_norm{
+    .op = "native_batch_norm",
+    .names = kNames_native_batch_norm,
+    .keys = kKeys_native_batch_norm,
+    .num_params = 13,
+    .num_positional = 8,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x71f,
+    .tensor_list_params = 0x0,
+    .aten = "native_batch_norm.out",
+    .schema_names = kNames_native_batch_norm,
+    .aten_positional = 8,
+    .torch_function = &kTorchFunction_native_batch_norm,
+};
 
-PyObject* py_native_batch_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_native_batch_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[13] = {};
   if (!tb::parse_args(kSig_native_batch_norm, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_native_batch_norm, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_native_batch_norm, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_input = tb::tensor_arg(slots[0], kSig_native_batch_norm, 0);
@@ -4645,12 +7260,30 @@ PyObject* py_native_batch_norm(PyObject*, PyObject* const* args, Py_ssize_t narg
 // native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
 const char* const kNames_native_group_norm[] = {"input", "weight", "bias", "N", "C", "HxW", "group", "eps", "out0", "out1", "out2", "implementation", "stream"};
 PyObject* kKeys_native_group_norm[13] = {};
-const tb::Signature kSig_native_group_norm{"native_group_norm", kNames_native_group_norm, kKeys_native_group_norm, 13, 8, false, true};
+PyObject* kTorchFunction_native_group_norm = nullptr;
+const tb::Signature kSig_native_group_norm{
+    .op = "native_group_norm",
+    .names = kNames_native_group_norm,
+    .keys = kKeys_native_group_norm,
+    .num_params = 13,
+    .num_positional = 8,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x707,
+    .tensor_list_params = 0x0,
+    .aten = "native_group_norm.out",
+    .schema_names = kNames_native_group_norm,
+    .aten_positional = 8,
+    .torch_function = &kTorchFunction_native_group_norm,
+};
 
-PyObject* py_native_group_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_native_group_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[13] = {};
   if (!tb::parse_args(kSig_native_group_norm, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_native_group_norm, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_native_group_norm, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_input = tb::tensor_arg(slots[0], kSig_native_group_norm, 0);
@@ -4686,12 +7319,30 @@ PyObject* py_native_group_norm(PyObject*, PyObject* const* args, Py_ssize_t narg
 // native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
 const char* const kNames_native_layer_norm[] = {"input", "normalized_shape", "weight", "bias", "eps", "out0", "out1", "out2", "implementation", "stream"};
 PyObject* kKeys_native_layer_norm[10] = {};
-const tb::Signature kSig_native_layer_norm{"native_layer_norm", kNames_native_layer_norm, kKeys_native_layer_norm, 10, 5, false, true};
+PyObject* kTorchFunction_native_layer_norm = nullptr;
+const tb::Signature kSig_native_layer_norm{
+    .op = "native_layer_norm",
+    .names = kNames_native_layer_norm,
+    .keys = kKeys_native_layer_norm,
+    .num_params = 10,
+    .num_positional = 5,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0xed,
+    .tensor_list_params = 0x0,
+    .aten = "native_layer_norm.out",
+    .schema_names = kNames_native_layer_norm,
+    .aten_positional = 5,
+    .torch_function = &kTorchFunction_native_layer_norm,
+};
 
-PyObject* py_native_layer_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_native_layer_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[10] = {};
   if (!tb::parse_args(kSig_native_layer_norm, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_native_layer_norm, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_native_layer_norm, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_input = tb::tensor_arg(slots[0], kSig_native_layer_norm, 0);
@@ -4724,12 +7375,30 @@ PyObject* py_native_layer_norm(PyObject*, PyObject* const* args, Py_ssize_t narg
 // native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
 const char* const kNames_native_layer_norm_backward[] = {"grad_out", "input", "normalized_shape", "mean", "rstd", "weight", "bias", "output_mask", "out0", "out1", "out2", "implementation", "stream"};
 PyObject* kKeys_native_layer_norm_backward[13] = {};
-const tb::Signature kSig_native_layer_norm_backward{"native_layer_norm_backward", kNames_native_layer_norm_backward, kKeys_native_layer_norm_backward, 13, 8, false, true};
+PyObject* kTorchFunction_native_layer_norm_backward = nullptr;
+const tb::Signature kSig_native_layer_norm_backward{
+    .op = "native_layer_norm_backward",
+    .names = kNames_native_layer_norm_backward,
+    .keys = kKeys_native_layer_norm_backward,
+    .num_params = 13,
+    .num_positional = 8,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x77b,
+    .tensor_list_params = 0x0,
+    .aten = "native_layer_norm_backward.out",
+    .schema_names = kNames_native_layer_norm_backward,
+    .aten_positional = 8,
+    .torch_function = &kTorchFunction_native_layer_norm_backward,
+};
 
-PyObject* py_native_layer_norm_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_native_layer_norm_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[13] = {};
   if (!tb::parse_args(kSig_native_layer_norm_backward, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_native_layer_norm_backward, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_native_layer_norm_backward, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_grad_out = tb::tensor_arg(slots[0], kSig_native_layer_norm_backward, 0);
@@ -4764,13 +7433,32 @@ PyObject* py_native_layer_norm_backward(PyObject*, PyObject* const* args, Py_ssi
 
 // ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_ne_Scalar[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_ne_Scalar[] = {"self", "other", "out"};
 PyObject* kKeys_ne_Scalar[5] = {};
-const tb::Signature kSig_ne_Scalar{"ne_Scalar", kNames_ne_Scalar, kKeys_ne_Scalar, 5, 2, true, true};
+PyObject* kTorchFunction_ne_Scalar = nullptr;
+const tb::Signature kSig_ne_Scalar{
+    .op = "ne_Scalar",
+    .names = kNames_ne_Scalar,
+    .keys = kKeys_ne_Scalar,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "ne.Scalar_out",
+    .schema_names = kSchemaNames_ne_Scalar,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_ne_Scalar,
+};
 
-PyObject* py_ne_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_ne_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_ne_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_ne_Scalar, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_ne_Scalar, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_ne_Scalar, 0);
@@ -4797,13 +7485,32 @@ PyObject* py_ne_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_ne_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_ne_Tensor[] = {"self", "other", "out"};
 PyObject* kKeys_ne_Tensor[5] = {};
-const tb::Signature kSig_ne_Tensor{"ne_Tensor", kNames_ne_Tensor, kKeys_ne_Tensor, 5, 2, true, true};
+PyObject* kTorchFunction_ne_Tensor = nullptr;
+const tb::Signature kSig_ne_Tensor{
+    .op = "ne_Tensor",
+    .names = kNames_ne_Tensor,
+    .keys = kKeys_ne_Tensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "ne.Tensor_out",
+    .schema_names = kSchemaNames_ne_Tensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_ne_Tensor,
+};
 
-PyObject* py_ne_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_ne_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_ne_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_ne_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_ne_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_ne_Tensor, 0);
@@ -4830,13 +7537,32 @@ PyObject* py_ne_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_neg[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_neg[] = {"self", "out"};
 PyObject* kKeys_neg[4] = {};
-const tb::Signature kSig_neg{"neg", kNames_neg, kKeys_neg, 4, 1, true, true};
+PyObject* kTorchFunction_neg = nullptr;
+const tb::Signature kSig_neg{
+    .op = "neg",
+    .names = kNames_neg,
+    .keys = kKeys_neg,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "neg.out",
+    .schema_names = kSchemaNames_neg,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_neg,
+};
 
-PyObject* py_neg(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_neg(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_neg, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_neg, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_neg, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_neg, 0);
@@ -4862,13 +7588,32 @@ PyObject* py_neg(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_nonzero[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_nonzero[] = {"self", "out"};
 PyObject* kKeys_nonzero[4] = {};
-const tb::Signature kSig_nonzero{"nonzero", kNames_nonzero, kKeys_nonzero, 4, 1, false, true};
+PyObject* kTorchFunction_nonzero = nullptr;
+const tb::Signature kSig_nonzero{
+    .op = "nonzero",
+    .names = kNames_nonzero,
+    .keys = kKeys_nonzero,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "nonzero.out",
+    .schema_names = kSchemaNames_nonzero,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_nonzero,
+};
 
-PyObject* py_nonzero(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_nonzero(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_nonzero, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_nonzero, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_nonzero, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_nonzero, 0);
@@ -4894,13 +7639,32 @@ PyObject* py_nonzero(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 
 // norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_norm[] = {"input", "p", "dim", "keepdim", "out", "implementation", "stream"};
+const char* const kSchemaNames_norm[] = {"self", "p", "dim", "keepdim", "out"};
 PyObject* kKeys_norm[7] = {};
-const tb::Signature kSig_norm{"norm", kNames_norm, kKeys_norm, 7, 4, false, true};
+PyObject* kTorchFunction_norm = nullptr;
+const tb::Signature kSig_norm{
+    .op = "norm",
+    .names = kNames_norm,
+    .keys = kKeys_norm,
+    .num_params = 7,
+    .num_positional = 4,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x11,
+    .tensor_list_params = 0x0,
+    .aten = "norm.out",
+    .schema_names = kSchemaNames_norm,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction_norm,
+};
 
-PyObject* py_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_norm, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_norm, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_norm, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_norm, 0);
@@ -4929,13 +7693,32 @@ PyObject* py_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_outer[] = {"input", "vec2", "out", "implementation", "stream"};
+const char* const kSchemaNames_outer[] = {"self", "vec2", "out"};
 PyObject* kKeys_outer[5] = {};
-const tb::Signature kSig_outer{"outer", kNames_outer, kKeys_outer, 5, 2, false, true};
+PyObject* kTorchFunction_outer = nullptr;
+const tb::Signature kSig_outer{
+    .op = "outer",
+    .names = kNames_outer,
+    .keys = kKeys_outer,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "outer.out",
+    .schema_names = kSchemaNames_outer,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_outer,
+};
 
-PyObject* py_outer(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_outer(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_outer, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_outer, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_outer, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_outer, 0);
@@ -4962,13 +7745,32 @@ PyObject* py_outer(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_pow_Tensor_Scalar[] = {"input", "exponent", "out", "implementation", "stream"};
+const char* const kSchemaNames_pow_Tensor_Scalar[] = {"self", "exponent", "out"};
 PyObject* kKeys_pow_Tensor_Scalar[5] = {};
-const tb::Signature kSig_pow_Tensor_Scalar{"pow_Tensor_Scalar", kNames_pow_Tensor_Scalar, kKeys_pow_Tensor_Scalar, 5, 2, true, true};
+PyObject* kTorchFunction_pow_Tensor_Scalar = nullptr;
+const tb::Signature kSig_pow_Tensor_Scalar{
+    .op = "pow_Tensor_Scalar",
+    .names = kNames_pow_Tensor_Scalar,
+    .keys = kKeys_pow_Tensor_Scalar,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "pow.Tensor_Scalar_out",
+    .schema_names = kSchemaNames_pow_Tensor_Scalar,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_pow_Tensor_Scalar,
+};
 
-PyObject* py_pow_Tensor_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_pow_Tensor_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_pow_Tensor_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_pow_Tensor_Scalar, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_pow_Tensor_Scalar, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_pow_Tensor_Scalar, 0);
@@ -4995,13 +7797,32 @@ PyObject* py_pow_Tensor_Scalar(PyObject*, PyObject* const* args, Py_ssize_t narg
 
 // pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_pow_Tensor_Tensor[] = {"input", "exponent", "out", "implementation", "stream"};
+const char* const kSchemaNames_pow_Tensor_Tensor[] = {"self", "exponent", "out"};
 PyObject* kKeys_pow_Tensor_Tensor[5] = {};
-const tb::Signature kSig_pow_Tensor_Tensor{"pow_Tensor_Tensor", kNames_pow_Tensor_Tensor, kKeys_pow_Tensor_Tensor, 5, 2, true, true};
+PyObject* kTorchFunction_pow_Tensor_Tensor = nullptr;
+const tb::Signature kSig_pow_Tensor_Tensor{
+    .op = "pow_Tensor_Tensor",
+    .names = kNames_pow_Tensor_Tensor,
+    .keys = kKeys_pow_Tensor_Tensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "pow.Tensor_Tensor_out",
+    .schema_names = kSchemaNames_pow_Tensor_Tensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_pow_Tensor_Tensor,
+};
 
-PyObject* py_pow_Tensor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_pow_Tensor_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_pow_Tensor_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_pow_Tensor_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_pow_Tensor_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_pow_Tensor_Tensor, 0);
@@ -5028,13 +7849,32 @@ PyObject* py_pow_Tensor_Tensor(PyObject*, PyObject* const* args, Py_ssize_t narg
 
 // prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_prod_int[] = {"input", "dim", "keepdim", "dtype", "out", "implementation", "stream"};
+const char* const kSchemaNames_prod_int[] = {"self", "dim", "keepdim", "dtype", "out"};
 PyObject* kKeys_prod_int[7] = {};
-const tb::Signature kSig_prod_int{"prod_int", kNames_prod_int, kKeys_prod_int, 7, 3, false, true};
+PyObject* kTorchFunction_prod_int = nullptr;
+const tb::Signature kSig_prod_int{
+    .op = "prod_int",
+    .names = kNames_prod_int,
+    .keys = kKeys_prod_int,
+    .num_params = 7,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x11,
+    .tensor_list_params = 0x0,
+    .aten = "prod.int_out",
+    .schema_names = kSchemaNames_prod_int,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_prod_int,
+};
 
-PyObject* py_prod_int(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_prod_int(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_prod_int, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_prod_int, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_prod_int, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_prod_int, 0);
@@ -5063,13 +7903,32 @@ PyObject* py_prod_int(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 
 // reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_reciprocal[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_reciprocal[] = {"self", "out"};
 PyObject* kKeys_reciprocal[4] = {};
-const tb::Signature kSig_reciprocal{"reciprocal", kNames_reciprocal, kKeys_reciprocal, 4, 1, true, true};
+PyObject* kTorchFunction_reciprocal = nullptr;
+const tb::Signature kSig_reciprocal{
+    .op = "reciprocal",
+    .names = kNames_reciprocal,
+    .keys = kKeys_reciprocal,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "reciprocal.out",
+    .schema_names = kSchemaNames_reciprocal,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_reciprocal,
+};
 
-PyObject* py_reciprocal(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_reciprocal(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_reciprocal, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_reciprocal, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_reciprocal, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_reciprocal, 0);
@@ -5095,13 +7954,32 @@ PyObject* py_reciprocal(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 
 // relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_relu[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_relu[] = {"self", "out"};
 PyObject* kKeys_relu[4] = {};
-const tb::Signature kSig_relu{"relu", kNames_relu, kKeys_relu, 4, 1, false, true};
+PyObject* kTorchFunction_relu = nullptr;
+const tb::Signature kSig_relu{
+    .op = "relu",
+    .names = kNames_relu,
+    .keys = kKeys_relu,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "relu.out",
+    .schema_names = kSchemaNames_relu,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_relu,
+};
 
-PyObject* py_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_relu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_relu, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_relu, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_relu, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_relu, 0);
@@ -5127,13 +8005,32 @@ PyObject* py_relu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_remainder_Tensor[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_remainder_Tensor[] = {"self", "other", "out"};
 PyObject* kKeys_remainder_Tensor[5] = {};
-const tb::Signature kSig_remainder_Tensor{"remainder_Tensor", kNames_remainder_Tensor, kKeys_remainder_Tensor, 5, 2, true, true};
+PyObject* kTorchFunction_remainder_Tensor = nullptr;
+const tb::Signature kSig_remainder_Tensor{
+    .op = "remainder_Tensor",
+    .names = kNames_remainder_Tensor,
+    .keys = kKeys_remainder_Tensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "remainder.Tensor_out",
+    .schema_names = kSchemaNames_remainder_Tensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_remainder_Tensor,
+};
 
-PyObject* py_remainder_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_remainder_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_remainder_Tensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_remainder_Tensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_remainder_Tensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_remainder_Tensor, 0);
@@ -5161,12 +8058,27 @@ PyObject* py_remainder_Tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs
 // rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_rms_norm[] = {"input", "weight", "eps", "out", "implementation", "stream"};
 PyObject* kKeys_rms_norm[6] = {};
-const tb::Signature kSig_rms_norm{"rms_norm", kNames_rms_norm, kKeys_rms_norm, 6, 3, false, false};
+PyObject* kTorchFunction_rms_norm = nullptr;
+const tb::Signature kSig_rms_norm{
+    .op = "rms_norm",
+    .names = kNames_rms_norm,
+    .keys = kKeys_rms_norm,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = false,
+    .tensor_params = 0xb,
+    .tensor_list_params = 0x0,
+    .torch_function = &kTorchFunction_rms_norm,
+};
 
-PyObject* py_rms_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_rms_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_rms_norm, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_rms_norm, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_rms_norm, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_input = tb::tensor_arg(slots[0], kSig_rms_norm, 0);
@@ -5194,13 +8106,32 @@ PyObject* py_rms_norm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 
 // roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_roll[] = {"input", "shifts", "dims", "out", "implementation", "stream"};
+const char* const kSchemaNames_roll[] = {"self", "shifts", "dims", "out"};
 PyObject* kKeys_roll[6] = {};
-const tb::Signature kSig_roll{"roll", kNames_roll, kKeys_roll, 6, 3, false, true};
+PyObject* kTorchFunction_roll = nullptr;
+const tb::Signature kSig_roll{
+    .op = "roll",
+    .names = kNames_roll,
+    .keys = kKeys_roll,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "roll.out",
+    .schema_names = kSchemaNames_roll,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_roll,
+};
 
-PyObject* py_roll(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_roll(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_roll, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_roll, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_roll, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_roll, 0);
@@ -5228,13 +8159,32 @@ PyObject* py_roll(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_round[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_round[] = {"self", "out"};
 PyObject* kKeys_round[4] = {};
-const tb::Signature kSig_round{"round", kNames_round, kKeys_round, 4, 1, true, true};
+PyObject* kTorchFunction_round = nullptr;
+const tb::Signature kSig_round{
+    .op = "round",
+    .names = kNames_round,
+    .keys = kKeys_round,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "round.out",
+    .schema_names = kSchemaNames_round,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_round,
+};
 
-PyObject* py_round(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_round(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_round, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_round, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_round, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_round, 0);
@@ -5260,13 +8210,32 @@ PyObject* py_round(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_rsqrt[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_rsqrt[] = {"self", "out"};
 PyObject* kKeys_rsqrt[4] = {};
-const tb::Signature kSig_rsqrt{"rsqrt", kNames_rsqrt, kKeys_rsqrt, 4, 1, true, true};
+PyObject* kTorchFunction_rsqrt = nullptr;
+const tb::Signature kSig_rsqrt{
+    .op = "rsqrt",
+    .names = kNames_rsqrt,
+    .keys = kKeys_rsqrt,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "rsqrt.out",
+    .schema_names = kSchemaNames_rsqrt,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_rsqrt,
+};
 
-PyObject* py_rsqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_rsqrt(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_rsqrt, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_rsqrt, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_rsqrt, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_rsqrt, 0);
@@ -5293,12 +8262,27 @@ PyObject* py_rsqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 // scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_scaled_dot_product_attention[] = {"query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "out", "implementation", "stream"};
 PyObject* kKeys_scaled_dot_product_attention[10] = {};
-const tb::Signature kSig_scaled_dot_product_attention{"scaled_dot_product_attention", kNames_scaled_dot_product_attention, kKeys_scaled_dot_product_attention, 10, 7, false, false};
+PyObject* kTorchFunction_scaled_dot_product_attention = nullptr;
+const tb::Signature kSig_scaled_dot_product_attention{
+    .op = "scaled_dot_product_attention",
+    .names = kNames_scaled_dot_product_attention,
+    .keys = kKeys_scaled_dot_product_attention,
+    .num_params = 10,
+    .num_positional = 7,
+    .borrow_tensors = false,
+    .aten_autograd = false,
+    .tensor_params = 0x8f,
+    .tensor_list_params = 0x0,
+    .torch_function = &kTorchFunction_scaled_dot_product_attention,
+};
 
-PyObject* py_scaled_dot_product_attention(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_scaled_dot_product_attention(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[10] = {};
   if (!tb::parse_args(kSig_scaled_dot_product_attention, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_scaled_dot_product_attention, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_scaled_dot_product_attention, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_query = tb::tensor_arg(slots[0], kSig_scaled_dot_product_attention, 0);
@@ -5330,13 +8314,32 @@ PyObject* py_scaled_dot_product_attention(PyObject*, PyObject* const* args, Py_s
 
 // scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_scatter_add[] = {"input", "dim", "index", "src", "out", "implementation", "stream"};
+const char* const kSchemaNames_scatter_add[] = {"self", "dim", "index", "src", "out"};
 PyObject* kKeys_scatter_add[7] = {};
-const tb::Signature kSig_scatter_add{"scatter_add", kNames_scatter_add, kKeys_scatter_add, 7, 4, false, true};
+PyObject* kTorchFunction_scatter_add = nullptr;
+const tb::Signature kSig_scatter_add{
+    .op = "scatter_add",
+    .names = kNames_scatter_add,
+    .keys = kKeys_scatter_add,
+    .num_params = 7,
+    .num_positional = 4,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x1d,
+    .tensor_list_params = 0x0,
+    .aten = "scatter_add.out",
+    .schema_names = kSchemaNames_scatter_add,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction_scatter_add,
+};
 
-PyObject* py_scatter_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_scatter_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_scatter_add, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_scatter_add, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_scatter_add, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_scatter_add, 0);
@@ -5365,13 +8368,32 @@ PyObject* py_scatter_add(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 
 // scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_scatter_src[] = {"input", "dim", "index", "src", "out", "implementation", "stream"};
+const char* const kSchemaNames_scatter_src[] = {"self", "dim", "index", "src", "out"};
 PyObject* kKeys_scatter_src[7] = {};
-const tb::Signature kSig_scatter_src{"scatter_src", kNames_scatter_src, kKeys_scatter_src, 7, 4, false, true};
+PyObject* kTorchFunction_scatter_src = nullptr;
+const tb::Signature kSig_scatter_src{
+    .op = "scatter_src",
+    .names = kNames_scatter_src,
+    .keys = kKeys_scatter_src,
+    .num_params = 7,
+    .num_positional = 4,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x1d,
+    .tensor_list_params = 0x0,
+    .aten = "scatter.src_out",
+    .schema_names = kSchemaNames_scatter_src,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction_scatter_src,
+};
 
-PyObject* py_scatter_src(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_scatter_src(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_scatter_src, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_scatter_src, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_scatter_src, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_scatter_src, 0);
@@ -5400,13 +8422,32 @@ PyObject* py_scatter_src(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 
 // scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_scatter_value[] = {"input", "dim", "index", "value", "out", "implementation", "stream"};
+const char* const kSchemaNames_scatter_value[] = {"self", "dim", "index", "value", "out"};
 PyObject* kKeys_scatter_value[7] = {};
-const tb::Signature kSig_scatter_value{"scatter_value", kNames_scatter_value, kKeys_scatter_value, 7, 4, false, true};
+PyObject* kTorchFunction_scatter_value = nullptr;
+const tb::Signature kSig_scatter_value{
+    .op = "scatter_value",
+    .names = kNames_scatter_value,
+    .keys = kKeys_scatter_value,
+    .num_params = 7,
+    .num_positional = 4,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x15,
+    .tensor_list_params = 0x0,
+    .aten = "scatter.value_out",
+    .schema_names = kSchemaNames_scatter_value,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction_scatter_value,
+};
 
-PyObject* py_scatter_value(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_scatter_value(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_scatter_value, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_scatter_value, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_scatter_value, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_scatter_value, 0);
@@ -5435,13 +8476,32 @@ PyObject* py_scatter_value(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
 
 // sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sgn[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_sgn[] = {"self", "out"};
 PyObject* kKeys_sgn[4] = {};
-const tb::Signature kSig_sgn{"sgn", kNames_sgn, kKeys_sgn, 4, 1, true, true};
+PyObject* kTorchFunction_sgn = nullptr;
+const tb::Signature kSig_sgn{
+    .op = "sgn",
+    .names = kNames_sgn,
+    .keys = kKeys_sgn,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "sgn.out",
+    .schema_names = kSchemaNames_sgn,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_sgn,
+};
 
-PyObject* py_sgn(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_sgn(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_sgn, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_sgn, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_sgn, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_sgn, 0);
@@ -5467,13 +8527,32 @@ PyObject* py_sgn(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sigmoid[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_sigmoid[] = {"self", "out"};
 PyObject* kKeys_sigmoid[4] = {};
-const tb::Signature kSig_sigmoid{"sigmoid", kNames_sigmoid, kKeys_sigmoid, 4, 1, true, true};
+PyObject* kTorchFunction_sigmoid = nullptr;
+const tb::Signature kSig_sigmoid{
+    .op = "sigmoid",
+    .names = kNames_sigmoid,
+    .keys = kKeys_sigmoid,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "sigmoid.out",
+    .schema_names = kSchemaNames_sigmoid,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_sigmoid,
+};
 
-PyObject* py_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_sigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_sigmoid, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_sigmoid, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_sigmoid, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_sigmoid, 0);
@@ -5500,12 +8579,30 @@ PyObject* py_sigmoid(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 // sigmoid_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)
 const char* const kNames_sigmoid_backward[] = {"grad_output", "output", "grad_input", "implementation", "stream"};
 PyObject* kKeys_sigmoid_backward[5] = {};
-const tb::Signature kSig_sigmoid_backward{"sigmoid_backward", kNames_sigmoid_backward, kKeys_sigmoid_backward, 5, 2, true, true};
+PyObject* kTorchFunction_sigmoid_backward = nullptr;
+const tb::Signature kSig_sigmoid_backward{
+    .op = "sigmoid_backward",
+    .names = kNames_sigmoid_backward,
+    .keys = kKeys_sigmoid_backward,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "sigmoid_backward.grad_input",
+    .schema_names = kNames_sigmoid_backward,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_sigmoid_backward,
+};
 
-PyObject* py_sigmoid_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_sigmoid_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_sigmoid_backward, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_sigmoid_backward, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_sigmoid_backward, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_grad_output = tb::tensor_arg(slots[0], kSig_sigmoid_backward, 0);
@@ -5532,13 +8629,32 @@ PyObject* py_sigmoid_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs
 
 // sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sign[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_sign[] = {"self", "out"};
 PyObject* kKeys_sign[4] = {};
-const tb::Signature kSig_sign{"sign", kNames_sign, kKeys_sign, 4, 1, true, true};
+PyObject* kTorchFunction_sign = nullptr;
+const tb::Signature kSig_sign{
+    .op = "sign",
+    .names = kNames_sign,
+    .keys = kKeys_sign,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "sign.out",
+    .schema_names = kSchemaNames_sign,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_sign,
+};
 
-PyObject* py_sign(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_sign(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_sign, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_sign, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_sign, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_sign, 0);
@@ -5564,13 +8680,32 @@ PyObject* py_sign(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_silu[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_silu[] = {"self", "out"};
 PyObject* kKeys_silu[4] = {};
-const tb::Signature kSig_silu{"silu", kNames_silu, kKeys_silu, 4, 1, true, false};
+PyObject* kTorchFunction_silu = nullptr;
+const tb::Signature kSig_silu{
+    .op = "silu",
+    .names = kNames_silu,
+    .keys = kKeys_silu,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "silu.out",
+    .schema_names = kSchemaNames_silu,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_silu,
+};
 
-PyObject* py_silu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_silu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_silu, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_silu, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_silu, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_silu, 0);
@@ -5597,12 +8732,27 @@ PyObject* py_silu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // silu_and_mul(Tensor input, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_silu_and_mul[] = {"input", "out", "implementation", "stream"};
 PyObject* kKeys_silu_and_mul[4] = {};
-const tb::Signature kSig_silu_and_mul{"silu_and_mul", kNames_silu_and_mul, kKeys_silu_and_mul, 4, 1, false, false};
+PyObject* kTorchFunction_silu_and_mul = nullptr;
+const tb::Signature kSig_silu_and_mul{
+    .op = "silu_and_mul",
+    .names = kNames_silu_and_mul,
+    .keys = kKeys_silu_and_mul,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = false,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .torch_function = &kTorchFunction_silu_and_mul,
+};
 
-PyObject* py_silu_and_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_silu_and_mul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_silu_and_mul, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_silu_and_mul, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_silu_and_mul, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_input = tb::tensor_arg(slots[0], kSig_silu_and_mul, 0);
@@ -5628,13 +8778,32 @@ PyObject* py_silu_and_mul(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 
 // silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)
 const char* const kNames_silu_backward[] = {"grad_output", "input", "grad_input", "implementation", "stream"};
+const char* const kSchemaNames_silu_backward[] = {"grad_output", "self", "grad_input"};
 PyObject* kKeys_silu_backward[5] = {};
-const tb::Signature kSig_silu_backward{"silu_backward", kNames_silu_backward, kKeys_silu_backward, 5, 2, true, true};
+PyObject* kTorchFunction_silu_backward = nullptr;
+const tb::Signature kSig_silu_backward{
+    .op = "silu_backward",
+    .names = kNames_silu_backward,
+    .keys = kKeys_silu_backward,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "silu_backward.grad_input",
+    .schema_names = kSchemaNames_silu_backward,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_silu_backward,
+};
 
-PyObject* py_silu_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_silu_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_silu_backward, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_silu_backward, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_silu_backward, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_grad_output = tb::tensor_arg(slots[0], kSig_silu_backward, 0);
@@ -5661,13 +8830,32 @@ PyObject* py_silu_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
 
 // sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sin[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_sin[] = {"self", "out"};
 PyObject* kKeys_sin[4] = {};
-const tb::Signature kSig_sin{"sin", kNames_sin, kKeys_sin, 4, 1, true, true};
+PyObject* kTorchFunction_sin = nullptr;
+const tb::Signature kSig_sin{
+    .op = "sin",
+    .names = kNames_sin,
+    .keys = kKeys_sin,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "sin.out",
+    .schema_names = kSchemaNames_sin,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_sin,
+};
 
-PyObject* py_sin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_sin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_sin, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_sin, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_sin, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_sin, 0);
@@ -5693,13 +8881,32 @@ PyObject* py_sin(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sinh[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_sinh[] = {"self", "out"};
 PyObject* kKeys_sinh[4] = {};
-const tb::Signature kSig_sinh{"sinh", kNames_sinh, kKeys_sinh, 4, 1, true, true};
+PyObject* kTorchFunction_sinh = nullptr;
+const tb::Signature kSig_sinh{
+    .op = "sinh",
+    .names = kNames_sinh,
+    .keys = kKeys_sinh,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "sinh.out",
+    .schema_names = kSchemaNames_sinh,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_sinh,
+};
 
-PyObject* py_sinh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_sinh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_sinh, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_sinh, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_sinh, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_sinh, 0);
@@ -5725,13 +8932,32 @@ PyObject* py_sinh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // smooth_l1_loss.out(Tensor self, Tensor target, int reduction=Mean, float beta=1.0, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_smooth_l1_loss[] = {"input", "target", "reduction", "beta", "out", "implementation", "stream"};
+const char* const kSchemaNames_smooth_l1_loss[] = {"self", "target", "reduction", "beta", "out"};
 PyObject* kKeys_smooth_l1_loss[7] = {};
-const tb::Signature kSig_smooth_l1_loss{"smooth_l1_loss", kNames_smooth_l1_loss, kKeys_smooth_l1_loss, 7, 4, true, true};
+PyObject* kTorchFunction_smooth_l1_loss = nullptr;
+const tb::Signature kSig_smooth_l1_loss{
+    .op = "smooth_l1_loss",
+    .names = kNames_smooth_l1_loss,
+    .keys = kKeys_smooth_l1_loss,
+    .num_params = 7,
+    .num_positional = 4,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x13,
+    .tensor_list_params = 0x0,
+    .aten = "smooth_l1_loss.out",
+    .schema_names = kSchemaNames_smooth_l1_loss,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction_smooth_l1_loss,
+};
 
-PyObject* py_smooth_l1_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_smooth_l1_loss(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_smooth_l1_loss, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_smooth_l1_loss, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_smooth_l1_loss, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_smooth_l1_loss, 0);
@@ -5760,13 +8986,32 @@ PyObject* py_smooth_l1_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
 
 // soft_margin_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_soft_margin_loss[] = {"input", "target", "reduction", "out", "implementation", "stream"};
+const char* const kSchemaNames_soft_margin_loss[] = {"self", "target", "reduction", "out"};
 PyObject* kKeys_soft_margin_loss[6] = {};
-const tb::Signature kSig_soft_margin_loss{"soft_margin_loss", kNames_soft_margin_loss, kKeys_soft_margin_loss, 6, 3, false, true};
+PyObject* kTorchFunction_soft_margin_loss = nullptr;
+const tb::Signature kSig_soft_margin_loss{
+    .op = "soft_margin_loss",
+    .names = kNames_soft_margin_loss,
+    .keys = kKeys_soft_margin_loss,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0xb,
+    .tensor_list_params = 0x0,
+    .aten = "soft_margin_loss.out",
+    .schema_names = kSchemaNames_soft_margin_loss,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_soft_margin_loss,
+};
 
-PyObject* py_soft_margin_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_soft_margin_loss(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_soft_margin_loss, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_soft_margin_loss, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_soft_margin_loss, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_soft_margin_loss, 0);
@@ -5794,13 +9039,32 @@ PyObject* py_soft_margin_loss(PyObject*, PyObject* const* args, Py_ssize_t nargs
 
 // softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_softmax[] = {"input", "dim", "dtype", "out", "implementation", "stream"};
+const char* const kSchemaNames_softmax[] = {"self", "dim", "dtype", "out"};
 PyObject* kKeys_softmax[6] = {};
-const tb::Signature kSig_softmax{"softmax", kNames_softmax, kKeys_softmax, 6, 3, false, true};
+PyObject* kTorchFunction_softmax = nullptr;
+const tb::Signature kSig_softmax{
+    .op = "softmax",
+    .names = kNames_softmax,
+    .keys = kKeys_softmax,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "softmax.int_out",
+    .schema_names = kSchemaNames_softmax,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_softmax,
+};
 
-PyObject* py_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_softmax, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_softmax, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_softmax, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_softmax, 0);
@@ -5828,13 +9092,32 @@ PyObject* py_softmax(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 
 // softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_softplus[] = {"input", "beta", "threshold", "out", "implementation", "stream"};
+const char* const kSchemaNames_softplus[] = {"self", "beta", "threshold", "out"};
 PyObject* kKeys_softplus[6] = {};
-const tb::Signature kSig_softplus{"softplus", kNames_softplus, kKeys_softplus, 6, 3, true, true};
+PyObject* kTorchFunction_softplus = nullptr;
+const tb::Signature kSig_softplus{
+    .op = "softplus",
+    .names = kNames_softplus,
+    .keys = kKeys_softplus,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "softplus.out",
+    .schema_names = kSchemaNames_softplus,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_softplus,
+};
 
-PyObject* py_softplus(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_softplus(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_softplus, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_softplus, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_softplus, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_softplus, 0);
@@ -5862,13 +9145,32 @@ PyObject* py_softplus(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 
 // sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 const char* const kNames_sort_values[] = {"input", "dim", "descending", "values", "indices", "implementation", "stream"};
+const char* const kSchemaNames_sort_values[] = {"self", "dim", "descending", "values", "indices"};
 PyObject* kKeys_sort_values[7] = {};
-const tb::Signature kSig_sort_values{"sort_values", kNames_sort_values, kKeys_sort_values, 7, 3, false, true};
+PyObject* kTorchFunction_sort_values = nullptr;
+const tb::Signature kSig_sort_values{
+    .op = "sort_values",
+    .names = kNames_sort_values,
+    .keys = kKeys_sort_values,
+    .num_params = 7,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x19,
+    .tensor_list_params = 0x0,
+    .aten = "sort.values",
+    .schema_names = kSchemaNames_sort_values,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_sort_values,
+};
 
-PyObject* py_sort_values(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_sort_values(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_sort_values, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_sort_values, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_sort_values, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_sort_values, 0);
@@ -5897,13 +9199,32 @@ PyObject* py_sort_values(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 
 // sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sqrt[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_sqrt[] = {"self", "out"};
 PyObject* kKeys_sqrt[4] = {};
-const tb::Signature kSig_sqrt{"sqrt", kNames_sqrt, kKeys_sqrt, 4, 1, true, true};
+PyObject* kTorchFunction_sqrt = nullptr;
+const tb::Signature kSig_sqrt{
+    .op = "sqrt",
+    .names = kNames_sqrt,
+    .keys = kKeys_sqrt,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "sqrt.out",
+    .schema_names = kSchemaNames_sqrt,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_sqrt,
+};
 
-PyObject* py_sqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_sqrt(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_sqrt, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_sqrt, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_sqrt, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_sqrt, 0);
@@ -5929,13 +9250,32 @@ PyObject* py_sqrt(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_square[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_square[] = {"self", "out"};
 PyObject* kKeys_square[4] = {};
-const tb::Signature kSig_square{"square", kNames_square, kKeys_square, 4, 1, false, true};
+PyObject* kTorchFunction_square = nullptr;
+const tb::Signature kSig_square{
+    .op = "square",
+    .names = kNames_square,
+    .keys = kKeys_square,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "square.out",
+    .schema_names = kSchemaNames_square,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_square,
+};
 
-PyObject* py_square(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_square(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_square, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_square, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_square, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_square, 0);
@@ -5961,13 +9301,32 @@ PyObject* py_square(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 
 // std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_std_correction[] = {"input", "dim", "correction", "keepdim", "out", "implementation", "stream"};
+const char* const kSchemaNames_std_correction[] = {"self", "dim", "correction", "keepdim", "out"};
 PyObject* kKeys_std_correction[7] = {};
-const tb::Signature kSig_std_correction{"std_correction", kNames_std_correction, kKeys_std_correction, 7, 2, false, true};
+PyObject* kTorchFunction_std_correction = nullptr;
+const tb::Signature kSig_std_correction{
+    .op = "std_correction",
+    .names = kNames_std_correction,
+    .keys = kKeys_std_correction,
+    .num_params = 7,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x11,
+    .tensor_list_params = 0x0,
+    .aten = "std.correction_out",
+    .schema_names = kSchemaNames_std_correction,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_std_correction,
+};
 
-PyObject* py_std_correction(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_std_correction(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_std_correction, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_std_correction, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_std_correction, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_std_correction, 0);
@@ -5996,13 +9355,32 @@ PyObject* py_std_correction(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
 
 // sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sub[] = {"input", "other", "alpha", "out", "implementation", "stream"};
+const char* const kSchemaNames_sub[] = {"self", "other", "alpha", "out"};
 PyObject* kKeys_sub[6] = {};
-const tb::Signature kSig_sub{"sub", kNames_sub, kKeys_sub, 6, 2, true, true};
+PyObject* kTorchFunction_sub = nullptr;
+const tb::Signature kSig_sub{
+    .op = "sub",
+    .names = kNames_sub,
+    .keys = kKeys_sub,
+    .num_params = 6,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0xb,
+    .tensor_list_params = 0x0,
+    .aten = "sub.out",
+    .schema_names = kSchemaNames_sub,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_sub,
+};
 
-PyObject* py_sub(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_sub(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_sub, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_sub, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_sub, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_sub, 0);
@@ -6030,13 +9408,32 @@ PyObject* py_sub(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sub_Scalar[] = {"input", "other", "alpha", "out", "implementation", "stream"};
+const char* const kSchemaNames_sub_Scalar[] = {"self", "other", "alpha", "out"};
 PyObject* kKeys_sub_Scalar[6] = {};
-const tb::Signature kSig_sub_Scalar{"sub_Scalar", kNames_sub_Scalar, kKeys_sub_Scalar, 6, 3, false, true};
+PyObject* kTorchFunction_sub_Scalar = nullptr;
+const tb::Signature kSig_sub_Scalar{
+    .op = "sub_Scalar",
+    .names = kNames_sub_Scalar,
+    .keys = kKeys_sub_Scalar,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "sub.Scalar_out",
+    .schema_names = kSchemaNames_sub_Scalar,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_sub_Scalar,
+};
 
-PyObject* py_sub_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_sub_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_sub_Scalar, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_sub_Scalar, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_sub_Scalar, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_sub_Scalar, 0);
@@ -6064,13 +9461,32 @@ PyObject* py_sub_Scalar(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyOb
 
 // sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sum[] = {"input", "dim", "keepdim", "dtype", "out", "implementation", "stream"};
+const char* const kSchemaNames_sum[] = {"self", "dim", "keepdim", "dtype", "out"};
 PyObject* kKeys_sum[7] = {};
-const tb::Signature kSig_sum{"sum", kNames_sum, kKeys_sum, 7, 3, false, true};
+PyObject* kTorchFunction_sum = nullptr;
+const tb::Signature kSig_sum{
+    .op = "sum",
+    .names = kNames_sum,
+    .keys = kKeys_sum,
+    .num_params = 7,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x11,
+    .tensor_list_params = 0x0,
+    .aten = "sum.IntList_out",
+    .schema_names = kSchemaNames_sum,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_sum,
+};
 
-PyObject* py_sum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_sum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_sum, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_sum, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_sum, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_sum, 0);
@@ -6099,13 +9515,32 @@ PyObject* py_sum(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_sum_all[] = {"input", "dtype", "out", "implementation", "stream"};
+const char* const kSchemaNames_sum_all[] = {"self", "dtype", "out"};
 PyObject* kKeys_sum_all[5] = {};
-const tb::Signature kSig_sum_all{"sum_all", kNames_sum_all, kKeys_sum_all, 5, 1, false, true};
+PyObject* kTorchFunction_sum_all = nullptr;
+const tb::Signature kSig_sum_all{
+    .op = "sum_all",
+    .names = kNames_sum_all,
+    .keys = kKeys_sum_all,
+    .num_params = 5,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "sum.out",
+    .schema_names = kSchemaNames_sum_all,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_sum_all,
+};
 
-PyObject* py_sum_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_sum_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_sum_all, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_sum_all, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_sum_all, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_sum_all, 0);
@@ -6132,13 +9567,32 @@ PyObject* py_sum_all(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 
 // take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_take[] = {"input", "index", "out", "implementation", "stream"};
+const char* const kSchemaNames_take[] = {"self", "index", "out"};
 PyObject* kKeys_take[5] = {};
-const tb::Signature kSig_take{"take", kNames_take, kKeys_take, 5, 2, false, true};
+PyObject* kTorchFunction_take = nullptr;
+const tb::Signature kSig_take{
+    .op = "take",
+    .names = kNames_take,
+    .keys = kKeys_take,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "take.out",
+    .schema_names = kSchemaNames_take,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_take,
+};
 
-PyObject* py_take(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_take(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_take, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_take, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_take, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_take, 0);
@@ -6165,13 +9619,32 @@ PyObject* py_take(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_tan[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_tan[] = {"self", "out"};
 PyObject* kKeys_tan[4] = {};
-const tb::Signature kSig_tan{"tan", kNames_tan, kKeys_tan, 4, 1, true, true};
+PyObject* kTorchFunction_tan = nullptr;
+const tb::Signature kSig_tan{
+    .op = "tan",
+    .names = kNames_tan,
+    .keys = kKeys_tan,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "tan.out",
+    .schema_names = kSchemaNames_tan,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_tan,
+};
 
-PyObject* py_tan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_tan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_tan, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_tan, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_tan, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_tan, 0);
@@ -6197,13 +9670,32 @@ PyObject* py_tan(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 
 // tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_tanh[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_tanh[] = {"self", "out"};
 PyObject* kKeys_tanh[4] = {};
-const tb::Signature kSig_tanh{"tanh", kNames_tanh, kKeys_tanh, 4, 1, true, true};
+PyObject* kTorchFunction_tanh = nullptr;
+const tb::Signature kSig_tanh{
+    .op = "tanh",
+    .names = kNames_tanh,
+    .keys = kKeys_tanh,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "tanh.out",
+    .schema_names = kSchemaNames_tanh,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_tanh,
+};
 
-PyObject* py_tanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_tanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_tanh, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_tanh, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_tanh, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_tanh, 0);
@@ -6230,12 +9722,30 @@ PyObject* py_tanh(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 // tanh_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)
 const char* const kNames_tanh_backward[] = {"grad_output", "output", "grad_input", "implementation", "stream"};
 PyObject* kKeys_tanh_backward[5] = {};
-const tb::Signature kSig_tanh_backward{"tanh_backward", kNames_tanh_backward, kKeys_tanh_backward, 5, 2, true, true};
+PyObject* kTorchFunction_tanh_backward = nullptr;
+const tb::Signature kSig_tanh_backward{
+    .op = "tanh_backward",
+    .names = kNames_tanh_backward,
+    .keys = kKeys_tanh_backward,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "tanh_backward.grad_input",
+    .schema_names = kNames_tanh_backward,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_tanh_backward,
+};
 
-PyObject* py_tanh_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_tanh_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_tanh_backward, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_tanh_backward, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_tanh_backward, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_grad_output = tb::tensor_arg(slots[0], kSig_tanh_backward, 0);
@@ -6262,13 +9772,32 @@ PyObject* py_tanh_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
 
 // threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_threshold[] = {"input", "threshold", "value", "out", "implementation", "stream"};
+const char* const kSchemaNames_threshold[] = {"self", "threshold", "value", "out"};
 PyObject* kKeys_threshold[6] = {};
-const tb::Signature kSig_threshold{"threshold", kNames_threshold, kKeys_threshold, 6, 3, true, true};
+PyObject* kTorchFunction_threshold = nullptr;
+const tb::Signature kSig_threshold{
+    .op = "threshold",
+    .names = kNames_threshold,
+    .keys = kKeys_threshold,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "threshold.out",
+    .schema_names = kSchemaNames_threshold,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_threshold,
+};
 
-PyObject* py_threshold(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_threshold(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_threshold, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_threshold, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_threshold, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_threshold, 0);
@@ -6296,13 +9825,32 @@ PyObject* py_threshold(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 // threshold_backward.grad_input(Tensor grad_output, Tensor self, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)
 const char* const kNames_threshold_backward[] = {"grad_output", "input", "threshold", "grad_input", "implementation", "stream"};
+const char* const kSchemaNames_threshold_backward[] = {"grad_output", "self", "threshold", "grad_input"};
 PyObject* kKeys_threshold_backward[6] = {};
-const tb::Signature kSig_threshold_backward{"threshold_backward", kNames_threshold_backward, kKeys_threshold_backward, 6, 3, true, true};
+PyObject* kTorchFunction_threshold_backward = nullptr;
+const tb::Signature kSig_threshold_backward{
+    .op = "threshold_backward",
+    .names = kNames_threshold_backward,
+    .keys = kKeys_threshold_backward,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0xb,
+    .tensor_list_params = 0x0,
+    .aten = "threshold_backward.grad_input",
+    .schema_names = kSchemaNames_threshold_backward,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_threshold_backward,
+};
 
-PyObject* py_threshold_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_threshold_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_threshold_backward, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_threshold_backward, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_threshold_backward, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_grad_output = tb::tensor_arg(slots[0], kSig_threshold_backward, 0);
@@ -6330,13 +9878,32 @@ PyObject* py_threshold_backward(PyObject*, PyObject* const* args, Py_ssize_t nar
 
 // topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 const char* const kNames_topk[] = {"input", "k", "dim", "largest", "sorted", "values", "indices", "implementation", "stream"};
+const char* const kSchemaNames_topk[] = {"self", "k", "dim", "largest", "sorted", "values", "indices"};
 PyObject* kKeys_topk[9] = {};
-const tb::Signature kSig_topk{"topk", kNames_topk, kKeys_topk, 9, 5, false, true};
+PyObject* kTorchFunction_topk = nullptr;
+const tb::Signature kSig_topk{
+    .op = "topk",
+    .names = kNames_topk,
+    .keys = kKeys_topk,
+    .num_params = 9,
+    .num_positional = 5,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x61,
+    .tensor_list_params = 0x0,
+    .aten = "topk.values",
+    .schema_names = kSchemaNames_topk,
+    .aten_positional = 5,
+    .torch_function = &kTorchFunction_topk,
+};
 
-PyObject* py_topk(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_topk(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[9] = {};
   if (!tb::parse_args(kSig_topk, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_topk, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_topk, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_topk, 0);
@@ -6367,13 +9934,32 @@ PyObject* py_topk(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_tril[] = {"input", "diagonal", "out", "implementation", "stream"};
+const char* const kSchemaNames_tril[] = {"self", "diagonal", "out"};
 PyObject* kKeys_tril[5] = {};
-const tb::Signature kSig_tril{"tril", kNames_tril, kKeys_tril, 5, 2, false, true};
+PyObject* kTorchFunction_tril = nullptr;
+const tb::Signature kSig_tril{
+    .op = "tril",
+    .names = kNames_tril,
+    .keys = kKeys_tril,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "tril.out",
+    .schema_names = kSchemaNames_tril,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_tril,
+};
 
-PyObject* py_tril(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_tril(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_tril, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_tril, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_tril, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_tril, 0);
@@ -6400,13 +9986,32 @@ PyObject* py_tril(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_triu[] = {"input", "diagonal", "out", "implementation", "stream"};
+const char* const kSchemaNames_triu[] = {"self", "diagonal", "out"};
 PyObject* kKeys_triu[5] = {};
-const tb::Signature kSig_triu{"triu", kNames_triu, kKeys_triu, 5, 2, false, true};
+PyObject* kTorchFunction_triu = nullptr;
+const tb::Signature kSig_triu{
+    .op = "triu",
+    .names = kNames_triu,
+    .keys = kKeys_triu,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "triu.out",
+    .schema_names = kSchemaNames_triu,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_triu,
+};
 
-PyObject* py_triu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_triu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_triu, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_triu, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_triu, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_triu, 0);
@@ -6433,13 +10038,32 @@ PyObject* py_triu(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_trunc[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_trunc[] = {"self", "out"};
 PyObject* kKeys_trunc[4] = {};
-const tb::Signature kSig_trunc{"trunc", kNames_trunc, kKeys_trunc, 4, 1, true, true};
+PyObject* kTorchFunction_trunc = nullptr;
+const tb::Signature kSig_trunc{
+    .op = "trunc",
+    .names = kNames_trunc,
+    .keys = kKeys_trunc,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "trunc.out",
+    .schema_names = kSchemaNames_trunc,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_trunc,
+};
 
-PyObject* py_trunc(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_trunc(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   if (!tb::parse_args(kSig_trunc, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_trunc, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_trunc, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_trunc, 0);
@@ -6465,13 +10089,32 @@ PyObject* py_trunc(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_var_correction[] = {"input", "dim", "correction", "keepdim", "out", "implementation", "stream"};
+const char* const kSchemaNames_var_correction[] = {"self", "dim", "correction", "keepdim", "out"};
 PyObject* kKeys_var_correction[7] = {};
-const tb::Signature kSig_var_correction{"var_correction", kNames_var_correction, kKeys_var_correction, 7, 2, false, true};
+PyObject* kTorchFunction_var_correction = nullptr;
+const tb::Signature kSig_var_correction{
+    .op = "var_correction",
+    .names = kNames_var_correction,
+    .keys = kKeys_var_correction,
+    .num_params = 7,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x11,
+    .tensor_list_params = 0x0,
+    .aten = "var.correction_out",
+    .schema_names = kSchemaNames_var_correction,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_var_correction,
+};
 
-PyObject* py_var_correction(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_var_correction(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   if (!tb::parse_args(kSig_var_correction, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_var_correction, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_var_correction, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_var_correction, 0);
@@ -6500,13 +10143,32 @@ PyObject* py_var_correction(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
 
 // vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_vdot[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_vdot[] = {"self", "other", "out"};
 PyObject* kKeys_vdot[5] = {};
-const tb::Signature kSig_vdot{"vdot", kNames_vdot, kKeys_vdot, 5, 2, false, true};
+PyObject* kTorchFunction_vdot = nullptr;
+const tb::Signature kSig_vdot{
+    .op = "vdot",
+    .names = kNames_vdot,
+    .keys = kKeys_vdot,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "vdot.out",
+    .schema_names = kSchemaNames_vdot,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_vdot,
+};
 
-PyObject* py_vdot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_vdot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_vdot, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_vdot, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_vdot, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_vdot, 0);
@@ -6533,13 +10195,32 @@ PyObject* py_vdot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* 
 
 // where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_where[] = {"condition", "input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_where[] = {"condition", "self", "other", "out"};
 PyObject* kKeys_where[6] = {};
-const tb::Signature kSig_where{"where", kNames_where, kKeys_where, 6, 3, false, true};
+PyObject* kTorchFunction_where = nullptr;
+const tb::Signature kSig_where{
+    .op = "where",
+    .names = kNames_where,
+    .keys = kKeys_where,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0xf,
+    .tensor_list_params = 0x0,
+    .aten = "where.self_out",
+    .schema_names = kSchemaNames_where,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_where,
+};
 
-PyObject* py_where(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_where(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   if (!tb::parse_args(kSig_where, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_where, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_where, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_condition = tb::tensor_arg(slots[0], kSig_where, 0);
@@ -6567,13 +10248,32 @@ PyObject* py_where(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject*
 
 // xlogy.OutTensor(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames_xlogy_OutTensor[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_xlogy_OutTensor[] = {"self", "other", "out"};
 PyObject* kKeys_xlogy_OutTensor[5] = {};
-const tb::Signature kSig_xlogy_OutTensor{"xlogy_OutTensor", kNames_xlogy_OutTensor, kKeys_xlogy_OutTensor, 5, 2, true, true};
+PyObject* kTorchFunction_xlogy_OutTensor = nullptr;
+const tb::Signature kSig_xlogy_OutTensor{
+    .op = "xlogy_OutTensor",
+    .names = kNames_xlogy_OutTensor,
+    .keys = kKeys_xlogy_OutTensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "xlogy.OutTensor",
+    .schema_names = kSchemaNames_xlogy_OutTensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_xlogy_OutTensor,
+};
 
-PyObject* py_xlogy_OutTensor(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* py_xlogy_OutTensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   if (!tb::parse_args(kSig_xlogy_OutTensor, args, nargs, kwnames, slots)) {
     return nullptr;
+  }
+  if (tb::torch_function_wanted(kSig_xlogy_OutTensor, slots)) [[unlikely]] {
+    return tb::torch_function(kSig_xlogy_OutTensor, module, args, nargs, kwnames, slots);
   }
   try {
     auto v_self = tb::tensor_arg(slots[0], kSig_xlogy_OutTensor, 0);

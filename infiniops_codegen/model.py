@@ -79,6 +79,7 @@ class Argument:
     hidden_value: str | None  # C++ value passed to ATen for a hidden argument
     converter: str | None  # Python->core converter in the bridge
     converter_extra: tuple[str, ...] = ()  # extra converter arguments (list size)
+    mutable: bool = False  # an input the op writes (`Tensor(a!)`, not out=)
 
     @property
     def hidden(self) -> bool:
@@ -153,10 +154,11 @@ class Op:
 
     @property
     def aten_autograd(self) -> bool:
-        """Tensors that require grad go to ATen's autograd kernel, which
-        raises where PyTorch does; composites and ops with native kernels
-        would bypass it and refuse them instead."""
-        return not self.composite and not self.native
+        """Tensors that require grad (or carry a forward-AD tangent) go to
+        ATen's dispatcher, whose autograd kernel raises where PyTorch does
+        (native kernels never see them); composites have no autograd kernel
+        and refuse them instead."""
+        return not self.composite
 
     @property
     def borrows_tensors(self) -> bool:
@@ -256,6 +258,65 @@ class Op:
     @property
     def hints_dict(self) -> dict:
         return dict(self.hints)
+
+    @property
+    def tensor_like_arguments(self) -> tuple[Argument, ...]:
+        """Visible arguments holding tensors: single, optional or lists."""
+        kinds = ("tensor", "tensor_opt", "tensor_list", "tensor_opt_list")
+        return tuple(a for a in self.visible if a.kind in kinds)
+
+    @property
+    def profile_name(self) -> str:
+        """The name a profiler shows for the op: the ATen operator's, as for
+        torch's own call ("aten::add"); composites have their own."""
+        if self.aten is None:
+            return f"infiniops::{self.name}"
+        return "aten::" + self.aten.split(".", 1)[0]
+
+    @property
+    def native_summary(self) -> str:
+        """Platforms and dtypes of the native kernels, for error messages."""
+        return "; ".join(
+            n.platform + (": " + ", ".join(n.dtypes) if n.dtypes else "")
+            for n in self.native
+        )
+
+    @property
+    def mutated_inputs(self) -> tuple[Argument, ...]:
+        """Inputs the op writes besides its outputs (`Tensor(a!)` arguments
+        that are not out=): their writes count like an output's."""
+        return tuple(a for a in self.inputs if a.mutable and not a.hidden)
+
+    def _param_mask(self, kinds: tuple[str, ...]) -> int:
+        if len(self.python_params) > 62:  # a uint64_t with implementation, stream
+            raise ValueError(f"{self.name}: more than 62 parameters")
+        return sum(1 << i for i, a in enumerate(self.python_params) if a.kind in kinds)
+
+    @property
+    def tensor_param_mask(self) -> int:
+        """Bit i: Python parameter i takes one tensor (__torch_function__)."""
+        return self._param_mask(("tensor", "tensor_opt"))
+
+    @property
+    def tensor_list_param_mask(self) -> int:
+        """Bit i: Python parameter i takes a list of tensors."""
+        return self._param_mask(("tensor_list", "tensor_opt_list"))
+
+    @property
+    def schema_names_differ(self) -> bool:
+        return any(a.name != a.py_name for a in self.python_params)
+
+    @property
+    def aten_positional(self) -> int:
+        """How many leading Python parameters the ATen overload also takes
+        positionally: the schema's positional arguments up to the first one
+        the binding hides (the rest are passed by schema name)."""
+        count = 0
+        for a in self.arguments:
+            if a.kwarg_only or a.hidden:
+                break
+            count += 1
+        return count
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,8 @@ def manifest_data(opset: OpSet) -> dict:
                         "cpp_type": a.aten_cpp_type,
                         "core_type": a.core_type,
                         "role": a.role.value,
+                        # written by the op although not an out= argument
+                        "mutable": a.mutable,
                         "kind": a.kind,
                         "keyword_only": a.kwarg_only,
                         "has_default": a.default is not None,

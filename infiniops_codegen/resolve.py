@@ -119,6 +119,7 @@ def _argument(a: SchemaArg, py_name: str) -> Argument:  # raises UnsupportedType
         hidden_value=None,
         converter=converter,
         converter_extra=extra,
+        mutable=a.is_write and not a.is_out,
     )
 
 

@@ -31,6 +31,7 @@ STRICT = ["-std=c++20", "-Wall", "-Wextra", "-Werror"]
 CORE_HEADERS = [
     "core.h",
     "data_type.h",
+    "decline.h",
     "device.h",
     "error.h",
     "handle.h",

@@ -2,6 +2,7 @@
 
 // Everything the core offers; torch-free, so any backend or test can use it.
 #include "core/data_type.h"
+#include "core/decline.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/handle.h"

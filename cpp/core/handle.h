@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <utility>
 
 namespace infini::ops {
@@ -12,10 +13,25 @@ namespace infini::ops {
 // caller for as long as the handle exists, e.g. during one call. Copying a
 // borrowing handle takes a real reference with the owning ops, so a copy may
 // outlive the borrow.
+//
+// `framework` tags every instance of one bridge (owning, borrowing, opaque),
+// so a bridge recognises its own handles with one comparison.
+//
+// An *opaque* instance marks a framework object whose memory the library must
+// not address: its data pointer is meaningless (a fake or meta tensor, a
+// wrapper of another transform, a tensor under an active framework mode, ...)
+// and only the framework itself may compute on it. Such a Tensor has no data
+// pointer; native kernels and raw-pointer paths never see it.
 struct HandleOps {
   void (*retain)(void*) noexcept;
   void (*release)(void*) noexcept;
   const HandleOps* owning = nullptr;  // null: these ops own
+  const void* framework = nullptr;    // same for all instances of one bridge
+  bool opaque = false;
+  // Called after the library itself wrote the object's memory (a native
+  // kernel, or a copy the framework did not see), so the framework can record
+  // the write as its own operations would (torch: the version counter).
+  void (*written)(void*, int64_t times) = nullptr;
 
   const HandleOps* for_copy() const noexcept {
     return owning != nullptr ? owning : this;
@@ -89,6 +105,11 @@ class SourceHandle {
   explicit operator bool() const noexcept { return ptr_ != nullptr; }
   // Borrowed (not owning): valid only while its lender keeps the object.
   bool borrowed() const noexcept { return ops_ != nullptr && ops_->owning != nullptr; }
+  bool opaque() const noexcept { return ops_ != nullptr && ops_->opaque; }
+  // Tells the framework its object was written `times` times (see HandleOps).
+  void written(int64_t times = 1) const {
+    if (ptr_ != nullptr && ops_->written != nullptr && times > 0) ops_->written(ptr_, times);
+  }
 
  private:
   const HandleOps* ops_ = nullptr;

@@ -87,11 +87,24 @@ class Tensor {
   const SourceHandle& handle() const noexcept { return handle_; }
   bool has_handle() const noexcept { return static_cast<bool>(handle_); }
 
+  // False when the library must not touch this tensor's memory (an opaque
+  // handle, see handle.h: a fake or meta tensor, a functorch wrapper, a call
+  // under a framework mode, ...). data() is then null and only the framework
+  // may compute on the tensor: native kernels and the from_blob path never
+  // see it, and derivations below refuse it.
+  bool addressable() const noexcept { return !handle_.opaque(); }
+
+  // The library wrote this tensor's memory itself (a native kernel): tell its
+  // framework, as the framework's own operations would (torch: the tensor's
+  // version counter goes up, so autograd refuses stale saved tensors).
+  void mark_written() const { handle_.written(); }
+
   // Python slicing semantics along dim: negative start/end count from the
   // end, both are clamped, step must be positive (ValueError otherwise). Pass
   // INT64_MAX as end for "to the end".
   Tensor slice(int64_t dim, int64_t start, int64_t end,
                int64_t step = 1) const {
+    require_addressable("slice");
     const std::size_t d = wrap_dim(dim);
     if (step <= 0) {
       throw ValueError("slice: step must be positive, got " +
@@ -110,6 +123,7 @@ class Tensor {
   }
 
   Tensor transpose(int64_t dim0, int64_t dim1) const {
+    require_addressable("transpose");
     const std::size_t d0 = wrap_dim(dim0);
     const std::size_t d1 = wrap_dim(dim1);
     Dims shape = shape_;
@@ -122,6 +136,7 @@ class Tensor {
   // Reinterprets a contiguous tensor with a new shape (at most one -1, which
   // is inferred). ValueError for a non-contiguous tensor or a size mismatch.
   Tensor view(Dims new_shape) const {
+    require_addressable("view");
     if (!is_contiguous()) {
       throw ValueError("view: tensor is not contiguous");
     }
@@ -157,6 +172,7 @@ class Tensor {
   // PyTorch expand: new leading dims may be added, size-1 dims broadcast with
   // stride 0, -1 keeps an existing size. ValueError otherwise.
   Tensor expand(Dims sizes) const {
+    require_addressable("expand");
     const std::size_t n = sizes.size();
     const std::size_t old_n = shape_.size();
     if (n < old_n) {
@@ -198,10 +214,20 @@ class Tensor {
 
   // Same geometry, data moved by a (possibly negative) number of elements.
   Tensor offset(int64_t elements) const {
+    require_addressable("offset");
     return Tensor(advance(elements), shape_, strides_, dtype_, device_);
   }
 
  private:
+  void require_addressable(const char* what) const {
+    if (!addressable()) {
+      throw ValueError(std::string(what) +
+                       ": this tensor has no memory the library can address "
+                       "(it came from a framework mode, a fake, meta or wrapped "
+                       "tensor); derive it in its framework instead");
+    }
+  }
+
   static Dims contiguous_strides(const Dims& shape) {
     Dims strides(shape.size());
     int64_t step = 1;

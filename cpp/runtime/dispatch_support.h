@@ -3,6 +3,7 @@
 // kernel applies, and the errors for a forced implementation that does not.
 
 #include <initializer_list>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -41,15 +42,119 @@ inline Device list_device(std::span<const Tensor> tensors) {
                             "'default'");
 }
 
-[[noreturn]] inline void native_unsupported(const char* op, const Tensor& key,
-                                            const char* platforms) {
-  throw NotImplementedError(
-      std::string(op) + "(): implementation='native' was requested, but no " +
-      "native kernel supports this call (device " +
-      std::string(to_string(key.device().type)) + ", dtype " +
-      std::string(to_string(key.dtype())) +
-      "; native kernels exist for: " + platforms +
-      " and may reject some layouts or shapes); use 'torch' or 'default'");
+// Whether the library may run its own kernels on these arguments: no tensor
+// with an opaque handle (core/handle.h), whose memory only its framework
+// may touch.
+inline bool addressable(const Tensor& t) noexcept { return t.addressable(); }
+inline bool addressable(const std::optional<Tensor>& t) noexcept {
+  return !t || t->addressable();
 }
+inline bool addressable(std::span<const Tensor> ts) noexcept {
+  for (const Tensor& t : ts) {
+    if (!t.addressable()) return false;
+  }
+  return true;
+}
+inline bool addressable(std::span<const std::optional<Tensor>> ts) noexcept {
+  for (const auto& t : ts) {
+    if (!addressable(t)) return false;
+  }
+  return true;
+}
+template <class... T>
+bool all_addressable(const T&... tensors) noexcept {
+  return (addressable(tensors) && ...);
+}
+
+// After a native kernel wrote its outputs (and any input it mutates): tell
+// each tensor's framework (torch bumps the version counter, as its own out=
+// call would).
+inline void mark_written(const Tensor& t) { t.mark_written(); }
+inline void mark_written(const std::optional<Tensor>& t) {
+  if (t) t->mark_written();
+}
+inline void mark_written(std::span<const Tensor> ts) {
+  for (const Tensor& t : ts) t.mark_written();
+}
+
+// One tensor argument, named, for error messages.
+struct NamedTensor {
+  const char* name;
+  const Tensor* tensor;  // null: an absent optional
+};
+inline const Tensor* tensor_ptr(const Tensor& t) noexcept { return &t; }
+inline const Tensor* tensor_ptr(const std::optional<Tensor>& t) noexcept {
+  return t ? &*t : nullptr;
+}
+
+inline std::string describe(const Tensor& t) {
+  auto dims = [](const Dims& d) {
+    std::string text = "[";
+    for (std::size_t k = 0; k < d.size(); ++k) {
+      text += (k ? ", " : "") + std::to_string(d[k]);
+    }
+    return text + "]";
+  };
+  if (!t.addressable()) {
+    return std::string(to_string(t.dtype())) + " tensor without addressable memory";
+  }
+  return std::string(to_string(t.dtype())) + " " + dims(t.shape()) + " strides " +
+         dims(t.strides()) + " on " + std::string(to_string(t.device().type));
+}
+
+// implementation="native" could not be honoured: say why. kernel_ran: a
+// kernel was called and declined (its reason, if it gave one, is in
+// native::t_decline_reason); otherwise no kernel applies to the device or
+// dtype, or a tensor is not addressable. `kernels`: which platforms and
+// dtypes have kernels, for the message.
+[[noreturn]] inline void native_unsupported(const char* op,
+                                            std::initializer_list<NamedTensor> tensors,
+                                            const char* kernels, bool kernel_ran) {
+  std::string why;
+  for (const NamedTensor& t : tensors) {
+    if (t.tensor != nullptr && !t.tensor->addressable()) {
+      why = std::string("'") + t.name +
+            "' is a tensor whose memory the library must not address (a fake, meta or "
+            "wrapped tensor, or a call under a framework mode), so only PyTorch can "
+            "compute on it";
+      break;
+    }
+  }
+  if (why.empty() && kernel_ran) {
+    why = std::string("the native kernel declined this call: ") +
+          (native::t_decline_reason != nullptr ? native::t_decline_reason
+                                               : "it does not handle these arguments");
+  } else if (why.empty()) {
+    why = "no native kernel applies to this device and dtype";
+  }
+  std::string args;
+  for (const NamedTensor& t : tensors) {
+    if (t.tensor == nullptr) continue;
+    args += (args.empty() ? "" : ", ") + std::string(t.name) + ": " + describe(*t.tensor);
+  }
+  throw NotImplementedError(std::string(op) +
+                            "(): implementation='native' was requested, but " + why +
+                            " (" + args + "; native kernels: " + kernels +
+                            "); use 'torch' or 'default'");
+}
+
+namespace torch_fallback {
+
+// Records a native kernel's call (or a composite's whole call) for the
+// framework's profiler under the name the framework's own op would have
+// ("aten::add"), when a profiler or other observer listens; one check
+// otherwise. Defined by the torch bridge.
+class ProfileScope {
+ public:
+  explicit ProfileScope(const char* name);
+  ~ProfileScope();
+  ProfileScope(const ProfileScope&) = delete;
+  ProfileScope& operator=(const ProfileScope&) = delete;
+
+ private:
+  void* record_ = nullptr;
+};
+
+}  // namespace torch_fallback
 
 }  // namespace infini::ops

@@ -1,7 +1,10 @@
 // Core <-> ATen conversions that need more than the light headers.
 #include "torch/aten_convert.h"
 
+#include "runtime/dispatch_support.h"
+
 #include <ATen/EmptyTensor.h>
+#include <ATen/record_function.h>
 #include <ATen/ops/copy.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/TensorOptions.h>
@@ -28,19 +31,32 @@ void release(void* impl) noexcept {
 
 void keep(void*) noexcept {}  // a borrowed handle holds no reference
 
+// What the dispatcher's ADInplaceOrView kernel does for each written tensor
+// of an out= or in-place call. Raises, as PyTorch does, for an inference
+// tensor outside inference mode; a no-op for one inside it.
+void bump(void* impl, int64_t times) {
+  for (int64_t k = 0; k < times; ++k) static_cast<c10::TensorImpl*>(impl)->bump_version();
+}
+
 }  // namespace
 
-const HandleOps kTorchHandleOps{retain, release};
-const HandleOps kTorchBorrowedHandleOps{retain, keep, &kTorchHandleOps};
+const char kTorchFramework = 0;
+const HandleOps kTorchHandleOps{retain, release, nullptr, &kTorchFramework, false, bump};
+const HandleOps kTorchBorrowedHandleOps{retain, keep, &kTorchHandleOps, &kTorchFramework,
+                                        false, bump};
+const HandleOps kTorchOpaqueHandleOps{retain, release, nullptr, &kTorchFramework, true, bump};
 std::atomic<bool> g_handle_reuse{true};
 std::atomic<bool> g_direct_mode{true};
 
 bool direct_cpu_context() {
   // BackendSelect and ADInplaceOrView are always included; anything more
-  // (autocast, vmap, functionalization, ...) needs the dispatcher.
+  // (autocast, vmap, functionalization, ...) needs the dispatcher. So does a
+  // RecordFunction observer (torch.profiler): the dispatcher records the op,
+  // with the name, inputs and sequence number torch's own call would have.
   const auto included = c10::impl::tls_local_dispatch_key_set().included_;
   return (included - c10::default_included_set).empty() &&
-         !c10::impl::dispatch_mode_enabled();
+         !c10::impl::dispatch_mode_enabled() &&
+         !at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION).has_value();
 }
 
 c10::ScalarType to_aten(DataType dtype) {
@@ -192,6 +208,13 @@ at::Tensor from_blob(const Tensor& t) {
   return tensor;
 }
 
+void propagate_writes(const Tensor& t, const at::Tensor& a) {
+  // A stand-in made in inference mode tracks no versions; the dispatcher then
+  // bumped the source once for this call's write.
+  const auto& counter = a.unsafeGetTensorImpl()->version_counter();
+  t.handle().written(counter.enabled() ? static_cast<int64_t>(counter.current_version()) : 1);
+}
+
 void copy_back_moved_output(const Tensor& t, const at::Tensor& a) {
   // Same geometry, new memory: ATen grew the storage and shrank it back.
   from_blob(t).copy_(a);
@@ -261,7 +284,7 @@ void check_overlap_slow(const char* op, std::initializer_list<const Tensor*> out
 
 void output_not_resizable(const Tensor& t, const at::Tensor& a, const char* op,
                           const char* name) {
-  throw Error(std::string(op) + "(): output '" + name + "' has shape " +
+  throw OutputNotResizable(std::string(op) + "(): output '" + name + "' has shape " +
               shape_string(at::IntArrayRef(t.shape().data(), t.shape().size())) +
               " but the result has shape " + shape_string(a.sizes()) +
               "; this output has no PyTorch handle (from_blob path), so it "
@@ -292,4 +315,42 @@ Tensor from_aten_borrowed(const at::Tensor& t) {
   return wrap(t, SourceHandle::adopt(&kTorchBorrowedHandleOps, t.unsafeGetTensorImpl()));
 }
 
+Tensor from_aten_opaque(const at::Tensor& t) {
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  // Only the dispatcher computes on this tensor: the device is a hint for the
+  // library's dispatch (a device the library has no platform for, such as
+  // meta, counts as the CPU: no native kernel ever sees an opaque tensor).
+  Device device{};
+  try {
+    device = from_aten(t.device());
+  } catch (const Error&) {
+  }
+  Dims shape;
+  Dims strides;
+  if (!impl->has_symbolic_sizes_strides() && impl->layout() == c10::kStrided) {
+    const auto sizes = impl->sizes();
+    const auto steps = impl->strides();
+    shape = Dims(std::span<const int64_t>(sizes.data(), sizes.size()));
+    strides = Dims(std::span<const int64_t>(steps.data(), steps.size()));
+  }
+  retain(impl);  // the handle owns this reference
+  return Tensor(nullptr, std::move(shape), std::move(strides), from_aten(t.scalar_type()),
+                device, SourceHandle::adopt(&kTorchOpaqueHandleOps, impl));
+}
+
 }  // namespace infini::ops::torch_bridge
+
+namespace infini::ops::torch_fallback {
+
+ProfileScope::ProfileScope(const char* name) {
+  auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION);
+  if (callbacks.has_value()) [[unlikely]] {
+    auto* record = new at::RecordFunction(std::move(*callbacks));
+    record->before(std::string_view(name));
+    record_ = record;
+  }
+}
+
+ProfileScope::~ProfileScope() { delete static_cast<at::RecordFunction*>(record_); }
+
+}  // namespace infini::ops::torch_fallback

@@ -25,11 +25,17 @@ namespace infini::ops::torch_bridge {
 // framework is never reinterpreted as an at::Tensor. Owning handles hold one
 // reference to the TensorImpl; borrowed ones (tensor arguments of a Python
 // call, whose objects the caller keeps alive) hold none, and their copies own.
+// Opaque ones (owning) mark tensors that only ATen's dispatcher may see: not
+// a plain dense tensor with storage (fake, meta, functorch, conj/neg bits,
+// forward-AD duals, ...), one that requires grad, or any tensor while a
+// TorchDispatchMode is active. All share the framework tag kTorchFramework.
+extern const char kTorchFramework;
 extern const HandleOps kTorchHandleOps;
 extern const HandleOps kTorchBorrowedHandleOps;
+extern const HandleOps kTorchOpaqueHandleOps;
 
 inline bool is_torch_handle(const SourceHandle& h) noexcept {
-  return h.ops() == &kTorchHandleOps || h.ops() == &kTorchBorrowedHandleOps;
+  return h.ops() != nullptr && h.ops()->framework == &kTorchFramework;
 }
 
 // Off: ignore handles and rebuild every at::Tensor with from_blob (to test
@@ -43,10 +49,13 @@ at::Tensor from_blob(const Tensor& t);
 c10::ScalarType to_aten(DataType dtype);
 c10::Device to_aten(Device device);
 
+// The TensorImpl to reuse, or null for the from_blob path. An opaque handle
+// is always reused: its tensor has no memory to rebuild a tensor from.
 inline c10::TensorImpl* reusable_impl(const Tensor& t) noexcept {
-  if (t.has_handle() && is_torch_handle(t.handle()) &&
-      g_handle_reuse.load(std::memory_order_relaxed)) [[likely]] {
-    return static_cast<c10::TensorImpl*>(t.handle().get());
+  const SourceHandle& h = t.handle();
+  if (is_torch_handle(h) &&
+      (g_handle_reuse.load(std::memory_order_relaxed) || h.opaque())) [[likely]] {
+    return static_cast<c10::TensorImpl*>(h.get());
   }
   return nullptr;
 }
@@ -63,10 +72,12 @@ inline at::Tensor unowned(c10::TensorImpl* impl) noexcept {
 // incref and decref the Python object, taking the GIL through pybind11, on
 // every call). The core Tensor, which outlives the call, keeps it alive.
 // Without a handle it owns a from_blob tensor.
+// dispatch_only: the tensor must reach ATen through the dispatcher (its
+// handle is opaque), never through a direct at::cpu:: call.
 class AtenTensor {
  public:
-  explicit AtenTensor(c10::TensorImpl* borrowed) noexcept
-      : tensor_(unowned(borrowed)), borrowed_(true) {}
+  explicit AtenTensor(c10::TensorImpl* borrowed, bool dispatch_only = false) noexcept
+      : tensor_(unowned(borrowed)), borrowed_(true), dispatch_only_(dispatch_only) {}
   explicit AtenTensor(at::Tensor&& owned) noexcept
       : tensor_(std::move(owned)), borrowed_(false) {}
   ~AtenTensor() {
@@ -79,15 +90,17 @@ class AtenTensor {
   operator const at::Tensor&() const noexcept { return tensor_; }
   at::Tensor& get() noexcept { return tensor_; }
   const at::Tensor& get() const noexcept { return tensor_; }
+  bool dispatch_only() const noexcept { return dispatch_only_; }
 
  private:
   at::Tensor tensor_;
   bool borrowed_;
+  bool dispatch_only_ = false;
 };
 
 inline AtenTensor to_aten(const Tensor& t) {
   if (c10::TensorImpl* impl = reusable_impl(t)) [[likely]] {
-    return AtenTensor(impl);
+    return AtenTensor(impl, t.handle().opaque());
   }
   return AtenTensor(from_blob(t));
 }
@@ -107,8 +120,8 @@ inline at::Tensor to_aten_owned(const Tensor& t) {
 class AtenOptionalTensor {
  public:
   AtenOptionalTensor() noexcept = default;
-  explicit AtenOptionalTensor(c10::TensorImpl* borrowed) noexcept
-      : tensor_(unowned(borrowed)), borrowed_(true) {}
+  explicit AtenOptionalTensor(c10::TensorImpl* borrowed, bool dispatch_only = false) noexcept
+      : tensor_(unowned(borrowed)), borrowed_(true), dispatch_only_(dispatch_only) {}
   explicit AtenOptionalTensor(at::Tensor&& owned) noexcept : tensor_(std::move(owned)) {}
   ~AtenOptionalTensor() {
     if (borrowed_) (void)tensor_->unsafeReleaseTensorImpl();
@@ -118,16 +131,18 @@ class AtenOptionalTensor {
 
   operator const std::optional<at::Tensor>&() const noexcept { return tensor_; }
   const std::optional<at::Tensor>& get() const noexcept { return tensor_; }
+  bool dispatch_only() const noexcept { return dispatch_only_; }
 
  private:
   std::optional<at::Tensor> tensor_;
   bool borrowed_ = false;
+  bool dispatch_only_ = false;
 };
 
 inline AtenOptionalTensor to_aten(const std::optional<Tensor>& t) {
   if (!t) return AtenOptionalTensor();
   if (c10::TensorImpl* impl = reusable_impl(*t)) [[likely]] {
-    return AtenOptionalTensor(impl);
+    return AtenOptionalTensor(impl, t->handle().opaque());
   }
   return AtenOptionalTensor(from_blob(*t));
 }
@@ -243,11 +258,22 @@ inline void check_overlap(const char* op, std::initializer_list<const Tensor*> o
 
 // After the ATen call: an output that did not reuse its handle (from_blob
 // path) cannot follow a resize or restride ATen made, so the caller's tensor
-// would silently not hold the result. Raise instead (RuntimeError).
+// would silently not hold the result. Raise instead (RuntimeError). ATen's
+// "was resized" warning for that output is then false: the Python binding
+// drops it when this error leaves the call.
+class OutputNotResizable : public Error {
+ public:
+  using Error::Error;
+};
 [[noreturn]] void output_not_resizable(const Tensor& t, const at::Tensor& a,
                                        const char* op, const char* name);
 
 void copy_back_moved_output(const Tensor& t, const at::Tensor& a);
+
+// A tensor written through a stand-in at::Tensor (from_blob path) whose
+// source has a handle: the source records as many writes as ATen made on
+// the stand-in, so its version counter moves exactly as PyTorch's would.
+void propagate_writes(const Tensor& t, const at::Tensor& a);
 
 inline void check_output(const Tensor& t, const at::Tensor& a, const char* op,
                          const char* name) {
@@ -260,6 +286,7 @@ inline void check_output(const Tensor& t, const at::Tensor& a, const char* op,
   if (t.numel() != 0 && a.data_ptr() != t.data()) [[unlikely]] {
     copy_back_moved_output(t, a);
   }
+  if (t.has_handle()) propagate_writes(t, a);
 }
 
 inline void check_output(std::span<const Tensor> ts, const AtenTensorList& as,
@@ -267,11 +294,25 @@ inline void check_output(std::span<const Tensor> ts, const AtenTensorList& as,
   for (std::size_t k = 0; k < ts.size(); ++k) check_output(ts[k], as.items[k], op, name);
 }
 
+// Inputs the schema marks as written (`Tensor(a!)`, not out=): on the
+// from_blob path their writes are propagated like an output's.
+inline void check_mutated(const Tensor& t, const at::Tensor& a) {
+  if (a.unsafeGetTensorImpl() != t.handle().get() && t.has_handle()) propagate_writes(t, a);
+}
+inline void check_mutated(const std::optional<Tensor>& t, const AtenOptionalTensor& a) {
+  if (t) check_mutated(*t, *a.get());
+}
+inline void check_mutated(std::span<const Tensor> ts, const AtenTensorList& as) {
+  for (std::size_t k = 0; k < ts.size(); ++k) check_mutated(ts[k], as.items[k]);
+}
+
 // Direct kernel mode: call at::cpu::<op>_out without the c10 dispatcher
 // when that is what the dispatcher would do anyway: every tensor a plain,
-// dense CPU tensor (no subclass, mode or functionalisation key), no
-// thread-local keys included (autocast, vmap, ...), no Python dispatch mode,
-// and no tensor that requires grad (ATen's autograd kernel must see those).
+// dense CPU tensor (no subclass, mode or functionalisation key, no opaque
+// handle), no thread-local keys included (autocast, vmap, ...), no Python
+// dispatch mode, no tensor that requires grad (ATen's autograd kernel must
+// see those), and no profiler or other RecordFunction observer listening
+// (the dispatcher records the op for it, exactly as for torch's own call).
 extern std::atomic<bool> g_direct_mode;
 
 inline bool direct_cpu_tensor(const at::Tensor& t) {
@@ -284,12 +325,15 @@ inline bool direct_cpu_tensor(const at::Tensor& t) {
 inline bool direct_cpu_tensor(const std::optional<at::Tensor>& t) {
   return !t || direct_cpu_tensor(*t);
 }
-inline bool direct_cpu_tensor(const AtenTensor& t) { return direct_cpu_tensor(t.get()); }
+inline bool direct_cpu_tensor(const AtenTensor& t) {
+  return !t.dispatch_only() && direct_cpu_tensor(t.get());
+}
 inline bool direct_cpu_tensor(const AtenOptionalTensor& t) {
-  return direct_cpu_tensor(t.get());
+  return !t.dispatch_only() && direct_cpu_tensor(t.get());
 }
 
-bool direct_cpu_context();  // no TLS-included keys, no Python dispatch mode
+// No TLS-included keys, no Python dispatch mode, no RecordFunction observer.
+bool direct_cpu_context();
 
 template <class... T>
 bool direct_cpu(const T&... tensors) {
@@ -297,8 +341,12 @@ bool direct_cpu(const T&... tensors) {
          (direct_cpu_tensor(tensors) && ...) && direct_cpu_context();
 }
 
-// What ADInplaceOrView does for an out= call through the dispatcher.
-inline void bump_version(at::Tensor& t) { t.unsafeGetTensorImpl()->bump_version(); }
+// What ADInplaceOrView does for each written tensor of a call through the
+// dispatcher.
+inline void bump_version(const at::Tensor& t) { t.unsafeGetTensorImpl()->bump_version(); }
+inline void bump_version(const AtenOptionalTensor& t) {
+  if (t.get()) bump_version(*t.get());
+}
 
 // ATen -> core, for the bridge's own use when a Python tensor arrives.
 DataType from_aten(c10::ScalarType type);  // TypeError when unsupported
@@ -308,5 +356,9 @@ Device from_aten(c10::Device device);      // Error (RuntimeError) when unsuppor
 // long as the returned Tensor (a copy of which owns).
 Tensor from_aten(const at::Tensor& t);
 Tensor from_aten_borrowed(const at::Tensor& t);
+// Opaque: only the handle (owning), no data pointer; shape and strides when
+// they are concrete; for tensors that must reach ATen through the dispatcher
+// untouched (see kTorchOpaqueHandleOps). Never reads the data pointer.
+Tensor from_aten_opaque(const at::Tensor& t);
 
 }  // namespace infini::ops::torch_bridge

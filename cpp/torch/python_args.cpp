@@ -1,10 +1,16 @@
 // Python -> core conversions and error translation for the bindings.
 #include "torch/python_args.h"
 
+#include <ATen/PythonTorchFunctionTLS.h>
 #include <ATen/core/grad_mode.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
+#include <c10/util/Exception.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/csrc/utils/python_arg_parser.h>
 
 #include <mutex>
 #include <new>
@@ -95,36 +101,67 @@ template <class E>
   throw E(where(sig, i) + ": " + e.what());
 }
 
+// Whether t may take the library's own paths (native kernels, the from_blob
+// path, direct ATen kernels): a plain dense tensor with storage on a backend
+// the library knows, whose every use ATen's dispatcher would hand straight to
+// the backend kernel. Anything else (fake, meta, functorch and functionalize
+// wrappers, conj/neg bits, sparse, nested, forward-AD duals, inference
+// tensors outside inference mode, any tensor under a TorchDispatchMode) is
+// passed to ATen's dispatcher as the original at::Tensor, never through its
+// data pointer.
+bool plain_tensor(const at::Tensor& t) {
+  constexpr c10::DispatchKeySet kFunctionality =
+      c10::autograd_dispatch_keyset_with_ADInplaceOrView | c10::autocast_dispatch_keyset;
+  const c10::DispatchKeySet rest = t.key_set() - kFunctionality;
+  if (rest != c10::DispatchKeySet(c10::DispatchKey::CPU) &&
+      rest != c10::DispatchKeySet(c10::DispatchKey::CUDA) &&
+      rest != c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)) [[unlikely]] {
+    return false;
+  }
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (!impl->has_storage()) [[unlikely]] return false;
+  if (impl->is_inference() && !c10::InferenceMode::is_enabled()) [[unlikely]] return false;
+  if (const auto* meta = static_cast<const torch::autograd::AutogradMeta*>(impl->autograd_meta());
+      meta != nullptr && meta->fw_grad_ && !meta->fw_grad_->empty()) [[unlikely]] {
+    return false;  // a forward-AD dual: the autograd kernel decides
+  }
+  return !c10::impl::dispatch_mode_enabled();
+}
+
+bool is_dual(const at::Tensor& t) {
+  const auto* meta =
+      static_cast<const torch::autograd::AutogradMeta*>(t.unsafeGetTensorImpl()->autograd_meta());
+  return meta != nullptr && meta->fw_grad_ && !meta->fw_grad_->empty();
+}
+
 // borrow: the handle holds no reference (the argument's Python object keeps
 // the TensorImpl alive for the call). Elements of lists own theirs: another
 // thread may empty a list while the GIL is released.
-Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i, bool output,
-                     bool borrow) {
+Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i, bool borrow) {
   if (!THPVariable_Check(obj)) wrong_type(obj, sig, i, "Tensor");
   const at::Tensor& t = THPVariable_Unpack(obj);
-  if (t.layout() != c10::kStrided || t.is_nested()) {
-    throw TypeError(where(sig, i) + ": only strided (dense) tensors are supported");
-  }
-  if (t.requires_grad() && at::GradMode::is_enabled() &&
-      !(sig.aten_autograd && g_handle_reuse.load(std::memory_order_relaxed))) {
-    // What PyTorch's differentiable out= overloads raise. Plain ATen ops
-    // leave the decision to ATen's autograd kernel (reached through the
-    // dispatcher: direct mode skips such tensors); native kernels, composites
-    // and from_blob tensors would bypass it, so they refuse.
-    throw Error(std::string(sig.op) +
-                "(): functions with out=... arguments don't support automatic "
-                "differentiation, but one of the arguments requires grad.");
+  const bool needs_autograd = t.requires_grad() && at::GradMode::is_enabled();
+  if (!sig.aten_autograd) [[unlikely]] {
+    // Composites compute through other ATen calls and write the result into
+    // their outputs, which autograd cannot follow: refuse what PyTorch's own
+    // out= functions refuse.
+    if (needs_autograd) {
+      throw Error(std::string(sig.op) +
+                  "(): functions with out=... arguments don't support automatic "
+                  "differentiation, but one of the arguments requires grad.");
+    }
+    if (is_dual(t)) {
+      throw NotImplementedError(std::string(sig.op) +
+                                "(): trying to use forward AD with an out= function, "
+                                "which does not support it");
+    }
   }
   try {
-    if (t.is_conj() || t.is_neg()) [[unlikely]] {
-      // The core describes plain memory: a lazy conj/neg bit would be lost
-      // on the from_blob path and in native kernels.
-      if (output) {
-        throw TypeError(where(sig, i) +
-                        ": outputs with the conjugate or negative bit set are not "
-                        "supported; pass a tensor without it (see resolve_conj())");
-      }
-      return from_aten(t.resolve_conj().resolve_neg());
+    if (needs_autograd || !plain_tensor(t)) [[unlikely]] {
+      // ATen's dispatcher decides: its autograd kernel raises where PyTorch
+      // does (or accepts non-differentiable outputs), modes and wrappers see
+      // the call.
+      return from_aten_opaque(t);
     }
     return borrow ? from_aten_borrowed(t) : from_aten(t);
   } catch (const TypeError& e) {  // an unsupported dtype
@@ -310,7 +347,7 @@ bool parse_args(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
 
 Tensor tensor_arg(PyObject* obj, const Signature& sig, int i) {
   if (obj == nullptr) missing(sig, i);
-  return unpack_tensor(obj, sig, i, false, sig.borrow_tensors);
+  return unpack_tensor(obj, sig, i, sig.borrow_tensors);
 }
 
 std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i) {
@@ -321,13 +358,12 @@ std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i)
 std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i,
                                      std::nullopt_t) {
   if (absent(obj)) return std::nullopt;
-  return unpack_tensor(obj, sig, i, false, sig.borrow_tensors);
+  return unpack_tensor(obj, sig, i, sig.borrow_tensors);
 }
 
 namespace {
 
-TensorListArg unpack_tensor_list(PyObject* obj, const Signature& sig, int i,
-                                 bool output) {
+TensorListArg unpack_tensor_list(PyObject* obj, const Signature& sig, int i) {
   if (obj == nullptr) missing(sig, i);
   SequenceRef seq(obj, sig, i, "tuple of Tensors");
   TensorListArg list;
@@ -337,7 +373,7 @@ TensorListArg unpack_tensor_list(PyObject* obj, const Signature& sig, int i,
       throw TypeError(where(sig, i) + " must be tuple of Tensors, but found element of type " +
                       type_name(seq[k]) + " at pos " + std::to_string(k));
     }
-    list.items.push_back(unpack_tensor(seq[k], sig, i, output, false));
+    list.items.push_back(unpack_tensor(seq[k], sig, i, false));
   }
   return list;
 }
@@ -345,16 +381,16 @@ TensorListArg unpack_tensor_list(PyObject* obj, const Signature& sig, int i,
 }  // namespace
 
 TensorListArg tensor_list_arg(PyObject* obj, const Signature& sig, int i) {
-  return unpack_tensor_list(obj, sig, i, false);
+  return unpack_tensor_list(obj, sig, i);
 }
 
 TensorListArg tensor_list_out_arg(PyObject* obj, const Signature& sig, int i) {
-  return unpack_tensor_list(obj, sig, i, true);
+  return unpack_tensor_list(obj, sig, i);
 }
 
 Tensor tensor_out_arg(PyObject* obj, const Signature& sig, int i) {
   if (obj == nullptr) missing(sig, i);
-  return unpack_tensor(obj, sig, i, true, sig.borrow_tensors);
+  return unpack_tensor(obj, sig, i, sig.borrow_tensors);
 }
 
 OptionalTensorListArg tensor_opt_list_arg(PyObject* obj, const Signature& sig,
@@ -367,7 +403,7 @@ OptionalTensorListArg tensor_opt_list_arg(PyObject* obj, const Signature& sig,
     if (seq[k] == Py_None) {
       list.items.emplace_back(std::nullopt);
     } else if (THPVariable_Check(seq[k])) {
-      list.items.emplace_back(unpack_tensor(seq[k], sig, i, false, false));
+      list.items.emplace_back(unpack_tensor(seq[k], sig, i, false));
     } else {
       throw TypeError(where(sig, i) + " must be tuple of Tensors or None, but found element of type " +
                       type_name(seq[k]) + " at pos " + std::to_string(k));
@@ -613,6 +649,197 @@ WarningScope::~WarningScope() noexcept(false) {
 
 void WarningScope::set_in_exception() noexcept {
   std::launder(reinterpret_cast<torch::PyWarningHandler*>(storage_))->set_in_exception();
+  try {
+    throw;
+  } catch (const OutputNotResizable&) {
+    // ATen resized a from_blob stand-in of the output and warned that the
+    // output "was resized"; the caller's tensor was not, and the call fails
+    // saying so. Our handler is the current one (any nested one is gone) and
+    // is the first member of torch::PyWarningHandler, in storage_.
+    c10::WarningHandler* current = c10::WarningUtils::get_warning_handler();
+    if (current == reinterpret_cast<c10::WarningHandler*>(storage_)) {
+      auto& buffer = static_cast<torch::PyWarningHandler::InternalHandler*>(current)->warning_buffer_;
+      std::erase_if(buffer, [](const c10::Warning& w) {
+        return w.msg().find("was resized since it had shape") != std::string::npos;
+      });
+    }
+  } catch (...) {
+  }
+}
+
+namespace {
+
+// torch._C._disabled_torch_function_impl: a __torch_function__ equal to it
+// opts out of the protocol (set at init_module).
+PyObject* g_disabled_torch_function = nullptr;
+
+// torch's check_has_torch_function for one argument, modes aside.
+bool overrides_torch_function(PyObject* obj) {
+  if (obj == nullptr || obj == Py_None) return false;
+  PyTypeObject* tp = Py_TYPE(obj);
+  if (tp == reinterpret_cast<PyTypeObject*>(THPVariableClass) || tp == &PyBool_Type ||
+      tp == &PyLong_Type || tp == &PyFloat_Type || tp == &PyComplex_Type ||
+      tp == &PyList_Type || tp == &PyTuple_Type || tp == &PyDict_Type ||
+      tp == &PySet_Type || tp == &PyFrozenSet_Type || tp == &PyUnicode_Type ||
+      tp == &PyBytes_Type || tp == &PySlice_Type || tp == Py_TYPE(Py_None) ||
+      tp == Py_TYPE(Py_Ellipsis) || tp == Py_TYPE(Py_NotImplemented)) {
+    return false;
+  }
+  PyObject* attr = PyObject_GetAttrString(obj, "__torch_function__");
+  if (attr == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  const bool overrides = attr != g_disabled_torch_function;
+  Py_DECREF(attr);
+  return overrides;
+}
+
+// Calls f(obj) for every argument of a tensor or tensor-list parameter.
+template <class F>
+void for_each_tensor_argument(const Signature& sig, PyObject* const* slots, F&& f) {
+  for (int p = 0; p < sig.num_params; ++p) {
+    PyObject* obj = slots[p];
+    if (obj == nullptr) continue;
+    if (sig.tensor_params >> p & 1) {
+      f(obj);
+    } else if (sig.tensor_list_params >> p & 1) {
+      if (PyList_Check(obj) || PyTuple_Check(obj)) {
+        PyObject** items = PySequence_Fast_ITEMS(obj);
+        for (Py_ssize_t k = 0, n = PySequence_Fast_GET_SIZE(obj); k < n; ++k) f(items[k]);
+      } else {
+        f(obj);  // a tensor-like object standing for the whole list
+      }
+    }
+  }
+}
+
+// torch's ordering of overloaded arguments: one per type, a subclass before
+// its superclasses, otherwise in argument order.
+void append_overloaded(std::vector<PyObject*>& overloaded, PyObject* obj) {
+  PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(obj));
+  for (PyObject* seen : overloaded) {
+    if (reinterpret_cast<PyObject*>(Py_TYPE(seen)) == type) return;
+  }
+  auto at = overloaded.end();
+  for (auto it = overloaded.begin(); it != overloaded.end(); ++it) {
+    if (PyObject_IsSubclass(type, reinterpret_cast<PyObject*>(Py_TYPE(*it))) == 1) {
+      at = it;
+      break;
+    }
+  }
+  overloaded.insert(at, obj);
+}
+
+class PyRef {
+ public:
+  explicit PyRef(PyObject* obj = nullptr) noexcept : obj_(obj) {}
+  ~PyRef() { Py_XDECREF(obj_); }
+  PyRef(const PyRef&) = delete;
+  PyRef& operator=(const PyRef&) = delete;
+  PyObject* get() const noexcept { return obj_; }
+  explicit operator bool() const noexcept { return obj_ != nullptr; }
+  void reset(PyObject* obj) noexcept {
+    Py_XDECREF(obj_);
+    obj_ = obj;
+  }
+
+ private:
+  PyObject* obj_;
+};
+
+// torch.ops.aten.<name>.<overload>, resolved once per op.
+PyObject* aten_overload(const Signature& sig) {
+  if (*sig.torch_function != nullptr) return *sig.torch_function;
+  const std::string_view full(sig.aten);
+  const auto dot = full.find('.');
+  const std::string name(full.substr(0, dot));
+  const std::string overload(dot == std::string_view::npos ? "default" : full.substr(dot + 1));
+  PyRef torch(PyImport_ImportModule("torch"));
+  PyRef ops(torch ? PyObject_GetAttrString(torch.get(), "ops") : nullptr);
+  PyRef aten(ops ? PyObject_GetAttrString(ops.get(), "aten") : nullptr);
+  PyRef packet(aten ? PyObject_GetAttrString(aten.get(), name.c_str()) : nullptr);
+  PyObject* func = packet ? PyObject_GetAttrString(packet.get(), overload.c_str()) : nullptr;
+  *sig.torch_function = func;  // kept for the life of the process
+  return func;
+}
+
+}  // namespace
+
+bool torch_function_slow(const Signature& sig, PyObject* const* slots) {
+  bool wanted = at::impl::torch_function_mode_enabled();
+  if (!wanted && at::impl::PythonTorchFunctionTLS::get_disabled_state() ==
+                     at::impl::TorchFunctionDisabledState::ENABLED) {
+    for_each_tensor_argument(sig, slots, [&](PyObject* obj) {
+      wanted = wanted || overrides_torch_function(obj);
+    });
+  }
+  // torch._C._skip_one_hop_torch_function(): the next check says no.
+  return wanted && !at::impl::PythonTorchFunctionTLS::exchange_skip_next(false);
+}
+
+PyObject* torch_function(const Signature& sig, PyObject* module, PyObject* const* args,
+                         Py_ssize_t nargs, PyObject* kwnames, PyObject* const* slots) {
+  try {
+    std::vector<PyObject*> overloaded;
+    if (at::impl::PythonTorchFunctionTLS::get_disabled_state() ==
+        at::impl::TorchFunctionDisabledState::ENABLED) {
+      for_each_tensor_argument(sig, slots, [&](PyObject* obj) {
+        if (overrides_torch_function(obj)) append_overloaded(overloaded, obj);
+      });
+    }
+    PyRef func;
+    PyRef call_args;
+    PyRef call_kwargs(PyDict_New());
+    std::string name;
+    const char* module_name;
+    if (call_kwargs && sig.aten != nullptr) {
+      // The ATen overload with its schema's argument names; implementation=
+      // and stream= belong to this library, not to ATen.
+      PyObject* overload = aten_overload(sig);
+      if (overload == nullptr) return nullptr;
+      Py_INCREF(overload);
+      func.reset(overload);
+      int positional = 0;
+      while (positional < sig.aten_positional && slots[positional] != nullptr) ++positional;
+      call_args.reset(PyTuple_New(positional));
+      for (int p = 0; call_args && p < positional; ++p) {
+        Py_INCREF(slots[p]);
+        PyTuple_SET_ITEM(call_args.get(), p, slots[p]);
+      }
+      for (int p = positional; call_args && p < sig.num_params - 2; ++p) {
+        if (slots[p] != nullptr &&
+            PyDict_SetItemString(call_kwargs.get(), sig.schema_names[p], slots[p]) < 0) {
+          return nullptr;
+        }
+      }
+      name = sig.aten;
+      module_name = "torch.ops.aten";
+    } else if (call_kwargs) {
+      // A composite: the module's own function, called as it was.
+      func.reset(PyObject_GetAttrString(module, sig.op));
+      call_args.reset(PyTuple_New(nargs));
+      for (Py_ssize_t k = 0; call_args && k < nargs; ++k) {
+        Py_INCREF(args[k]);
+        PyTuple_SET_ITEM(call_args.get(), k, args[k]);
+      }
+      const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+      for (Py_ssize_t k = 0; k < nkw; ++k) {
+        if (PyDict_SetItem(call_kwargs.get(), PyTuple_GET_ITEM(kwnames, k), args[nargs + k]) < 0) {
+          return nullptr;
+        }
+      }
+      name = sig.op;
+      module_name = PyModule_GetName(module);
+      if (module_name == nullptr) return nullptr;
+    }
+    if (!func || !call_args || !call_kwargs) return nullptr;
+    return torch::handle_torch_function_no_python_arg_parser(
+        overloaded, call_args.get(), call_kwargs.get(), name.c_str(), func.get(), module_name);
+  } catch (...) {
+    raise_python_error(sig);
+    return nullptr;
+  }
 }
 
 void raise_python_error(const Signature& sig) noexcept {
@@ -740,8 +967,12 @@ PyObject* py_direct_mode(PyObject*, PyObject*) {
 bool init_module(PyObject*) {
   PyObject* torch = PyImport_ImportModule("torch");
   if (torch == nullptr) return false;
+  PyObject* c = PyObject_GetAttrString(torch, "_C");
   Py_DECREF(torch);
-  return true;
+  if (c == nullptr) return false;
+  g_disabled_torch_function = PyObject_GetAttrString(c, "_disabled_torch_function_impl");
+  Py_DECREF(c);
+  return g_disabled_torch_function != nullptr;  // kept for the process
 }
 
 namespace {

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -16,6 +17,16 @@
 
 #include "core/core.h"
 #include "torch/small_list.h"
+
+// torch.Tensor's Python type (libtorch_python), declared here to keep the
+// bindings TU free of torch's Python headers.
+extern PyObject* THPVariableClass;
+
+// A TorchFunctionMode is active (ATen/PythonTorchFunctionTLS.h, libtorch_cpu;
+// declared here for the same reason).
+namespace at::impl {
+bool torch_function_mode_enabled();
+}
 
 namespace infini::ops::torch_bridge {
 
@@ -30,11 +41,26 @@ struct Signature {
   // argument objects keep them alive). Set for direct TensorIterator ops,
   // which pair it with release_gil_for (below).
   bool borrow_tensors = false;
-  // Tensors that require grad (with grad mode on) are passed to ATen's
-  // dispatcher, whose autograd kernel raises exactly where PyTorch does
-  // (differentiable out= overloads only). Off for composites and ops with
-  // native kernels, which would bypass autograd: those refuse such tensors.
+  // Tensors that require grad (with grad mode on) or carry a forward-AD
+  // tangent are passed to ATen's dispatcher, whose autograd kernel raises
+  // exactly where PyTorch does (or accepts non-differentiable outputs). Off
+  // for composites, which have no autograd kernel: they refuse such tensors.
   bool aten_autograd = false;
+
+  // __torch_function__ (see torch_function_wanted): parameters that take a
+  // tensor (bit p: parameter p), parameters that take a list of tensors.
+  uint64_t tensor_params = 0;
+  uint64_t tensor_list_params = 0;
+  // The ATen overload ("add.out") handed to __torch_function__ as
+  // torch.ops.aten.<overload>, with arguments under their schema names; null
+  // for composites, which hand over the module's own function and the call's
+  // arguments as given.
+  const char* aten = nullptr;
+  const char* const* schema_names = nullptr;
+  // Leading parameters the overload takes positionally (the schema's
+  // positional arguments up to its first one this binding hides).
+  int aten_positional = 0;
+  PyObject** torch_function = nullptr;  // resolved on first use (GIL held)
 };
 
 // "op(): argument 'name'", the start of every argument error.
@@ -46,12 +72,46 @@ std::string where(const Signature& sig, int i);
 bool parse_args(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
                 PyObject* kwnames, PyObject** slots);
 
+// PyTorch's override protocol, as torch.<op> honours it: true when an
+// argument in a tensor parameter is not exactly a torch.Tensor (a subclass
+// or any object overriding __torch_function__) or a TorchFunctionMode is
+// active. Plain tensors with no mode cost a type comparison each and one
+// thread-local read.
+bool torch_function_slow(const Signature& sig, PyObject* const* slots);
+inline bool torch_function_wanted(const Signature& sig, PyObject* const* slots) {
+  for (uint64_t mask = sig.tensor_params; mask != 0; mask &= mask - 1) {
+    PyObject* obj = slots[__builtin_ctzll(mask)];
+    if (obj != nullptr && Py_TYPE(obj) != reinterpret_cast<PyTypeObject*>(THPVariableClass) &&
+        obj != Py_None) [[unlikely]] {
+      return torch_function_slow(sig, slots);
+    }
+  }
+  for (uint64_t mask = sig.tensor_list_params; mask != 0; mask &= mask - 1) {
+    PyObject* obj = slots[__builtin_ctzll(mask)];
+    if (obj == nullptr) continue;
+    if (!PyList_Check(obj) && !PyTuple_Check(obj)) return torch_function_slow(sig, slots);
+    PyObject** items = PySequence_Fast_ITEMS(obj);
+    for (Py_ssize_t k = 0, n = PySequence_Fast_GET_SIZE(obj); k < n; ++k) {
+      if (Py_TYPE(items[k]) != reinterpret_cast<PyTypeObject*>(THPVariableClass) &&
+          items[k] != Py_None) {
+        return torch_function_slow(sig, slots);
+      }
+    }
+  }
+  return at::impl::torch_function_mode_enabled() && torch_function_slow(sig, slots);
+}
+
+// Hands the call to __torch_function__ (torch's handle_torch_function) and
+// returns its result; null with a Python error set on failure.
+PyObject* torch_function(const Signature& sig, PyObject* module, PyObject* const* args,
+                         Py_ssize_t nargs, PyObject* kwnames, PyObject* const* slots);
+
 // Converters. The 3-argument form is for a required parameter; the form with
 // a trailing default is used when the parameter has one. Bad values throw
 // TypeError/ValueError naming the op and the parameter.
 Tensor tensor_arg(PyObject* obj, const Signature& sig, int i);
-// An out= tensor: like tensor_arg, but lazy conj/neg bits are refused
-// (inputs with them are materialised instead).
+// An out= tensor (converted as any tensor argument; the name keeps the
+// generated code readable).
 Tensor tensor_out_arg(PyObject* obj, const Signature& sig, int i);
 std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i);
 std::optional<Tensor> tensor_opt_arg(PyObject* obj, const Signature& sig, int i,
@@ -235,7 +295,10 @@ class WarningScope {
   ~WarningScope() noexcept(false);
   WarningScope(const WarningScope&) = delete;
   WarningScope& operator=(const WarningScope&) = delete;
-  // Call when an exception leaves the scope: the destructor must not throw.
+  // Call inside the catch handler when an exception leaves the scope (the
+  // destructor must then not throw). Drops warnings the exception makes
+  // false: ATen's "was resized" warning for an output the from_blob path
+  // could not resize.
   void set_in_exception() noexcept;
 
  private:

@@ -8,11 +8,8 @@ bool add(const Tensor& input, const Tensor& other, const Scalar& alpha,
          Tensor& out) {
   // A complex alpha has no meaning for real tensors, and PyTorch rejects a
   // bool alpha for non-bool results: leave both to PyTorch's errors.
-  if (alpha.is_complex() || alpha.is_bool()) return false;
-  if (!same_cpu_dtype({&input, &other, &out}) || has_internal_overlap(out) ||
-      !safe_to_write(out, input) || !safe_to_write(out, other)) {
-    return false;
-  }
+  if (alpha.is_complex() || alpha.is_bool()) return decline("alpha is complex or bool");
+  if (!elementwise_ok(out, {&input, &other})) return false;
   const auto a = static_cast<float>(alpha.to_double());
   bool ok = false;
   const bool known = dispatch_floating(out.dtype(), [&](auto tag) {

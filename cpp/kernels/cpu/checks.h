@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "core/decline.h"
 #include "core/tensor.h"
 #include "kernels/cpu/half.h"
 
@@ -25,7 +26,7 @@ bool dispatch_floating(DataType dtype, F&& f) {
       f(BFloat16{});
       return true;
     default:
-      return false;
+      return decline("the kernel has no code for this dtype");
   }
 }
 
@@ -82,6 +83,26 @@ inline bool same_layout(const Tensor& a, const Tensor& b) {
 // out can be written element by element while reading `input`.
 inline bool safe_to_write(const Tensor& out, const Tensor& input) {
   return !memory_overlaps(out, input) || same_layout(out, input);
+}
+
+// The checks every elementwise kernel here makes, declining with the reason
+// (see core/decline.h): one dtype on the CPU, an out without internal
+// overlap, each input either exactly out (in place) or apart from it.
+inline bool elementwise_ok(Tensor& out, std::initializer_list<const Tensor*> inputs) {
+  for (const Tensor* t : inputs) {
+    if (!same_cpu_dtype({t, &out})) {
+      return decline("the tensors are not all CPU tensors of one dtype");
+    }
+  }
+  if (has_internal_overlap(out)) {
+    return decline("out has several elements at one address (a stride-0 dim)");
+  }
+  for (const Tensor* t : inputs) {
+    if (!safe_to_write(out, *t)) {
+      return decline("out partly overlaps an input (only exact in-place use is supported)");
+    }
+  }
+  return true;
 }
 
 }  // namespace infini::ops::native::cpu

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 
+#include "core/decline.h"
 #include "core/tensor.h"
 #include "kernels/cpu/half.h"
 #include "kernels/cpu/strided.h"
@@ -38,9 +39,11 @@ void unary_loop(const Tensor& a, Tensor& out, Op op) {
 template <class T, class Op>
 bool binary_loop(const Tensor& a, const Tensor& b, Tensor& out, Op op) {
   Dims shape;
-  if (!broadcast_shape(a.shape().span(), b.shape().span(), shape) ||
-      !(shape == out.shape())) {
-    return false;
+  if (!broadcast_shape(a.shape().span(), b.shape().span(), shape)) {
+    return decline("the inputs' shapes do not broadcast");
+  }
+  if (!(shape == out.shape())) {
+    return decline("out's shape is not the broadcast shape of the inputs");
   }
   Dims a_strides;
   Dims b_strides;

@@ -5,10 +5,7 @@
 namespace infini::ops::native::cpu {
 
 bool mul(const Tensor& input, const Tensor& other, Tensor& out) {
-  if (!same_cpu_dtype({&input, &other, &out}) || has_internal_overlap(out) ||
-      !safe_to_write(out, input) || !safe_to_write(out, other)) {
-    return false;
-  }
+  if (!elementwise_ok(out, {&input, &other})) return false;
   bool ok = false;
   const bool known = dispatch_floating(out.dtype(), [&](auto tag) {
     using T = decltype(tag);

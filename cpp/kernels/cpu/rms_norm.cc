@@ -50,16 +50,21 @@ void rms_norm_rows(const Tensor& input, const Tensor& weight, float eps,
 
 bool rms_norm(const Tensor& input, const Tensor& weight, double eps,
               Tensor& out) {
-  if (!same_cpu_dtype({&input, &weight, &out}) || input.ndim() == 0 ||
-      !(input.shape() == out.shape()) || weight.ndim() != 1 ||
-      weight.size(0) != input.size(-1)) {
-    return false;
+  if (!same_cpu_dtype({&input, &weight, &out})) {
+    return decline("the tensors are not all CPU tensors of one dtype");
+  }
+  if (input.ndim() == 0) return decline("input is 0-dimensional");
+  if (!(input.shape() == out.shape())) return decline("out's shape is not input's shape");
+  if (weight.ndim() != 1 || weight.size(0) != input.size(-1)) {
+    return decline("weight is not 1-D of input's last dim's size");
   }
   // In place (out is input) is fine: a row is fully read before the second
   // pass writes each element right after reading it.
-  if (has_internal_overlap(out) || !safe_to_write(out, input) ||
-      memory_overlaps(out, weight)) {
-    return false;
+  if (has_internal_overlap(out)) {
+    return decline("out has several elements at one address (a stride-0 dim)");
+  }
+  if (!safe_to_write(out, input) || memory_overlaps(out, weight)) {
+    return decline("out partly overlaps an input (only exact in-place use is supported)");
   }
   if (input.numel() == 0) return true;
   const auto eps_f = static_cast<float>(eps);

@@ -7,10 +7,8 @@
 namespace infini::ops::native::cpu {
 
 bool silu(const Tensor& input, Tensor& out) {
-  if (!same_cpu_dtype({&input, &out}) || !(input.shape() == out.shape()) ||
-      has_internal_overlap(out) || !safe_to_write(out, input)) {
-    return false;
-  }
+  if (!elementwise_ok(out, {&input})) return false;
+  if (!(input.shape() == out.shape())) return decline("out's shape is not input's shape");
   return dispatch_floating(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     // x / (1 + exp(-x)) as PyTorch writes it: finite for large |x|.

@@ -1,0 +1,17 @@
+#pragma once
+
+namespace infini::ops::native {
+
+// Why the last native kernel that declined a call on this thread did so.
+// Kernels return decline("...") instead of a bare false; the dispatch reads
+// the reason only when implementation="native" was requested (and clears it
+// before such a call), to say what is wrong with the call. A static string:
+// declining stays free of allocations on the default path.
+inline thread_local const char* t_decline_reason = nullptr;
+
+inline bool decline(const char* reason) noexcept {
+  t_decline_reason = reason;
+  return false;
+}
+
+}  // namespace infini::ops::native
