@@ -131,8 +131,10 @@ def test_cpu_native_kernels_take_no_stream_and_others_take_one():
             else ""
         )
         assert (
-            f"      case DeviceType::{p.device_type}:\n"
-            f"        if (native::{p.name}::silu_and_mul({args})) {{\n"
+            f"        case DeviceType::{p.device_type}:\n"
+            "          {  // every dtype: the kernel decides\n"
+            "            ran_ = true;\n"
+            f"            if (native::{p.name}::silu_and_mul({args})) {{\n"
         ) in call, p.name
         assert active(decls, set()).count("namespace infini::ops::native::") == 0
 

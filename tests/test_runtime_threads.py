@@ -8,12 +8,14 @@ test_gil_is_released_while_an_op_runs.)
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 import torch
 
 THREADS = 8
 CALLS_PER_THREAD = 1_000
+LARGE = 1 << 16
 
 
 def _inputs():
@@ -26,6 +28,10 @@ def _inputs():
         "w": torch.randn(24, 8, generator=g),
         "h": torch.randn(16, 24, generator=g).to(torch.bfloat16),
         "v": torch.randn(40, generator=g),
+        # Above the element count under which borrowing ops keep the GIL
+        # (python_args.h: kKeepGilBelowElements), so these calls overlap.
+        "big": torch.randn(LARGE, generator=g),
+        "big2": torch.randn(LARGE, generator=g),
     }
 
 
@@ -70,6 +76,16 @@ CALLS = {
             t["v"], 5, values=o["values"], indices=o["indices"], implementation=impl
         ),
         {"values": ((5,), torch.float32), "indices": ((5,), torch.int64)},
+    ),
+    "sin_large": (
+        lambda m, t, o, impl: m.sin(t["big"], out=o["out"], implementation=impl),
+        {"out": ((LARGE,), torch.float32)},
+    ),
+    "add_large": (
+        lambda m, t, o, impl: m.add(
+            t["big"], t["big2"], out=o["out"], implementation=impl
+        ),
+        {"out": ((LARGE,), torch.float32)},
     ),
     "silu_and_mul": (
         lambda m, t, o, impl: m.silu_and_mul(t["x"], out=o["out"], implementation=impl),
@@ -140,3 +156,50 @@ def test_threads_on_shared_inputs_match_a_serial_run(ops, reuse):
     assert done == [CALLS_PER_THREAD] * THREADS
     for k, v in inputs.items():
         assert torch.equal(v, snapshot[k]), f"input {k} was modified"
+
+
+def test_large_calls_run_concurrently(ops):
+    """Calls above the GIL-keeping threshold release the GIL: calls of
+    different threads overlap in time (with the GIL held they could not,
+    except across Python's thread switch interval, a few times at most)."""
+    threads, calls = 4, 25
+    inputs = _inputs()
+    spans: list[list[tuple[float, float]]] = [[] for _ in range(threads)]
+    errors: list[str] = []
+    barrier = threading.Barrier(threads)
+    want = {"sin_large": inputs["big"].sin(), "mm": inputs["x"] @ inputs["w"]}
+
+    def work(k: int) -> None:
+        out = torch.empty(LARGE)
+        barrier.wait()
+        try:
+            for _ in range(calls):
+                start = time.perf_counter()
+                ops.sin(inputs["big"], out=out)
+                spans[k].append((start, time.perf_counter()))
+                if not torch.equal(out, want["sin_large"]):
+                    errors.append(f"thread {k}: wrong result")
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(f"thread {k}: {type(e).__name__}: {e}")
+
+    pool = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    assert errors == [], errors[:5]
+    overlapping = 0
+    for k in range(threads):
+        for start, end in spans[k]:
+            if any(
+                s < end and start < e
+                for j in range(threads)
+                if j != k
+                for s, e in spans[j]
+            ):
+                overlapping += 1
+    total = threads * calls
+    assert overlapping >= total // 4, (
+        f"only {overlapping} of {total} large calls overlapped another thread's: "
+        "the GIL seems held during them"
+    )

@@ -114,9 +114,10 @@ inline std::string describe(const Tensor& t) {
   for (const NamedTensor& t : tensors) {
     if (t.tensor != nullptr && !t.tensor->addressable()) {
       why = std::string("'") + t.name +
-            "' is a tensor whose memory the library must not address (a fake, meta or "
-            "wrapped tensor, or a call under a framework mode), so only PyTorch can "
-            "compute on it";
+            "' is a tensor whose memory the library must not address (it requires "
+            "grad or has a forward-AD tangent, is fake, meta, sparse or a functorch "
+            "wrapper, has the conj/neg bit, or a framework mode is active), so only "
+            "PyTorch's dispatcher can compute on it";
       break;
     }
   }

@@ -327,7 +327,8 @@ Tensor from_aten_opaque(const at::Tensor& t) {
   }
   Dims shape;
   Dims strides;
-  if (!impl->has_symbolic_sizes_strides() && impl->layout() == c10::kStrided) {
+  if (!impl->has_symbolic_sizes_strides() && impl->layout() == c10::kStrided &&
+      !impl->is_nested()) {
     const auto sizes = impl->sizes();
     const auto steps = impl->strides();
     shape = Dims(std::span<const int64_t>(sizes.data(), sizes.size()));
