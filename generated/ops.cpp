@@ -135,7 +135,8 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
   }
   if (impl_ != Implementation::kTorch) {
     bool ran_ = false;
-    if (all_addressable(self, other, out)) [[likely]] {
+    if (all_addressable(self, other, out) &&
+        torch_fallback::native_context()) [[likely]] {
       const Tensor& key_ = self;
       if (impl_ == Implementation::kNative) native::t_decline_reason = nullptr;
       switch (key_.device().type) {
@@ -1756,7 +1757,8 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
   }
   if (impl_ != Implementation::kTorch) {
     bool ran_ = false;
-    if (all_addressable(self, other, out)) [[likely]] {
+    if (all_addressable(self, other, out) &&
+        torch_fallback::native_context()) [[likely]] {
       const Tensor& key_ = self;
       if (impl_ == Implementation::kNative) native::t_decline_reason = nullptr;
       switch (key_.device().type) {
@@ -2067,7 +2069,8 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
   const torch_fallback::ProfileScope profile_("infiniops::rms_norm");
   if (impl_ != Implementation::kTorch) {
     bool ran_ = false;
-    if (all_addressable(input, weight, out)) [[likely]] {
+    if (all_addressable(input, weight, out) &&
+        torch_fallback::native_context()) [[likely]] {
       const Tensor& key_ = input;
       if (impl_ == Implementation::kNative) native::t_decline_reason = nullptr;
       switch (key_.device().type) {
@@ -2258,7 +2261,8 @@ void silu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
   }
   if (impl_ != Implementation::kTorch) {
     bool ran_ = false;
-    if (all_addressable(self, out)) [[likely]] {
+    if (all_addressable(self, out) &&
+        torch_fallback::native_context()) [[likely]] {
       const Tensor& key_ = self;
       if (impl_ == Implementation::kNative) native::t_decline_reason = nullptr;
       switch (key_.device().type) {
@@ -2296,7 +2300,8 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
   const torch_fallback::ProfileScope profile_("infiniops::silu_and_mul");
   if (impl_ != Implementation::kTorch) {
     bool ran_ = false;
-    if (all_addressable(input, out)) [[likely]] {
+    if (all_addressable(input, out) &&
+        torch_fallback::native_context()) [[likely]] {
       const Tensor& key_ = input;
       if (impl_ == Implementation::kNative) native::t_decline_reason = nullptr;
       switch (key_.device().type) {

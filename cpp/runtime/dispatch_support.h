@@ -11,6 +11,31 @@
 
 namespace infini::ops {
 
+namespace torch_fallback {
+
+// Whether a native kernel may run now: no framework mode or transform is
+// active (torch: a TorchDispatchMode, FakeTensorMode, a functorch layer),
+// which must see the call through the framework instead. Defined by the
+// torch bridge.
+bool native_context() noexcept;
+
+// Records a native kernel's call (or a composite's whole call) for the
+// framework's profiler under the name the framework's own op would have
+// ("aten::add"), when a profiler or other observer listens; one check
+// otherwise. Defined by the torch bridge.
+class ProfileScope {
+ public:
+  explicit ProfileScope(const char* name);
+  ~ProfileScope();
+  ProfileScope(const ProfileScope&) = delete;
+  ProfileScope& operator=(const ProfileScope&) = delete;
+
+ private:
+  void* record_ = nullptr;
+};
+
+}  // namespace torch_fallback
+
 // A native kernel's dtypes, each with the most elements for which it is the
 // default (-1: any size): past that, PyTorch's vectorised kernels are faster.
 // implementation="native" ignores the limit.
@@ -111,7 +136,13 @@ inline std::string describe(const Tensor& t) {
                                             std::initializer_list<NamedTensor> tensors,
                                             const char* kernels, bool kernel_ran) {
   std::string why;
+  if (!torch_fallback::native_context()) {
+    why = "a framework mode or transform is active (a TorchDispatchMode, "
+          "FakeTensorMode, a functorch layer), which must see the call through "
+          "PyTorch's dispatcher";
+  }
   for (const NamedTensor& t : tensors) {
+    if (!why.empty()) break;
     if (t.tensor != nullptr && !t.tensor->addressable()) {
       why = std::string("'") + t.name +
             "' is a tensor whose memory the library must not address (it requires "
@@ -139,23 +170,5 @@ inline std::string describe(const Tensor& t) {
                             "); use 'torch' or 'default'");
 }
 
-namespace torch_fallback {
-
-// Records a native kernel's call (or a composite's whole call) for the
-// framework's profiler under the name the framework's own op would have
-// ("aten::add"), when a profiler or other observer listens; one check
-// otherwise. Defined by the torch bridge.
-class ProfileScope {
- public:
-  explicit ProfileScope(const char* name);
-  ~ProfileScope();
-  ProfileScope(const ProfileScope&) = delete;
-  ProfileScope& operator=(const ProfileScope&) = delete;
-
- private:
-  void* record_ = nullptr;
-};
-
-}  // namespace torch_fallback
 
 }  // namespace infini::ops

@@ -48,14 +48,19 @@ const HandleOps kTorchOpaqueHandleOps{retain, release, nullptr, &kTorchFramework
 std::atomic<bool> g_handle_reuse{true};
 std::atomic<bool> g_direct_mode{true};
 
-bool direct_cpu_context() {
-  // BackendSelect and ADInplaceOrView are always included; anything more
-  // (autocast, vmap, functionalization, ...) needs the dispatcher. So does a
-  // RecordFunction observer (torch.profiler): the dispatcher records the op,
-  // with the name, inputs and sequence number torch's own call would have.
+bool framework_mode_active() noexcept {
+  // BackendSelect and ADInplaceOrView are always included; a TorchDispatchMode
+  // includes Python (FakeTensorMode and FunctionalTensorMode too), a vmap or
+  // grad layer FuncTorchDynamicLayerFrontMode, and so on.
   const auto included = c10::impl::tls_local_dispatch_key_set().included_;
-  return (included - c10::default_included_set).empty() &&
-         !c10::impl::dispatch_mode_enabled() &&
+  return !(included - c10::default_included_set).empty();
+}
+
+bool direct_cpu_context() {
+  // A framework mode needs the dispatcher; so does a RecordFunction observer
+  // (torch.profiler): the dispatcher records the op, with the name, inputs
+  // and sequence number torch's own call would have.
+  return !framework_mode_active() &&
          !at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION).has_value();
 }
 
@@ -342,6 +347,8 @@ Tensor from_aten_opaque(const at::Tensor& t) {
 }  // namespace infini::ops::torch_bridge
 
 namespace infini::ops::torch_fallback {
+
+bool native_context() noexcept { return !torch_bridge::framework_mode_active(); }
 
 ProfileScope::ProfileScope(const char* name) {
   auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION);

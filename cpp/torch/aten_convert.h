@@ -49,12 +49,21 @@ at::Tensor from_blob(const Tensor& t);
 c10::ScalarType to_aten(DataType dtype);
 c10::Device to_aten(Device device);
 
+// A framework mode or transform is active (a TorchDispatchMode, a functorch
+// layer, functionalization: dispatch keys included in thread-local state
+// beyond the defaults): calls must reach the dispatcher with the original
+// tensors.
+bool framework_mode_active() noexcept;
+
 // The TensorImpl to reuse, or null for the from_blob path. An opaque handle
-// is always reused: its tensor has no memory to rebuild a tensor from.
+// is always reused (its tensor has no memory to rebuild a tensor from), and
+// so is every handle while a framework mode is active (the mode must see the
+// tensors the caller passed).
 inline c10::TensorImpl* reusable_impl(const Tensor& t) noexcept {
   const SourceHandle& h = t.handle();
   if (is_torch_handle(h) &&
-      (g_handle_reuse.load(std::memory_order_relaxed) || h.opaque())) [[likely]] {
+      (g_handle_reuse.load(std::memory_order_relaxed) || h.opaque() ||
+       framework_mode_active())) [[likely]] {
     return static_cast<c10::TensorImpl*>(h.get());
   }
   return nullptr;

@@ -106,9 +106,11 @@ template <class E>
 // the library knows, whose every use ATen's dispatcher would hand straight to
 // the backend kernel. Anything else (fake, meta, functorch and functionalize
 // wrappers, conj/neg bits, sparse, nested, forward-AD duals, inference
-// tensors outside inference mode, any tensor under a TorchDispatchMode) is
-// passed to ATen's dispatcher as the original at::Tensor, never through its
-// data pointer.
+// tensors outside inference mode) is passed to ATen's dispatcher as the
+// original at::Tensor, never through its data pointer. Modes (a
+// TorchDispatchMode, a functorch layer) are a property of the call, not of a
+// tensor: each path checks them once (torch_fallback::native_context,
+// direct_cpu_context, reusable_impl).
 bool plain_tensor(const at::Tensor& t) {
   constexpr c10::DispatchKeySet kFunctionality =
       c10::autograd_dispatch_keyset_with_ADInplaceOrView | c10::autocast_dispatch_keyset;
@@ -125,7 +127,7 @@ bool plain_tensor(const at::Tensor& t) {
       meta != nullptr && meta->fw_grad_ && !meta->fw_grad_->empty()) [[unlikely]] {
     return false;  // a forward-AD dual: the autograd kernel decides
   }
-  return !c10::impl::dispatch_mode_enabled();
+  return true;
 }
 
 bool is_dual(const at::Tensor& t) {
@@ -226,14 +228,18 @@ Scalar unpack_scalar(PyObject* obj, const Signature& sig, int i) {
     }
     return Scalar(static_cast<int64_t>(value));
   }
-  if (THPVariable_Check(obj)) return scalar_from_tensor(obj, sig, i);
+  // Python floats and complexes before the tensor check: THPVariable_Check
+  // of a non-tensor goes through torch.Tensor's metaclass __instancecheck__,
+  // which allocates a bound method on every call.
   if (PyFloat_Check(obj)) return Scalar(PyFloat_AS_DOUBLE(obj));
   if (PyComplex_Check(obj)) {
     return Scalar(std::complex<double>(PyComplex_RealAsDouble(obj),
                                        PyComplex_ImagAsDouble(obj)));
   }
+  const bool tensor = THPVariable_Check(obj);
+  if (tensor) return scalar_from_tensor(obj, sig, i);
   if (int_like(obj)) return Scalar(unpack_int(obj, sig, i));
-  if (!THPVariable_Check(obj) && PyNumber_Check(obj)) {
+  if (!tensor && PyNumber_Check(obj)) {
     return Scalar(unpack_float(obj, sig, i));
   }
   wrong_type(obj, sig, i, "Number");
