@@ -4,7 +4,8 @@ Arguments are known by schema name (configs.py); the manifest entry of the op
 says which are positional, keyword-only or outputs and gives the defaults.
 Every variant gets the same values:
 
-  ours       m.<op>(positional..., kw_attr=..., out=...)   (Python names)
+  ours       m.<op>(positional..., kw_attr=..., out=..., [implementation=])
+             (Python names)
   torch      torch.<op>(positional..., kw_attr=..., out=o | out=(o1, o2))
   aten       torch.ops.aten.<op>.<overload>(..., <output names>=...)
   floor      floor.<op>(every argument in schema order, positionally)
@@ -26,13 +27,13 @@ class Call:
         return self.func(*self.args, **dict(self.kwargs))
 
 
-def _visible(entry: dict) -> list[dict]:
+def visible(entry: dict) -> list[dict]:
     return [a for a in entry["arguments"] if a["role"] != "hidden"]
 
 
 def _inputs_and_attrs(entry: dict, values: dict):
     """(positional values, [(schema arg, value)] of given keyword-only ones)."""
-    args = [a for a in _visible(entry) if a["role"] != "output"]
+    args = [a for a in visible(entry) if a["role"] != "output"]
     positional = [a for a in args if not a["keyword_only"]]
     given = [i for i, a in enumerate(positional) if a["name"] in values]
     last = max(given, default=-1)
@@ -56,13 +57,17 @@ def _inputs_and_attrs(entry: dict, values: dict):
 
 
 def output_args(entry: dict) -> list[dict]:
-    return [a for a in _visible(entry) if a["role"] == "output"]
+    return [a for a in visible(entry) if a["role"] == "output"]
 
 
-def ours(func, entry: dict, values: dict, outputs: list) -> Call:
+def ours(
+    func, entry: dict, values: dict, outputs: list, implementation: str | None = None
+) -> Call:
     pos, kws = _inputs_and_attrs(entry, values)
     kw = [(a["python_name"], v) for a, v in kws]
     kw += [(a["python_name"], o) for a, o in zip(output_args(entry), outputs)]
+    if implementation is not None:
+        kw.append(("implementation", implementation))
     return Call(func, tuple(pos), tuple(kw))
 
 
@@ -85,10 +90,25 @@ def functional(func, entry: dict, values: dict) -> Call:
     return Call(func, tuple(pos), tuple((a["name"], v) for a, v in kws))
 
 
+def every_input(func, entry: dict, values: dict) -> Call:
+    """Every non-output argument positionally, defaults filled in."""
+    args = []
+    for a in visible(entry):
+        if a["role"] == "output":
+            continue
+        if a["name"] in values:
+            args.append(values[a["name"]])
+        elif a["has_default"]:
+            args.append(a["default"])
+        else:
+            raise ValueError(f"{entry['name']}: argument '{a['name']}' is required")
+    return Call(func, tuple(args), ())
+
+
 def floor(func, entry: dict, values: dict, outputs: list) -> Call:
     out_iter = iter(outputs)
     args = []
-    for a in _visible(entry):
+    for a in visible(entry):
         if a["role"] == "output":
             args.append(next(out_iter))
         elif a["name"] in values:

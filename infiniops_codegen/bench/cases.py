@@ -4,17 +4,28 @@ and materialising their tensors (in the worker processes)."""
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import configs as C
+
+# An attribute that takes the configuration's dtype (derived configurations).
+CASE_DTYPE = "<case dtype>"
 
 
 @dataclass(frozen=True)
 class TensorArg:
     shape: tuple[int, ...]
-    fill: str
+    fill: str  # randn | pos | unit | index | mask | spd | literal
     dtype: str
     high: int
+    literal: object = field(default=None, compare=False)  # fill="literal"
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
 
 
 @dataclass(frozen=True)
@@ -26,6 +37,7 @@ class Config:
     size: int  # tiny: elements; llm: tokens
     dtype: str
     args: dict  # schema name -> TensorArg | list[TensorArg] | literal
+    source: str = "table"  # "table" (configs.py) or "samples" (derive.py)
 
     @property
     def seed(self) -> int:
@@ -40,6 +52,18 @@ class Config:
                 if isinstance(item, TensorArg):
                     parts.append("[" + ",".join(map(str, item.shape)) + "]")
         return " ".join(parts)
+
+
+def key_numel(config: Config, entry: dict) -> int:
+    """Elements of the op's first tensor argument (a native kernel's size
+    limit applies to it)."""
+    for a in entry["arguments"]:
+        value = config.args.get(a["name"])
+        if isinstance(value, list) and value:
+            value = value[0]
+        if a["role"] == "input" and isinstance(value, TensorArg):
+            return value.numel
+    return 0
 
 
 def _dim(d: C.Dim, symbols: dict[str, int]) -> int:
@@ -92,12 +116,22 @@ def all_configs() -> list[Config]:
 
 
 def select(quick: bool, ops: set[str] | None) -> list[Config]:
+    """The table's configurations: the full sweep or the quick ids, of the
+    named ops only when ops is given. With --quick, a named op without a
+    quick id gets its first tiny configuration."""
     configs = all_configs()
-    if quick:
-        wanted = set(C.QUICK)
-        configs = [c for c in configs if c.id in wanted]
     if ops is not None:
         configs = [c for c in configs if c.op in ops]
+    if quick:
+        wanted = set(C.QUICK)
+        chosen = [c for c in configs if c.id in wanted]
+        covered = {c.op for c in chosen}
+        for c in configs:
+            if c.op not in covered and c.family == "tiny":
+                chosen.append(c)
+                covered.add(c.op)
+        ids = {c.id for c in chosen}
+        configs = [c for c in configs if c.id in ids]
     return configs
 
 
@@ -111,14 +145,22 @@ def materialise(config: Config):
     def make(spec: TensorArg):
         dtype = getattr(torch, spec.dtype)
         shape = spec.shape
+        if spec.fill == "literal":
+            return _literal(spec)
         if spec.fill == "index":
             return torch.randint(0, spec.high, shape, generator=gen, dtype=dtype)
-        if spec.fill == "mask":
+        if spec.fill == "mask" or dtype == torch.bool:
             return torch.rand(shape, generator=gen) < 0.5
+        if not dtype.is_floating_point:  # small non-zero integers
+            v = torch.randint(-5, 6, shape, generator=gen, dtype=torch.int64)
+            return torch.where(v == 0, torch.ones_like(v), v).to(dtype)
         if spec.fill == "pos":
             base = torch.rand(shape, generator=gen) + 0.5
         elif spec.fill == "unit":
             base = torch.rand(shape, generator=gen) * 1.8 - 0.9
+        elif spec.fill == "spd":  # symmetric positive definite (last two dims)
+            a = torch.randn(shape, generator=gen, dtype=torch.float64)
+            base = a @ a.mT / shape[-1] + torch.eye(shape[-1], dtype=torch.float64)
         else:
             base = torch.randn(shape, generator=gen)
         return base.to(dtype)
@@ -128,6 +170,23 @@ def materialise(config: Config):
             return make(v)
         if isinstance(v, list):
             return [value(x) for x in v]
+        if isinstance(v, str) and v == CASE_DTYPE:
+            return getattr(torch, config.dtype)
         return v
 
     return {name: value(v) for name, v in config.args.items()}
+
+
+def _literal(spec: TensorArg):
+    """A `tensors` hint of the harness: ints stay int64 and bools bool, floats
+    take the configuration's dtype; {value, dtype} fixes the dtype."""
+    import torch
+
+    literal = spec.literal
+    if isinstance(literal, dict):
+        return torch.tensor(literal["value"], dtype=getattr(torch, literal["dtype"]))
+    t = torch.tensor(literal)
+    if t.is_floating_point():
+        dtype = getattr(torch, spec.dtype)
+        return t.to(dtype if dtype.is_floating_point else torch.float32)
+    return t
