@@ -125,11 +125,12 @@ def select(quick: bool, ops: set[str] | None) -> list[Config]:
     if quick:
         wanted = set(C.QUICK)
         chosen = [c for c in configs if c.id in wanted]
-        covered = {c.op for c in chosen}
-        for c in configs:
-            if c.op not in covered and c.family == "tiny":
-                chosen.append(c)
-                covered.add(c.op)
+        if ops is not None:
+            covered = {c.op for c in chosen}
+            for c in configs:
+                if c.op not in covered and c.family == "tiny":
+                    chosen.append(c)
+                    covered.add(c.op)
         ids = {c.id for c in chosen}
         configs = [c for c in configs if c.id in ids]
     return configs

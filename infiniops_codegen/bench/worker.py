@@ -131,7 +131,8 @@ class _Worker:
                 label = f"floor.{fn.__name__}"
             else:
                 call = calls.ours(fn, entry, values, outputs, setting.implementation)
-                label = f"{self.kind}.{entry['name']} ({setting.describe()})"
+                build = "before" if self.kind == BEFORE else "after"
+                label = f"{build}.{entry['name']} ({setting.describe()})"
                 self.settings[role] = setting
             for o in outputs:
                 reference.sentinel_fill(o)
