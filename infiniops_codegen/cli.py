@@ -437,9 +437,17 @@ def _check(gen: pipeline.Generation, out: Path) -> int:
     show_default=True,
     help="torch intra-op threads in every timed process.",
 )
+@click.option(
+    "--device",
+    default="cpu",
+    show_default=True,
+    help="The torch device the tensors are made on (e.g. cuda). Off the CPU "
+    "the direct path and the native and direct floors do not apply, and "
+    "each batch ends with a synchronize.",
+)
 @VERBOSE_OPTION
 @click.pass_context
-def bench(ctx, quick, ops, out_dir, after_build_dir, before_build_dir, threads):
+def bench(ctx, quick, ops, out_dir, after_build_dir, before_build_dir, threads, device):
     """Time ops against PyTorch's torch.<op>(out=): before, after, and the
     after build forced onto each call path (native, direct, dispatcher,
     from_blob) next to that path's like-for-like floor, interleaved, per
@@ -468,6 +476,7 @@ def bench(ctx, quick, ops, out_dir, after_build_dir, before_build_dir, threads):
             after_build_dir=after_build_dir,
             before_build_dir=before_build_dir,
             threads=threads,
+            device=device,
             echo=click.echo,
             verbose=ctx.obj["verbose"],
         )

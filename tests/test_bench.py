@@ -126,6 +126,24 @@ def test_default_and_applicable_paths(manifest_ops):
     assert paths.applicable(rms, "float32") == ("native", "dispatcher", "from_blob")
 
 
+def test_paths_off_the_cpu(manifest_ops):
+    add, abs_ = manifest_ops["add"], manifest_ops["abs"]
+    # CUDA tensors: the nvidia kernels, never at::cpu::.
+    assert paths.platform("cuda:0") == "nvidia"
+    assert paths.applicable(add, "float32", "cuda") == (
+        "native",
+        "dispatcher",
+        "from_blob",
+    )
+    assert paths.default_path(abs_, "float32", 1, "cuda") == "dispatcher"
+    assert paths.from_blob_inner(abs_, "cuda") == "dispatcher"
+    assert [p for p in paths.PATHS if paths.has_floor(p, "cuda")] == [
+        "dispatcher",
+        "from_blob",
+    ]
+    assert all(paths.has_floor(p, "cpu") for p in paths.PATHS)
+
+
 def test_forcing_a_path_changes_as_little_as_it_can():
     S = paths.Setting
     # From a native default, leaving the kernel takes implementation="torch".
@@ -362,11 +380,16 @@ def test_docs_perf_is_refused_from_a_modified_tree():
 
 
 @pytest.mark.parametrize(
-    "ops, message",
-    [("nosuchop", "not an op of"), (",", "--ops names no op")],
+    "args, message",
+    [
+        (["--ops", "nosuchop"], "not an op of"),
+        (["--ops", ","], "--ops names no op"),
+        (["--ops", "abs", "--device", "nosuchdevice"], "--device nosuchdevice"),
+        (["--threads", "0"], "--threads"),
+    ],
 )
-def test_usage_errors_exit_2(tmp_path, runner, helpers, ops, message):
-    result = helpers.invoke(runner, "bench", "--ops", ops, "--out", tmp_path)
+def test_usage_errors_exit_2(tmp_path, runner, helpers, args, message):
+    result = helpers.invoke(runner, "bench", *args, "--out", tmp_path)
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
 

@@ -121,25 +121,30 @@ def floor(func, entry: dict, values: dict, outputs: list) -> Call:
     return Call(func, tuple(args), ())
 
 
-def timed_loop(call: Call):
+def timed_loop(call: Call, sync=None):
     """loop(n) -> nanoseconds for n calls. The call is spelled out in the
     loop's source (locals, literal keywords), so the loop adds nothing per
     call beyond Python's own CALL of the function (it iterates over
-    itertools.repeat: no int object per iteration, no allocation at all)."""
+    itertools.repeat: no int object per iteration, no allocation at all).
+    sync: called once after the calls, inside the timed span (a device's
+    synchronize: asynchronous calls are timed to their end)."""
     names = [f"a{i}" for i in range(len(call.args))]
     kw_names = [f"k{i}" for i in range(len(call.kwargs))]
     parts = names + [f"{k}={v}" for (k, _), v in zip(call.kwargs, kw_names)]
-    params = ", ".join(["f", "clock", "repeat"] + names + kw_names)
+    params = ", ".join(["f", "clock", "repeat", "sync"] + names + kw_names)
     source = (
         f"def make({params}):\n"
         "    def loop(n):\n"
         "        t0 = clock()\n"
         "        for _ in repeat(None, n):\n"
         f"            f({', '.join(parts)})\n"
-        "        return clock() - t0\n"
+        + ("        sync()\n" if sync is not None else "")
+        + "        return clock() - t0\n"
         "    return loop\n"
     )
     namespace: dict = {}
     exec(compile(source, "<bench loop>", "exec"), namespace)
     values = list(call.args) + [v for _, v in call.kwargs]
-    return namespace["make"](call.func, perf_counter_ns, itertools.repeat, *values)
+    return namespace["make"](
+        call.func, perf_counter_ns, itertools.repeat, sync, *values
+    )

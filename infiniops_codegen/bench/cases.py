@@ -136,34 +136,42 @@ def select(quick: bool, ops: set[str] | None) -> list[Config]:
     return configs
 
 
-def materialise(config: Config):
-    """The configuration's argument values (tensors made from its seed; the
-    same in every process)."""
+def materialise(config: Config, device: str = "cpu"):
+    """The configuration's argument values (tensors made on the CPU from its
+    seed, the same in every process, then moved to device)."""
     import torch
 
-    gen = torch.Generator().manual_seed(config.seed)
+    gen = torch.Generator(device="cpu").manual_seed(config.seed)
 
     def make(spec: TensorArg):
+        return _make(spec).to(device)
+
+    def _make(spec: TensorArg):
         dtype = getattr(torch, spec.dtype)
         shape = spec.shape
         if spec.fill == "literal":
             return _literal(spec)
         if spec.fill == "index":
-            return torch.randint(0, spec.high, shape, generator=gen, dtype=dtype)
+            return torch.randint(
+                0, spec.high, shape, generator=gen, dtype=dtype, device="cpu"
+            )
         if spec.fill == "mask" or dtype == torch.bool:
-            return torch.rand(shape, generator=gen) < 0.5
+            return torch.rand(shape, generator=gen, device="cpu") < 0.5
         if not dtype.is_floating_point:  # small non-zero integers
-            v = torch.randint(-5, 6, shape, generator=gen, dtype=torch.int64)
+            v = torch.randint(
+                -5, 6, shape, generator=gen, dtype=torch.int64, device="cpu"
+            )
             return torch.where(v == 0, torch.ones_like(v), v).to(dtype)
         if spec.fill == "pos":
-            base = torch.rand(shape, generator=gen) + 0.5
+            base = torch.rand(shape, generator=gen, device="cpu") + 0.5
         elif spec.fill == "unit":
-            base = torch.rand(shape, generator=gen) * 1.8 - 0.9
+            base = torch.rand(shape, generator=gen, device="cpu") * 1.8 - 0.9
         elif spec.fill == "spd":  # symmetric positive definite (last two dims)
-            a = torch.randn(shape, generator=gen, dtype=torch.float64)
-            base = a @ a.mT / shape[-1] + torch.eye(shape[-1], dtype=torch.float64)
+            a = torch.randn(shape, generator=gen, dtype=torch.float64, device="cpu")
+            eye = torch.eye(shape[-1], dtype=torch.float64, device="cpu")
+            base = a @ a.mT / shape[-1] + eye
         else:
-            base = torch.randn(shape, generator=gen)
+            base = torch.randn(shape, generator=gen, device="cpu")
         return base.to(dtype)
 
     def value(v):
@@ -185,8 +193,9 @@ def _literal(spec: TensorArg):
 
     literal = spec.literal
     if isinstance(literal, dict):
-        return torch.tensor(literal["value"], dtype=getattr(torch, literal["dtype"]))
-    t = torch.tensor(literal)
+        dtype = getattr(torch, literal["dtype"])
+        return torch.tensor(literal["value"], dtype=dtype, device="cpu")
+    t = torch.tensor(literal, device="cpu")
     if t.is_floating_point():
         dtype = getattr(torch, spec.dtype)
         return t.to(dtype if dtype.is_floating_point else torch.float32)

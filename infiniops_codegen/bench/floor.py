@@ -9,9 +9,9 @@ that path and nothing else. What the library adds on top is its own cost.
   from_blob__<op>   the same unpacking, every at::Tensor rebuilt from its raw
                     pointer (non-owning resizable Storage + make_tensor +
                     set_sizes_and_strides, as cpp/torch/aten_convert.cpp
-                    does), then the direct or dispatcher call above on the
-                    rebuilt tensors, then each output's version delta carried
-                    over to the caller's tensor
+                    does), then the direct (CPU tensors of direct ops) or
+                    dispatcher call above on the rebuilt tensors, then each
+                    output's version delta carried over to the caller's tensor
   native__<op>      the same unpacking, a core `Tensor` (data pointer, shape,
                     strides, dtype, device) per tensor, the library's own
                     native kernel (cpp/kernels/cpu/*.cc, compiled into the
@@ -211,7 +211,13 @@ def aten_functions(entry: dict, schema: AtenSchema) -> list[FloorFunction]:
         result.append(make("direct", _direct_call(schema, u.aten_args, u.outputs)))
     result.append(make("dispatcher", _dispatcher_call(schema, u.aten_args)))
     if P.from_blob_inner(entry) == "direct":
-        inner = _direct_call(schema, u.blob_args, u.blob_outputs)
+        # The library's from_blob tensors then take the direct path on the
+        # CPU only (bench --device cuda: the dispatcher).
+        direct = _direct_call(schema, u.blob_args, u.blob_outputs)
+        inner = [f"if ({u.outputs[0]}.is_cpu()) {{"]
+        inner += ["  " + line for line in direct] + ["} else {"]
+        inner += ["  " + line for line in _dispatcher_call(schema, u.blob_args)]
+        inner += ["}"]
     else:
         inner = _dispatcher_call(schema, u.blob_args)
     carry = [f"fl::carry_version({v}, {b});" for v, b in zip(u.outputs, u.blob_outputs)]

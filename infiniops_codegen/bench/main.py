@@ -112,6 +112,7 @@ def run_bench(
     after_build_dir: Path | None = None,
     before_build_dir: Path | None = None,
     threads: int = 1,
+    device: str = "cpu",
     echo=print,
     verbose: bool = False,
 ) -> dict:
@@ -120,6 +121,7 @@ def run_bench(
     start = time.perf_counter()
     if ops is not None and not ops:
         raise BenchUsageError("--ops names no op")
+    device = _check_device(device)
     git = gitstate.state(REPO_ROOT, ignore=_bench_outputs(out))
     if publishing(out):
         check_publishable(git, None)
@@ -161,6 +163,7 @@ def run_bench(
 
     params = {
         "threads": threads,
+        "device": device,
         "before_build_dir": str(before_dir),
         "after_build_dir": str(after_dir),
         "floor_path": str(floor_path),
@@ -195,6 +198,7 @@ def run_bench(
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
         "threads": threads,
+        "device": device,
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "before": _build_meta(before, states["before"]),
@@ -221,6 +225,21 @@ def run_bench(
             f"PyTorch (excluded from every figure):\n{listing}"
         )
     return {"meta": meta, "summary": summary, "configs": rows}
+
+
+def _check_device(device: str) -> str:
+    """A torch device string this process can use (usage error otherwise)."""
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise BenchUsageError(f"--device {device}: {e}") from None
+    if parsed.type != "cpu":
+        module = getattr(torch, parsed.type, None)
+        if module is None or not module.is_available():
+            raise BenchUsageError(f"--device {device}: not available here")
+    return str(parsed)
 
 
 def _bench_outputs(out: Path) -> list[Path]:

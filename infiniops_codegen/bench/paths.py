@@ -12,6 +12,9 @@ how the after build is forced onto each (data and pure functions).
   from_blob   every at::Tensor rebuilt from the raw pointer per call
               (set_handle_reuse(False)), then the direct or dispatcher call
 
+Off the CPU (bench --device cuda) only native (the platform's kernels),
+dispatcher and from_blob apply, and only the latter two have floors.
+
 The *default* path is what a plain call (no implementation=, default
 switches) takes; that is the "after" variant. A forced path changes as little
 as it can: the switches, and implementation= only where the default would
@@ -46,39 +49,59 @@ class Setting:
         return ", ".join(parts) or "defaults"
 
 
-def native_dtypes(entry: dict) -> list[str]:
-    return list(entry.get("implementations", {}).get("native", {}).get("cpu", []))
+# torch device type -> the library's platform of its native kernels (CUDA is
+# nvidia unless a build targets another port that uses it).
+PLATFORMS = {"cpu": "cpu", "cuda": "nvidia"}
 
 
-def native_limit(entry: dict, dtype: str) -> int:
+def platform(device: str) -> str:
+    kind = device.split(":", 1)[0]
+    return PLATFORMS.get(kind, kind)
+
+
+def native_dtypes(entry: dict, device: str = "cpu") -> list[str]:
+    native = entry.get("implementations", {}).get("native", {})
+    return list(native.get(platform(device), []))
+
+
+def native_limit(entry: dict, dtype: str, device: str = "cpu") -> int:
     """Most elements for which the native kernel is the default (-1: any)."""
-    limits = entry.get("implementations", {}).get("native_up_to", {}).get("cpu", {})
-    return int(limits.get(dtype, -1))
+    limits = entry.get("implementations", {}).get("native_up_to", {})
+    return int(limits.get(platform(device), {}).get(dtype, -1))
 
 
-def _torch_path(entry: dict) -> str:
-    return "direct" if entry.get("direct_cpu") else "dispatcher"
+def _on_cpu(device: str) -> bool:
+    return device.split(":", 1)[0] == "cpu"
 
 
-def default_path(entry: dict, dtype: str, key_numel: int) -> str:
+def _torch_path(entry: dict, device: str = "cpu") -> str:
+    return "direct" if entry.get("direct_cpu") and _on_cpu(device) else "dispatcher"
+
+
+def default_path(entry: dict, dtype: str, key_numel: int, device: str = "cpu") -> str:
     """The path of a plain call; key_numel: elements of the first tensor
     argument (the native kernels' size limits apply to it)."""
-    if dtype in native_dtypes(entry):
-        limit = native_limit(entry, dtype)
+    if dtype in native_dtypes(entry, device):
+        limit = native_limit(entry, dtype, device)
         if limit < 0 or key_numel <= limit:
             return "native"
-    return _torch_path(entry)
+    return _torch_path(entry, device)
 
 
-def applicable(entry: dict, dtype: str) -> tuple[str, ...]:
+def applicable(entry: dict, dtype: str, device: str = "cpu") -> tuple[str, ...]:
     """Every path a call of this op in this dtype can be forced onto."""
     result = []
-    if dtype in native_dtypes(entry):
+    if dtype in native_dtypes(entry, device):
         result.append("native")
-    if entry.get("direct_cpu"):
+    if entry.get("direct_cpu") and _on_cpu(device):
         result.append("direct")
     result += ["dispatcher", "from_blob"]
     return tuple(result)
+
+
+def has_floor(path: str, device: str = "cpu") -> bool:
+    """The direct and native floors call CPU code (at::cpu::, the CPU kernels)."""
+    return _on_cpu(device) or path in ("dispatcher", "from_blob")
 
 
 def setting(path: str, default: str) -> Setting:
@@ -96,17 +119,14 @@ def setting(path: str, default: str) -> Setting:
     raise ValueError(f"unknown path {path!r}")
 
 
-def from_blob_inner(entry: dict) -> str:
+def from_blob_inner(entry: dict, device: str = "cpu") -> str:
     """The call the from_blob path makes after rebuilding its tensors (direct
     mode stays on when it is forced onto from_blob)."""
-    return _torch_path(entry)
+    return _torch_path(entry, device)
 
 
-# The before build: -O0 wrappers, the from_blob path, the dispatcher, and
-# never a native kernel.
-BEFORE = Setting("before", False, False, None)
-
-
-def before_setting(entry: dict, dtype: str) -> Setting:
-    leave_native = "torch" if dtype in native_dtypes(entry) else None
+def before_setting(entry: dict, dtype: str, device: str = "cpu") -> Setting:
+    """The before build: -O0 wrappers, the from_blob path through the
+    dispatcher, never a native kernel."""
+    leave_native = "torch" if dtype in native_dtypes(entry, device) else None
     return Setting("before", False, False, leave_native)

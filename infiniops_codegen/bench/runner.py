@@ -53,12 +53,15 @@ class WorkerDied(Exception):
     pass
 
 
-def timed_paths(config: Config, entry: dict) -> tuple[str, tuple[str, ...]]:
+def timed_paths(
+    config: Config, entry: dict, device: str = "cpu"
+) -> tuple[str, tuple[str, ...]]:
     """(the default path, the paths to time) of a configuration."""
-    default = P.default_path(entry, config.dtype, cases.key_numel(config, entry))
+    numel = cases.key_numel(config, entry)
+    default = P.default_path(entry, config.dtype, numel, device)
     if config.family != "tiny":
         return default, (default,)
-    return default, P.applicable(entry, config.dtype)
+    return default, P.applicable(entry, config.dtype, device)
 
 
 def round_order(present: set[str], paths: tuple[str, ...]) -> list[str]:
@@ -149,6 +152,7 @@ class Outcome:
 class Runner:
     def __init__(self, params: dict, plan: Plan):
         self.plan = plan
+        self.device = params.get("device", "cpu")
         self.workers = {kind: Worker(kind, params) for kind in worker.PROCESSES}
         for w in self.workers.values():  # they import torch in parallel
             w.wait_started()
@@ -162,7 +166,7 @@ class Runner:
             w.close()
 
     def run(self, config: Config, entry: dict) -> Outcome:
-        default, paths = timed_paths(config, entry)
+        default, paths = timed_paths(config, entry, self.device)
         try:
             return self._run(config, entry, default, paths)
         except WorkerError as e:

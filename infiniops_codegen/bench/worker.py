@@ -52,6 +52,9 @@ class _Worker:
 
         torch.set_num_threads(params["threads"])
         self.kind = kind
+        self.device = params.get("device", "cpu")
+        # Off the CPU a batch ends when the device is done with it.
+        self.sync = None if self.device == "cpu" else self._synchronize
         self.floor = None
         if kind == BEFORE:
             from ..runtime import load
@@ -67,6 +70,11 @@ class _Worker:
             self.floor = floor_ext.load(Path(params["floor_path"]))
         self.loops: dict[str, object] = {}
         self.settings: dict[str, P.Setting] = {}
+
+    def _synchronize(self) -> None:
+        import torch
+
+        torch.accelerator.synchronize()
 
     def state(self) -> dict:
         """The runtime switches of the hosted build, as it starts."""
@@ -90,13 +98,13 @@ class _Worker:
             raise LookupError(f"the {self.kind} build has no op {name}")
         result = {}
         if self.kind == BEFORE:
-            s = P.before_setting(entry, config.dtype)
+            s = P.before_setting(entry, config.dtype, self.device)
             result["before"] = (fn, s)
             return result
         for path in paths:
             result[path] = (fn, P.setting(path, default))
             floor_fn = getattr(self.floor, floor_ext.function_name(path, name), None)
-            if floor_fn is not None:
+            if floor_fn is not None and P.has_floor(path, self.device):
                 result[floor_role(path)] = (floor_fn, None)
         return result
 
@@ -105,7 +113,7 @@ class _Worker:
 
         self.loops, self.settings = {}, {}
         gc.collect()
-        values = cases.materialise(config)
+        values = cases.materialise(config, self.device)
         mutable = reference.mutable_inputs(entry)
         saved = {k: values[k].clone() for k in mutable if k in values}
 
@@ -121,7 +129,7 @@ class _Worker:
             call, label = reference.reference_call(
                 entry, values, outputs, want, restore
             )
-            self.loops["reference"] = calls.timed_loop(call)
+            self.loops["reference"] = calls.timed_loop(call, self.sync)
             info["reference"] = {"match": True, "call": label}
         for role, (fn, setting) in self._variants(
             entry, config, paths, default
@@ -146,7 +154,7 @@ class _Worker:
                     f"{role} ({label}): {type(e).__name__}: {text[0] if text else ''}"
                 ) from None
             match = all(reference.same(o, w) for o, w in zip(outputs, want))
-            self.loops[role] = calls.timed_loop(call)
+            self.loops[role] = calls.timed_loop(call, self.sync)
             info[role] = {"match": match, "call": label}
         return info
 
