@@ -376,6 +376,22 @@ def test_docs_perf_is_refused_from_a_modified_tree():
     main.check_publishable(clean, None)  # accepted
 
 
+def test_docs_perf_is_refused_from_a_stale_build(tmp_path):
+    import os
+
+    module = tmp_path / "infiniops.so"
+    module.write_bytes(b"")
+    os.utime(module, (0, 0))  # built before every source file
+    stale = main.builds.BuildInfo(tmp_path, "3", frozenset(), module)
+    clean = {"commit": "0" * 40, "modified": False, "changes": []}
+    with pytest.raises(
+        main.BenchUsageError, match="older than .*infiniops-codegen build"
+    ):
+        main.check_publishable(clean, stale)
+    os.utime(module)  # now: newer than every source
+    main.check_publishable(clean, stale)
+
+
 # --- The command --------------------------------------------------------------------------
 
 

@@ -52,7 +52,7 @@ def _build_meta(info: builds.BuildInfo, state: dict) -> dict:
         "module_mtime": datetime.datetime.fromtimestamp(
             info.module.stat().st_mtime, datetime.timezone.utc
         ).isoformat(timespec="seconds"),
-        "older_than_sources": info.module.stat().st_mtime < builds.newest_source(),
+        "stale_inputs": builds.stale_inputs(info.module)[:20],
     }
 
 
@@ -73,10 +73,11 @@ def check_publishable(git: dict, after: builds.BuildInfo | None) -> None:
         raise BenchUsageError(
             f"refusing to write {_rel(PUBLISHED)}/: the git commit is unknown"
         )
-    if after is not None and after.module.stat().st_mtime < builds.newest_source():
+    stale = builds.stale_inputs(after.module) if after is not None else []
+    if stale:
         raise BenchUsageError(
             f"refusing to write {_rel(PUBLISHED)}/: {_rel(after.build_dir)} is "
-            "older than the sources; run 'infiniops-codegen build' first"
+            f"older than {', '.join(stale[:5])}; run 'infiniops-codegen build' first"
         )
 
 
