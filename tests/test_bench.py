@@ -330,8 +330,10 @@ def test_a_mismatch_is_excluded_from_every_figure():
 
 def test_a_mismatch_fails_the_command(tmp_path, monkeypatch):
     """run_bench writes its files, then raises (exit 1) naming the config."""
-    after = main.builds.inspect(REPO / "build")
-    assert after is not None, "the runtime tests need build/"
+    from runtime_conftest_helpers import build_dir
+
+    after = main.builds.inspect(build_dir())
+    assert after is not None, f"the runtime tests need a build in {build_dir()}"
     monkeypatch.setattr(main.builds, "ensure_after", lambda d, echo: after)
     monkeypatch.setattr(main.builds, "ensure_before", lambda *a: after)
     monkeypatch.setattr(main.floor, "build", lambda *a: (after.module, []))
