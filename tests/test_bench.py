@@ -1,17 +1,34 @@
-"""`infiniops-codegen bench`: the configuration table, the floor source, the
-call plans, and one real `bench --quick --ops add,abs` run (its files and
-their fields; no timing is asserted anywhere)."""
+"""`infiniops-codegen bench`: the configuration table, the call paths and
+their floors (generated source, and a compiled floor doing each path's work),
+the report's exclusions, the publishing guard, and one real
+`bench --quick --ops add,abs,rms_norm` run (its files and their fields; no
+timing is asserted anywhere: the machine is shared)."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.bench import calls, cases, configs, floor
+from infiniops_codegen.bench import (
+    calls,
+    cases,
+    configs,
+    derive,
+    floor,
+    gitstate,
+    main,
+    paths,
+    report,
+    runner,
+)
 
 REPO = Path(__file__).resolve().parent.parent
+
+FULL_CONFIGS, TINY_CONFIGS, LLM_CONFIGS = 519, 312, 207
+TABLE_OPS, LLM_OPS = 52, 34
 
 
 @pytest.fixture(scope="module")
@@ -20,42 +37,47 @@ def manifest_ops() -> dict[str, dict]:
     return {o["name"]: o for o in data["ops"]}
 
 
+# --- The configuration table -------------------------------------------------------
+
+
 def test_full_sweep_size():
     all_configs = cases.all_configs()
-    assert len(all_configs) >= 126
-    assert len({c.op for c in all_configs}) >= 43
-    assert len({c.id for c in all_configs}) == len(all_configs)
-    families = {c.family for c in all_configs}
-    assert families == {"tiny", "llm"}
-    tiny_sizes = {c.size for c in all_configs if c.family == "tiny"}
-    assert tiny_sizes == {1, 64}
-    tokens = {c.size for c in all_configs if c.family == "llm"}
-    assert tokens == {1, 16, 128}
-    assert {c.dtype for c in all_configs} >= {"float32", "bfloat16"}
+    assert len(all_configs) == FULL_CONFIGS
+    assert sum(c.family == "tiny" for c in all_configs) == TINY_CONFIGS
+    assert sum(c.family == "llm" for c in all_configs) == LLM_CONFIGS
+    assert len({c.op for c in all_configs}) == TABLE_OPS
+    assert len({c.op for c in all_configs if c.family == "llm"}) == LLM_OPS
+    assert len({c.id for c in all_configs}) == FULL_CONFIGS
+    # tiny: every op at 1 and 64 elements in three dtypes
+    assert TINY_CONFIGS == TABLE_OPS * 2 * 3
+    assert {c.size for c in all_configs if c.family == "tiny"} == {1, 64}
+    assert {c.size for c in all_configs if c.family == "llm"} == {1, 16, 128}
+    assert {c.dtype for c in all_configs} == {"float32", "bfloat16", "float16"}
+    assert {c.source for c in all_configs} == {"table"}
 
 
-def test_tiny_configs_have_1_or_64_elements():
+def test_tiny_configs_have_1_or_64_elements(manifest_ops):
     for c in cases.all_configs():
-        if c.family != "tiny":
-            continue
-        first = next(
-            x
-            for v in c.args.values()
-            for x in (v if isinstance(v, list) else [v])
-            if isinstance(x, cases.TensorArg)
-        )
-        numel = 1
-        for d in first.shape:
-            numel *= d
-        assert numel == c.size, c.id
+        if c.family == "tiny":
+            assert cases.key_numel(c, manifest_ops[c.op]) == c.size, c.id
 
 
-def test_quick_ids_exist():
-    ids = {c.id for c in cases.all_configs()}
-    assert set(configs.QUICK) <= ids
-    quick = cases.select(True, {"add", "abs"})
-    assert {c.op for c in quick} == {"add", "abs"}
-    assert {c.family for c in quick} == {"tiny", "llm"}
+def test_quick_selection():
+    quick = [c.id for c in cases.select(True, None)]
+    assert quick == [c.id for c in cases.all_configs() if c.id in configs.QUICK]
+    assert len(quick) == len(configs.QUICK) == 12
+    # A named op without a quick id gets its first tiny configuration.
+    named = [c.id for c in cases.select(True, {"add", "abs", "gelu"})]
+    assert named == [
+        "tiny/abs/1/float32",
+        "tiny/abs/64/float32",
+        "tiny/gelu/1/float32",
+        "tiny/add/1/float32",
+        "tiny/add/64/bfloat16",
+        "llm/add[residual]/T=1/float32",
+        "llm/add[residual]/T=16/bfloat16",
+    ]
+    assert len(cases.select(False, {"add"})) == 6 + 6  # tiny 2x3, llm 3+3
 
 
 def test_config_arguments_are_schema_arguments(manifest_ops):
@@ -63,17 +85,190 @@ def test_config_arguments_are_schema_arguments(manifest_ops):
         entry = manifest_ops[c.op]
         names = {a["name"] for a in entry["arguments"] if a["role"] != "output"}
         assert set(c.args) <= names, c.id
-        assert not entry["composite"], c.id  # the floor needs an out= overload
+        assert not entry["composite"], c.id
 
 
-def test_floor_source_covers_every_op(manifest_ops):
+def test_configurations_derived_from_the_harness_samples(manifest_ops):
+    (quick,) = derive.derive(manifest_ops["hardtanh"], quick=True)
+    assert quick.id == "tiny/hardtanh[sample]/24/float32"
+    assert quick.source == "samples" and quick.family == "tiny"
+    full = derive.derive(manifest_ops["hardtanh"], quick=False)
+    assert [c.dtype for c in full] == ["float32", "bfloat16", "float16"]
+    # A composite: compared with its reference expression.
+    (rms,) = derive.derive(manifest_ops["rms_norm"], quick=True)
+    assert rms.args["input"].shape == (4, 6) and rms.args["weight"].shape == (6,)
+    # Integer-only ops fall back to integer dtypes.
+    ints = derive.derive(manifest_ops["bitwise_and_Tensor"], quick=False)
+    assert [c.dtype for c in ints] == ["int64", "bool"]
+
+
+# --- Paths ----------------------------------------------------------------------------
+
+
+def test_default_and_applicable_paths(manifest_ops):
+    add, abs_, softmax = (manifest_ops[n] for n in ("add", "abs", "softmax"))
+    limit = paths.native_limit(add, "float32")
+    assert limit > 64
+    assert paths.default_path(add, "float32", 64) == "native"
+    assert paths.default_path(add, "float32", limit + 1) == "direct"
+    assert paths.default_path(add, "int64", 1) == "direct"
+    assert paths.applicable(add, "float32") == (
+        "native",
+        "direct",
+        "dispatcher",
+        "from_blob",
+    )
+    assert paths.applicable(add, "int64") == ("direct", "dispatcher", "from_blob")
+    assert paths.default_path(abs_, "float32", 1) == "direct"
+    assert paths.default_path(softmax, "float32", 1) == "dispatcher"
+    assert paths.applicable(softmax, "float32") == ("dispatcher", "from_blob")
+    rms = manifest_ops["rms_norm"]
+    assert paths.applicable(rms, "float32") == ("native", "dispatcher", "from_blob")
+
+
+def test_paths_off_the_cpu(manifest_ops):
+    add, abs_ = manifest_ops["add"], manifest_ops["abs"]
+    # CUDA tensors: the nvidia kernels, never at::cpu::.
+    assert paths.platform("cuda:0") == "nvidia"
+    assert paths.applicable(add, "float32", "cuda") == (
+        "native",
+        "dispatcher",
+        "from_blob",
+    )
+    assert paths.default_path(abs_, "float32", 1, "cuda") == "dispatcher"
+    assert paths.from_blob_inner(abs_, "cuda") == "dispatcher"
+    assert [p for p in paths.PATHS if paths.has_floor(p, "cuda")] == [
+        "dispatcher",
+        "from_blob",
+    ]
+    assert all(paths.has_floor(p, "cpu") for p in paths.PATHS)
+
+
+def test_forcing_a_path_changes_as_little_as_it_can():
+    S = paths.Setting
+    # From a native default, leaving the kernel takes implementation="torch".
+    assert paths.setting("direct", "native") == S("direct", True, True, "torch")
+    assert paths.setting("dispatcher", "native") == S(
+        "dispatcher", True, False, "torch"
+    )
+    assert paths.setting("from_blob", "native") == S("from_blob", False, True, "torch")
+    assert paths.setting("native", "native") == S("native", True, True, None)
+    # From a torch default, only the switches (and "native" to force a kernel).
+    assert paths.setting("direct", "direct") == S("direct", True, True, None)
+    assert paths.setting("dispatcher", "direct") == S("dispatcher", True, False, None)
+    assert paths.setting("native", "direct") == S("native", True, True, "native")
+    assert paths.before_setting({"implementations": {}}, "float32") == S(
+        "before", False, False, None
+    )
+
+
+def test_round_order_puts_each_path_next_to_its_floor():
+    present = {"reference", "before", "native", "floor_native", "direct"}
+    present |= {"floor_direct", "dispatcher", "from_blob", "floor_from_blob"}
+    order = runner.round_order(present, ("native", "direct", "dispatcher", "from_blob"))
+    assert order == [
+        "reference",
+        "before",
+        "native",
+        "floor_native",
+        "direct",
+        "floor_direct",
+        "dispatcher",
+        "from_blob",
+        "floor_from_blob",
+    ]
+
+
+# --- Floors ---------------------------------------------------------------------------
+
+
+def _function(source: str, name: str) -> str:
+    start = source.index(f"PyObject* floor_{name}(")
+    return source[start : source.index("\n}\n", start)]
+
+
+def test_floor_source_covers_every_path_of_every_table_op(manifest_ops):
     ops = sorted({c.op for c in cases.all_configs()})
     source, left_out = floor.render([manifest_ops[o] for o in ops], "floor_test")
     assert left_out == []
+    names = set(re.findall(r"PyObject\* floor_(\w+)\(", source))
+    expected = set()
     for op in ops:
-        assert f"PyObject* floor_{op}(" in source
+        for p in paths.applicable(manifest_ops[op], "float32"):
+            expected.add(floor.function_name(p, op))
+    assert names == expected
     assert "PyInit_floor_test" in source
-    assert "at::add_out(v_out, v_self, v_other, v_alpha);" in source
+
+    direct = _function(source, "direct__add")
+    assert "at::AutoDispatchBelowADInplaceOrView below_autograd;" in direct
+    assert "at::cpu::add_out(v_out, v_self, v_other, v_alpha);" in direct
+    assert "fl::bump_version(v_out);" in direct
+    dispatcher = _function(source, "dispatcher__add")
+    assert "at::add_out(v_out, v_self, v_other, v_alpha);" in dispatcher
+    assert "bump_version" not in dispatcher  # the dispatcher's ADInplaceOrView does
+    blob = _function(source, "from_blob__add")
+    assert "at::cpu::add_out(b_out, b_self, b_other, v_alpha);" in blob
+    assert "fl::carry_version(v_out, b_out);" in blob
+    blob_softmax = _function(source, "from_blob__softmax")
+    assert "at::softmax_out(b_out, b_self, v_dim, v_dtype);" in blob_softmax
+    native = _function(source, "native__add")
+    assert "infini::ops::native::cpu::add(c_self, c_other, c_alpha, c_out)" in native
+    assert "fl::bump_version(v_out);" in native
+
+
+FLOOR_OPS = ["exp", "abs", "sub", "add", "clamp", "mm", "sum", "cat", "topk"]
+FLOOR_OPS += ["native_layer_norm", "mul", "silu", "rms_norm"]  # = alloc_probe.OPS
+
+
+@pytest.fixture(scope="module")
+def floor_module(manifest_ops):
+    from runtime_conftest_helpers import build_dir
+
+    path, _ = floor.build(
+        [manifest_ops[n] for n in FLOOR_OPS], build_dir() / "test-floor", echo=print
+    )
+    return floor.load(path)
+
+
+@pytest.mark.parametrize("path", ["direct", "dispatcher", "from_blob", "native"])
+def test_a_floor_does_its_path_work(floor_module, path):
+    import torch
+
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    out = torch.empty(2, 3)
+    fn = getattr(floor_module, floor.function_name(path, "add"))
+    before = out._version
+    assert fn(x, y, 2, out) is out
+    assert out._version == before + 1  # as torch.add(..., out=) bumps it
+    torch.testing.assert_close(out, x + 2 * y)
+
+
+def test_floors_of_several_outputs_return_them_and_bump_each(floor_module):
+    import torch
+
+    x = torch.randn(5)
+    values, indices = torch.empty(2), torch.empty(2, dtype=torch.long)
+    for path in ("direct", "dispatcher", "from_blob"):
+        v0, i0 = values._version, indices._version
+        fn = getattr(floor_module, floor.function_name(path, "topk"))
+        result = fn(x, 2, -1, True, True, values, indices)
+        assert result == (values, indices) and result[0] is values, path
+        assert (values._version, indices._version) == (v0 + 1, i0 + 1), path
+        torch.testing.assert_close(values, torch.topk(x, 2).values)
+
+
+def test_native_floor_of_a_composite(floor_module):
+    import torch
+
+    x, w = torch.randn(4, 6), torch.randn(6)
+    out = torch.empty(4, 6)
+    floor_module.native__rms_norm(x, w, 1e-6, out)
+    want = torch.nn.functional.rms_norm(x, (6,), w, 1e-6)
+    torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-5)
+    assert not hasattr(floor_module, "dispatcher__rms_norm")  # no ATen out=
+
+
+# --- Calls ----------------------------------------------------------------------------
 
 
 def test_call_plans(manifest_ops):
@@ -87,60 +282,222 @@ def test_call_plans(manifest_ops):
     low = calls.floor(print, entry, values, ["v", "i"])
     assert low.args == ("x", 1, 1, True, True, "v", "i")  # defaults filled in
 
-    add = calls.ours(print, manifest_ops["add"], {"self": 1, "other": 2}, ["o"])
-    assert add.args == (1, 2) and add.kwargs == (("out", "o"),)
-    loop = calls.timed_loop(calls.Call(lambda a, b, out: None, (1, 2), (("out", 3),)))
-    assert loop(10) >= 0
+    add = calls.ours(
+        print, manifest_ops["add"], {"self": 1, "other": 2}, ["o"], "torch"
+    )
+    assert add.args == (1, 2)
+    assert add.kwargs == (("out", "o"), ("implementation", "torch"))
+    seen = []
+    call = calls.Call(lambda a, b, out: seen.append((a, b, out)), (1, 2), (("out", 3),))
+    loop = calls.timed_loop(call)
+    loop(7)
+    assert seen == [(1, 2, 3)] * 7
+
+
+# --- Report: exclusions -----------------------------------------------------------------
+
+
+def _outcome(config_id: str, match: bool) -> runner.Outcome:
+    (config,) = [c for c in cases.all_configs() if c.id == config_id]
+    roles = ["reference", "before", "direct", "floor_direct"]
+    times = {"reference": 1000.0, "before": 2000.0, "direct": 800.0}
+    times["floor_direct"] = 600.0
+    return runner.Outcome(
+        config,
+        default="direct",
+        paths=("direct",),
+        samples={r: [times[r]] * 3 for r in roles},
+        calls_per_batch=10,
+        reps=3,
+        match={"before": True, "direct": match, "floor_direct": True},
+        calls={r: r for r in roles},
+    )
+
+
+def test_a_mismatch_is_excluded_from_every_figure():
+    good = report.config_row(_outcome("tiny/abs/1/float32", True))
+    bad = report.config_row(_outcome("tiny/abs/64/float32", False))
+    assert "excluded" not in good
+    assert bad["excluded"] == "outputs differ from PyTorch's: direct"
+    assert good["over_floor_ns"] == {"direct": 200.0, "after": 200.0}
+    assert good["ratio"]["after"] == 1.25 and good["ratio"]["before"] == 0.5
+    summary = report.summarise([good, bad])
+    assert summary["tiny"]["configs"] == summary["all"]["configs"] == 1
+    assert summary["tiny"]["direct"]["configs"] == 1
+    assert summary["tiny"]["after"]["median_over_floor_ns"] == 200.0
+    assert report.summarise([bad]) == {}
+
+
+def test_a_mismatch_fails_the_command(tmp_path, monkeypatch):
+    """run_bench writes its files, then raises (exit 1) naming the config."""
+    from runtime_conftest_helpers import build_dir
+
+    after = main.builds.inspect(build_dir())
+    assert after is not None, f"the runtime tests need a build in {build_dir()}"
+    monkeypatch.setattr(main.builds, "ensure_after", lambda d, echo: after)
+    monkeypatch.setattr(main.builds, "ensure_before", lambda *a: after)
+    monkeypatch.setattr(main.floor, "build", lambda *a: (after.module, []))
+    outcomes = [_outcome("tiny/abs/1/float32", True)]
+    outcomes.append(_outcome("tiny/abs/64/float32", False))
+    states = {"before": {"handle_reuse": False}, "after": {"handle_reuse": True}}
+    monkeypatch.setattr(main.runner, "run_all", lambda *a, **k: (outcomes, states))
+    with pytest.raises(main.BenchError) as e:
+        main.run_bench(ops={"abs"}, out=tmp_path, echo=lambda *a: None)
+    assert "1 of 2 configurations" in str(e.value)
+    assert "tiny/abs/64/float32: outputs differ" in str(e.value)
+    data = json.loads((tmp_path / "bench.json").read_text())
+    assert data["summary"]["all"]["configs"] == 1
+    assert data["meta"]["excluded"] == 1
+    assert "## Excluded (1)" in (tmp_path / "bench.md").read_text()
+
+
+# --- The committed copy ------------------------------------------------------------------
+
+
+def test_git_changes_count_tracked_files_and_untracked_build_inputs():
+    porcelain = "\n".join(
+        [
+            " M README.md",
+            "?? notes.txt",
+            "?? cpp/core/new.h",
+            "R  templates/a.j2 -> templates/b.j2",
+            " M docs/perf/bench.json",
+        ]
+    )
+    found = gitstate.changes(porcelain, {"docs/perf/bench.json"})
+    assert found == ["README.md", "cpp/core/new.h", "templates/b.j2"]
+
+
+def test_docs_perf_is_refused_from_a_modified_tree():
+    assert main.publishing(REPO / "docs" / "perf")
+    assert not main.publishing(REPO / "bench-results")
+    modified = {"commit": "0" * 40, "modified": True, "changes": ["cpp/x.cc"]}
+    with pytest.raises(main.BenchUsageError, match="modified tree.*cpp/x.cc"):
+        main.check_publishable(modified, None)
+    clean = {"commit": "0" * 40, "modified": False, "changes": []}
+    main.check_publishable(clean, None)  # accepted
+
+
+def test_docs_perf_is_refused_from_a_stale_build(tmp_path):
+    import os
+
+    module = tmp_path / "infiniops.so"
+    module.write_bytes(b"")
+    os.utime(module, (0, 0))  # built before every source file
+    stale = main.builds.BuildInfo(tmp_path, "3", frozenset(), module)
+    clean = {"commit": "0" * 40, "modified": False, "changes": []}
+    with pytest.raises(
+        main.BenchUsageError, match="older than .*infiniops-codegen build"
+    ):
+        main.check_publishable(clean, stale)
+    os.utime(module)  # now: newer than every source
+    main.check_publishable(clean, stale)
+
+
+# --- The command --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--ops", "nosuchop"], "not an op of"),
+        (["--ops", ","], "--ops names no op"),
+        (["--ops", "abs", "--device", "nosuchdevice"], "--device nosuchdevice"),
+        (["--threads", "0"], "--threads"),
+    ],
+)
+def test_usage_errors_exit_2(tmp_path, runner, helpers, args, message):
+    result = helpers.invoke(runner, "bench", *args, "--out", tmp_path)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+
+
+QUICK_RUN = [
+    "tiny/abs/1/float32",
+    "tiny/abs/64/float32",
+    "tiny/add/1/float32",
+    "tiny/add/64/bfloat16",
+    "llm/add[residual]/T=1/float32",
+    "llm/add[residual]/T=16/bfloat16",
+    "tiny/rms_norm[sample]/24/float32",
+]
 
 
 def test_bench_quick_writes_its_files(tmp_path, runner, helpers):
     out = tmp_path / "bench"
     result = helpers.invoke(
-        runner, "bench", "--quick", "--ops", "add,abs", "--out", out
+        runner, "bench", "--quick", "--ops", "add,abs,rms_norm", "--out", out, "-v"
     )
     assert result.exit_code == 0, result.output
     for name in ("bench.json", "bench.md", "bench.png"):
         assert (out / name).is_file(), name
     assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "rms_norm is not in the configuration table" in result.output
+    assert "over floor (ns): native" in result.output  # -v: every path
 
     data = json.loads((out / "bench.json").read_text())
     meta = data["meta"]
-    for key in ("torch_version", "threads", "before", "after", "floor", "plan"):
-        assert key in meta
+    assert re.fullmatch(r"[0-9a-f]{40}", meta["git"]["commit"])
+    assert isinstance(meta["git"]["modified"], bool)
     assert meta["before"]["handle_reuse"] is False
+    assert meta["before"]["direct_mode"] is False
     assert meta["after"]["handle_reuse"] is True
+    assert meta["excluded"] == 0
 
-    rows = data["configs"]
-    assert {r["op"] for r in rows} == {"add", "abs"}
-    assert all("error" not in r for r in rows), [r.get("error") for r in rows]
-    for r in rows:
-        assert set(r["median_ns"]) == {"reference", "before", "after", "floor"}
-        for v in ("before", "after"):
-            for key in (f"gap_{v}_ns", f"ratio_{v}", f"over_floor_{v}_ns"):
-                assert isinstance(r[key], float), key
-        assert "after_vs_before" in r
-        assert r["outputs_match"] == {"before": True, "after": True, "floor": True}
+    rows = {r["id"]: r for r in data["configs"]}
+    assert list(rows) == QUICK_RUN
+    assert [r["after_path"] for r in rows.values()] == [
+        "direct",
+        "direct",
+        "native",
+        "native",
+        "native",  # 4,096 elements: under add's float32 native limit
+        "direct",  # 65,536 bfloat16 elements: over it
+        "native",
+    ]
+    every = ["native", "direct", "dispatcher", "from_blob"]
+    assert rows["tiny/add/1/float32"]["paths"] == every
+    assert rows["tiny/abs/1/float32"]["paths"] == every[1:]
+    assert rows["tiny/rms_norm[sample]/24/float32"]["paths"] == [
+        "native",
+        "dispatcher",
+        "from_blob",
+    ]
+    assert rows["llm/add[residual]/T=16/bfloat16"]["paths"] == ["direct"]
+    for r in rows.values():
+        assert "excluded" not in r, r["id"]
+        assert set(r["outputs_match"].values()) == {True}, r["id"]
+        floors = {f"floor_{p}" for p in r["paths"]}
+        if r["op"] == "rms_norm":
+            floors = {"floor_native"}  # a composite: no ATen out= to floor
+        assert set(r["median_ns"]) == {"reference", "before", *r["paths"], *floors}
+        assert set(r["over_floor_ns"]) == {f[6:] for f in floors} | {"after"}
+        assert set(r["ratio"]) == {"before", "after", *r["paths"]}
+    add = rows["tiny/add/1/float32"]["calls"]
+    assert add["reference"] == "torch.add"
+    assert add["direct"] == 'after.add (implementation="torch")'
+    assert add["dispatcher"] == (
+        'after.add (set_direct_mode(False), implementation="torch")'
+    )
+    assert add["native"] == "after.add (defaults)"
+    assert add["floor_from_blob"] == "floor.from_blob__add"
+    assert add["before"] == "before.add (set_handle_reuse(False), " + (
+        'set_direct_mode(False), implementation="torch")'
+    )
+    rms = rows["tiny/rms_norm[sample]/24/float32"]["calls"]["reference"]
+    assert rms.startswith("torch.nn.functional.rms_norm(") and "out.copy_()" in rms
 
     summary = data["summary"]
     assert set(summary) == {"tiny", "llm", "all"}
-    for group in summary.values():
-        assert set(group["median_latency_ns"]) == {
-            "reference",
-            "before",
-            "after",
-            "floor",
-        }
-        for v in ("before", "after"):
-            for key in (
-                "median_gap_ns",
-                "median_ratio",
-                "median_over_floor_ns",
-                "below_0.6x",
-                "below_0.9x",
-            ):
-                assert key in group[v]
-        assert "after_vs_before_median" in group
+    assert summary["tiny"]["configs"] == 5 and summary["llm"]["configs"] == 2
+    assert summary["tiny"]["native"]["configs"] == 3
+    assert summary["tiny"]["direct"]["configs"] == 4
+    assert summary["tiny"]["dispatcher"]["configs"] == 5
+    assert summary["tiny"]["from_blob"]["configs"] == 5
+    assert summary["tiny"]["from_blob"]["configs_with_floor"] == 4
+    assert set(summary["llm"]) >= {"after", "before", "native", "direct"}
+    assert "dispatcher" not in summary["llm"]  # LLM: the default path only
 
     md = (out / "bench.md").read_text()
-    assert "## Summary" in md and "`tiny/add/1/float32`" in md
-    assert "median speed ratio" in result.output or "ratio" in result.output
+    assert "## Headline: tiny" in md and "`tiny/add/1/float32`" in md
+    assert "over the like-for-like floor" in md

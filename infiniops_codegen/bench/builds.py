@@ -93,6 +93,23 @@ def newest_source() -> float:
     )
 
 
+# What the compiled module is made of (generated/ follows op_specs/ and the
+# templates; `build` regenerates it first): a module older than one of these
+# is stale, and a no-op `build` after a change elsewhere leaves it as it is.
+MODULE_INPUTS = ("cpp/**/*", "generated/**/*", "cmake/**/*", "CMakeLists.txt")
+
+
+def stale_inputs(module: Path) -> list[str]:
+    """Module inputs modified after the module was built."""
+    built = module.stat().st_mtime
+    return sorted(
+        str(p.relative_to(REPO_ROOT))
+        for g in MODULE_INPUTS
+        for p in REPO_ROOT.glob(g)
+        if p.is_file() and p.stat().st_mtime > built
+    )
+
+
 def ensure_before(build_dir: Path, opt_level: str, ops: set[str], echo) -> BuildInfo:
     info = inspect(build_dir)
     wanted = set(ops) | (set(info.ops) if info is not None else set())

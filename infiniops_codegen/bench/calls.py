@@ -4,7 +4,8 @@ Arguments are known by schema name (configs.py); the manifest entry of the op
 says which are positional, keyword-only or outputs and gives the defaults.
 Every variant gets the same values:
 
-  ours       m.<op>(positional..., kw_attr=..., out=...)   (Python names)
+  ours       m.<op>(positional..., kw_attr=..., out=..., [implementation=])
+             (Python names)
   torch      torch.<op>(positional..., kw_attr=..., out=o | out=(o1, o2))
   aten       torch.ops.aten.<op>.<overload>(..., <output names>=...)
   floor      floor.<op>(every argument in schema order, positionally)
@@ -12,6 +13,7 @@ Every variant gets the same values:
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from time import perf_counter_ns
 
@@ -26,13 +28,13 @@ class Call:
         return self.func(*self.args, **dict(self.kwargs))
 
 
-def _visible(entry: dict) -> list[dict]:
+def visible(entry: dict) -> list[dict]:
     return [a for a in entry["arguments"] if a["role"] != "hidden"]
 
 
 def _inputs_and_attrs(entry: dict, values: dict):
     """(positional values, [(schema arg, value)] of given keyword-only ones)."""
-    args = [a for a in _visible(entry) if a["role"] != "output"]
+    args = [a for a in visible(entry) if a["role"] != "output"]
     positional = [a for a in args if not a["keyword_only"]]
     given = [i for i, a in enumerate(positional) if a["name"] in values]
     last = max(given, default=-1)
@@ -56,13 +58,17 @@ def _inputs_and_attrs(entry: dict, values: dict):
 
 
 def output_args(entry: dict) -> list[dict]:
-    return [a for a in _visible(entry) if a["role"] == "output"]
+    return [a for a in visible(entry) if a["role"] == "output"]
 
 
-def ours(func, entry: dict, values: dict, outputs: list) -> Call:
+def ours(
+    func, entry: dict, values: dict, outputs: list, implementation: str | None = None
+) -> Call:
     pos, kws = _inputs_and_attrs(entry, values)
     kw = [(a["python_name"], v) for a, v in kws]
     kw += [(a["python_name"], o) for a, o in zip(output_args(entry), outputs)]
+    if implementation is not None:
+        kw.append(("implementation", implementation))
     return Call(func, tuple(pos), tuple(kw))
 
 
@@ -85,10 +91,25 @@ def functional(func, entry: dict, values: dict) -> Call:
     return Call(func, tuple(pos), tuple((a["name"], v) for a, v in kws))
 
 
+def every_input(func, entry: dict, values: dict) -> Call:
+    """Every non-output argument positionally, defaults filled in."""
+    args = []
+    for a in visible(entry):
+        if a["role"] == "output":
+            continue
+        if a["name"] in values:
+            args.append(values[a["name"]])
+        elif a["has_default"]:
+            args.append(a["default"])
+        else:
+            raise ValueError(f"{entry['name']}: argument '{a['name']}' is required")
+    return Call(func, tuple(args), ())
+
+
 def floor(func, entry: dict, values: dict, outputs: list) -> Call:
     out_iter = iter(outputs)
     args = []
-    for a in _visible(entry):
+    for a in visible(entry):
         if a["role"] == "output":
             args.append(next(out_iter))
         elif a["name"] in values:
@@ -100,24 +121,30 @@ def floor(func, entry: dict, values: dict, outputs: list) -> Call:
     return Call(func, tuple(args), ())
 
 
-def timed_loop(call: Call):
+def timed_loop(call: Call, sync=None):
     """loop(n) -> nanoseconds for n calls. The call is spelled out in the
     loop's source (locals, literal keywords), so the loop adds nothing per
-    call beyond Python's own CALL of the function."""
+    call beyond Python's own CALL of the function (it iterates over
+    itertools.repeat: no int object per iteration, no allocation at all).
+    sync: called once after the calls, inside the timed span (a device's
+    synchronize: asynchronous calls are timed to their end)."""
     names = [f"a{i}" for i in range(len(call.args))]
     kw_names = [f"k{i}" for i in range(len(call.kwargs))]
     parts = names + [f"{k}={v}" for (k, _), v in zip(call.kwargs, kw_names)]
-    params = ", ".join(["f", "clock"] + names + kw_names)
+    params = ", ".join(["f", "clock", "repeat", "sync"] + names + kw_names)
     source = (
         f"def make({params}):\n"
         "    def loop(n):\n"
         "        t0 = clock()\n"
-        "        for _ in range(n):\n"
+        "        for _ in repeat(None, n):\n"
         f"            f({', '.join(parts)})\n"
-        "        return clock() - t0\n"
+        + ("        sync()\n" if sync is not None else "")
+        + "        return clock() - t0\n"
         "    return loop\n"
     )
     namespace: dict = {}
     exec(compile(source, "<bench loop>", "exec"), namespace)
     values = list(call.args) + [v for _, v in call.kwargs]
-    return namespace["make"](call.func, perf_counter_ns, *values)
+    return namespace["make"](
+        call.func, perf_counter_ns, itertools.repeat, sync, *values
+    )

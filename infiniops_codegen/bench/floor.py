@@ -1,9 +1,30 @@
-"""The floor: a tiny C++ extension with one raw METH_FASTCALL function per op
-that unpacks its arguments and calls the same `at::<op>_out` directly.
+"""The floors: a small C++ extension with, per op and per call path of the
+library (paths.py), one raw METH_FASTCALL function doing the same work as
+that path and nothing else. What the library adds on top is its own cost.
+
+  direct__<op>      THPVariable_Check + THPVariable_Unpack of every tensor,
+                    AutoDispatchBelowADInplaceOrView, at::cpu::<op>_out,
+                    each output's version bumped
+  dispatcher__<op>  the same unpacking, at::<op>_out through the dispatcher
+  from_blob__<op>   the same unpacking, every at::Tensor rebuilt from its raw
+                    pointer (non-owning resizable Storage + make_tensor +
+                    set_sizes_and_strides, as cpp/torch/aten_convert.cpp
+                    does), then the direct (CPU tensors of direct ops) or
+                    dispatcher call above on the rebuilt tensors, then each
+                    output's version delta carried over to the caller's tensor
+  native__<op>      the same unpacking, a core `Tensor` (data pointer, shape,
+                    strides, dtype, device) per tensor, the library's own
+                    native kernel (cpp/kernels/cpu/*.cc, compiled into the
+                    floor), each output's version bumped
+
+Every function returns what the library returns (the out tensor, or a tuple
+of them). None releases the GIL, handles warnings, checks overlap or output
+shapes, or looks for modes: those are the library's cost.
 
 The source is generated from the manifest and torchgen's C++ signature of each
 out= overload (schema_db), compiled with g++ -O3 against torch and
-torch_python, and cached by content hash: a second run loads the cached .so.
+torch_python (plus the native kernels' sources), and cached by a hash of
+everything that goes into it: a second run loads the cached .so.
 """
 
 from __future__ import annotations
@@ -21,27 +42,36 @@ from pathlib import Path
 
 import jinja2
 
+from ..pipeline import REPO_ROOT
 from ..schema_db import load_schema_db, torch_version
 from ..schema_types import AtenSchema
+from . import paths as P
 
 TEMPLATE = Path(__file__).resolve().parent / "floor.cpp.j2"
+CPP_DIR = REPO_ROOT / "cpp"
+KERNEL_DIR = CPP_DIR / "kernels" / "cpu"
 
 
 class FloorError(Exception):
     """The floor extension could not be generated or compiled."""
 
 
+def function_name(path: str, op: str) -> str:
+    """The floor module's function for `op` on `path`."""
+    return f"{path}__{op}"
+
+
 @dataclass(frozen=True)
 class FloorFunction:
-    name: str
-    schema: str
-    cpp_name: str
+    name: str  # function_name(path, op)
+    comment: str
     arity: int
     decls: tuple[str, ...]
-    call_args: tuple[str, ...]
+    body: tuple[str, ...]
+    outputs: tuple[int, ...]  # argument indices of the outputs (the return value)
 
 
-# kind -> (declaration of v from Python object o, how v is passed)
+# kind -> (declaration of v from Python object o, how v is passed to ATen)
 _CONVERT = {
     "tensor": ("const at::Tensor& {v} = fl::tensor({o});", "{v}"),
     "tensor_opt": ("const std::optional<at::Tensor> {v} = fl::tensor_opt({o});", "{v}"),
@@ -64,58 +94,217 @@ _CONVERT = {
 }
 _OUTPUT = ("at::Tensor& {v} = fl::tensor_out({o});", "{v}")
 
+# The from_blob rebuild of a tensor-like argument: kind -> declaration of b
+# from the unpacked v (outputs: "output").
+_FROM_BLOB = {
+    "tensor": "const at::Tensor {b} = fl::from_blob({v});",
+    "output": "at::Tensor {b} = fl::from_blob({v});",
+    "tensor_opt": "const std::optional<at::Tensor> {b} = fl::from_blob({v});",
+    "tensor_list": "const fl::TensorList {b} = {v}.from_blob();",
+    "tensor_opt_list": "const auto {b} = fl::from_blob({v});",
+}
 
-def floor_function(entry: dict, schema: AtenSchema) -> FloorFunction:
-    """One op's floor function. Raises FloorError for argument kinds it does
-    not handle."""
+# The native kernels' argument types (core types): kind -> declaration.
+_NATIVE = {
+    "tensor": "const infini::ops::Tensor {c} = fl::core(fl::tensor({o}));",
+    "scalar": "const infini::ops::Scalar {c} = fl::core_scalar({o});",
+    "float": "const double {c} = fl::float64({o});",
+    "int": "const int64_t {c} = fl::int64({o});",
+    "bool": "const bool {c} = fl::boolean({o});",
+}
+
+
+@dataclass(frozen=True)
+class _Unpacked:
+    arity: int
+    decls: tuple[str, ...]
+    aten_args: tuple[str, ...]  # ATen C++ order, unpacked values
+    blob_decls: tuple[str, ...]
+    blob_args: tuple[str, ...]  # ATen C++ order, rebuilt tensors
+    outputs: tuple[str, ...]  # variables of the outputs
+    blob_outputs: tuple[str, ...]
+    output_indices: tuple[int, ...]
+
+
+def _unpack(entry: dict, schema: AtenSchema) -> _Unpacked:
     sizes = {a.name: a.type.size for a in schema.args}
-    decls = []
+    decls, blob_decls = [], []
     passed: dict[str, str] = {}
+    blob_passed: dict[str, str] = {}
+    outputs, blob_outputs, indices = [], [], []
     index = 0
     for a in entry["arguments"]:
-        var = f"v_{a['name']}"
+        name = a["name"]
+        var, blob = f"v_{name}", f"b_{name}"
         if a["role"] == "hidden":
-            passed[a["name"]] = "{}"  # the C++ default (std::nullopt)
+            passed[name] = blob_passed[name] = "{}"  # the C++ default (nullopt)
             continue
         if a["role"] == "output":
             if a["kind"] != "tensor":
                 raise FloorError(f"{entry['name']}: output kind {a['kind']}")
             decl, use = _OUTPUT
+            blob_kind = "output"
+            outputs.append(var)
+            blob_outputs.append(blob)
+            indices.append(index)
         elif a["kind"] in _CONVERT:
             decl, use = _CONVERT[a["kind"]]
+            blob_kind = a["kind"] if a["kind"] in _FROM_BLOB else None
         else:
             raise FloorError(f"{entry['name']}: argument kind {a['kind']}")
         if a["kind"] == "tensor_list" and "ITensorListRef" in a["cpp_type"]:
             use = "at::ITensorListRef({v}.ref())"
-        fields = {"v": var, "o": f"args[{index}]", "size": sizes.get(a["name"]) or 0}
-        decls.append(decl.format(**fields))
-        passed[a["name"]] = use.format(**fields)
+        fields = {"o": f"args[{index}]", "size": sizes.get(name) or 0}
+        decls.append(decl.format(v=var, **fields))
+        passed[name] = use.format(v=var, **fields)
+        if blob_kind is None:
+            blob_passed[name] = passed[name]
+        else:
+            blob_decls.append(_FROM_BLOB[blob_kind].format(b=blob, v=var))
+            blob_passed[name] = use.format(v=blob, **fields)
         index += 1
-    return FloorFunction(
-        name=entry["name"],
-        schema=schema.schema,
-        cpp_name=schema.cpp_name,
+    return _Unpacked(
         arity=index,
         decls=tuple(decls),
-        call_args=tuple(passed[name] for name in schema.cpp_order),
+        aten_args=tuple(passed[n] for n in schema.cpp_order),
+        blob_decls=tuple(blob_decls),
+        blob_args=tuple(blob_passed[n] for n in schema.cpp_order),
+        outputs=tuple(outputs),
+        blob_outputs=tuple(blob_outputs),
+        output_indices=tuple(indices),
     )
 
 
-def render(entries: list[dict], module: str = "MODULE") -> tuple[str, list[str]]:
-    """(C++ source, names of ops left out with the reason)."""
-    db = load_schema_db()
-    functions, headers, left_out = [], set(), []
-    for entry in sorted(entries, key=lambda e: e["name"]):
-        schema = db.out_overloads.get(entry["aten"])
-        if entry.get("composite") or schema is None:
-            left_out.append(f"{entry['name']}: no ATen out= overload")
-            continue
+def _direct_call(schema: AtenSchema, args: tuple[str, ...], outs) -> list[str]:
+    return [
+        "{",
+        "  at::AutoDispatchBelowADInplaceOrView below_autograd;",
+        f"  at::cpu::{schema.cpp_name}({', '.join(args)});",
+        "}",
+        *(f"fl::bump_version({o});" for o in outs),
+    ]
+
+
+def _dispatcher_call(schema: AtenSchema, args: tuple[str, ...]) -> list[str]:
+    return [f"at::{schema.cpp_name}({', '.join(args)});"]
+
+
+def aten_functions(entry: dict, schema: AtenSchema) -> list[FloorFunction]:
+    """The direct (where the op has it), dispatcher and from_blob floors of an
+    op with an ATen out= overload. Raises FloorError for argument kinds it
+    does not handle."""
+    u = _unpack(entry, schema)
+    op = entry["name"]
+
+    def make(path: str, body: list[str], decls=u.decls) -> FloorFunction:
+        return FloorFunction(
+            function_name(path, op),
+            f"{path}: {schema.schema}",
+            u.arity,
+            tuple(decls),
+            tuple(body),
+            u.output_indices,
+        )
+
+    result = []
+    if entry.get("direct_cpu"):
+        result.append(make("direct", _direct_call(schema, u.aten_args, u.outputs)))
+    result.append(make("dispatcher", _dispatcher_call(schema, u.aten_args)))
+    if P.from_blob_inner(entry) == "direct":
+        # The library's from_blob tensors then take the direct path on the
+        # CPU only (bench --device cuda: the dispatcher).
+        direct = _direct_call(schema, u.blob_args, u.blob_outputs)
+        inner = [f"if ({u.outputs[0]}.is_cpu()) {{"]
+        inner += ["  " + line for line in direct] + ["} else {"]
+        inner += ["  " + line for line in _dispatcher_call(schema, u.blob_args)]
+        inner += ["}"]
+    else:
+        inner = _dispatcher_call(schema, u.blob_args)
+    carry = [f"fl::carry_version({v}, {b});" for v, b in zip(u.outputs, u.blob_outputs)]
+    result.append(make("from_blob", inner + carry, u.decls + u.blob_decls))
+    return result
+
+
+def native_function(entry: dict) -> FloorFunction:
+    """The native floor: core tensors, the library's CPU kernel, versions."""
+    decls, call, outputs, out_vars = [], [], [], []
+    index = 0
+    for a in entry["arguments"]:
+        if a["role"] == "hidden":
+            raise FloorError(f"{entry['name']}: native kernel with a hidden argument")
+        c, o = f"c_{a['name']}", f"args[{index}]"
+        if a["role"] == "output":
+            if a["kind"] != "tensor":
+                raise FloorError(f"{entry['name']}: output kind {a['kind']}")
+            v = f"v_{a['name']}"
+            decls.append(f"at::Tensor& {v} = fl::tensor_out({o});")
+            decls.append(f"infini::ops::Tensor {c} = fl::core({v});")
+            outputs.append(index)
+            out_vars.append(v)
+        elif a["kind"] in _NATIVE:
+            decls.append(_NATIVE[a["kind"]].format(c=c, o=o))
+        else:
+            raise FloorError(f"{entry['name']}: native argument kind {a['kind']}")
+        call.append(c)
+        index += 1
+    body = [
+        f"if (!infini::ops::native::cpu::{entry['name']}({', '.join(call)})) {{",
+        f'  fl::declined("{entry["name"]}");',
+        "}",
+        *(f"fl::bump_version({v});" for v in out_vars),
+    ]
+    return FloorFunction(
+        function_name("native", entry["name"]),
+        f"native: {entry['schema']}",
+        index,
+        tuple(decls),
+        tuple(body),
+        tuple(outputs),
+    )
+
+
+def functions_of(entry: dict, db=None) -> tuple[list[FloorFunction], list[str]]:
+    """(floor functions of one op, what was left out with the reason)."""
+    functions, left_out = [], []
+    schema = None
+    if not entry.get("composite"):
+        schema = (db or load_schema_db()).out_overloads.get(entry["aten"])
+    if schema is None:
+        left_out.append(
+            f"{entry['name']}: no ATen out= overload (composite body), "
+            "so no dispatcher/from_blob floor"
+        )
+    else:
         try:
-            functions.append(floor_function(entry, schema))
+            functions += aten_functions(entry, schema)
         except FloorError as e:
             left_out.append(str(e))
-            continue
-        headers.add(schema.header)
+    if P.native_dtypes(entry):
+        try:
+            functions.append(native_function(entry))
+        except FloorError as e:
+            left_out.append(str(e))
+    return functions, left_out
+
+
+def render(entries: list[dict], module: str = "MODULE") -> tuple[str, list[str]]:
+    """(C++ source, ops or paths left out with the reason)."""
+    db = load_schema_db()
+    functions, headers, left_out = [], set(), []
+    native = False
+    for entry in sorted(entries, key=lambda e: e["name"]):
+        fns, lost = functions_of(entry, db)
+        functions += fns
+        left_out += lost
+        for f in fns:
+            path = f.name.split("__", 1)[0]
+            if path == "native":
+                native = True
+            else:
+                header = db.out_overloads[entry["aten"]].header
+                headers.add(header)
+                if path == "direct":
+                    headers.add(f"{header}_cpu_dispatch")
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATE.parent)),
         undefined=jinja2.StrictUndefined,
@@ -128,9 +317,14 @@ def render(entries: list[dict], module: str = "MODULE") -> tuple[str, list[str]]
         torch_version=torch_version(),
         headers=sorted(headers),
         functions=functions,
+        native=native,
         module=module,
     )
     return source, left_out
+
+
+def native_sources() -> list[Path]:
+    return sorted(KERNEL_DIR.glob("*.cc"))
 
 
 def _torch_paths() -> tuple[list[str], str]:
@@ -139,29 +333,41 @@ def _torch_paths() -> tuple[list[str], str]:
     return cpp_extension.include_paths(), cpp_extension.library_paths()[0]
 
 
-def _compile_command(source: Path, target: Path) -> list[str]:
+def _compile_command(sources: list[Path], target: Path) -> list[str]:
     includes, lib_dir = _torch_paths()
     cxx = os.environ.get("CXX") or shutil.which("g++") or "c++"
     return (
         [cxx, "-O3", "-std=c++20", "-fPIC", "-shared", "-w"]
         + ["-D_GLIBCXX_USE_CXX11_ABI=1", "-DTORCH_ASSERT_ONLY_METHOD_OPERATORS"]
-        + ["-DNDEBUG"]
+        + ["-DNDEBUG", f"-I{CPP_DIR}"]
         + [f"-I{p}" for p in includes]
         + [f"-I{sysconfig.get_paths()['include']}"]
-        + [str(source), "-o", str(target)]
+        + [str(s) for s in sources]
+        + ["-o", str(target)]
         + [f"-L{lib_dir}", "-ltorch", "-ltorch_cpu", "-lc10", "-ltorch_python"]
         + [f"-Wl,-rpath,{lib_dir}"]
     )
 
 
+def _inputs_digest(source: str, with_native: bool) -> str:
+    """Hash of the source, the command, and (with native floors) the kernel
+    sources and the core headers they include."""
+    h = hashlib.sha256(source.encode())
+    h.update(" ".join(_compile_command([Path("s")], Path("t"))).encode())
+    if with_native:
+        files = native_sources() + sorted(KERNEL_DIR.glob("*.h"))
+        files += sorted((CPP_DIR / "core").glob("*.h"))
+        for f in files:
+            h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:12]
+
+
 def build(entries: list[dict], cache_dir: Path, echo=print) -> tuple[Path, list[str]]:
-    """Compile (or find cached) the floor for these manifest entries; returns
-    the .so path and the ops left out."""
+    """Compile (or find cached) the floors of these manifest entries; returns
+    the .so path and what was left out."""
     probe, left_out = render(entries)
-    key = hashlib.sha256(
-        (probe + "\0" + " ".join(_compile_command(Path("s"), Path("t")))).encode()
-    ).hexdigest()[:12]
-    module = f"infiniops_bench_floor_{key}"
+    with_native = "native__" in probe
+    module = f"infiniops_bench_floor_{_inputs_digest(probe, with_native)}"
     target = cache_dir / f"{module}{sysconfig.get_config_var('EXT_SUFFIX')}"
     if target.is_file():
         return target, left_out
@@ -170,9 +376,13 @@ def build(entries: list[dict], cache_dir: Path, echo=print) -> tuple[Path, list[
     source = cache_dir / f"{module}.cpp"
     source.write_text(source_text)
     tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
-    cmd = _compile_command(source, tmp)
-    n = source_text.count("PyObject* floor_")
-    echo(f"compiling the floor extension ({n} ops, -O3) into {cache_dir}/ ...")
+    sources = [source] + (native_sources() if with_native else [])
+    cmd = _compile_command(sources, tmp)
+    n = source_text.count("\nPyObject* floor_")
+    echo(
+        f"compiling the floor extension ({n} functions, -O3"
+        f"{', with the native kernels' if with_native else ''}) into {cache_dir}/ ..."
+    )
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)

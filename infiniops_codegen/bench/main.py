@@ -1,22 +1,28 @@
 """`infiniops-codegen bench` end to end: select configurations, make sure the
-builds and the floor exist, time, write bench.json / bench.md / bench.png."""
+builds and the floors exist, time, write bench.json / bench.md / bench.png,
+and fail when a configuration failed or its outputs differ from PyTorch's."""
 
 from __future__ import annotations
 
 import datetime
 import os
 import platform
-import subprocess
 import time
 from dataclasses import asdict
 from pathlib import Path
 
-from . import builds, cases, floor, plot, report, runner
+from . import builds, cases, derive, floor, gitstate, plot, report, runner
 from ..pipeline import REPO_ROOT
+
+PUBLISHED = REPO_ROOT / "docs" / "perf"  # the committed copy
 
 
 class BenchError(Exception):
-    """A problem for people (bad selection, failed build)."""
+    """The run failed (a build, the floor, a configuration): exit 1."""
+
+
+class BenchUsageError(Exception):
+    """A bad request (unknown op, refused output directory): exit 2."""
 
 
 def _cpu_model() -> str:
@@ -27,26 +33,6 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown CPU"
-
-
-def _git_revision() -> str:
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        return head + ("+modified" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _rel(path: Path) -> str:
@@ -66,7 +52,57 @@ def _build_meta(info: builds.BuildInfo, state: dict) -> dict:
         "module_mtime": datetime.datetime.fromtimestamp(
             info.module.stat().st_mtime, datetime.timezone.utc
         ).isoformat(timespec="seconds"),
+        "stale_inputs": builds.stale_inputs(info.module)[:20],
     }
+
+
+def publishing(out: Path) -> bool:
+    """Is out the committed copy (docs/perf/)?"""
+    return Path(out).resolve() == PUBLISHED.resolve()
+
+
+def check_publishable(git: dict, after: builds.BuildInfo | None) -> None:
+    """docs/perf/ must come from an unmodified tree, built from it."""
+    if git.get("modified"):
+        raise BenchUsageError(
+            f"refusing to write {_rel(PUBLISHED)}/ from a modified tree "
+            f"({', '.join(git['changes'][:8])}): commit or stash first, or pass "
+            "another --out"
+        )
+    if git.get("commit") in (None, "unknown"):
+        raise BenchUsageError(
+            f"refusing to write {_rel(PUBLISHED)}/: the git commit is unknown"
+        )
+    stale = builds.stale_inputs(after.module) if after is not None else []
+    if stale:
+        raise BenchUsageError(
+            f"refusing to write {_rel(PUBLISHED)}/: {_rel(after.build_dir)} is "
+            f"older than {', '.join(stale[:5])}; run 'infiniops-codegen build' first"
+        )
+
+
+def _select(quick: bool, ops: set[str] | None, entries: dict, echo) -> list:
+    """Table configurations of the build's ops, plus configurations derived
+    from the harness's samples for named ops the table lacks."""
+    configs = cases.select(quick, ops)
+    missing = sorted({c.op for c in configs} - set(entries))
+    if missing:
+        echo(f"note: the after build lacks {', '.join(missing)}: skipped")
+    configs = [c for c in configs if c.op in entries]
+    if ops is None:
+        return configs
+    covered = {c.op for c in configs}
+    for name in sorted(ops - covered):
+        try:
+            found = derive.derive(entries[name], quick)
+        except derive.NotDerivable as e:
+            raise BenchError(str(e)) from None
+        echo(
+            f"note: {name} is not in the configuration table: {len(found)} "
+            "configuration(s) from the harness's samples"
+        )
+        configs += found
+    return configs
 
 
 def run_bench(
@@ -77,38 +113,50 @@ def run_bench(
     after_build_dir: Path | None = None,
     before_build_dir: Path | None = None,
     threads: int = 1,
+    device: str = "cpu",
     echo=print,
+    verbose: bool = False,
 ) -> dict:
-    """Run the sweep; returns the JSON document written to out/bench.json."""
+    """Run the sweep; returns the JSON document written to out/bench.json.
+    Raises BenchUsageError (before timing anything) or BenchError."""
     start = time.perf_counter()
+    if ops is not None and not ops:
+        raise BenchUsageError("--ops names no op")
+    device = _check_device(device)
+    git = gitstate.state(REPO_ROOT, ignore=_bench_outputs(out))
+    if publishing(out):
+        check_publishable(git, None)
     after_dir = Path(
         after_build_dir or os.environ.get("INFINIOPS_BUILD_DIR") or REPO_ROOT / "build"
     )
     before_dir = Path(before_build_dir or REPO_ROOT / "build-O0")
-    configs = cases.select(quick, ops)
-    if ops is not None:
-        known = {c.op for c in cases.select(quick, None)}
-        for name in sorted(ops - known):
-            echo(f"note: no {'quick ' if quick else ''}configuration uses op '{name}'")
-    if not configs:
-        raise BenchError("no configuration left to run (check --ops)")
     try:
         after = builds.ensure_after(after_dir, echo)
-        entries = {o["name"]: o for o in after.manifest()["ops"]}
-        missing = sorted({c.op for c in configs} - set(entries))
-        if missing:
-            echo(f"note: {after_dir} lacks {', '.join(missing)}: skipped")
-        configs = [c for c in configs if c.op in entries]
-        needed = {c.op for c in configs}
-        before = builds.ensure_before(before_dir, "0", needed, echo)
     except builds.BuildFailed as e:
         raise BenchError(str(e)) from None
+    if publishing(out):
+        check_publishable(git, after)
+    entries = {o["name"]: o for o in after.manifest()["ops"]}
+    if ops is not None:
+        unknown = sorted(ops - set(entries))
+        if unknown:
+            raise BenchUsageError(
+                f"not an op of {_rel(after_dir)}: {', '.join(unknown)} "
+                "('infiniops-codegen list' shows the build's ops)"
+            )
+    configs = _select(quick, ops, entries, echo)
+    if not configs:
+        raise BenchUsageError("no configuration left to run (check --ops)")
+    needed = {c.op for c in configs}
     try:
+        before = builds.ensure_before(before_dir, "0", needed, echo)
         floor_path, left_out = floor.build(
             [entries[name] for name in sorted(needed)],
             before_dir / "bench-floor",
             echo,
         )
+    except builds.BuildFailed as e:
+        raise BenchError(str(e)) from None
     except floor.FloorError as e:
         raise BenchError(str(e)) from None
     for line in left_out:
@@ -116,6 +164,7 @@ def run_bench(
 
     params = {
         "threads": threads,
+        "device": device,
         "before_build_dir": str(before_dir),
         "after_build_dir": str(after_dir),
         "floor_path": str(floor_path),
@@ -123,16 +172,17 @@ def run_bench(
     plan = runner.QUICK if quick else runner.FULL
     n_tiny = sum(c.family == "tiny" for c in configs)
     echo(
-        f"timing {len(configs)} configurations ({n_tiny} tiny, "
-        f"{len(configs) - n_tiny} LLM) over {len(needed)} ops, interleaved "
-        "reference / before / after / floor"
+        f"timing {len(configs)} configurations ({n_tiny} tiny: every path, "
+        f"{len(configs) - n_tiny} LLM: the default path) over {len(needed)} ops, "
+        "interleaved: reference, before, each path next to its floor"
     )
     load_before = os.getloadavg()
-    outcomes, states = runner.run_all(configs, entries, params, plan, echo)
-    rows = [report.config_row(o, entries[o.config.op]) for o in outcomes]
+    outcomes, states = runner.run_all(configs, entries, params, plan, echo, verbose)
+    rows = [report.config_row(o) for o in outcomes]
     summary = report.summarise(rows)
-    if not summary:
-        raise BenchError("every configuration failed; see the lines above")
+    git_after = gitstate.state(REPO_ROOT, ignore=_bench_outputs(out))
+    if git_after != git:
+        echo("warning: the git state changed during the run (recorded in meta)")
 
     import torch
 
@@ -140,6 +190,8 @@ def run_bench(
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"
         ),
+        "git": git,
+        "git_after_run": git_after if git_after != git else "unchanged",
         "quick": quick,
         "ops_filter": sorted(ops) if ops is not None else None,
         "torch_version": torch.__version__,
@@ -147,26 +199,49 @@ def run_bench(
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
         "threads": threads,
+        "device": device,
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
-        "git": _git_revision(),
         "before": _build_meta(before, states["before"]),
         "after": _build_meta(after, states["after"]),
         "floor": _rel(floor_path),
+        "floor_left_out": left_out,
         "plan": asdict(plan),
         "configs": len(rows),
-        "skipped": sum("error" in r for r in rows),
+        "excluded": sum("excluded" in r for r in rows),
         "wall_s": round(time.perf_counter() - start, 1),
     }
     out.mkdir(parents=True, exist_ok=True)
     report.write_json(out / "bench.json", meta, rows, summary)
     report.write_markdown(out / "bench.md", meta, rows, summary)
-    title = (
-        f"infiniops fallback vs torch.<op>(out=) · {meta['cpu']} · "
-        f"torch {meta['torch_version']} · {threads} thread(s)"
-    )
-    plot.write_png(out / "bench.png", rows, title)
+    plot.write_png(out / "bench.png", rows, meta)
     echo("")
     echo(report.summary_text(summary))
     echo(f"wrote {out}/bench.json, bench.md, bench.png ({meta['wall_s']:.0f} s)")
+    bad = [r for r in rows if "excluded" in r]
+    if bad:
+        listing = "\n".join(f"  {r['id']}: {r['excluded']}" for r in bad)
+        raise BenchError(
+            f"{len(bad)} of {len(rows)} configurations failed or did not match "
+            f"PyTorch (excluded from every figure):\n{listing}"
+        )
     return {"meta": meta, "summary": summary, "configs": rows}
+
+
+def _check_device(device: str) -> str:
+    """A torch device string this process can use (usage error otherwise)."""
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise BenchUsageError(f"--device {device}: {e}") from None
+    if parsed.type != "cpu":
+        module = getattr(torch, parsed.type, None)
+        if module is None or not module.is_available():
+            raise BenchUsageError(f"--device {device}: not available here")
+    return str(parsed)
+
+
+def _bench_outputs(out: Path) -> list[Path]:
+    return [Path(out) / name for name in ("bench.json", "bench.md", "bench.png")]

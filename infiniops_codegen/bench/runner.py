@@ -1,13 +1,19 @@
 """Interleaved timing across long-lived worker processes.
 
-Two processes (worker.PROCESSES): the reference, the after build and the
-floor share one, with one set of tensors; the before build has its own (both
-builds are named `infiniops`, and an extension module loads once per
-process). The parent asks for one short timed batch of each variant in turn,
-so the batches run in wall-clock order reference, before, after, floor, then
-floor, after, before, reference, ... and slow drifts of the (shared, noisy)
-machine hit every variant of a round alike. Each round gives one per-call time per
-variant; report.py takes medians and paired comparisons over the rounds.
+Two processes (worker.PROCESSES): the reference, the after build (on every
+path) and the floors share one, with one set of tensors; the before build has
+its own (both builds are named `infiniops`, and an extension module loads
+once per process). The parent asks for one short timed batch of each variant
+in turn, so the batches run in wall-clock order reference, before, then each
+path next to its floor (native, floor_native, direct, floor_direct, ...), and
+back in reverse order the next round: slow drifts of the (shared, noisy)
+machine hit every variant of a round alike, and a path and its floor run
+back to back. Each round gives one per-call time per variant; report.py
+takes medians and paired comparisons over the rounds.
+
+Which paths a configuration times (`timed_paths`): every path it can take in
+the tiny family (where the overhead over the floor means something), only
+the default path in the LLM family (kernel-bound: keeps the sweep short).
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from . import worker
+from . import cases, worker
+from . import paths as P
 from .cases import Config
 
 
@@ -46,11 +53,31 @@ class WorkerDied(Exception):
     pass
 
 
-class Worker:
-    """One worker process hosting some roles (worker.PROCESSES)."""
+def timed_paths(
+    config: Config, entry: dict, device: str = "cpu"
+) -> tuple[str, tuple[str, ...]]:
+    """(the default path, the paths to time) of a configuration."""
+    numel = cases.key_numel(config, entry)
+    default = P.default_path(entry, config.dtype, numel, device)
+    if config.family != "tiny":
+        return default, (default,)
+    return default, P.applicable(entry, config.dtype, device)
 
-    def __init__(self, roles: tuple[str, ...], params: dict):
-        self.roles = roles
+
+def round_order(present: set[str], paths: tuple[str, ...]) -> list[str]:
+    """The variants of one round: reference, before, then each path followed
+    by its floor (when it has one)."""
+    order = ["reference", "before"]
+    for p in paths:
+        order += [p, worker.floor_role(p)]
+    return [r for r in order if r in present]
+
+
+class Worker:
+    """One worker process (worker.PROCESSES)."""
+
+    def __init__(self, kind: str, params: dict):
+        self.kind = kind
         self.params = params
         self.state: dict = {}
         self._start()
@@ -60,9 +87,9 @@ class Worker:
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(
             target=worker.main,
-            args=(child, self.roles, self.params),
+            args=(child, self.kind, self.params),
             daemon=True,
-            name=f"bench-{'-'.join(self.roles)}",
+            name=f"bench-{self.kind}",
         )
         self.proc.start()
         child.close()
@@ -86,11 +113,9 @@ class Worker:
             status, value = self.conn.recv()
         except (EOFError, ConnectionResetError):
             code = self.proc.exitcode
-            raise WorkerDied(
-                f"the {'/'.join(self.roles)} worker died (exit code {code})"
-            )
+            raise WorkerDied(f"the {self.kind} worker died (exit code {code})")
         if status != "ok":
-            raise WorkerError(f"{'/'.join(self.roles)}: {value}")
+            raise WorkerError(f"{self.kind}: {value}")
         return value
 
     def request(self, *request):
@@ -114,47 +139,53 @@ class Worker:
 @dataclass
 class Outcome:
     config: Config
+    default: str = ""  # the path of a plain call: the "after" variant
+    paths: tuple[str, ...] = ()  # the paths timed
     samples: dict[str, list[float]] | None = None  # role -> ns per call, per round
     calls_per_batch: int = 0
     reps: int = 0
     match: dict[str, bool] | None = None
-    reference_call: str = ""
+    calls: dict[str, str] | None = None  # role -> what it calls
     error: str = ""
 
 
 class Runner:
     def __init__(self, params: dict, plan: Plan):
         self.plan = plan
-        self.workers = [Worker(roles, params) for roles in worker.PROCESSES]
-        for w in self.workers:  # they import torch in parallel
+        self.device = params.get("device", "cpu")
+        self.workers = {kind: Worker(kind, params) for kind in worker.PROCESSES}
+        for w in self.workers.values():  # they import torch in parallel
             w.wait_started()
-        self.host = {role: w for w in self.workers for role in w.roles}
-        self.states = {k: v for w in self.workers for k, v in w.state.items()}
+        self.states = {k: v for w in self.workers.values() for k, v in w.state.items()}
+
+    def _host(self, role: str) -> Worker:
+        return self.workers[worker.BEFORE if role == "before" else worker.MAIN]
 
     def close(self) -> None:
-        for w in self.workers:
+        for w in self.workers.values():
             w.close()
 
     def run(self, config: Config, entry: dict) -> Outcome:
+        default, paths = timed_paths(config, entry, self.device)
         try:
-            return self._run(config, entry)
+            return self._run(config, entry, default, paths)
         except WorkerError as e:
-            return Outcome(config, error=str(e))
+            return Outcome(config, default, paths, error=str(e))
         except WorkerDied as e:
-            for w in self.workers:
+            for w in self.workers.values():
                 if not w.proc.is_alive():
                     w.restart()
-            return Outcome(config, error=str(e))
+            return Outcome(config, default, paths, error=str(e))
 
     def _time(self, role: str, n: int, warm: bool) -> int:
-        return self.host[role].request("time", role, n, warm)
+        return self._host(role).request("time", role, n, warm)
 
-    def _run(self, config: Config, entry: dict) -> Outcome:
+    def _run(self, config: Config, entry: dict, default: str, paths) -> Outcome:
         # Setup in parallel: every process makes the same tensors.
-        for w in self.workers:
-            w.send("setup", config, entry)
+        for w in self.workers.values():
+            w.send("setup", config, entry, paths, default)
         infos, errors, died = {}, [], None
-        for w in self.workers:  # every reply is read, whatever happened
+        for w in self.workers.values():  # every reply is read, whatever happened
             try:
                 infos.update(w.recv())
             except WorkerError as e:
@@ -166,9 +197,9 @@ class Runner:
         if errors:
             raise WorkerError("; ".join(errors))
         plan = self.plan
-        roles = worker.ROLES
+        roles = round_order(set(infos), paths)
         per_call = max(
-            self.host[r].request("calibrate", r, plan.calibrate_ns) for r in roles
+            self._host(r).request("calibrate", r, plan.calibrate_ns) for r in roles
         )
         n = max(1, int(plan.batch_ns / per_call))
         reps = int(plan.budget_ns / (len(roles) * n * per_call))
@@ -186,19 +217,22 @@ class Runner:
                 samples[r].append(self._time(r, n, warm) / n)
         return Outcome(
             config,
+            default,
+            paths,
             samples=samples,
             calls_per_batch=n,
             reps=reps,
             match={r: i["match"] for r, i in infos.items() if r != "reference"},
-            reference_call=infos["reference"]["call"],
+            calls={r: i["call"] for r, i in infos.items()},
         )
 
 
 def run_all(
-    configs, entries: dict, params, plan: Plan, echo
+    configs, entries: dict, params, plan: Plan, echo, verbose: bool = False
 ) -> tuple[list[Outcome], dict[str, dict]]:
-    """Time every configuration; echo one line each. Also returns each
-    worker's module state (handle reuse, direct mode)."""
+    """Time every configuration; echo one line each (verbose: with each
+    path's overhead over its floor). Also returns each worker's module state
+    (handle reuse, direct mode)."""
     runner = Runner(params, plan)
     states = runner.states
     outcomes = []
@@ -207,23 +241,39 @@ def run_all(
         for i, config in enumerate(configs, 1):
             outcome = runner.run(config, entries[config.op])
             outcomes.append(outcome)
-            echo(_progress_line(i, len(configs), outcome, time.perf_counter() - start))
+            elapsed = time.perf_counter() - start
+            echo(_progress_line(i, len(configs), outcome, elapsed, verbose))
     finally:
         runner.close()
     return outcomes, states
 
 
-def _progress_line(i: int, total: int, o: Outcome, elapsed: float) -> str:
+def _progress_line(
+    i: int, total: int, o: Outcome, elapsed: float, verbose: bool
+) -> str:
     head = f"[{i}/{total} {elapsed:5.0f}s] {o.config.id}"
     if o.error:
-        return f"{head}: skipped ({o.error})"
+        return f"{head}: FAILED ({o.error})"
     s = o.samples
     m = {r: statistics.median(v) for r, v in s.items()}
-    ratio = statistics.median(r / a for r, a in zip(s["reference"], s["after"]))
-    return (
+    after = o.default
+    ratio = statistics.median(r / a for r, a in zip(s["reference"], s[after]))
+    line = (
         f"{head}: ref {_us(m['reference'])}  before {_us(m['before'])}  "
-        f"after {_us(m['after'])}  floor {_us(m['floor'])}  ratio {ratio:.2f}x"
+        f"after ({after}) {_us(m[after])}  ratio {ratio:.2f}x"
     )
+    bad = sorted(r for r, ok in (o.match or {}).items() if not ok)
+    if bad:
+        line += f"  OUTPUTS DIFFER: {', '.join(bad)}"
+    over = []
+    for p in o.paths:
+        f = worker.floor_role(p)
+        if f in s and (verbose or p == after):
+            d = statistics.median(x - y for x, y in zip(s[p], s[f]))
+            over.append(f"{p} {d:+.0f}")
+    if over:
+        line += "  over floor (ns): " + ", ".join(over)
+    return line
 
 
 def _us(ns: float) -> str:

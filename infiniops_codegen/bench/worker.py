@@ -1,23 +1,28 @@
 """A timing worker process, driven over a pipe by runner.py.
 
-A process hosts one or more roles, which then share the argument and output
+A process hosts some variants, which then share the argument and output
 tensors (same memory, same pages: a fair comparison for memory-bound ops).
 The before and after builds must live in different processes: both modules
 are named `infiniops`, and an extension module loads once per process.
 
-Roles:
-  reference  torch.<op>(..., out=) from Python (torch.ops.aten.<overload>
-             when there is no such function)
-  before     the before build, handle reuse off (the from_blob path)
-  after      the after build, handle reuse on, default implementation
-  floor      the bench's own floor extension (floor.py)
+Variants (roles):
+  reference          torch.<op>(..., out=) from Python (torch.ops.aten.<overload>
+                     when there is no such function; a composite's reference
+                     expression plus out.copy_())
+  before             the before build: from_blob path, dispatcher, no native
+                     kernel (paths.before_setting)
+  <path>             the after build forced onto a path (paths.setting): native,
+                     direct, dispatcher, from_blob; the switches are set before
+                     each batch (they are process-wide)
+  floor_<path>       that path's floor (floor.py)
 
 Requests (tuples) and their replies ("ok", value) or ("error", text):
-  (start)                           -> {role: module switches} (before/after)
-  ("setup", config, manifest_entry) -> {role: {"match": bool, "call": str}}
-  ("calibrate", role, target_ns)    -> estimated ns per call
-  ("time", role, n, warm)           -> ns taken by n calls (after one
-                                       untimed call when warm)
+  (start)                               -> {"before"|"after": module switches}
+  ("setup", config, entry, paths, default)
+                                        -> {role: {"match": bool, "call": str}}
+  ("calibrate", role, target_ns)        -> estimated ns per call
+  ("time", role, n, warm)               -> ns taken by n calls (after one
+                                           untimed call when warm)
   ("close",)
 """
 
@@ -26,143 +31,144 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
-from . import calls, cases
+from . import calls, cases, reference
+from . import floor as floor_ext
+from . import paths as P
 
-ROLES = ("reference", "before", "after", "floor")  # the order of a round
-# Which roles share a process (and their tensors).
-PROCESSES = (("reference", "after", "floor"), ("before",))
-
-
-def _aten_overload(name: str):
-    import torch
-
-    base, _, overload = name.partition(".")
-    return getattr(getattr(torch.ops.aten, base), overload or "default")
+# Which process hosts which kind of variant.
+MAIN, BEFORE = "main", "before"
+PROCESSES = (MAIN, BEFORE)
 
 
-def _reference_candidates(entry: dict):
-    """(label, callable, call builder), best first: the public Python
-    function, then torch._C._nn, then the aten overload itself."""
-    import torch
-
-    base = entry["aten"].split(".")[0]
-    found = []
-    for prefix, namespace in (("torch", torch), ("torch._C._nn", torch._C._nn)):
-        fn = getattr(namespace, base, None)
-        if callable(fn):
-            found.append((f"{prefix}.{base}", fn, calls.torch_style))
-    found.append(
-        (
-            f"torch.ops.aten.{entry['aten']}",
-            _aten_overload(entry["aten"]),
-            calls.aten_style,
-        )
-    )
-    return found
-
-
-def _same(got, expected) -> bool:
-    import torch
-
-    if got.shape != expected.shape or got.dtype != expected.dtype:
-        return False
-    if got.dtype in (torch.bool,) or not got.is_floating_point():
-        return bool(torch.equal(got, expected))
-    tol = 1e-4 if got.dtype in (torch.float32, torch.float64) else 2e-2
-    return bool(
-        torch.allclose(
-            got.float(), expected.float(), rtol=tol, atol=tol, equal_nan=True
-        )
-    )
+def floor_role(path: str) -> str:
+    return f"floor_{path}"
 
 
 class _Worker:
-    """Hosts some roles; they share one set of argument tensors."""
+    """Hosts some variants; they share one set of argument tensors."""
 
-    def __init__(self, roles: tuple[str, ...], params: dict):
+    def __init__(self, kind: str, params: dict):
         import torch
 
         torch.set_num_threads(params["threads"])
-        self.roles = roles
-        self.modules: dict[str, object] = {}
-        for role in roles:
-            if role in ("before", "after"):
-                from ..runtime import load
+        self.kind = kind
+        self.device = params.get("device", "cpu")
+        # Off the CPU a batch ends when the device is done with it.
+        self.sync = None if self.device == "cpu" else self._synchronize
+        self.floor = None
+        if kind == BEFORE:
+            from ..runtime import load
 
-                module = load(params[f"{role}_build_dir"])
-                module.set_handle_reuse(role == "after")
-                if role == "before" and hasattr(module, "set_direct_mode"):
-                    # The path before any optimisation: through the dispatcher.
-                    module.set_direct_mode(False)
-                self.modules[role] = module
-            elif role == "floor":
-                from . import floor
+            self.module = load(params["before_build_dir"])
+            self.module.set_handle_reuse(False)
+            if hasattr(self.module, "set_direct_mode"):
+                self.module.set_direct_mode(False)
+        else:
+            from ..runtime import load
 
-                self.modules[role] = floor.load(Path(params["floor_path"]))
+            self.module = load(params["after_build_dir"])
+            self.floor = floor_ext.load(Path(params["floor_path"]))
         self.loops: dict[str, object] = {}
+        self.settings: dict[str, P.Setting] = {}
 
-    def state(self) -> dict:
-        """The runtime switches of the hosted builds."""
-        result = {}
-        for role, m in self.modules.items():
-            if role in ("before", "after"):
-                result[role] = {"handle_reuse": bool(m.handle_reuse())}
-                if hasattr(m, "direct_mode"):
-                    result[role]["direct_mode"] = bool(m.direct_mode())
-        return result
-
-    def setup(self, config: cases.Config, entry: dict) -> dict:
+    def _synchronize(self) -> None:
         import torch
 
-        self.loops = {}
-        gc.collect()
-        values = cases.materialise(config)
-        func = _aten_overload(entry["functional"])
-        result = calls.functional(func, entry, values)()
-        expected = list(result) if isinstance(result, (tuple, list)) else [result]
-        outputs = [torch.empty_like(r) for r in expected]
-        info = {}
-        for role in self.roles:
-            for o in outputs:
-                o.zero_()
-            if role == "reference":
-                call, label = self._reference(entry, values, outputs, expected)
-            else:
-                fn = getattr(self.modules[role], entry["name"], None)
-                if fn is None:
-                    raise LookupError(f"the {role} module has no op {entry['name']}")
-                build = calls.floor if role == "floor" else calls.ours
-                call = build(fn, entry, values, outputs)
-                call()
-                label = f"{role}.{entry['name']}"
-            match = all(_same(o, e) for o, e in zip(outputs, expected))
-            self.loops[role] = calls.timed_loop(call)
-            info[role] = {"match": match, "call": label}
-        return info
+        torch.accelerator.synchronize()
 
-    def _reference(self, entry, values, outputs, expected):
-        errors = []
-        for label, fn, build in _reference_candidates(entry):
-            call = build(fn, entry, values, outputs)
+    def state(self) -> dict:
+        """The runtime switches of the hosted build, as it starts."""
+        m = self.module
+        state = {"handle_reuse": bool(m.handle_reuse())}
+        if hasattr(m, "direct_mode"):
+            state["direct_mode"] = bool(m.direct_mode())
+        return {"before" if self.kind == BEFORE else "after": state}
+
+    def _apply(self, role: str) -> None:
+        s = self.settings.get(role)
+        if s is not None and self.kind == MAIN:
+            self.module.set_handle_reuse(s.handle_reuse)
+            self.module.set_direct_mode(s.direct_mode)
+
+    def _variants(self, entry: dict, config, paths, default):
+        """role -> (Call builder, label, Setting or None)."""
+        name = entry["name"]
+        fn = getattr(self.module, name, None)
+        if fn is None:
+            raise LookupError(f"the {self.kind} build has no op {name}")
+        result = {}
+        if self.kind == BEFORE:
+            s = P.before_setting(entry, config.dtype, self.device)
+            result["before"] = (fn, s)
+            return result
+        for path in paths:
+            result[path] = (fn, P.setting(path, default))
+            floor_fn = getattr(self.floor, floor_ext.function_name(path, name), None)
+            if floor_fn is not None and P.has_floor(path, self.device):
+                result[floor_role(path)] = (floor_fn, None)
+        return result
+
+    def setup(self, config: cases.Config, entry: dict, paths, default) -> dict:
+        import torch
+
+        self.loops, self.settings = {}, {}
+        gc.collect()
+        values = cases.materialise(config, self.device)
+        mutable = reference.mutable_inputs(entry)
+        saved = {k: values[k].clone() for k in mutable if k in values}
+
+        def restore():
+            for k, v in saved.items():
+                values[k].copy_(v)
+            reference.reseed(entry)
+
+        want = reference.expected(entry, values)
+        outputs = [torch.empty_like(w) for w in want]
+        info = {}
+        if self.kind == MAIN:
+            call, label = reference.reference_call(
+                entry, values, outputs, want, restore
+            )
+            self.loops["reference"] = calls.timed_loop(call, self.sync)
+            info["reference"] = {"match": True, "call": label}
+        for role, (fn, setting) in self._variants(
+            entry, config, paths, default
+        ).items():
+            if setting is None:
+                call = calls.floor(fn, entry, values, outputs)
+                label = f"floor.{fn.__name__}"
+            else:
+                call = calls.ours(fn, entry, values, outputs, setting.implementation)
+                build = "before" if self.kind == BEFORE else "after"
+                label = f"{build}.{entry['name']} ({setting.describe()})"
+                self.settings[role] = setting
+            for o in outputs:
+                reference.sentinel_fill(o)
+            restore()
+            self._apply(role)
             try:
                 call()
-            except (TypeError, RuntimeError) as e:
-                errors.append(f"{label}: {str(e).splitlines()[0]}")
-                continue
-            if all(_same(o, e) for o, e in zip(outputs, expected)):
-                return call, label
-            errors.append(f"{label}: result differs from the functional op")
-        raise RuntimeError("no reference call works: " + "; ".join(errors))
+            except Exception as e:
+                text = str(e).strip().splitlines()
+                raise RuntimeError(
+                    f"{role} ({label}): {type(e).__name__}: {text[0] if text else ''}"
+                ) from None
+            match = all(reference.same(o, w) for o, w in zip(outputs, want))
+            self.loops[role] = calls.timed_loop(call, self.sync)
+            info[role] = {"match": match, "call": label}
+        return info
 
     def time(self, role: str, n: int, warm: bool) -> int:
         """ns for n calls; warm: one untimed call first, so that the batch
         starts with this variant's data in cache whatever ran before it."""
+        self._apply(role)
         loop = self.loops[role]
         if warm:
             loop(1)
         return loop(n)
 
     def calibrate(self, role: str, target_ns: int) -> float:
+        self._apply(role)
         loop = self.loops[role]
         n = 1
         while True:
@@ -173,11 +179,11 @@ class _Worker:
             n = min(n * 10, max(n * 2, int(n * 1.2 * target_ns / max(ns, 1))))
 
 
-def main(conn, roles: tuple[str, ...], params: dict) -> None:
+def main(conn, kind: str, params: dict) -> None:
     """Process entry point (multiprocessing spawn)."""
     gc.disable()  # collections only at setup, never inside a timed batch
     try:
-        worker = _Worker(roles, params)
+        worker = _Worker(kind, params)
     except Exception as e:
         conn.send(("error", f"{type(e).__name__}: {e}"))
         return
@@ -190,7 +196,7 @@ def main(conn, roles: tuple[str, ...], params: dict) -> None:
         kind = request[0]
         try:
             if kind == "setup":
-                reply = ("ok", worker.setup(request[1], request[2]))
+                reply = ("ok", worker.setup(*request[1:]))
             elif kind == "calibrate":
                 reply = ("ok", worker.calibrate(request[1], request[2]))
             elif kind == "time":
