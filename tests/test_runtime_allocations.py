@@ -33,13 +33,10 @@ HERE = Path(__file__).resolve().parent
 CALLS = 1000
 
 # Python allocations per call of ours beyond the floor's, by op: exact, and
-# each with its cause. clamp: python_args.cpp's unpack_scalar calls
-# THPVariable_Check before PyFloat_Check, and for a float
-# PyObject_IsInstance(obj, torch.Tensor) looks up __instancecheck__ on
-# torch's metaclass, allocating a bound method (one per float argument:
-# min and max; ~130 ns each). Checking PyFloat first removes it; this entry
-# must then go (the test asserts the exact difference).
-PYTHON_EXCESS = {"clamp": 2}
+# each with its cause. None since unpack_scalar checks Python floats before
+# the tensor isinstance (which, for a float, allocated a bound
+# __instancecheck__ of torch's metaclass per argument).
+PYTHON_EXCESS: dict[str, int] = {}
 
 # The from_blob path rebuilds every tensor per call: a TensorImpl, its
 # StorageImpl and its version counter, 3 C++ allocations per tensor.
