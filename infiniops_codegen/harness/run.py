@@ -35,16 +35,23 @@ PATHS = ("reuse", "from_blob", "dispatcher")
 
 
 class NotApplicable(Exception):
-    """PyTorch itself rejects these inputs: not a case."""
+    """The layout variant does not exist for this op (a unary op has no
+    broadcast operand, ...): counted as skipped, never as checked."""
+
+
+# Why a layout variant was not checked (Outcome.skipped, the summary).
+SKIPPED_BY_FILE = "listed in tests/skips.yaml"
+REFERENCE_REJECTS = "PyTorch's reference raises on this layout variant"
+NOT_APPLICABLE = "the layout variant does not apply"
 
 
 @dataclass
 class Outcome:
-    checked: list[str] = field(default_factory=list)  # "variant/path"
+    checked: list[str] = field(default_factory=list)  # "sample i variant/path"
     failures: list[str] = field(default_factory=list)
-    skipped: list[str] = field(
-        default_factory=list
-    )  # variants skipped by the data file
+    # (label, reason): variants not checked; reason is one of SKIPPED_BY_FILE,
+    # REFERENCE_REJECTS, NOT_APPLICABLE followed by ": detail" where known.
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 # -- materialising ----------------------------------------------------------
@@ -166,33 +173,76 @@ def fresh(op: OpEntry, args: dict) -> dict:
 
 
 def expected(op: OpEntry, args: dict) -> list:
-    """The functional form (or a composite's reference expression). For ops
-    that mutate inputs, the functional form also returns the new states after
-    the outputs: those are compared through the mutated inputs instead."""
+    """The functional form (or a composite's reference expression): the
+    outputs only (see expected_with_states)."""
+    return expected_with_states(op, args)[0]
+
+
+def expected_with_states(op: OpEntry, args: dict) -> tuple[list, dict]:
+    """(outputs, new states) of the functional form. For an op that mutates
+    inputs the functional form (`_fused_adam`, `..._functional`) returns the
+    outputs, then the new state of each mutated input in schema order; the
+    states are {} when its results do not have that shape."""
     _reseed(op)
     if op.composite:
-        return _as_list(eval(op.reference, {"torch": torch}, dict(args)))  # noqa: S307
+        result = eval(op.reference, {"torch": torch}, dict(args))  # noqa: S307
+        return _as_list(result), {}
     if op.functional is None:
-        return []
+        return [], {}
     kwargs = {a.name: args[a.name] for a in op.inputs}
     kwargs.update(_hidden_generators(op))
     result = _overload(op.functional)(**kwargs)
     if op.mutable_inputs:
-        return _as_list(result)[: len(op.out_args)]
+        results, count = _as_list(result), len(op.out_args)
+        states = {}
+        if len(results) == count + len(op.mutable_inputs):
+            states = dict(zip(op.mutable_inputs, results[count:]))
+        return results[:count], states
     if len(op.out_args) == 1 and op.out_args[0].kind == "tensor_list":
-        return [list(result)]  # one out= argument that is a list of tensors
-    return _as_list(result)
+        return [list(result)], {}  # one out= argument that is a list of tensors
+    return _as_list(result), {}
 
 
-def _empty_like_results(results: list, non_contiguous: bool) -> list:
+def fill_sentinel(out: torch.Tensor, wanted: torch.Tensor) -> torch.Tensor:
+    """Fill an output with values no correct call leaves there: NaN for
+    floating dtypes, the most negative integer for integer dtypes, the
+    negation of the reference for bool. Where the reference itself holds that
+    value (a NaN, the minimum) the sentinel is the largest finite value or
+    integer instead, so every element of a wrapper that writes nothing differs
+    from the reference."""
+    if out.numel() == 0:
+        return out
+    if out.dtype == torch.bool:
+        if wanted.dtype == torch.bool and wanted.shape == out.shape:
+            return out.copy_(wanted.logical_not())
+        return out.fill_(True)
+    if out.dtype.is_complex:
+        return out.fill_(complex(float("nan"), float("nan")))
+    same = wanted.dtype == out.dtype and wanted.shape == out.shape
+    if out.dtype.is_floating_point:
+        out.fill_(float("nan"))
+        if same:
+            out.masked_fill_(torch.isnan(wanted), torch.finfo(out.dtype).max)
+        return out
+    info = torch.iinfo(out.dtype)
+    out.fill_(info.min)
+    if same:
+        out.masked_fill_(wanted == info.min, info.max)
+    return out
+
+
+def sentinel_outs(results: list, non_contiguous: bool) -> list:
+    """Outputs shaped like the reference results, filled by fill_sentinel
+    (transposed in memory when non_contiguous)."""
     outs = []
     for r in results:
         if isinstance(r, (list, tuple)):
-            outs.append([torch.empty_like(x) for x in r])
+            outs.append([fill_sentinel(torch.empty_like(x), x) for x in r])
         elif non_contiguous and r.dim() >= 2:
-            outs.append(torch.empty_like(r.transpose(-1, -2)).transpose(-1, -2))
+            out = torch.empty_like(r.transpose(-1, -2)).transpose(-1, -2)
+            outs.append(fill_sentinel(out, r))
         else:
-            outs.append(torch.empty_like(r))
+            outs.append(fill_sentinel(torch.empty_like(r), r))
     return outs
 
 
@@ -263,9 +313,7 @@ def find_plan(op: OpEntry, dtype: torch.dtype) -> dict | None:
                 args = materialize(sample, dtype, "contiguous", seed=0)
                 results = expected(op, fresh(op, args))
                 if results:
-                    reference_out(
-                        op, fresh(op, args), _empty_like_results(results, False)
-                    )
+                    reference_out(op, fresh(op, args), sentinel_outs(results, False))
             return plan
         except Exception:  # noqa: BLE001 - any rejection means "try the next"
             continue
@@ -281,7 +329,8 @@ def check(
     for sample_index, sample in enumerate(hinted_plans(op, plan)):
         for variant in VARIANTS:
             if variant in skip_variants:
-                outcome.skipped.append(f"sample {sample_index} {variant}")
+                label = f"sample {sample_index} {variant}"
+                outcome.skipped.append((label, SKIPPED_BY_FILE))
                 continue
             _check_variant(module, op, dtype, sample, sample_index, variant, outcome)
     return outcome
@@ -291,19 +340,25 @@ def _check_variant(module, op, dtype, plan, sample_index, variant, outcome):
     label = f"sample {sample_index} {variant}"
     try:
         args = materialize(plan, dtype, variant, seed=sample_index + 1)
-        wanted = expected(op, fresh(op, args))
+        wanted, states = expected_with_states(op, fresh(op, args))
         if not wanted:  # no functional form: PyTorch's out= result is the reference
             wanted = reference_out(op, fresh(op, args), _guess_outs(op, args))
         ref_args = fresh(op, args)
-        ref = reference_out(op, ref_args, _empty_like_results(wanted, False))
-    except NotApplicable:
+        ref = reference_out(op, ref_args, sentinel_outs(wanted, False))
+    except NotApplicable as e:
+        outcome.skipped.append((label, f"{NOT_APPLICABLE}: {e}"))
         return
-    except Exception:  # noqa: BLE001 - PyTorch rejects this variant
+    except Exception as e:  # noqa: BLE001 - PyTorch rejects this variant
         if variant == "contiguous":
-            outcome.failures.append(f"{label}: the reference rejects the base sample")
+            outcome.failures.append(
+                f"{label}: the reference rejects the base sample: "
+                f"{type(e).__name__}: {str(e)[:200]}"
+            )
+        else:
+            outcome.skipped.append((label, REFERENCE_REJECTS))
         return
     for path in PATHS:
-        outs = _empty_like_results(wanted, variant == "transposed")
+        outs = sentinel_outs(wanted, variant == "transposed")
         previous = module.handle_reuse(), module.direct_mode()
         module.set_handle_reuse(path != "from_blob")
         module.set_direct_mode(path != "dispatcher")
@@ -314,7 +369,12 @@ def _check_variant(module, op, dtype, plan, sample_index, variant, outcome):
             _close(got, ref, dtype)
             _close(got, wanted, dtype)
             for name in op.mutable_inputs:  # the new states, as PyTorch's
-                _close(our_args[name], ref_args[name], dtype)
+                try:
+                    _close(our_args[name], ref_args[name], dtype)
+                    if name in states:
+                        _close(our_args[name], states[name], dtype)
+                except AssertionError as e:
+                    raise AssertionError(f"mutated input '{name}': {e}") from None
             single = outs[0] if len(outs) == 1 else tuple(outs)
             if len(outs) == 1:
                 assert returned is single, "the call did not return its out"
