@@ -61,6 +61,7 @@ def checked_case(module, op, dtype: str, plan: dict, skip_list) -> dict:
         "failures": [f[:500] for f in outcome.failures[:3]]
         or ([] if outcome.checked else ["no variant could be checked"]),
         "variants_skipped": dict(Counter(reason for _, reason in outcome.skipped)),
+        "notes": dict(Counter(reason for _, reason in outcome.notes)),
     }
 
 
@@ -105,6 +106,7 @@ def summarize(results: dict) -> dict:
     cases: Counter = Counter()
     case_reasons: Counter = Counter()
     variant_reasons: Counter = Counter()
+    notes: Counter = Counter()
     excluded_reasons: Counter = Counter()
     calls = 0
     for r in results.values():
@@ -118,6 +120,8 @@ def summarize(results: dict) -> dict:
             calls += case.get("checked", 0)
             for reason, n in (case.get("variants_skipped") or {}).items():
                 variant_reasons[reason] += n
+            for reason, n in (case.get("notes") or {}).items():
+                notes[reason] += n
     return {
         "ops": len(results),
         "ops_by_status": dict(sorted(ops.items())),
@@ -126,6 +130,7 @@ def summarize(results: dict) -> dict:
         "cases_skipped_by_reason": dict(case_reasons.most_common()),
         "checked_calls": calls,
         "variants_skipped_by_reason": dict(variant_reasons.most_common()),
+        "notes": dict(notes.most_common()),
         "excluded_by_reason": dict(excluded_reasons.most_common()),
     }
 
@@ -160,6 +165,8 @@ def summary_lines(counts: dict) -> list[str]:
     )
     for reason, n in counts["variants_skipped_by_reason"].items():
         lines.append(f"    not checked {n:6}  {_short(reason)}")
+    for reason, n in counts.get("notes", {}).items():
+        lines.append(f"    narrowed {n:6}  {_short(reason)}")
     if counts["excluded_by_reason"]:
         lines.append(f"  ops excluded by tests/skips.yaml: {by.get('excluded', 0)}")
         for reason, n in counts["excluded_by_reason"].items():
