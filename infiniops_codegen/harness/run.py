@@ -39,6 +39,13 @@ class NotApplicable(Exception):
     broadcast operand, ...): counted as skipped, never as checked."""
 
 
+# A from_blob call checked for its documented RuntimeError: PyTorch's own
+# out= call resized or restrided an output, which a from_blob output cannot
+# follow (docs/architecture.md, "Output check"). Counted in Outcome.notes.
+FROM_BLOB_RESIZE = (
+    "from_blob path checked for its documented RuntimeError"
+    " (ATen resizes or restrides this output)"
+)
 # Why a layout variant was not checked (Outcome.skipped, the summary).
 SKIPPED_BY_FILE = "listed in tests/skips.yaml"
 REFERENCE_REJECTS = "PyTorch's reference raises on this layout variant"
@@ -253,7 +260,11 @@ def sentinel_outs(results: list, non_contiguous: bool) -> list:
         if isinstance(r, (list, tuple)):
             outs.append([fill_sentinel(torch.empty_like(x), x) for x in r])
         elif non_contiguous and r.dim() >= 2:
-            out = torch.empty_like(r.transpose(-1, -2)).transpose(-1, -2)
+            # contiguous_format: empty_like would keep the transposed strides,
+            # and the transpose back would be contiguous again
+            out = torch.empty_like(
+                r.transpose(-1, -2), memory_format=torch.contiguous_format
+            ).transpose(-1, -2)
             outs.append(fill_sentinel(out, r))
         else:
             outs.append(fill_sentinel(torch.empty_like(r), r))
@@ -378,7 +389,11 @@ def _check_variant(module, op, dtype, plan, sample_index, variant, outcome):
         if not wanted:  # no functional form: PyTorch's out= result is the reference
             wanted = reference_out(op, fresh(op, args), _guess_outs(op, args))
         ref_args = fresh(op, args)
-        ref = reference_out(op, ref_args, sentinel_outs(wanted, False))
+        # PyTorch's out= call gets outputs of the same layout as ours
+        ref_outs = sentinel_outs(wanted, variant == "transposed")
+        before = _geometry(ref_outs)
+        ref = reference_out(op, ref_args, ref_outs)
+        restrided = _geometry(ref_outs) != before  # ATen resized or restrided one
     except NotApplicable as e:
         outcome.skipped.append((label, f"{NOT_APPLICABLE}: {e}"))
         return
@@ -400,6 +415,11 @@ def _check_variant(module, op, dtype, plan, sample_index, variant, outcome):
         module.set_direct_mode(path != "dispatcher")
         try:
             our_args = fresh(op, args)
+            if path == "from_blob" and restrided:
+                _expect_from_blob_error(module, op, our_args, outs)
+                outcome.checked.append(f"{label}/{path}")
+                outcome.notes.append((f"{label}/{path}", FROM_BLOB_RESIZE))
+                continue
             returned = ours(module, op, our_args, outs)
             got = outs
             _close(got, ref, dtype)
@@ -420,6 +440,29 @@ def _check_variant(module, op, dtype, plan, sample_index, variant, outcome):
         finally:
             module.set_handle_reuse(previous[0])
             module.set_direct_mode(previous[1])
+
+
+def _geometry(outs) -> list:
+    return [
+        _geometry(o) if isinstance(o, (list, tuple)) else (o.shape, o.stride())
+        for o in outs
+    ]
+
+
+def _expect_from_blob_error(module, op, args, outs) -> None:
+    """ATen resizes or restrides an output of this call (PyTorch's out= call
+    did): a from_blob output cannot follow, and must raise RuntimeError
+    naming the from_blob path rather than leave the caller's tensor stale."""
+    try:
+        ours(module, op, args, outs)
+    except RuntimeError as e:
+        if "from_blob" not in str(e):
+            raise
+        return
+    raise AssertionError(
+        "ATen resizes or restrides an output of this call, which the from_blob "
+        "path cannot follow, but the call did not raise"
+    )
 
 
 def _guess_outs(op: OpEntry, args: dict) -> list:
