@@ -52,7 +52,12 @@ def checked_case(module, op, dtype: str, plan: dict, skip_list) -> dict:
     from . import run  # torch: not needed to summarize a report
 
     outcome = run.check(
-        module, op, dtype, plan, skips.skipped_variants(skip_list, op, dtype)
+        module,
+        op,
+        dtype,
+        plan,
+        skips.skipped_variants(skip_list, op, dtype),
+        skips.out_reference_variants(skip_list, op, dtype, run.VARIANTS),
     )
     return {
         "dtype": dtype,
