@@ -40,52 +40,42 @@ def _manifest() -> dict:
 
 @functools.lru_cache(maxsize=None)
 def _cases():
-    """(op, dtype, plan) for every op x dtype; dtype None for an op the skip
-    file excludes, NOSAMPLE for an op without a sample in any dtype; plan None
-    where the skip file skips the dtype or PyTorch rejects every sample."""
+    """(op, dtype, plan, skipped case) for every op x dtype; dtype None for an
+    op the skip file excludes, NOSAMPLE for an op without a sample in any
+    dtype and no entry in the skip file."""
     cases = []
     for op in samples.entries(_manifest()):
         if skips.exclusion_reason(_SKIPS, op):
-            cases.append((op, None, None))
+            cases.append((op, None, None, None))
             continue
-        plans = {
-            dtype: (
-                None
-                if skips.skip_reason(_SKIPS, op, dtype)
-                else run.find_plan(op, run.DTYPES[dtype])
-            )
-            for dtype in run.DTYPES
-        }
-        skipped_by_file = any(skips.skip_reason(_SKIPS, op, d) for d in run.DTYPES)
-        if not any(plans.values()) and not skipped_by_file:
-            cases.append((op, NOSAMPLE, None))
+        found = [(d, *report.plan_or_skip(op, d, _SKIPS)) for d in run.DTYPES]
+        skipped = [case for _, plan, case in found if plan is None]
+        if len(skipped) == len(found) and report.op_status(skipped) == NOSAMPLE:
+            cases.append((op, NOSAMPLE, None, None))
             continue
-        cases += [(op, dtype, plan) for dtype, plan in plans.items()]
+        cases += [(op, d, plan, skipped) for d, plan, skipped in found]
     return cases
 
 
 def _id(case):
-    op, dtype, _ = case
+    op, dtype, _, _ = case
     return f"{op.name}-{dtype or 'excluded'}"
 
 
 @pytest.mark.parametrize("case", _cases(), ids=_id)
 def test_op_matches_pytorch(ops, case):
-    op, dtype, plan = case
+    op, dtype, plan, outcome = case
     result = RESULTS.setdefault(op.name, {"status": "", "cases": []})
     if dtype is None:
         result.update(status="excluded", reason=skips.exclusion_reason(_SKIPS, op))
         pytest.skip(f"{op.name}: {result['reason']} (tests/skips.yaml)")
     if dtype == NOSAMPLE:
-        result["status"] = "nosample"
+        result["status"] = NOSAMPLE
         pytest.fail(
             f"{op.name}: no generated sample is valid for PyTorch's reference in "
             "any dtype; add 'hints' (shapes, argument values) to its spec, or an "
             "entry with the reason to tests/skips.yaml"
         )
-    outcome = report.file_skip(op, dtype, _SKIPS)
-    if outcome is None and plan is None:
-        outcome = report.no_sample(dtype)
     if outcome is None:
         outcome = report.checked_case(ops, op, dtype, plan, _SKIPS)
     result["cases"].append(outcome)

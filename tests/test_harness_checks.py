@@ -265,6 +265,21 @@ def test_where_is_tested_in_every_dtype():
         assert args["self"].dtype == dtype
 
 
+def test_a_case_that_does_not_use_its_dtype_is_skipped(tmp_path):
+    """zeros.out writes float32 (the functional form's default) whatever the
+    case's dtype: only its float32 case is one."""
+    op = _aten_ops(tmp_path, "zeros.out")["zeros"]
+    assert report.plan_or_skip(op, "float32", SKIPS)[0] is not None
+    plan, case = report.plan_or_skip(op, "int64", SKIPS)
+    assert plan is None and case["reason"] == report.DTYPE_UNUSED
+    abs_ = _default_ops()["abs"]
+    assert all(
+        run.exercises_dtype(abs_, run.find_plan(abs_, dt), dt)
+        for dt in run.DTYPES.values()
+        if run.find_plan(abs_, dt)
+    )
+
+
 def test_counts_keep_skips_apart_from_passes():
     passed = {"dtype": "float32", "status": "passed", "checked": 3}
     no_sample = report.no_sample("bool")

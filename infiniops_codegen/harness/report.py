@@ -21,6 +21,10 @@ NO_SAMPLE = (
     "no sample in this dtype: PyTorch's reference rejects every candidate"
     " (no kernel for the dtype, or no valid arguments found)"
 )
+DTYPE_UNUSED = (
+    "no tensor of the sample has this dtype (the op or its hints fix every"
+    " dtype): the case would only repeat another dtype's"
+)
 FILE_PREFIX = "tests/skips.yaml: "
 # Op statuses that make `python -m infiniops_codegen.harness` exit non-zero.
 BAD = ("failed", "crashed", "error", "nosample")
@@ -45,6 +49,22 @@ def file_skip(op, dtype: str, skip_list) -> dict | None:
 
 def no_sample(dtype: str) -> dict:
     return {"dtype": dtype, "status": "skipped", "reason": NO_SAMPLE}
+
+
+def plan_or_skip(op, dtype: str, skip_list) -> tuple[dict | None, dict | None]:
+    """(plan, None) for a case to run, else (None, the skipped case): skipped
+    by the file, without a sample, or not exercising the dtype."""
+    from . import run
+
+    case = file_skip(op, dtype, skip_list)
+    if case:
+        return None, case
+    plan = run.find_plan(op, run.DTYPES[dtype])
+    if plan is None:
+        return None, no_sample(dtype)
+    if not run.exercises_dtype(op, plan, run.DTYPES[dtype]):
+        return None, {"dtype": dtype, "status": "skipped", "reason": DTYPE_UNUSED}
+    return plan, None
 
 
 def checked_case(module, op, dtype: str, plan: dict, skip_list) -> dict:
@@ -79,14 +99,8 @@ def check_op(module, op, skip_list) -> dict:
         return result
     cases = []
     for dtype in run.DTYPES:
-        case = file_skip(op, dtype, skip_list)
-        if case is None:
-            plan = run.find_plan(op, run.DTYPES[dtype])
-            if plan is None:
-                case = no_sample(dtype)
-            else:
-                case = checked_case(module, op, dtype, plan, skip_list)
-        cases.append(case)
+        plan, case = plan_or_skip(op, dtype, skip_list)
+        cases.append(case or checked_case(module, op, dtype, plan, skip_list))
     return {"status": op_status(cases), "cases": cases}
 
 

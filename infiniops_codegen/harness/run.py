@@ -239,6 +239,18 @@ def _accepted(op: OpEntry, sample: dict, dtype: torch.dtype) -> bool:
     return True
 
 
+def exercises_dtype(op: OpEntry, plan: dict, dtype: torch.dtype) -> bool:
+    """Whether any tensor of the case's first contiguous sample (an input, or
+    an output of the reference) has the case's dtype. Where none has (a
+    factory op's output dtype, hinted literals with fixed dtypes), the case
+    only repeats another dtype's and is not counted as one."""
+    args = materialize(hinted_plans(op, plan)[0], dtype, "contiguous", seed=0)
+    results = expected(op, fresh(op, args))
+    if not results:
+        results = reference_out(op, fresh(op, args), _guess_outs(op, args))
+    return any(t.dtype == dtype for t in _flat(list(args.values()) + results))
+
+
 def check(
     module, op: OpEntry, dtype_name: str, plan: dict, skip_variants=(), out_only=()
 ) -> Outcome:
