@@ -75,16 +75,8 @@ def pytest_terminal_summary(terminalreporter):
     _fuzz_summary(terminalreporter)
     # Only when the harness ran: importing it would search samples.
     harness = sys.modules.get("test_harness")
-    STATS = harness.STATS if harness is not None else {"cases": 0}
-    if STATS["cases"]:
-        skipped = STATS["skipped"]
-        share = 100.0 * skipped / STATS["cases"]
-        terminalreporter.write_line(
-            f"harness: {len(STATS['ops'])} ops, {STATS['cases']} op x dtype cases, "
-            f"{STATS['passed']} passed, {skipped} skipped ({share:.1f}%), "
-            f"{STATS['calls']} checked calls, "
-            f"{STATS['skipped_variants']} layout variants skipped by the data file"
-        )
+    for line in harness.summary_lines() if harness is not None else []:
+        terminalreporter.write_line(line)
 
 
 def _fuzz_summary(terminalreporter):

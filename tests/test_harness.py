@@ -1,7 +1,14 @@
 """Correctness harness: every op in the built module's manifest, for each
 dtype PyTorch's CPU kernel supports, on contiguous, transposed, step-sliced,
-expanded, 0-dim, zero-size and broadcast inputs, on the handle-reuse and the
-from_blob paths, against PyTorch's out= overload and its functional form.
+expanded, 0-dim, zero-size and broadcast inputs, on the handle-reuse, from_blob
+and dispatcher paths, against PyTorch's out= overload and its functional form;
+outputs start filled with sentinels, inputs the op writes are compared too.
+
+One test per op x dtype. A dtype that tests/skips.yaml skips, or in which
+PyTorch's reference rejects every candidate sample, is a skipped test with its
+reason; an op without a sample in any dtype (and no entry in the skip file)
+fails. The end of the run prints the same counts as
+`python -m infiniops_codegen.harness` (infiniops_codegen/harness/report.py).
 
 The default build is tested by `python -m pytest`; another build (e.g. the
 full set) with `INFINIOPS_BUILD_DIR=build-all python -m pytest tests/test_harness.py`.
@@ -14,17 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.harness import run, samples, skips
+from infiniops_codegen.harness import report, run, samples, skips
 
 ROOT = Path(__file__).resolve().parent.parent
-STATS = {
-    "ops": set(),
-    "cases": 0,
-    "passed": 0,
-    "skipped": 0,
-    "calls": 0,
-    "skipped_variants": 0,
-}
+# op name -> result as report.summarize takes it (filled by the tests that ran)
+RESULTS: dict[str, dict] = {}
+NOSAMPLE = "nosample"  # the dtype of an op's one case when no dtype has a sample
+_SKIPS = skips.load_skips()
 
 
 def _manifest() -> dict:
@@ -37,47 +40,55 @@ def _manifest() -> dict:
 
 @functools.lru_cache(maxsize=None)
 def _cases():
-    """(op, dtype, plan) for every dtype PyTorch supports on a found plan."""
+    """(op, dtype, plan, skipped case) for every op x dtype; dtype None for an
+    op the skip file excludes, NOSAMPLE for an op without a sample in any
+    dtype and no entry in the skip file."""
     cases = []
     for op in samples.entries(_manifest()):
-        found = False
-        for dtype in run.DTYPES:
-            plan = run.find_plan(op, run.DTYPES[dtype])
-            if plan is not None:
-                found = True
-                cases.append((op, dtype, plan))
-        if not found:
-            cases.append((op, None, None))
+        if skips.exclusion_reason(_SKIPS, op):
+            cases.append((op, None, None, None))
+            continue
+        found = [(d, *report.plan_or_skip(op, d, _SKIPS)) for d in run.DTYPES]
+        skipped = [case for _, plan, case in found if plan is None]
+        if len(skipped) == len(found) and report.op_status(skipped) == NOSAMPLE:
+            cases.append((op, NOSAMPLE, None, None))
+            continue
+        cases += [(op, d, plan, skipped) for d, plan, skipped in found]
     return cases
 
 
 def _id(case):
-    op, dtype, _ = case
-    return f"{op.name}-{dtype or 'nosample'}"
+    op, dtype, _, _ = case
+    return f"{op.name}-{dtype or 'excluded'}"
 
 
 @pytest.mark.parametrize("case", _cases(), ids=_id)
 def test_op_matches_pytorch(ops, case):
-    op, dtype, plan = case
-    STATS["ops"].add(op.name)
-    STATS["cases"] += 1
-    if dtype is None and skips.exclusion_reason(_SKIPS, op):
-        STATS["skipped"] += 1
-        pytest.skip(f"{op.name}: {skips.exclusion_reason(_SKIPS, op)}")
-    assert dtype is not None, (
-        f"{op.name}: no generated sample is valid for PyTorch's reference in any "
-        "dtype; add 'hints' (shapes, argument values) to its spec"
+    op, dtype, plan, outcome = case
+    result = RESULTS.setdefault(op.name, {"status": "", "cases": []})
+    if dtype is None:
+        result.update(status="excluded", reason=skips.exclusion_reason(_SKIPS, op))
+        pytest.skip(f"{op.name}: {result['reason']} (tests/skips.yaml)")
+    if dtype == NOSAMPLE:
+        result["status"] = NOSAMPLE
+        pytest.fail(
+            f"{op.name}: no generated sample is valid for PyTorch's reference in "
+            "any dtype; add 'hints' (shapes, argument values) to its spec, or an "
+            "entry with the reason to tests/skips.yaml"
+        )
+    if outcome is None:
+        outcome = report.checked_case(ops, op, dtype, plan, _SKIPS)
+    result["cases"].append(outcome)
+    result["status"] = report.op_status(result["cases"])
+    if outcome["status"] == "skipped":
+        pytest.skip(f"{op.name} [{dtype}]: {outcome['reason']}")
+    assert outcome["status"] == "passed", f"{op.name} [{dtype}]:\n" + "\n".join(
+        outcome["failures"]
     )
-    reason = skips.skip_reason(_SKIPS, op, dtype)
-    if reason:
-        STATS["skipped"] += 1
-        pytest.skip(f"{op.name} [{dtype}]: {reason} (tests/skips.yaml)")
-    outcome = run.check(ops, op, dtype, plan, skips.skipped_variants(_SKIPS, op, dtype))
-    STATS["calls"] += len(outcome.checked)
-    STATS["skipped_variants"] += len(outcome.skipped)
-    assert not outcome.failures, f"{op.name} [{dtype}]:\n" + "\n".join(outcome.failures)
-    assert outcome.checked, f"{op.name} [{dtype}]: no variant could be checked"
-    STATS["passed"] += 1
 
 
-_SKIPS = skips.load_skips()
+def summary_lines() -> list[str]:
+    """The harness counts of the tests that ran (tests/conftest.py prints them)."""
+    if not RESULTS:
+        return []
+    return report.summary_lines(report.summarize(RESULTS))

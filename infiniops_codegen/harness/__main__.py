@@ -5,10 +5,14 @@
 
 Each op runs in a worker process; when PyTorch (or the op) kills the worker,
 that op is recorded as crashed and a new worker continues with the next op.
-Prints the counts (ops, cases, passed, skipped, failed, crashed) and writes a
-JSON report. Ops that tests/skips.yaml excludes as a whole are not
-sampled and count as "excluded" (see docs/coverage.md). The default build is also covered by `python -m pytest`
-(tests/test_harness.py), which uses the same checks in-process.
+Prints the counts (ops by status; op x dtype cases passed, failed and skipped,
+each skip with its reason; checked calls and unchecked layout variants by
+reason; excluded ops by reason) and writes a JSON report. Ops that
+tests/skips.yaml excludes as a whole are not sampled and count as "excluded"
+(see docs/coverage.md). Exits 1 when an op failed, crashed, raised in the
+worker ("error") or has no valid sample in any dtype without an entry in
+tests/skips.yaml ("nosample"). The default build is also covered by
+`python -m pytest` (tests/test_harness.py), which counts the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from . import report
 
 WORKER = "infiniops_codegen.harness.worker"
 
@@ -85,30 +91,24 @@ def main(argv=None) -> int:
             _run_worker(args.build_dir, names, done, 600, device)
         for n in names:
             results[n if len(devices) == 1 else f"{n}@{device}"] = done[n]
-    counts = {"ops": len(names), "cases": 0, "passed": 0, "skipped": 0, "failed": 0}
-    by_status: dict[str, list[str]] = {}
-    for name, r in results.items():
-        by_status.setdefault(r["status"], []).append(name)
-        for case in r["cases"]:
-            counts["cases"] += 1
-            counts[case["status"]] += 1
-    report = {
-        "counts": counts,
-        "ops_by_status": {k: sorted(v) for k, v in sorted(by_status.items())},
-        "results": results,
-        "seconds": round(time.perf_counter() - start, 1),
-    }
+    counts = report.summarize(results)
+    seconds = round(time.perf_counter() - start, 1)
     path = args.report or (args.build_dir / "harness-report.json")
-    path.write_text(json.dumps(report, indent=1, sort_keys=True))
-    share = 100.0 * counts["skipped"] / max(1, counts["cases"])
-    print(
-        f"harness: {counts['ops']} ops, {counts['cases']} op x dtype cases, "
-        f"{counts['passed']} passed, {counts['failed']} failed, "
-        f"{counts['skipped']} skipped ({share:.1f}%); ops: "
-        + ", ".join(f"{len(v)} {k}" for k, v in sorted(by_status.items()))
-        + f"; report: {path} ({report['seconds']} s)"
-    )
-    return 0 if counts["failed"] == 0 and "crashed" not in by_status else 1
+    data = {"counts": counts, "results": results, "seconds": seconds}
+    path.write_text(json.dumps(data, indent=1, sort_keys=True))
+    for line in report.summary_lines(counts):
+        print(line)
+    print(f"report: {path} ({seconds} s)")
+    bad = {s: n for s, n in counts["ops_by_status"].items() if s in report.BAD}
+    if bad:
+        for name, r in sorted(results.items()):
+            if r["status"] in report.BAD:
+                detail = r.get("error") or next(
+                    (c["failures"][0] for c in r["cases"] if c.get("failures")), ""
+                )
+                print(f"  {r['status']}: {name}: {detail[:300]}")
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

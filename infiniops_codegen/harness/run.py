@@ -7,9 +7,15 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .samples import CASE_DTYPE, DATA, INDEX, INDEX_BOUND, MASK, SPD, OpEntry
-from .samples import LITERAL, TensorSpec
-from .samples import candidate_plans, hinted_plans, map_tensors, reshaped
+from .samples import OpEntry, candidate_plans, hinted_plans
+
+# the tensors of a case (re-exported: run.materialize, run.sentinel_outs, ...)
+from .values import (
+    NotApplicable,
+    fill_sentinel,
+    materialize,
+    sentinel_outs,
+)  # noqa: F401
 
 DTYPES = {
     "float32": torch.float32,
@@ -34,92 +40,36 @@ VARIANTS = (
 PATHS = ("reuse", "from_blob", "dispatcher")
 
 
-class NotApplicable(Exception):
-    """PyTorch itself rejects these inputs: not a case."""
+# A from_blob call checked for its documented RuntimeError: PyTorch's own
+# out= call resized or restrided an output, which a from_blob output cannot
+# follow (docs/architecture.md, "Output check"). Counted in Outcome.notes.
+FROM_BLOB_RESIZE = (
+    "from_blob path checked for its documented RuntimeError"
+    " (ATen resizes or restrides this output)"
+)
+# Why a layout variant was not checked (Outcome.skipped, the summary).
+SKIPPED_BY_FILE = "listed in tests/skips.yaml"
+REFERENCE_REJECTS = "PyTorch's reference raises on this layout variant"
+NOT_APPLICABLE = "the layout variant does not apply"
+# A variant that tests/skips.yaml (`reference: out`) compares with PyTorch's
+# out= overload only, outputs and mutated inputs: the functional form is no
+# reference there. Counted in Outcome.notes.
+OUT_ONLY = (
+    "compared with PyTorch's out= overload only"
+    " (tests/skips.yaml: the functional form is no reference there)"
+)
 
 
 @dataclass
 class Outcome:
-    checked: list[str] = field(default_factory=list)  # "variant/path"
+    checked: list[str] = field(default_factory=list)  # "sample i variant/path"
     failures: list[str] = field(default_factory=list)
-    skipped: list[str] = field(
-        default_factory=list
-    )  # variants skipped by the data file
-
-
-# -- materialising ----------------------------------------------------------
-
-
-def _values(spec: TensorSpec, dtype: torch.dtype, gen: torch.Generator):
-    shape = spec.shape
-    if spec.role == LITERAL:
-        return _literal_values(spec.literal, dtype)
-    if spec.role == INDEX:
-        return torch.randint(0, INDEX_BOUND, shape, generator=gen, dtype=torch.int64)
-    if spec.role == MASK:
-        return torch.rand(shape, generator=gen) > 0.5
-    if dtype == torch.bool:
-        return torch.rand(shape, generator=gen) > 0.5
-    if spec.role == SPD and dtype.is_floating_point:
-        a = torch.randn(shape, generator=gen, dtype=torch.float64)
-        eye = torch.eye(shape[-1], dtype=torch.float64)
-        return (a @ a.mT / shape[-1] + eye).to(dtype)
-    if dtype.is_floating_point:
-        return torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype)
-    values = torch.randint(-5, 6, shape, generator=gen, dtype=torch.int64)
-    return torch.where(values == 0, torch.ones_like(values), values).to(dtype)
-
-
-def _literal_values(literal, dtype: torch.dtype) -> torch.Tensor:
-    """A `tensors` hint: ints stay int64 and bools bool, floats take the
-    case's floating dtype (float32 for an integer case); {value, dtype} fixes it."""
-    if isinstance(literal, dict):
-        return torch.tensor(literal["value"], dtype=getattr(torch, literal["dtype"]))
-    t = torch.tensor(literal)
-    if t.is_floating_point():
-        return t.to(dtype if dtype.is_floating_point else torch.float32)
-    return t
-
-
-def _layout(t: torch.Tensor, variant: str) -> torch.Tensor:
-    """Same values, another memory layout."""
-    if variant == "transposed" and t.dim() >= 2:
-        return t.transpose(-1, -2).contiguous().transpose(-1, -2)
-    if variant == "sliced" and t.dim() >= 1:
-        wide = torch.empty(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype)
-        view = wide[..., ::2]
-        view.copy_(t)
-        return view
-    if variant == "expanded" and t.dim() >= 1 and t.shape[0] > 1:
-        return t[:1].expand_as(t)  # stride 0; the values of row 0
-    return t
-
-
-def _variant_plan(plan: dict, variant: str) -> dict:
-    if variant == "zero_dim":
-        return reshaped(plan, lambda s: () if s.role == DATA else s.shape)
-    if variant in ("zero_size", "broadcast") and any(
-        isinstance(v, TensorSpec) and v.role == SPD for v in plan.values()
-    ):
-        raise NotApplicable("positive definite matrices keep their shape")
-    if variant == "zero_size":
-        return reshaped(plan, lambda s: (0,) + s.shape[1:] if s.shape else s.shape)
-    if variant == "broadcast":
-        data = [
-            k for k, v in plan.items() if isinstance(v, TensorSpec) and v.role == DATA
-        ]
-        if len(data) < 2 or not plan[data[1]].shape:
-            raise NotApplicable("not a binary op")
-        last = plan[data[1]].shape[-1:]
-        return {**plan, data[1]: TensorSpec(last, DATA)}
-    return plan
-
-
-def materialize(plan: dict, dtype: torch.dtype, variant: str, seed: int) -> dict:
-    gen = torch.Generator().manual_seed(seed)
-    plan = _variant_plan(plan, variant)
-    plan = {k: dtype if v == CASE_DTYPE else v for k, v in plan.items()}
-    return map_tensors(plan, lambda spec: _layout(_values(spec, dtype, gen), variant))
+    # (label, reason): variants not checked; reason is one of SKIPPED_BY_FILE,
+    # REFERENCE_REJECTS, NOT_APPLICABLE followed by ": detail" where known.
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    # (label, reason): checks narrowed on checked variants (OUT_ONLY,
+    # FROM_BLOB_RESIZE).
+    notes: list[tuple[str, str]] = field(default_factory=list)
 
 
 # -- calling ------------------------------------------------------------------
@@ -166,34 +116,34 @@ def fresh(op: OpEntry, args: dict) -> dict:
 
 
 def expected(op: OpEntry, args: dict) -> list:
-    """The functional form (or a composite's reference expression). For ops
-    that mutate inputs, the functional form also returns the new states after
-    the outputs: those are compared through the mutated inputs instead."""
+    """The functional form (or a composite's reference expression): the
+    outputs only (see expected_with_states)."""
+    return expected_with_states(op, args)[0]
+
+
+def expected_with_states(op: OpEntry, args: dict) -> tuple[list, dict]:
+    """(outputs, new states) of the functional form. For an op that mutates
+    inputs the functional form (`_fused_adam`, `..._functional`) returns the
+    outputs, then the new state of each mutated input in schema order; the
+    states are {} when its results do not have that shape."""
     _reseed(op)
     if op.composite:
-        return _as_list(eval(op.reference, {"torch": torch}, dict(args)))  # noqa: S307
+        result = eval(op.reference, {"torch": torch}, dict(args))  # noqa: S307
+        return _as_list(result), {}
     if op.functional is None:
-        return []
+        return [], {}
     kwargs = {a.name: args[a.name] for a in op.inputs}
     kwargs.update(_hidden_generators(op))
     result = _overload(op.functional)(**kwargs)
     if op.mutable_inputs:
-        return _as_list(result)[: len(op.out_args)]
+        results, count = _as_list(result), len(op.out_args)
+        states = {}
+        if len(results) == count + len(op.mutable_inputs):
+            states = dict(zip(op.mutable_inputs, results[count:]))
+        return results[:count], states
     if len(op.out_args) == 1 and op.out_args[0].kind == "tensor_list":
-        return [list(result)]  # one out= argument that is a list of tensors
-    return _as_list(result)
-
-
-def _empty_like_results(results: list, non_contiguous: bool) -> list:
-    outs = []
-    for r in results:
-        if isinstance(r, (list, tuple)):
-            outs.append([torch.empty_like(x) for x in r])
-        elif non_contiguous and r.dim() >= 2:
-            outs.append(torch.empty_like(r.transpose(-1, -2)).transpose(-1, -2))
-        else:
-            outs.append(torch.empty_like(r))
-    return outs
+        return [list(result)], {}  # one out= argument that is a list of tensors
+    return _as_list(result), {}
 
 
 def _hidden_generators(op: OpEntry) -> dict:
@@ -251,70 +201,137 @@ def _close(actual, wanted, dtype) -> None:
     torch.testing.assert_close(actual, wanted, equal_nan=True, **tol)
 
 
+def _labelled(actual, wanted, dtype, what: str) -> None:
+    try:
+        _close(actual, wanted, dtype)
+    except AssertionError as e:
+        raise AssertionError(f"{what}: {e}") from None
+
+
 # -- one op and dtype --------------------------------------------------------
 
 
 def find_plan(op: OpEntry, dtype: torch.dtype) -> dict | None:
     """The first candidate plan PyTorch accepts for this dtype, with every
-    combination of its hinted values."""
+    combination of its hinted values. Only PyTorch's rejections move on to the
+    next candidate: an error of the harness's own (making samples or
+    sentinels) propagates, so it cannot pass for "no sample"."""
     for plan in candidate_plans(op):
-        try:
-            for sample in hinted_plans(op, plan):
-                args = materialize(sample, dtype, "contiguous", seed=0)
-                results = expected(op, fresh(op, args))
-                if results:
-                    reference_out(
-                        op, fresh(op, args), _empty_like_results(results, False)
-                    )
+        if all(_accepted(op, s, dtype) for s in hinted_plans(op, plan)):
             return plan
-        except Exception:  # noqa: BLE001 - any rejection means "try the next"
-            continue
     return None
 
 
+def _accepted(op: OpEntry, sample: dict, dtype: torch.dtype) -> bool:
+    args = materialize(sample, dtype, "contiguous", seed=0)
+    try:
+        results = expected(op, fresh(op, args))
+    except Exception:  # noqa: BLE001 - PyTorch rejects the sample
+        return False
+    if results:
+        outs = sentinel_outs(results, False)
+    else:  # no functional form: PyTorch's out= overload is the only judge
+        outs = _guess_outs(op, args)
+    try:
+        reference_out(op, fresh(op, args), outs)
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def exercises_dtype(op: OpEntry, plan: dict, dtype: torch.dtype) -> bool:
+    """Whether any tensor of the case's first contiguous sample (an input, or
+    an output of the reference) has the case's dtype. Where none has (a
+    factory op's output dtype, hinted literals with fixed dtypes), the case
+    only repeats another dtype's and is not counted as one."""
+    args = materialize(hinted_plans(op, plan)[0], dtype, "contiguous", seed=0)
+    results = expected(op, fresh(op, args))
+    if not results:
+        results = reference_out(op, fresh(op, args), _guess_outs(op, args))
+    return any(t.dtype == dtype for t in _flat(list(args.values()) + results))
+
+
 def check(
-    module, op: OpEntry, dtype_name: str, plan: dict, skip_variants=()
+    module, op: OpEntry, dtype_name: str, plan: dict, skip_variants=(), out_only=()
 ) -> Outcome:
-    """Every variant × path of one op and dtype; failures are collected."""
+    """Every variant × path of one op and dtype; failures are collected.
+    skip_variants are not run, out_only variants are compared with PyTorch's
+    out= overload only (both from tests/skips.yaml)."""
     dtype = DTYPES[dtype_name]
     outcome = Outcome()
     for sample_index, sample in enumerate(hinted_plans(op, plan)):
         for variant in VARIANTS:
             if variant in skip_variants:
-                outcome.skipped.append(f"sample {sample_index} {variant}")
+                label = f"sample {sample_index} {variant}"
+                outcome.skipped.append((label, SKIPPED_BY_FILE))
                 continue
-            _check_variant(module, op, dtype, sample, sample_index, variant, outcome)
+            _check_variant(
+                module, op, dtype, sample, sample_index, variant, outcome, out_only
+            )
     return outcome
 
 
-def _check_variant(module, op, dtype, plan, sample_index, variant, outcome):
+def _check_variant(
+    module, op, dtype, plan, sample_index, variant, outcome, out_only=()
+):
     label = f"sample {sample_index} {variant}"
     try:
         args = materialize(plan, dtype, variant, seed=sample_index + 1)
-        wanted = expected(op, fresh(op, args))
+        wanted, states = expected_with_states(op, fresh(op, args))
         if not wanted:  # no functional form: PyTorch's out= result is the reference
             wanted = reference_out(op, fresh(op, args), _guess_outs(op, args))
+        if not _laid_out(args, wanted, variant):
+            raise NotApplicable("no tensor of the sample has a dimension to lay out")
         ref_args = fresh(op, args)
-        ref = reference_out(op, ref_args, _empty_like_results(wanted, False))
-    except NotApplicable:
+        # PyTorch's out= call gets outputs of the same layout as ours
+        ref_outs = sentinel_outs(wanted, variant == "transposed")
+        before = _geometry(ref_outs)
+        ref = reference_out(op, ref_args, ref_outs)
+        restrided = _geometry(ref_outs) != before  # ATen resized or restrided one
+    except NotApplicable as e:
+        outcome.skipped.append((label, f"{NOT_APPLICABLE}: {e}"))
         return
-    except Exception:  # noqa: BLE001 - PyTorch rejects this variant
+    except Exception as e:  # noqa: BLE001 - PyTorch rejects this variant
         if variant == "contiguous":
-            outcome.failures.append(f"{label}: the reference rejects the base sample")
+            outcome.failures.append(
+                f"{label}: the reference rejects the base sample: "
+                f"{type(e).__name__}: {str(e)[:200]}"
+            )
+        else:
+            outcome.skipped.append((label, REFERENCE_REJECTS))
         return
+    functional = variant not in out_only
+    if not functional:
+        outcome.notes.append((label, OUT_ONLY))
     for path in PATHS:
-        outs = _empty_like_results(wanted, variant == "transposed")
+        outs = sentinel_outs(wanted, variant == "transposed")
         previous = module.handle_reuse(), module.direct_mode()
         module.set_handle_reuse(path != "from_blob")
         module.set_direct_mode(path != "dispatcher")
         try:
             our_args = fresh(op, args)
+            if path == "from_blob" and restrided:
+                _expect_from_blob_error(module, op, our_args, outs)
+                outcome.checked.append(f"{label}/{path}")
+                outcome.notes.append((f"{label}/{path}", FROM_BLOB_RESIZE))
+                continue
             returned = ours(module, op, our_args, outs)
             got = outs
-            _close(got, ref, dtype)
-            _close(got, wanted, dtype)
+            _labelled(got, ref, dtype, "differs from PyTorch's out= overload")
+            if functional:
+                _labelled(got, wanted, dtype, "differs from the functional form")
             for name in op.mutable_inputs:  # the new states, as PyTorch's
-                _close(our_args[name], ref_args[name], dtype)
+                what = f"mutated input '{name}' differs from"
+                _labelled(
+                    our_args[name], ref_args[name], dtype, what + " the out= call"
+                )
+                if functional and name in states:
+                    _labelled(
+                        our_args[name],
+                        states[name],
+                        dtype,
+                        what + " the functional form",
+                    )
             single = outs[0] if len(outs) == 1 else tuple(outs)
             if len(outs) == 1:
                 assert returned is single, "the call did not return its out"
@@ -326,6 +343,52 @@ def _check_variant(module, op, dtype, plan, sample_index, variant, outcome):
             module.set_direct_mode(previous[1])
 
 
+def _flat(values) -> list:
+    flat = []
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            flat += _flat(v)
+        elif isinstance(v, torch.Tensor):
+            flat.append(v)
+    return flat
+
+
+def _laid_out(args: dict, wanted: list, variant: str) -> bool:
+    """Whether a layout variant gave any input (or, transposed, any output)
+    another layout than the contiguous one: else it would only repeat the
+    contiguous variant, and is counted as not applicable instead."""
+    if variant not in ("transposed", "sliced", "expanded"):
+        return True
+    if any(not t.is_contiguous() for t in _flat(args.values())):
+        return True
+    outs = _flat(sentinel_outs(wanted, True)) if variant == "transposed" else []
+    return any(not t.is_contiguous() for t in outs)
+
+
+def _geometry(outs) -> list:
+    return [
+        _geometry(o) if isinstance(o, (list, tuple)) else (o.shape, o.stride())
+        for o in outs
+    ]
+
+
+def _expect_from_blob_error(module, op, args, outs) -> None:
+    """ATen resizes or restrides an output of this call (PyTorch's out= call
+    did): a from_blob output cannot follow, and must raise RuntimeError
+    naming the from_blob path rather than leave the caller's tensor stale."""
+    try:
+        ours(module, op, args, outs)
+    except RuntimeError as e:
+        if "from_blob" not in str(e):
+            raise
+        return
+    raise AssertionError(
+        "ATen resizes or restrides an output of this call, which the from_blob "
+        "path cannot follow, but the call did not raise"
+    )
+
+
 def _guess_outs(op: OpEntry, args: dict) -> list:
-    like = next(v for v in args.values() if isinstance(v, torch.Tensor))
-    return [torch.empty(0, dtype=like.dtype) for _ in op.out_args]
+    like = next((v for v in args.values() if isinstance(v, torch.Tensor)), None)
+    dtype = like.dtype if like is not None else torch.get_default_dtype()
+    return [torch.empty(0, dtype=dtype) for _ in op.out_args]

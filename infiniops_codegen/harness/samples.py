@@ -12,6 +12,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field, replace
 
+from ..schema_db import load_schema_db
+
 DATA, INDEX, MASK = "data", "index", "mask"
 SPD = "spd"  # data, symmetric positive definite in the last two dims
 CASE_DTYPE = "<case dtype>"  # a ScalarType argument takes the case's dtype
@@ -53,6 +55,9 @@ class OpEntry:
     outputs: tuple[str, ...]  # Python names
     hints: dict = field(hash=False, compare=False)
     tags: tuple[str, ...] = ()
+    # Schema names of the inputs the op writes in place (torchgen's is_write
+    # of a non-out argument: optimizer and running-statistics state).
+    mutated: tuple[str, ...] = ()
 
     @property
     def visible(self) -> tuple[Arg, ...]:
@@ -69,12 +74,28 @@ class OpEntry:
     @property
     def mutable_inputs(self) -> tuple[str, ...]:
         """Inputs the op writes in place (`Tensor(b!)`: optimizer and
-        running-statistics state)."""
-        return tuple(a.name for a in self.inputs if "!" in a.aten_type)
+        running-statistics state), in schema order."""
+        return self.mutated
 
 
-def entries(manifest: dict) -> list[OpEntry]:
+def mutated_inputs(aten: str | None, db=None) -> tuple[str, ...]:
+    """The inputs an ATen out= overload writes besides its outputs, from
+    torchgen's alias information (`SchemaArg.is_write`), never from type text.
+    Composites (aten None) mutate nothing."""
+    if aten is None:
+        return ()
+    if db is None:
+        db = load_schema_db()
+    schema = db.out_overloads.get(aten)
+    if schema is None:
+        raise KeyError(f"'{aten}' is no ATen out= overload of torch {db.torch_version}")
+    return tuple(a.name for a in schema.args if a.is_write and not a.is_out)
+
+
+def entries(manifest: dict, db=None) -> list[OpEntry]:
     result = []
+    if db is None and any(op.get("aten") for op in manifest["ops"]):
+        db = load_schema_db()
     for op in manifest["ops"]:
         args = tuple(
             Arg(
@@ -100,6 +121,7 @@ def entries(manifest: dict) -> list[OpEntry]:
                 tuple(op["outputs"]),
                 op.get("hints") or {},
                 tuple(op.get("tags") or ()),
+                mutated_inputs(op["aten"], db),
             )
         )
     return result
@@ -235,7 +257,7 @@ _MATMUL_SHAPES = {
 def _role_of(arg: Arg) -> str:
     if arg.name in _INDEX_NAMES or arg.name.endswith("indices"):
         return INDEX
-    if "mask" in arg.name:
+    if "mask" in arg.name or arg.name == "condition":  # where's condition
         return MASK
     return DATA
 
@@ -290,7 +312,7 @@ def _shape_plans(op: OpEntry) -> list[dict]:
 def candidate_plans(op: OpEntry) -> list[dict]:
     """Argument plans to try, best guess first: schema name -> value."""
     result = []
-    by_py = {a.py_name: a.name for a in op.inputs}
+    by_py = {a.py_name: a for a in op.inputs}
     for shape, shapes in _shape_plans(op):
         plan = {}
         for arg in op.inputs:
@@ -299,7 +321,11 @@ def candidate_plans(op: OpEntry) -> list[dict]:
             else:
                 plan[arg.name] = _attribute(arg, shape)
         for py_name, literal in (op.hints.get("tensors") or {}).items():
-            plan[by_py[py_name]] = _literal(literal)
+            arg = by_py[py_name]
+            if arg.kind == "tensor_list":  # one literal per list element
+                plan[arg.name] = [_literal(one) for one in literal]
+            else:
+                plan[arg.name] = _literal(literal)
         result.append(hinted_plans(op, plan)[0])  # validate with hinted values
     # Last resort for linear algebra: symmetric positive definite matrices.
     for plan in list(result):

@@ -10,7 +10,10 @@ import yaml
 SKIPS_FILE = Path(__file__).resolve().parents[2] / "tests" / "skips.yaml"
 
 
-KEYS = ("op", "ops", "tag", "dtypes", "variants", "reason")
+KEYS = ("op", "ops", "tag", "dtypes", "variants", "reference", "reason")
+# `reference: out`: skip nothing, but compare with PyTorch's out= overload
+# only, not with the functional form (which is no reference there).
+REFERENCES = ("out",)
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,7 @@ class Skip:
     tag: str | None = None  # an ATen tag, e.g. nondeterministic_seeded
     dtypes: tuple[str, ...] = ()  # empty: every dtype
     variants: tuple[str, ...] = ()  # empty: the whole case; else only these layouts
+    reference: str | None = None  # "out": a narrowed comparison, not a skip
 
     def matches(self, op, dtype: str | None) -> bool:
         """dtype None: whether it matches every dtype of the op."""
@@ -38,10 +42,17 @@ def load_skips(path: Path = SKIPS_FILE) -> list[Skip]:
         reason = (entry.get("reason") or "").strip()
         unknown = sorted(set(entry) - set(KEYS))
         names = [entry["op"]] if entry.get("op") else list(entry.get("ops") or ())
-        if unknown or not reason or not (names or entry.get("tag")):
+        reference = entry.get("reference")
+        if (
+            unknown
+            or not reason
+            or not (names or entry.get("tag"))
+            or reference not in (None,) + REFERENCES
+        ):
             raise ValueError(
                 f"{path}: every skip needs 'op', 'ops' or 'tag' and a 'reason'"
-                f" (keys: {', '.join(KEYS)}): {entry}"
+                f" (keys: {', '.join(KEYS)}; reference: {', '.join(REFERENCES)}):"
+                f" {entry}"
             )
         for name in names or [None]:
             skips.append(
@@ -51,6 +62,7 @@ def load_skips(path: Path = SKIPS_FILE) -> list[Skip]:
                     entry.get("tag"),
                     tuple(entry.get("dtypes") or ()),
                     tuple(entry.get("variants") or ()),
+                    reference,
                 )
             )
     return skips
@@ -60,7 +72,7 @@ def exclusion_reason(skips: list[Skip], op) -> str | None:
     """Why the whole op is excluded (every dtype, every layout), if it is:
     such an op is not sampled at all (PyTorch may even crash on samples)."""
     for s in skips:
-        if not s.variants and s.matches(op, None):
+        if not s.variants and not s.reference and s.matches(op, None):
             return s.reason
     return None
 
@@ -68,12 +80,26 @@ def exclusion_reason(skips: list[Skip], op) -> str | None:
 def skip_reason(skips: list[Skip], op, dtype: str) -> str | None:
     """Why the whole op x dtype case is skipped, if it is."""
     for s in skips:
-        if not s.variants and s.matches(op, dtype):
+        if not s.variants and not s.reference and s.matches(op, dtype):
             return s.reason
     return None
 
 
 def skipped_variants(skips: list[Skip], op, dtype: str) -> tuple[str, ...]:
     return tuple(
-        v for s in skips if s.variants and s.matches(op, dtype) for v in s.variants
+        v
+        for s in skips
+        if s.variants and not s.reference and s.matches(op, dtype)
+        for v in s.variants
+    )
+
+
+def out_reference_variants(skips: list[Skip], op, dtype: str, every=()) -> tuple:
+    """The layout variants (`every` when an entry names none) on which the op
+    is compared with PyTorch's out= overload only (`reference: out`)."""
+    return tuple(
+        v
+        for s in skips
+        if s.reference == "out" and s.matches(op, dtype)
+        for v in (s.variants or every)
     )

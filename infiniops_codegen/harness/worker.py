@@ -15,41 +15,7 @@ from pathlib import Path
 import torch
 
 from ..runtime import load
-from . import run, samples, skips
-
-
-def check_op(module, op, skip_list) -> dict:
-    reason = skips.exclusion_reason(skip_list, op)
-    if reason:  # listed as untestable: no samples are even tried
-        return {"status": "excluded", "reason": reason, "cases": []}
-    cases = []
-    for dtype in run.DTYPES:
-        plan = run.find_plan(op, run.DTYPES[dtype])
-        if plan is None:
-            continue
-        reason = skips.skip_reason(skip_list, op, dtype)
-        if reason:
-            cases.append({"dtype": dtype, "status": "skipped", "reason": reason})
-            continue
-        outcome = run.check(
-            module, op, dtype, plan, skips.skipped_variants(skip_list, op, dtype)
-        )
-        failed = bool(outcome.failures) or not outcome.checked
-        cases.append(
-            {
-                "dtype": dtype,
-                "status": "failed" if failed else "passed",
-                "checked": len(outcome.checked),
-                "failures": [f[:500] for f in outcome.failures[:3]],
-            }
-        )
-    if not cases:
-        status = "nosample"
-    elif any(c["status"] == "failed" for c in cases):
-        status = "failed"
-    else:
-        status = "passed"
-    return {"status": status, "cases": cases}
+from . import report, samples, skips
 
 
 def main() -> None:
@@ -65,7 +31,7 @@ def main() -> None:
     for line in sys.stdin:
         name = line.strip()
         try:
-            result = check_op(module, by_name[name], skip_list)
+            result = report.check_op(module, by_name[name], skip_list)
         except Exception as e:  # noqa: BLE001 - reported, the run goes on
             result = {
                 "status": "error",

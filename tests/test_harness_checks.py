@@ -1,0 +1,348 @@
+"""The correctness harness checked on its own: that it finds what it must find.
+
+No build is needed except for the command-line test at the end: fake modules
+stand in for the built one (a correct one that calls PyTorch's out= overload,
+and broken ones), on ops of the default manifest and of a few ATen overloads
+generated from a temporary spec directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from infiniops_codegen.harness import report, run, samples, skips
+from infiniops_codegen.pipeline import generate
+
+ROOT = Path(__file__).resolve().parent.parent
+ALL_HINTS = yaml.safe_load((ROOT / "op_specs/all/hints.yaml").read_text())["hints"]
+SKIPS = skips.load_skips()
+ADAM_STATES = ("grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs")
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # resize / degrees-of-freedom warnings
+        yield
+
+
+def _default_ops() -> dict[str, samples.OpEntry]:
+    manifest = json.loads((ROOT / "generated" / "manifest.json").read_text())
+    return {op.name: op for op in samples.entries(manifest)}
+
+
+def _aten_ops(tmp_path: Path, *overloads: str) -> dict[str, samples.OpEntry]:
+    """Manifest entries of ATen overloads the default specs do not have, with
+    their hints from op_specs/all/hints.yaml, from a temporary spec dir."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    entries = [
+        {"aten": n, "hints": ALL_HINTS[n]} if n in ALL_HINTS else n for n in overloads
+    ]
+    (specs / "ops.yaml").write_text(yaml.safe_dump({"ops": entries}))
+    manifest = json.loads(generate(specs).files["manifest.json"])
+    return {op.name: op for op in samples.entries(manifest)}
+
+
+class FakeModule:
+    """Stands in for the built module: every op calls impl(op, args, outs)
+    with the schema names of its arguments."""
+
+    def __init__(self, ops, impl):
+        self._ops = {op.name: op for op in ops}
+        self._impl = impl
+        self._switches = {"reuse": True, "direct": True}
+
+    def handle_reuse(self):
+        return self._switches["reuse"]
+
+    def set_handle_reuse(self, value):
+        self._switches["reuse"] = value
+
+    def direct_mode(self):
+        return self._switches["direct"]
+
+    def set_direct_mode(self, value):
+        self._switches["direct"] = value
+
+    def __getattr__(self, name):
+        op = self._ops[name]
+
+        def call(*positional, **kwargs):
+            by_py = {a.py_name: a for a in op.visible}
+            outs = [kwargs.pop(a.py_name) for a in op.out_args]
+            args = dict(
+                zip((a.name for a in op.inputs if not a.keyword_only), positional)
+            )
+            args.update({by_py[k].name: v for k, v in kwargs.items()})
+            self._impl(op, args, outs)
+            return outs[0] if len(outs) == 1 else tuple(outs)
+
+        return call
+
+
+def correct(op, args, outs):
+    run.reference_out(op, args, outs)
+
+
+def writes_nothing(op, args, outs):
+    pass
+
+
+def forgets_states(op, args, outs):
+    """Writes the outputs right but leaves the inputs the op mutates alone."""
+    run.reference_out(op, run.fresh(op, args), outs)
+
+
+def _check(impl, op, dtype):
+    """run.check with a fake module, with what tests/skips.yaml says."""
+    plan = run.find_plan(op, run.DTYPES[dtype])
+    assert plan is not None, f"{op.name} [{dtype}]: no sample"
+    skipped = skips.skipped_variants(SKIPS, op, dtype)
+    out_only = skips.out_reference_variants(SKIPS, op, dtype, run.VARIANTS)
+    return run.check(FakeModule([op], impl), op, dtype, plan, skipped, out_only)
+
+
+def _accounted(op, plan, outcome) -> None:
+    """Every sample x layout variant is checked (on every path), failed or
+    counted as skipped with a reason: nothing is dropped."""
+    seen = {}
+    for label in outcome.checked + [f.split(":")[0] for f in outcome.failures]:
+        seen.setdefault(label.split("/")[0], set()).add(label.split("/")[-1])
+    for label, reason in outcome.skipped:
+        assert reason, label
+        assert label not in seen, f"{label} both checked and skipped"
+        seen[label] = set(run.PATHS)
+    wanted = {
+        f"sample {i} {v}"
+        for i in range(len(samples.hinted_plans(op, plan)))
+        for v in run.VARIANTS
+    }
+    assert set(seen) == wanted
+    assert all(paths == set(run.PATHS) for paths in seen.values()), seen
+
+
+# -- mutated inputs ---------------------------------------------------------
+
+
+def test_fused_adam_mutated_inputs_are_detected(tmp_path):
+    ops = _aten_ops(tmp_path, "_fused_adam.out", "add.out")
+    adam = ops["_fused_adam"]
+    # The manifest's type text carries no alias annotation ("Tensor[]"), so
+    # the harness reads torchgen's is_write instead.
+    assert all("!" not in a.aten_type for a in adam.args)
+    assert adam.mutable_inputs == ADAM_STATES
+    assert samples.mutated_inputs("_fused_adam.out") == ADAM_STATES
+    assert ops["add"].mutable_inputs == ()
+    assert samples.mutated_inputs(None) == ()  # composites
+    # Every call gets its own copies of exactly those inputs.
+    plan = run.find_plan(adam, torch.float32)
+    args = run.materialize(plan, torch.float32, "contiguous", seed=1)
+    copied = run.fresh(adam, args)
+    for name, value in args.items():
+        if name in ADAM_STATES:
+            assert all(
+                c is not v and torch.equal(c, v) for c, v in zip(copied[name], value)
+            )
+        else:
+            assert copied[name] is value
+
+
+def test_a_wrapper_that_forgets_a_mutated_input_fails(tmp_path):
+    op = _aten_ops(tmp_path, "_native_batch_norm_legit.out")["_native_batch_norm_legit"]
+    assert op.mutable_inputs == ("running_mean", "running_var")
+    assert not _check(correct, op, "float32").failures
+    outcome = _check(forgets_states, op, "float32")
+    assert any("mutated input 'running_mean'" in f for f in outcome.failures)
+
+
+def test_state_conflicts_with_the_functional_form_fail_unless_listed(tmp_path):
+    """PyTorch's _fused_adam.out leaves exp_avgs & co. as they were (its
+    functional form returns new states). Unlisted, that is a failure; with
+    its `reference: out` entry in tests/skips.yaml ours is held to the out=
+    overload, and every narrowed variant is counted."""
+    op = _aten_ops(tmp_path, "_fused_adam.out")["_fused_adam"]
+    plan = run.find_plan(op, torch.float32)
+    unlisted = run.check(FakeModule([op], correct), op, "float32", plan)
+    assert any(
+        "mutated input 'exp_avgs' differs from the functional form" in f
+        for f in unlisted.failures
+    )
+    listed = _check(correct, op, "float32")
+    assert listed.checked and not listed.failures
+    assert listed.notes and {reason for _, reason in listed.notes} == {run.OUT_ONLY}
+    # A wrapper that writes nothing still fails on the outputs.
+    assert _check(writes_nothing, op, "float32").failures
+
+
+# -- sentinels ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, dtype",
+    [
+        ("abs", "float32"),  # float output
+        ("abs", "int64"),  # integer output
+        ("isnan", "float32"),  # bool output
+        ("argmax", "float32"),  # int64 output of a float op
+        ("max", "float32"),  # values and indices
+        ("where", "bool"),
+        ("sort_values", "float16"),
+    ],
+)
+def test_a_wrapper_that_writes_nothing_fails(name, dtype):
+    op = _default_ops()[name]
+    good = _check(correct, op, dtype)
+    assert good.checked and not good.failures, good.failures[:2]
+    bad = _check(writes_nothing, op, dtype)
+    assert bad.failures
+    # What still passes writes no element at all (zero-size variants).
+    assert all(" zero_size/" in label for label in bad.checked), bad.checked
+
+
+def test_sentinel_differs_from_the_reference_everywhere():
+    nan = float("nan")
+    wanted = torch.tensor([1.0, nan, float(torch.finfo(torch.float32).max)])
+    out = run.fill_sentinel(torch.empty(3), wanted)
+    assert torch.isnan(out[0]) and not torch.isnan(out[1]) and torch.isnan(out[2])
+    for dtype in (torch.int32, torch.int64, torch.int16, torch.uint8, torch.uint64):
+        info = torch.iinfo(dtype)
+        wanted = torch.tensor([0, 1, info.min, info.max], dtype=dtype)
+        out = run.fill_sentinel(torch.empty_like(wanted), wanted)
+        assert not torch.eq(out, wanted).any(), (dtype, out)
+        assert set(out.tolist()) <= {info.min, info.max}
+    wanted = torch.tensor([True, False])
+    assert torch.equal(
+        run.fill_sentinel(torch.empty(2, dtype=torch.bool), wanted), ~wanted
+    )
+    transposed = run.sentinel_outs([torch.ones(3, 4)], non_contiguous=True)[0]
+    assert not transposed.is_contiguous() and torch.isnan(transposed).all()
+
+
+# -- nothing dropped -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["abs", "mm", "add", "cat", "sum"])
+def test_every_variant_is_checked_or_counted(name):
+    op = _default_ops()[name]
+    plan = run.find_plan(op, torch.float32)
+    outcome = run.check(FakeModule([op], correct), op, "float32", plan)
+    _accounted(op, plan, outcome)
+
+
+def test_variants_the_reference_rejects_are_counted():
+    ops = _default_ops()
+    mm = ops["mm"]
+    plan = run.find_plan(mm, torch.float32)
+    outcome = run.check(FakeModule([mm], correct), mm, "float32", plan)
+    assert ("sample 0 zero_dim", run.REFERENCE_REJECTS) in outcome.skipped
+    abs_ = ops["abs"]
+    plan = run.find_plan(abs_, torch.float32)
+    outcome = run.check(FakeModule([abs_], correct), abs_, "float32", plan, ("sliced",))
+    assert (
+        "sample 0 broadcast",
+        f"{run.NOT_APPLICABLE}: not a binary op",
+    ) in outcome.skipped
+    assert ("sample 0 sliced", run.SKIPPED_BY_FILE) in outcome.skipped
+
+
+def test_where_is_tested_in_every_dtype():
+    op = _default_ops()["where"]
+    for dtype in run.DTYPES.values():
+        plan = run.find_plan(op, dtype)
+        assert plan is not None, dtype
+        args = run.materialize(plan, dtype, "contiguous", seed=1)
+        assert args["condition"].dtype == torch.bool
+        assert args["self"].dtype == dtype
+
+
+def test_a_case_that_does_not_use_its_dtype_is_skipped(tmp_path):
+    """zeros.out writes float32 (the functional form's default) whatever the
+    case's dtype: only its float32 case is one."""
+    op = _aten_ops(tmp_path, "zeros.out")["zeros"]
+    assert report.plan_or_skip(op, "float32", SKIPS)[0] is not None
+    plan, case = report.plan_or_skip(op, "int64", SKIPS)
+    assert plan is None and case["reason"] == report.DTYPE_UNUSED
+    abs_ = _default_ops()["abs"]
+    assert all(
+        run.exercises_dtype(abs_, run.find_plan(abs_, dt), dt)
+        for dt in run.DTYPES.values()
+        if run.find_plan(abs_, dt)
+    )
+
+
+def test_counts_keep_skips_apart_from_passes():
+    passed = {"dtype": "float32", "status": "passed", "checked": 3}
+    no_sample = report.no_sample("bool")
+    by_file = {
+        "dtype": "int32",
+        "status": "skipped",
+        "reason": report.FILE_PREFIX + "x",
+    }
+    failed = {"dtype": "int64", "status": "failed", "failures": ["f"]}
+    assert report.op_status([passed, no_sample]) == "passed"
+    assert report.op_status([by_file, no_sample]) == "skipped"
+    assert report.op_status([no_sample, no_sample]) == "nosample"
+    assert report.op_status([passed, failed]) == "failed"
+    counts = report.summarize(
+        {
+            "a": {"status": "passed", "cases": [passed, no_sample]},
+            "b": {"status": "skipped", "cases": [by_file]},
+            "c": {"status": "excluded", "reason": "r", "cases": []},
+        }
+    )
+    assert counts["ops_by_status"] == {"excluded": 1, "passed": 1, "skipped": 1}
+    assert counts["cases_by_status"] == {"passed": 1, "skipped": 2}
+    assert counts["cases_skipped_by_reason"] == {
+        report.NO_SAMPLE: 1,
+        by_file["reason"]: 1,
+    }
+    text = "\n".join(report.summary_lines(counts))
+    assert "1 passed, 1 skipped, 1 excluded" in text and report.NO_SAMPLE[:60] in text
+
+
+# -- the command ---------------------------------------------------------------
+
+
+def _harness(build: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "infiniops_codegen.harness", "--build-dir", str(build)]
+        + list(args),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=ROOT,
+    )
+
+
+def test_the_command_fails_on_an_op_without_a_sample(ops, tmp_path):
+    """`abs` passes (exit 0); `add` hinted with shapes that do not broadcast
+    has no sample in any dtype and no skip entry (exit 1)."""
+    build = tmp_path / "build"
+    build.mkdir()
+    module = Path(ops.__file__)
+    (build / module.name).symlink_to(module)
+    manifest = json.loads((module.parent / "manifest.json").read_text())
+    manifest["ops"] = [op for op in manifest["ops"] if op["name"] in ("abs", "add")]
+    for op in manifest["ops"]:
+        if op["name"] == "add":
+            op["hints"] = {"shapes": {"input": [3], "other": [5]}}
+    (build / "manifest.json").write_text(json.dumps(manifest))
+    good = _harness(build, "--ops", "abs")
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "1 ops: 1 passed" in good.stdout
+    bad = _harness(build)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "2 ops: 1 passed, 1 nosample" in bad.stdout
+    assert "nosample: add" in bad.stdout
