@@ -85,7 +85,7 @@ def samples(ops):
 
 
 def _outs(sample: Sample) -> list:
-    return harness._empty_like_results(sample.like, False)
+    return harness.sentinel_outs(sample.like, False)
 
 
 def _call(module, sample: Sample, args: dict, outs: list, **extra):
@@ -629,3 +629,17 @@ def test_native_on_a_fake_tensor_says_why(ops):
         x = torch.randn(4)
         with pytest.raises(NotImplementedError, match="framework mode"):
             ops.add(x, x, out=torch.empty(4), implementation="native")
+
+
+def test_from_blob_restrided_out_names_the_strides(ops):
+    """ATen writes adaptive_avg_pool2d's result with its own strides, which a
+    from_blob output cannot take: the error says the strides differ (the
+    shapes are equal)."""
+    x = torch.randn(2, 3, 4, 4)
+    out = torch.empty(2, 3, 2, 2).transpose(-1, -2)
+    ops.set_handle_reuse(False)
+    try:
+        with pytest.raises(RuntimeError, match=r"has strides \[12, 4, 1, 2\] but ATen"):
+            ops.adaptive_avg_pool2d(x, [2, 2], out=out)
+    finally:
+        ops.set_handle_reuse(True)

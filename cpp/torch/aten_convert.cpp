@@ -289,12 +289,19 @@ void check_overlap_slow(const char* op, std::initializer_list<const Tensor*> out
 
 void output_not_resizable(const Tensor& t, const at::Tensor& a, const char* op,
                           const char* name) {
-  throw OutputNotResizable(std::string(op) + "(): output '" + name + "' has shape " +
-              shape_string(at::IntArrayRef(t.shape().data(), t.shape().size())) +
-              " but the result has shape " + shape_string(a.sizes()) +
-              "; this output has no PyTorch handle (from_blob path), so it "
-              "cannot be resized: pass an output of the result's shape and "
-              "layout");
+  const at::IntArrayRef shape(t.shape().data(), t.shape().size());
+  const at::IntArrayRef strides(t.strides().data(), t.strides().size());
+  // Say what changed: the shape, or (same shape) only the strides.
+  const std::string what =
+      shape != a.sizes()
+          ? "has shape " + shape_string(shape) + " but the result has shape " +
+                shape_string(a.sizes())
+          : "has strides " + shape_string(strides) + " but ATen wrote the result with strides " +
+                shape_string(a.strides()) + " (shape " + shape_string(shape) + ")";
+  throw OutputNotResizable(std::string(op) + "(): output '" + name + "' " + what +
+                           "; this output has no PyTorch handle (from_blob path), so it "
+                           "cannot be resized or restrided: pass an output of the "
+                           "result's shape and layout");
 }
 
 namespace {

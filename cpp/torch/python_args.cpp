@@ -772,6 +772,23 @@ PyObject* aten_overload(const Signature& sig) {
 
 }  // namespace
 
+// The list part of torch_function_wanted: any element not exactly a tensor.
+bool torch_function_in_lists(const Signature& sig, PyObject* const* slots) {
+  for (uint64_t mask = sig.tensor_list_params; mask != 0; mask &= mask - 1) {
+    PyObject* obj = slots[__builtin_ctzll(mask)];
+    if (obj == nullptr) continue;
+    if (!PyList_Check(obj) && !PyTuple_Check(obj)) return torch_function_slow(sig, slots);
+    PyObject** items = PySequence_Fast_ITEMS(obj);
+    for (Py_ssize_t k = 0, n = PySequence_Fast_GET_SIZE(obj); k < n; ++k) {
+      if (Py_TYPE(items[k]) != reinterpret_cast<PyTypeObject*>(THPVariableClass) &&
+          items[k] != Py_None) {
+        return torch_function_slow(sig, slots);
+      }
+    }
+  }
+  return false;
+}
+
 bool torch_function_slow(const Signature& sig, PyObject* const* slots) {
   bool wanted = at::impl::torch_function_mode_enabled();
   if (!wanted && at::impl::PythonTorchFunctionTLS::get_disabled_state() ==

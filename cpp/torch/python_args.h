@@ -78,7 +78,9 @@ bool parse_args(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
 // active. Plain tensors with no mode cost a type comparison each and one
 // thread-local read.
 bool torch_function_slow(const Signature& sig, PyObject* const* slots);
-inline bool torch_function_wanted(const Signature& sig, PyObject* const* slots) {
+bool torch_function_in_lists(const Signature& sig, PyObject* const* slots);
+[[gnu::always_inline]] inline bool torch_function_wanted(const Signature& sig,
+                                                         PyObject* const* slots) {
   for (uint64_t mask = sig.tensor_params; mask != 0; mask &= mask - 1) {
     PyObject* obj = slots[__builtin_ctzll(mask)];
     if (obj != nullptr && Py_TYPE(obj) != reinterpret_cast<PyTypeObject*>(THPVariableClass) &&
@@ -86,18 +88,7 @@ inline bool torch_function_wanted(const Signature& sig, PyObject* const* slots) 
       return torch_function_slow(sig, slots);
     }
   }
-  for (uint64_t mask = sig.tensor_list_params; mask != 0; mask &= mask - 1) {
-    PyObject* obj = slots[__builtin_ctzll(mask)];
-    if (obj == nullptr) continue;
-    if (!PyList_Check(obj) && !PyTuple_Check(obj)) return torch_function_slow(sig, slots);
-    PyObject** items = PySequence_Fast_ITEMS(obj);
-    for (Py_ssize_t k = 0, n = PySequence_Fast_GET_SIZE(obj); k < n; ++k) {
-      if (Py_TYPE(items[k]) != reinterpret_cast<PyTypeObject*>(THPVariableClass) &&
-          items[k] != Py_None) {
-        return torch_function_slow(sig, slots);
-      }
-    }
-  }
+  if (sig.tensor_list_params != 0 && torch_function_in_lists(sig, slots)) return true;
   return at::impl::torch_function_mode_enabled() && torch_function_slow(sig, slots);
 }
 

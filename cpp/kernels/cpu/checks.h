@@ -89,8 +89,12 @@ inline bool safe_to_write(const Tensor& out, const Tensor& input) {
 // (see core/decline.h): one dtype on the CPU, an out without internal
 // overlap, each input either exactly out (in place) or apart from it.
 inline bool elementwise_ok(Tensor& out, std::initializer_list<const Tensor*> inputs) {
+  if (out.device().type != DeviceType::kCpu || (out.data() == nullptr && out.numel() != 0)) {
+    return decline("the tensors are not all CPU tensors of one dtype");
+  }
   for (const Tensor* t : inputs) {
-    if (!same_cpu_dtype({t, &out})) {
+    if (t->device().type != DeviceType::kCpu || t->dtype() != out.dtype() ||
+        (t->data() == nullptr && t->numel() != 0)) {
       return decline("the tensors are not all CPU tensors of one dtype");
     }
   }
