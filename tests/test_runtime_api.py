@@ -174,9 +174,18 @@ def _long_mm():
 
 def _long_sin():
     # sin is a borrowing op (direct TensorIterator kernel): small calls keep
-    # the GIL, large ones must release it after taking real references.
-    x = torch.randn(2**25, dtype=torch.float64)
-    out = torch.empty_like(x)
+    # the GIL, large ones must release it after taking real references. The
+    # size doubles until one call lasts long enough to tell (0.1 s), whatever
+    # this machine's speed.
+    n = 2**23
+    while True:
+        x = torch.randn(n, dtype=torch.float64)
+        out = torch.empty_like(x)
+        start = time.perf_counter()
+        torch.sin(x, out=out)
+        if time.perf_counter() - start >= 0.1 or n >= 2**27:
+            break
+        n *= 2
     return (lambda m: m.sin(x, out=out)), (
         lambda: torch.testing.assert_close(out, x.sin())
     )
