@@ -80,6 +80,7 @@ class Argument:
     converter: str | None  # Python->core converter in the bridge
     converter_extra: tuple[str, ...] = ()  # extra converter arguments (list size)
     mutable: bool = False  # an input the op writes (`Tensor(a!)`, not out=)
+    schema_default: bool = False  # the ATen schema gives a default
 
     @property
     def hidden(self) -> bool:
@@ -305,6 +306,13 @@ class Op:
     @property
     def schema_names_differ(self) -> bool:
         return any(a.name != a.py_name for a in self.python_params)
+
+    @property
+    def hidden_without_default(self) -> tuple[Argument, ...]:
+        """Hidden arguments the ATen schema gives no default (`Generator?
+        generator` of rand.generator_out): calling the overload from Python
+        needs them spelled out, as None."""
+        return tuple(a for a in self.arguments if a.hidden and not a.schema_default)
 
     @property
     def aten_positional(self) -> int:

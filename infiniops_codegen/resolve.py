@@ -85,6 +85,7 @@ def _argument(a: SchemaArg, py_name: str) -> Argument:  # raises UnsupportedType
             default=None,
             hidden_value=_hidden_value(a),
             converter=None,
+            schema_default=a.default is not None,
         )
     kind = arg_types.classify(t, a.is_out)
     default = None
@@ -120,6 +121,7 @@ def _argument(a: SchemaArg, py_name: str) -> Argument:  # raises UnsupportedType
         converter=converter,
         converter_extra=extra,
         mutable=a.is_write and not a.is_out,
+        schema_default=a.default is not None,
     )
 
 

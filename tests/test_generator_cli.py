@@ -195,3 +195,22 @@ def test_unknown_ops_selection_is_a_usage_error(basic_specs, tmp_path, runner, h
     assert "nosuchop" in result.output
     assert "Traceback" not in result.output
     assert not (tmp_path / "o").exists()
+
+
+def test_torch_function_signature_spells_out_hidden_arguments(tmp_path):
+    """__torch_function__ hands torch.ops.aten.<overload> the call: arguments
+    under their schema names, and hidden ones without a schema default (the
+    Generator of rand.generator_out) as None, or calling it would fail."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "ops.yaml").write_text("ops:\n  - rand.generator_out\n  - abs.out\n")
+    files = pipeline.generate(specs).files
+    bindings = files["bindings.cpp"]
+    assert (
+        'const char* const kNone_rand_generator[] = {"generator", nullptr};' in bindings
+    )
+    assert ".aten_none = kNone_rand_generator," in bindings
+    assert '.aten = "rand.generator_out",' in bindings
+    # abs: `self` is `input` in Python; the overload gets `self`
+    assert 'const char* const kSchemaNames_abs[] = {"self", "out"};' in bindings
+    assert "kNone_abs" not in bindings

@@ -836,6 +836,9 @@ PyObject* torch_function(const Signature& sig, PyObject* module, PyObject* const
           return nullptr;
         }
       }
+      for (const char* const* n = sig.aten_none; n != nullptr && *n != nullptr; ++n) {
+        if (PyDict_SetItemString(call_kwargs.get(), *n, Py_None) < 0) return nullptr;
+      }
       name = sig.aten;
       module_name = "torch.ops.aten";
     } else if (call_kwargs) {

@@ -60,6 +60,9 @@ struct Signature {
   // Leading parameters the overload takes positionally (the schema's
   // positional arguments up to its first one this binding hides).
   int aten_positional = 0;
+  // Schema names of arguments this binding hides whose schema has no
+  // default (null-terminated; null: none): passed to the overload as None.
+  const char* const* aten_none = nullptr;
   PyObject** torch_function = nullptr;  // resolved on first use (GIL held)
 };
 

@@ -3,10 +3,12 @@ against PyTorch's out= overload and its functional form."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import torch
 
+from . import values
 from .samples import OpEntry, candidate_plans, hinted_plans
 
 # the tensors of a case (re-exported: run.materialize, run.sentinel_outs, ...)
@@ -127,14 +129,18 @@ def expected_with_states(op: OpEntry, args: dict) -> tuple[list, dict]:
     outputs, then the new state of each mutated input in schema order; the
     states are {} when its results do not have that shape."""
     _reseed(op)
-    if op.composite:
-        result = eval(op.reference, {"torch": torch}, dict(args))  # noqa: S307
-        return _as_list(result), {}
-    if op.functional is None:
-        return [], {}
-    kwargs = {a.name: args[a.name] for a in op.inputs}
-    kwargs.update(_hidden_generators(op))
-    result = _overload(op.functional)(**kwargs)
+    # Factory functions (randn, arange, ...) make their results on the
+    # harness's device; PyTorch's own call only, never around the library's.
+    on_device = torch.device(values.DEVICE) if values.DEVICE != "cpu" else nullcontext()
+    with on_device:
+        if op.composite:
+            result = eval(op.reference, {"torch": torch}, dict(args))  # noqa: S307
+            return _as_list(result), {}
+        if op.functional is None:
+            return [], {}
+        kwargs = {a.name: args[a.name] for a in op.inputs}
+        kwargs.update(_hidden_generators(op))
+        result = _overload(op.functional)(**kwargs)
     if op.mutable_inputs:
         results, count = _as_list(result), len(op.out_args)
         states = {}
@@ -391,4 +397,5 @@ def _expect_from_blob_error(module, op, args, outs) -> None:
 def _guess_outs(op: OpEntry, args: dict) -> list:
     like = next((v for v in args.values() if isinstance(v, torch.Tensor)), None)
     dtype = like.dtype if like is not None else torch.get_default_dtype()
-    return [torch.empty(0, dtype=dtype) for _ in op.out_args]
+    device = like.device if like is not None else values.DEVICE
+    return [torch.empty(0, dtype=dtype, device=device) for _ in op.out_args]

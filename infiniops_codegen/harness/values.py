@@ -9,6 +9,12 @@ from .samples import CASE_DTYPE, DATA, INDEX, INDEX_BOUND, MASK, SPD
 from .samples import LITERAL, TensorSpec
 from .samples import map_tensors, reshaped
 
+# The torch device samples are made on (the harness command's --devices; its
+# worker sets it). Never torch.set_default_device: that is a
+# TorchFunctionMode, and under a mode every call of the library goes to the
+# mode, as PyTorch's own calls do, so nothing of the library would be tested.
+DEVICE = "cpu"
+
 
 class NotApplicable(Exception):
     """The layout variant does not exist for this op (a unary op has no
@@ -51,7 +57,9 @@ def _layout(t: torch.Tensor, variant: str) -> torch.Tensor:
     if variant == "transposed" and t.dim() >= 2:
         return t.transpose(-1, -2).contiguous().transpose(-1, -2)
     if variant == "sliced" and t.dim() >= 1:
-        wide = torch.empty(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype)
+        wide = torch.empty(
+            *t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype, device=t.device
+        )
         view = wide[..., ::2]
         view.copy_(t)
         return view
@@ -84,7 +92,9 @@ def materialize(plan: dict, dtype: torch.dtype, variant: str, seed: int) -> dict
     gen = torch.Generator().manual_seed(seed)
     plan = _variant_plan(plan, variant)
     plan = {k: dtype if v == CASE_DTYPE else v for k, v in plan.items()}
-    return map_tensors(plan, lambda spec: _layout(_values(spec, dtype, gen), variant))
+    return map_tensors(
+        plan, lambda spec: _layout(_values(spec, dtype, gen).to(DEVICE), variant)
+    )
 
 
 # -- outputs ----------------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from ..runtime import load
-from . import report, samples, skips
+from . import report, samples, skips, values
 
 
 def main() -> None:
@@ -27,8 +27,12 @@ def main() -> None:
     skip_list = skips.load_skips()
     torch.manual_seed(0)
     # --devices: every sample tensor (and so every reference) is made there.
-    torch.set_default_device(os.environ.get("INFINIOPS_HARNESS_DEVICE", "cpu"))
+    values.DEVICE = os.environ.get("INFINIOPS_HARNESS_DEVICE", "cpu")
     for line in sys.stdin:
+        if torch._C._is_torch_function_mode_enabled():
+            raise RuntimeError(
+                "a TorchFunctionMode is active: the library's calls would go to it"
+            )
         name = line.strip()
         try:
             result = report.check_op(module, by_name[name], skip_list)
