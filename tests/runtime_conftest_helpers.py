@@ -9,6 +9,7 @@ The runtime tests exercise the *built* module `infiniops`: the `ops` fixture
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shlex
@@ -25,6 +26,15 @@ BUILD_TIMEOUT_S = 3600
 def build_dir() -> Path:
     """Where the module is loaded from: $INFINIOPS_BUILD_DIR or build/."""
     return Path(os.environ.get("INFINIOPS_BUILD_DIR") or REPO / "build")
+
+
+def manifest() -> dict:
+    """The manifest of the module under test (the build's; generated/'s
+    before anything is built)."""
+    path = build_dir() / "manifest.json"
+    if not path.is_file():
+        path = REPO / "generated" / "manifest.json"
+    return json.loads(path.read_text())
 
 
 def subprocess_env() -> dict[str, str]:

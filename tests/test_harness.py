@@ -15,8 +15,6 @@ full set) with `INFINIOPS_BUILD_DIR=build-all python -m pytest tests/test_harnes
 """
 
 import functools
-import json
-import os
 from pathlib import Path
 
 import pytest
@@ -31,11 +29,9 @@ _SKIPS = skips.load_skips()
 
 
 def _manifest() -> dict:
-    build = Path(os.environ.get("INFINIOPS_BUILD_DIR") or ROOT / "build")
-    path = build / "manifest.json"
-    if not path.is_file():
-        path = ROOT / "generated" / "manifest.json"
-    return json.loads(path.read_text())
+    from runtime_conftest_helpers import manifest
+
+    return manifest()
 
 
 @functools.lru_cache(maxsize=None)

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
-import os
 import warnings
 from collections import Counter
 from dataclasses import dataclass
@@ -29,18 +27,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from infiniops_codegen.harness import run as harness
 from infiniops_codegen.harness.samples import entries
+from runtime_conftest_helpers import manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 # One dtype per op: the first PyTorch's CPU kernel accepts.
 DTYPES = ("float32", "int64", "bool")
-
-
-def _manifest() -> dict:
-    build = Path(os.environ.get("INFINIOPS_BUILD_DIR") or ROOT / "build")
-    path = build / "manifest.json"
-    if not path.is_file():
-        path = ROOT / "generated" / "manifest.json"
-    return json.loads(path.read_text())
 
 
 @dataclass
@@ -54,7 +45,7 @@ class Sample:
 @functools.lru_cache(maxsize=None)
 def _samples() -> tuple[list[Sample], list[str]]:
     found, missing = [], []
-    for op in entries(_manifest()):
+    for op in entries(manifest()):
         for name in DTYPES:
             dtype = harness.DTYPES[name]
             plan = harness.find_plan(op, dtype)
@@ -385,6 +376,11 @@ def _compare_contexts(ops, samples, name, make, run, compare_values):
         leaked = [w for w in my_warnings if "data pointer" in w or "data_ptr" in w]
         if leaked:
             failures.append(f"{op.name}: read a data pointer: {leaked[0][:120]}")
+        extra = [w for w in my_warnings if w not in their_warnings]
+        if extra and not op.composite:
+            failures.append(
+                f"{op.name}: warned where PyTorch did not: {extra[0][:120]}"
+            )
         if op.composite:
             # No out= form in PyTorch: ours must work or raise a Python error.
             if mine[0] == "raised" and not issubclass(mine[1], Exception):
@@ -451,20 +447,22 @@ def test_meta_tensors(ops, samples):
     _compare_contexts(ops, samples, "meta tensors", make, list, False)
 
 
+def _first_input(sample: Sample, accept) -> str | None:
+    """The name of the first single-tensor input that accept() takes."""
+    for a in sample.op.inputs:
+        value = sample.args[a.name]
+        if isinstance(value, torch.Tensor) and accept(value):
+            return a.name
+    return None
+
+
 def test_vmap_works_or_raises_as_pytorch(ops, samples):
     """torch.func.vmap over the first tensor input (a batch of 3 copies)."""
     failures = []
     na = Counter()
     for sample in samples:
         op = sample.op
-        first = next(
-            (
-                a.name
-                for a in op.inputs
-                if isinstance(sample.args[a.name], torch.Tensor)
-            ),
-            None,
-        )
+        first = _first_input(sample, lambda t: True)
         if first is None:
             na["no single tensor input to batch"] += 1
             continue
@@ -502,15 +500,7 @@ def test_forward_ad_duals_behave_as_in_pytorch(ops, samples):
     na = Counter()
     for sample in samples:
         op = sample.op
-        first = next(
-            (
-                a.name
-                for a in op.inputs
-                if isinstance(sample.args[a.name], torch.Tensor)
-                and sample.args[a.name].is_floating_point()
-            ),
-            None,
-        )
+        first = _first_input(sample, torch.Tensor.is_floating_point)
         if first is None:
             na["no floating-point tensor input"] += 1
             continue
