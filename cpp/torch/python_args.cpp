@@ -815,7 +815,7 @@ PyObject* torch_function(const Signature& sig, PyObject* module, PyObject* const
     PyRef call_args;
     PyRef call_kwargs(PyDict_New());
     std::string name;
-    const char* module_name;
+    const char* module_name = nullptr;
     if (call_kwargs && sig.aten != nullptr) {
       // The ATen overload with its schema's argument names; implementation=
       // and stream= belong to this library, not to ATen.
