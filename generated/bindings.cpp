@@ -3,12 +3,16 @@
 // Python objects into core values (tensors keep their at::Tensor as handle),
 // release the GIL and call the library's dispatch.
 #include "ops.h"
-#include "torch/python_args.h"
+#include "torch/call.h"
+#include "torch/converters.h"
+#include "torch/debug_hooks.h"
+#include "torch/module_functions.h"
 #include "torch/stream_args.h"
 
 namespace {
 
 namespace tb = ::infini::ops::torch_bridge;
+namespace tk = ::infini::ops::torch_bridge::kinds;
 using ::infini::ops::Implementation;
 using ::infini::ops::Scalar;
 using ::infini::ops::Stream;
@@ -38,35 +42,19 @@ const tb::Signature kSig__log_softmax{
 };
 
 PyObject* py__log_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig__log_softmax, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig__log_softmax, slots)) [[unlikely]] {
-    return tb::torch_function(kSig__log_softmax, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig__log_softmax, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig__log_softmax, 1);
-    auto v_half_to_float = tb::bool_arg(slots[2], kSig__log_softmax, 2);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig__log_softmax, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig__log_softmax, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig__log_softmax, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::_log_softmax(v_self, v_dim, v_half_to_float, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig__log_softmax, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig__log_softmax;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::_log_softmax(v_self, v_dim, v_half_to_float, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig__log_softmax);
-    return nullptr;
-  }
+  });
 }
 
 // _log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)
@@ -90,36 +78,20 @@ const tb::Signature kSig__log_softmax_backward_data{
 };
 
 PyObject* py__log_softmax_backward_data(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig__log_softmax_backward_data, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig__log_softmax_backward_data, slots)) [[unlikely]] {
-    return tb::torch_function(kSig__log_softmax_backward_data, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_grad_output = tb::tensor_arg(slots[0], kSig__log_softmax_backward_data, 0);
-    auto v_output = tb::tensor_arg(slots[1], kSig__log_softmax_backward_data, 1);
-    auto v_dim = tb::int_arg(slots[2], kSig__log_softmax_backward_data, 2);
-    auto v_input_dtype = tb::dtype_arg(slots[3], kSig__log_softmax_backward_data, 3);
-    auto v_out = tb::tensor_out_arg(slots[4], kSig__log_softmax_backward_data, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig__log_softmax_backward_data, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig__log_softmax_backward_data, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::_log_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig__log_softmax_backward_data, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig__log_softmax_backward_data;
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2);
+    auto v_input_dtype = tb::arg<tk::Dtype>(slots[3], sig, 3);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::_log_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig__log_softmax_backward_data);
-    return nullptr;
-  }
+  });
 }
 
 // _softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)
@@ -144,35 +116,19 @@ const tb::Signature kSig__softmax{
 };
 
 PyObject* py__softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig__softmax, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig__softmax, slots)) [[unlikely]] {
-    return tb::torch_function(kSig__softmax, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig__softmax, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig__softmax, 1);
-    auto v_half_to_float = tb::bool_arg(slots[2], kSig__softmax, 2);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig__softmax, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig__softmax, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig__softmax, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::_softmax(v_self, v_dim, v_half_to_float, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig__softmax, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig__softmax;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::_softmax(v_self, v_dim, v_half_to_float, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig__softmax);
-    return nullptr;
-  }
+  });
 }
 
 // _softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) grad_input) -> Tensor(a!)
@@ -196,36 +152,20 @@ const tb::Signature kSig__softmax_backward_data{
 };
 
 PyObject* py__softmax_backward_data(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig__softmax_backward_data, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig__softmax_backward_data, slots)) [[unlikely]] {
-    return tb::torch_function(kSig__softmax_backward_data, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_grad_output = tb::tensor_arg(slots[0], kSig__softmax_backward_data, 0);
-    auto v_output = tb::tensor_arg(slots[1], kSig__softmax_backward_data, 1);
-    auto v_dim = tb::int_arg(slots[2], kSig__softmax_backward_data, 2);
-    auto v_input_dtype = tb::dtype_arg(slots[3], kSig__softmax_backward_data, 3);
-    auto v_grad_input = tb::tensor_out_arg(slots[4], kSig__softmax_backward_data, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig__softmax_backward_data, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig__softmax_backward_data, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_grad_input, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig__softmax_backward_data, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig__softmax_backward_data;
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2);
+    auto v_input_dtype = tb::arg<tk::Dtype>(slots[3], sig, 3);
+    auto v_grad_input = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_grad_input, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig__softmax_backward_data);
-    return nullptr;
-  }
+  });
 }
 
 // abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -250,33 +190,17 @@ const tb::Signature kSig_abs{
 };
 
 PyObject* py_abs(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_abs, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_abs, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_abs, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_abs, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_abs, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_abs, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_abs, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::abs(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_abs, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_abs;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::abs(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_abs);
-    return nullptr;
-  }
+  });
 }
 
 // acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -301,33 +225,17 @@ const tb::Signature kSig_acos{
 };
 
 PyObject* py_acos(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_acos, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_acos, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_acos, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_acos, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_acos, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_acos, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_acos, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::acos(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_acos, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_acos;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::acos(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_acos);
-    return nullptr;
-  }
+  });
 }
 
 // acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -352,33 +260,17 @@ const tb::Signature kSig_acosh{
 };
 
 PyObject* py_acosh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_acosh, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_acosh, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_acosh, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_acosh, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_acosh, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_acosh, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_acosh, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::acosh(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_acosh, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_acosh;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::acosh(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_acosh);
-    return nullptr;
-  }
+  });
 }
 
 // adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)
@@ -403,34 +295,18 @@ const tb::Signature kSig_adaptive_avg_pool2d{
 };
 
 PyObject* py_adaptive_avg_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_adaptive_avg_pool2d, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_adaptive_avg_pool2d, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_adaptive_avg_pool2d, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_adaptive_avg_pool2d, 0);
-    auto v_output_size = tb::int_list_arg(slots[1], kSig_adaptive_avg_pool2d, 1, 2);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_adaptive_avg_pool2d, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_adaptive_avg_pool2d, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_adaptive_avg_pool2d, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::adaptive_avg_pool2d(v_self, v_output_size, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_adaptive_avg_pool2d, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_adaptive_avg_pool2d;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::adaptive_avg_pool2d(v_self, v_output_size, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_adaptive_avg_pool2d);
-    return nullptr;
-  }
+  });
 }
 
 // adaptive_max_pool2d.out(Tensor self, int[2] output_size, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))
@@ -455,35 +331,19 @@ const tb::Signature kSig_adaptive_max_pool2d{
 };
 
 PyObject* py_adaptive_max_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_adaptive_max_pool2d, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_adaptive_max_pool2d, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_adaptive_max_pool2d, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_adaptive_max_pool2d, 0);
-    auto v_output_size = tb::int_list_arg(slots[1], kSig_adaptive_max_pool2d, 1, 2);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_adaptive_max_pool2d, 2);
-    auto v_indices = tb::tensor_out_arg(slots[3], kSig_adaptive_max_pool2d, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_adaptive_max_pool2d, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_adaptive_max_pool2d, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::adaptive_max_pool2d(v_self, v_output_size, v_out, v_indices, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_adaptive_max_pool2d, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_adaptive_max_pool2d;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_indices = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::adaptive_max_pool2d(v_self, v_output_size, v_out, v_indices, impl_, stream_);
+    });
     return PyTuple_Pack(2, slots[2], slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_adaptive_max_pool2d);
-    return nullptr;
-  }
+  });
 }
 
 // add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
@@ -508,35 +368,19 @@ const tb::Signature kSig_add{
 };
 
 PyObject* py_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_add, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_add, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_add, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_add, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_add, 1);
-    auto v_alpha = tb::scalar_arg(slots[2], kSig_add, 2, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_add, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_add, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_add, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::add(v_self, v_other, v_alpha, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_add, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_add;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::add(v_self, v_other, v_alpha, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_add);
-    return nullptr;
-  }
+  });
 }
 
 // add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
@@ -561,35 +405,19 @@ const tb::Signature kSig_add_Scalar{
 };
 
 PyObject* py_add_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_add_Scalar, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_add_Scalar, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_add_Scalar, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_add_Scalar, 0);
-    auto v_other = tb::scalar_arg(slots[1], kSig_add_Scalar, 1);
-    auto v_alpha = tb::scalar_arg(slots[2], kSig_add_Scalar, 2, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_add_Scalar, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_add_Scalar, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_add_Scalar, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::add_Scalar(v_self, v_other, v_alpha, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_add_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_add_Scalar;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+    auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::add_Scalar(v_self, v_other, v_alpha, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_add_Scalar);
-    return nullptr;
-  }
+  });
 }
 
 // addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
@@ -614,37 +442,21 @@ const tb::Signature kSig_addbmm{
 };
 
 PyObject* py_addbmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
-  if (!tb::parse_args(kSig_addbmm, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_addbmm, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_addbmm, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_addbmm, 0);
-    auto v_batch1 = tb::tensor_arg(slots[1], kSig_addbmm, 1);
-    auto v_batch2 = tb::tensor_arg(slots[2], kSig_addbmm, 2);
-    auto v_beta = tb::scalar_arg(slots[3], kSig_addbmm, 3, Scalar(int64_t{1}));
-    auto v_alpha = tb::scalar_arg(slots[4], kSig_addbmm, 4, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_out_arg(slots[5], kSig_addbmm, 5);
-    const Implementation impl_ = tb::implementation_arg(slots[6], kSig_addbmm, 6);
-    const Stream stream_ = tb::stream_arg(slots[7], kSig_addbmm, 7, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::addbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<8>(kSig_addbmm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_addbmm;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_batch1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_batch2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+    auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
+    auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::addbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[5]);
-  } catch (...) {
-    tb::raise_python_error(kSig_addbmm);
-    return nullptr;
-  }
+  });
 }
 
 // addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)
@@ -669,36 +481,20 @@ const tb::Signature kSig_addcdiv{
 };
 
 PyObject* py_addcdiv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_addcdiv, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_addcdiv, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_addcdiv, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_addcdiv, 0);
-    auto v_tensor1 = tb::tensor_arg(slots[1], kSig_addcdiv, 1);
-    auto v_tensor2 = tb::tensor_arg(slots[2], kSig_addcdiv, 2);
-    auto v_value = tb::scalar_arg(slots[3], kSig_addcdiv, 3, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_addcdiv, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_addcdiv, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_addcdiv, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_tensor1, v_tensor2, v_out));
-        ::infini::ops::addcdiv(v_self, v_tensor1, v_tensor2, v_value, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_addcdiv, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_addcdiv;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_tensor1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_tensor2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_tensor1, v_tensor2, v_out), [&] {
+      ::infini::ops::addcdiv(v_self, v_tensor1, v_tensor2, v_value, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_addcdiv);
-    return nullptr;
-  }
+  });
 }
 
 // addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)
@@ -723,36 +519,20 @@ const tb::Signature kSig_addcmul{
 };
 
 PyObject* py_addcmul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_addcmul, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_addcmul, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_addcmul, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_addcmul, 0);
-    auto v_tensor1 = tb::tensor_arg(slots[1], kSig_addcmul, 1);
-    auto v_tensor2 = tb::tensor_arg(slots[2], kSig_addcmul, 2);
-    auto v_value = tb::scalar_arg(slots[3], kSig_addcmul, 3, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_addcmul, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_addcmul, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_addcmul, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_tensor1, v_tensor2, v_out));
-        ::infini::ops::addcmul(v_self, v_tensor1, v_tensor2, v_value, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_addcmul, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_addcmul;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_tensor1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_tensor2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_tensor1, v_tensor2, v_out), [&] {
+      ::infini::ops::addcmul(v_self, v_tensor1, v_tensor2, v_value, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_addcmul);
-    return nullptr;
-  }
+  });
 }
 
 // addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
@@ -777,37 +557,21 @@ const tb::Signature kSig_addmm{
 };
 
 PyObject* py_addmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
-  if (!tb::parse_args(kSig_addmm, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_addmm, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_addmm, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_addmm, 0);
-    auto v_mat1 = tb::tensor_arg(slots[1], kSig_addmm, 1);
-    auto v_mat2 = tb::tensor_arg(slots[2], kSig_addmm, 2);
-    auto v_beta = tb::scalar_arg(slots[3], kSig_addmm, 3, Scalar(int64_t{1}));
-    auto v_alpha = tb::scalar_arg(slots[4], kSig_addmm, 4, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_out_arg(slots[5], kSig_addmm, 5);
-    const Implementation impl_ = tb::implementation_arg(slots[6], kSig_addmm, 6);
-    const Stream stream_ = tb::stream_arg(slots[7], kSig_addmm, 7, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::addmm(v_self, v_mat1, v_mat2, v_beta, v_alpha, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<8>(kSig_addmm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_addmm;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_mat1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_mat2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+    auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
+    auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::addmm(v_self, v_mat1, v_mat2, v_beta, v_alpha, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[5]);
-  } catch (...) {
-    tb::raise_python_error(kSig_addmm);
-    return nullptr;
-  }
+  });
 }
 
 // addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
@@ -832,37 +596,21 @@ const tb::Signature kSig_addmv{
 };
 
 PyObject* py_addmv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
-  if (!tb::parse_args(kSig_addmv, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_addmv, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_addmv, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_addmv, 0);
-    auto v_mat = tb::tensor_arg(slots[1], kSig_addmv, 1);
-    auto v_vec = tb::tensor_arg(slots[2], kSig_addmv, 2);
-    auto v_beta = tb::scalar_arg(slots[3], kSig_addmv, 3, Scalar(int64_t{1}));
-    auto v_alpha = tb::scalar_arg(slots[4], kSig_addmv, 4, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_out_arg(slots[5], kSig_addmv, 5);
-    const Implementation impl_ = tb::implementation_arg(slots[6], kSig_addmv, 6);
-    const Stream stream_ = tb::stream_arg(slots[7], kSig_addmv, 7, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::addmv(v_self, v_mat, v_vec, v_beta, v_alpha, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<8>(kSig_addmv, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_addmv;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_mat = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_vec = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+    auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
+    auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::addmv(v_self, v_mat, v_vec, v_beta, v_alpha, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[5]);
-  } catch (...) {
-    tb::raise_python_error(kSig_addmv);
-    return nullptr;
-  }
+  });
 }
 
 // all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
@@ -887,35 +635,19 @@ const tb::Signature kSig_all{
 };
 
 PyObject* py_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_all, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_all, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_all, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_all, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_all, 1);
-    auto v_keepdim = tb::bool_arg(slots[2], kSig_all, 2, false);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_all, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_all, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_all, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::all(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_all, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_all;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::all(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_all);
-    return nullptr;
-  }
+  });
 }
 
 // all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -940,33 +672,17 @@ const tb::Signature kSig_all_all{
 };
 
 PyObject* py_all_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_all_all, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_all_all, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_all_all, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_all_all, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_all_all, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_all_all, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_all_all, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::all_all(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_all_all, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_all_all;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::all_all(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_all_all);
-    return nullptr;
-  }
+  });
 }
 
 // amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
@@ -991,35 +707,19 @@ const tb::Signature kSig_amax{
 };
 
 PyObject* py_amax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_amax, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_amax, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_amax, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_amax, 0);
-    auto v_dim = tb::int_list_arg(slots[1], kSig_amax, 1, 1, {});
-    auto v_keepdim = tb::bool_arg(slots[2], kSig_amax, 2, false);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_amax, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_amax, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_amax, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::amax(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_amax, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_amax;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::amax(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_amax);
-    return nullptr;
-  }
+  });
 }
 
 // amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
@@ -1044,35 +744,19 @@ const tb::Signature kSig_amin{
 };
 
 PyObject* py_amin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_amin, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_amin, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_amin, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_amin, 0);
-    auto v_dim = tb::int_list_arg(slots[1], kSig_amin, 1, 1, {});
-    auto v_keepdim = tb::bool_arg(slots[2], kSig_amin, 2, false);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_amin, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_amin, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_amin, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::amin(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_amin, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_amin;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::amin(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_amin);
-    return nullptr;
-  }
+  });
 }
 
 // aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)
@@ -1097,36 +781,20 @@ const tb::Signature kSig_aminmax{
 };
 
 PyObject* py_aminmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_aminmax, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_aminmax, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_aminmax, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_aminmax, 0);
-    auto v_dim = tb::int_opt_arg(slots[1], kSig_aminmax, 1, std::nullopt);
-    auto v_keepdim = tb::bool_arg(slots[2], kSig_aminmax, 2, false);
-    auto v_min = tb::tensor_out_arg(slots[3], kSig_aminmax, 3);
-    auto v_max = tb::tensor_out_arg(slots[4], kSig_aminmax, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_aminmax, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_aminmax, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::aminmax(v_self, v_dim, v_keepdim, v_min, v_max, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_aminmax, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_aminmax;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    auto v_min = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_max = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::aminmax(v_self, v_dim, v_keepdim, v_min, v_max, impl_, stream_);
+    });
     return PyTuple_Pack(2, slots[3], slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_aminmax);
-    return nullptr;
-  }
+  });
 }
 
 // any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
@@ -1151,35 +819,19 @@ const tb::Signature kSig_any{
 };
 
 PyObject* py_any(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_any, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_any, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_any, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_any, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_any, 1);
-    auto v_keepdim = tb::bool_arg(slots[2], kSig_any, 2, false);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_any, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_any, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_any, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::any(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_any, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_any;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::any(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_any);
-    return nullptr;
-  }
+  });
 }
 
 // any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -1204,33 +856,17 @@ const tb::Signature kSig_any_all{
 };
 
 PyObject* py_any_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_any_all, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_any_all, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_any_all, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_any_all, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_any_all, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_any_all, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_any_all, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::any_all(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_any_all, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_any_all;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::any_all(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_any_all);
-    return nullptr;
-  }
+  });
 }
 
 // argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
@@ -1255,35 +891,19 @@ const tb::Signature kSig_argmax{
 };
 
 PyObject* py_argmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_argmax, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_argmax, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_argmax, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_argmax, 0);
-    auto v_dim = tb::int_opt_arg(slots[1], kSig_argmax, 1, std::nullopt);
-    auto v_keepdim = tb::bool_arg(slots[2], kSig_argmax, 2, false);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_argmax, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_argmax, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_argmax, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::argmax(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_argmax, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_argmax;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::argmax(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_argmax);
-    return nullptr;
-  }
+  });
 }
 
 // argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
@@ -1308,35 +928,19 @@ const tb::Signature kSig_argmin{
 };
 
 PyObject* py_argmin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_argmin, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_argmin, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_argmin, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_argmin, 0);
-    auto v_dim = tb::int_opt_arg(slots[1], kSig_argmin, 1, std::nullopt);
-    auto v_keepdim = tb::bool_arg(slots[2], kSig_argmin, 2, false);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_argmin, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_argmin, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_argmin, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::argmin(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_argmin, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_argmin;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::argmin(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_argmin);
-    return nullptr;
-  }
+  });
 }
 
 // asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -1361,33 +965,17 @@ const tb::Signature kSig_asin{
 };
 
 PyObject* py_asin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_asin, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_asin, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_asin, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_asin, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_asin, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_asin, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_asin, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::asin(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_asin, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_asin;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::asin(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_asin);
-    return nullptr;
-  }
+  });
 }
 
 // asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -1412,33 +1000,17 @@ const tb::Signature kSig_asinh{
 };
 
 PyObject* py_asinh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_asinh, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_asinh, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_asinh, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_asinh, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_asinh, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_asinh, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_asinh, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::asinh(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_asinh, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_asinh;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::asinh(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_asinh);
-    return nullptr;
-  }
+  });
 }
 
 // atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -1463,33 +1035,17 @@ const tb::Signature kSig_atan{
 };
 
 PyObject* py_atan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_atan, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_atan, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_atan, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_atan, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_atan, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_atan, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_atan, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::atan(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_atan, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_atan;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::atan(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_atan);
-    return nullptr;
-  }
+  });
 }
 
 // atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -1514,34 +1070,18 @@ const tb::Signature kSig_atan2{
 };
 
 PyObject* py_atan2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_atan2, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_atan2, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_atan2, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_atan2, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_atan2, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_atan2, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_atan2, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_atan2, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::atan2(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_atan2, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_atan2;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::atan2(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_atan2);
-    return nullptr;
-  }
+  });
 }
 
 // atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -1566,33 +1106,17 @@ const tb::Signature kSig_atanh{
 };
 
 PyObject* py_atanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_atanh, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_atanh, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_atanh, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_atanh, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_atanh, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_atanh, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_atanh, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::atanh(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_atanh, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_atanh;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::atanh(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_atanh);
-    return nullptr;
-  }
+  });
 }
 
 // avg_pool1d.out(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True, *, Tensor(a!) out) -> Tensor(a!)
@@ -1617,38 +1141,22 @@ const tb::Signature kSig_avg_pool1d{
 };
 
 PyObject* py_avg_pool1d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[9] = {};
-  if (!tb::parse_args(kSig_avg_pool1d, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_avg_pool1d, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_avg_pool1d, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_avg_pool1d, 0);
-    auto v_kernel_size = tb::int_list_arg(slots[1], kSig_avg_pool1d, 1, 1);
-    auto v_stride = tb::int_list_arg(slots[2], kSig_avg_pool1d, 2, 1, {});
-    auto v_padding = tb::int_list_arg(slots[3], kSig_avg_pool1d, 3, 1, {int64_t{0}});
-    auto v_ceil_mode = tb::bool_arg(slots[4], kSig_avg_pool1d, 4, false);
-    auto v_count_include_pad = tb::bool_arg(slots[5], kSig_avg_pool1d, 5, true);
-    auto v_out = tb::tensor_out_arg(slots[6], kSig_avg_pool1d, 6);
-    const Implementation impl_ = tb::implementation_arg(slots[7], kSig_avg_pool1d, 7);
-    const Stream stream_ = tb::stream_arg(slots[8], kSig_avg_pool1d, 8, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::avg_pool1d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<9>(kSig_avg_pool1d, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_avg_pool1d;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_kernel_size = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
+    auto v_stride = tb::arg<tk::IntList<1>>(slots[2], sig, 2, {});
+    auto v_padding = tb::arg<tk::IntList<1>>(slots[3], sig, 3, {int64_t{0}});
+    auto v_ceil_mode = tb::arg<tk::Bool>(slots[4], sig, 4, false);
+    auto v_count_include_pad = tb::arg<tk::Bool>(slots[5], sig, 5, true);
+    auto v_out = tb::arg<tk::Tensor>(slots[6], sig, 6);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[7], sig, 7, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[8], sig, 8, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::avg_pool1d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[6]);
-  } catch (...) {
-    tb::raise_python_error(kSig_avg_pool1d);
-    return nullptr;
-  }
+  });
 }
 
 // avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -1673,39 +1181,23 @@ const tb::Signature kSig_avg_pool2d{
 };
 
 PyObject* py_avg_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[10] = {};
-  if (!tb::parse_args(kSig_avg_pool2d, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_avg_pool2d, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_avg_pool2d, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_avg_pool2d, 0);
-    auto v_kernel_size = tb::int_list_arg(slots[1], kSig_avg_pool2d, 1, 2);
-    auto v_stride = tb::int_list_arg(slots[2], kSig_avg_pool2d, 2, 2, {});
-    auto v_padding = tb::int_list_arg(slots[3], kSig_avg_pool2d, 3, 2, {int64_t{0}, int64_t{0}});
-    auto v_ceil_mode = tb::bool_arg(slots[4], kSig_avg_pool2d, 4, false);
-    auto v_count_include_pad = tb::bool_arg(slots[5], kSig_avg_pool2d, 5, true);
-    auto v_divisor_override = tb::int_opt_arg(slots[6], kSig_avg_pool2d, 6, std::nullopt);
-    auto v_out = tb::tensor_out_arg(slots[7], kSig_avg_pool2d, 7);
-    const Implementation impl_ = tb::implementation_arg(slots[8], kSig_avg_pool2d, 8);
-    const Stream stream_ = tb::stream_arg(slots[9], kSig_avg_pool2d, 9, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::avg_pool2d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<10>(kSig_avg_pool2d, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_avg_pool2d;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_kernel_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
+    auto v_stride = tb::arg<tk::IntList<2>>(slots[2], sig, 2, {});
+    auto v_padding = tb::arg<tk::IntList<2>>(slots[3], sig, 3, {int64_t{0}, int64_t{0}});
+    auto v_ceil_mode = tb::arg<tk::Bool>(slots[4], sig, 4, false);
+    auto v_count_include_pad = tb::arg<tk::Bool>(slots[5], sig, 5, true);
+    auto v_divisor_override = tb::arg<tk::Optional<tk::Int>>(slots[6], sig, 6, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[7], sig, 7);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::avg_pool2d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[7]);
-  } catch (...) {
-    tb::raise_python_error(kSig_avg_pool2d);
-    return nullptr;
-  }
+  });
 }
 
 // baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
@@ -1730,37 +1222,21 @@ const tb::Signature kSig_baddbmm{
 };
 
 PyObject* py_baddbmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
-  if (!tb::parse_args(kSig_baddbmm, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_baddbmm, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_baddbmm, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_baddbmm, 0);
-    auto v_batch1 = tb::tensor_arg(slots[1], kSig_baddbmm, 1);
-    auto v_batch2 = tb::tensor_arg(slots[2], kSig_baddbmm, 2);
-    auto v_beta = tb::scalar_arg(slots[3], kSig_baddbmm, 3, Scalar(int64_t{1}));
-    auto v_alpha = tb::scalar_arg(slots[4], kSig_baddbmm, 4, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_out_arg(slots[5], kSig_baddbmm, 5);
-    const Implementation impl_ = tb::implementation_arg(slots[6], kSig_baddbmm, 6);
-    const Stream stream_ = tb::stream_arg(slots[7], kSig_baddbmm, 7, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::baddbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<8>(kSig_baddbmm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_baddbmm;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_batch1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_batch2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+    auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
+    auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::baddbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[5]);
-  } catch (...) {
-    tb::raise_python_error(kSig_baddbmm);
-    return nullptr;
-  }
+  });
 }
 
 // bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -1785,34 +1261,18 @@ const tb::Signature kSig_bitwise_and_Tensor{
 };
 
 PyObject* py_bitwise_and_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_bitwise_and_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_bitwise_and_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_bitwise_and_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_and_Tensor, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_bitwise_and_Tensor, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_bitwise_and_Tensor, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bitwise_and_Tensor, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_bitwise_and_Tensor, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::bitwise_and_Tensor(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_bitwise_and_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_bitwise_and_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::bitwise_and_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_bitwise_and_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -1837,34 +1297,18 @@ const tb::Signature kSig_bitwise_left_shift_Tensor{
 };
 
 PyObject* py_bitwise_left_shift_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_bitwise_left_shift_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_bitwise_left_shift_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_bitwise_left_shift_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_left_shift_Tensor, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_bitwise_left_shift_Tensor, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_bitwise_left_shift_Tensor, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bitwise_left_shift_Tensor, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_bitwise_left_shift_Tensor, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::bitwise_left_shift_Tensor(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_bitwise_left_shift_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_bitwise_left_shift_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::bitwise_left_shift_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_bitwise_left_shift_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -1889,33 +1333,17 @@ const tb::Signature kSig_bitwise_not{
 };
 
 PyObject* py_bitwise_not(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_bitwise_not, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_bitwise_not, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_bitwise_not, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_not, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_bitwise_not, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_bitwise_not, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_bitwise_not, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::bitwise_not(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_bitwise_not, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_bitwise_not;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::bitwise_not(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_bitwise_not);
-    return nullptr;
-  }
+  });
 }
 
 // bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -1940,34 +1368,18 @@ const tb::Signature kSig_bitwise_or_Tensor{
 };
 
 PyObject* py_bitwise_or_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_bitwise_or_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_bitwise_or_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_bitwise_or_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_or_Tensor, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_bitwise_or_Tensor, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_bitwise_or_Tensor, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bitwise_or_Tensor, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_bitwise_or_Tensor, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::bitwise_or_Tensor(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_bitwise_or_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_bitwise_or_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::bitwise_or_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_bitwise_or_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -1992,34 +1404,18 @@ const tb::Signature kSig_bitwise_right_shift_Tensor{
 };
 
 PyObject* py_bitwise_right_shift_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_bitwise_right_shift_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_bitwise_right_shift_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_bitwise_right_shift_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_right_shift_Tensor, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_bitwise_right_shift_Tensor, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_bitwise_right_shift_Tensor, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bitwise_right_shift_Tensor, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_bitwise_right_shift_Tensor, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::bitwise_right_shift_Tensor(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_bitwise_right_shift_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_bitwise_right_shift_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::bitwise_right_shift_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_bitwise_right_shift_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -2044,34 +1440,18 @@ const tb::Signature kSig_bitwise_xor_Tensor{
 };
 
 PyObject* py_bitwise_xor_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_bitwise_xor_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_bitwise_xor_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_bitwise_xor_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_bitwise_xor_Tensor, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_bitwise_xor_Tensor, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_bitwise_xor_Tensor, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bitwise_xor_Tensor, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_bitwise_xor_Tensor, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::bitwise_xor_Tensor(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_bitwise_xor_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_bitwise_xor_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::bitwise_xor_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_bitwise_xor_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
@@ -2096,34 +1476,18 @@ const tb::Signature kSig_bmm{
 };
 
 PyObject* py_bmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_bmm, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_bmm, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_bmm, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_bmm, 0);
-    auto v_mat2 = tb::tensor_arg(slots[1], kSig_bmm, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_bmm, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_bmm, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_bmm, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::bmm(v_self, v_mat2, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_bmm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_bmm;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_mat2 = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::bmm(v_self, v_mat2, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_bmm);
-    return nullptr;
-  }
+  });
 }
 
 // cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)
@@ -2147,34 +1511,18 @@ const tb::Signature kSig_cat{
 };
 
 PyObject* py_cat(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_cat, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_cat, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_cat, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_tensors = tb::tensor_list_arg(slots[0], kSig_cat, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_cat, 1, int64_t{0});
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_cat, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_cat, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_cat, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::cat(v_tensors, v_dim, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_cat, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_cat;
+    auto v_tensors = tb::arg<tk::TensorList>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::cat(v_tensors, v_dim, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_cat);
-    return nullptr;
-  }
+  });
 }
 
 // ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -2199,33 +1547,17 @@ const tb::Signature kSig_ceil{
 };
 
 PyObject* py_ceil(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_ceil, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_ceil, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_ceil, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_ceil, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_ceil, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_ceil, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_ceil, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::ceil(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_ceil, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_ceil;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::ceil(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_ceil);
-    return nullptr;
-  }
+  });
 }
 
 // clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -2250,35 +1582,19 @@ const tb::Signature kSig_clamp{
 };
 
 PyObject* py_clamp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_clamp, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_clamp, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_clamp, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_clamp, 0);
-    auto v_min = tb::scalar_opt_arg(slots[1], kSig_clamp, 1, std::nullopt);
-    auto v_max = tb::scalar_opt_arg(slots[2], kSig_clamp, 2, std::nullopt);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_clamp, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_clamp, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_clamp, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::clamp(v_self, v_min, v_max, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_clamp, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_clamp;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_min = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1, std::nullopt);
+    auto v_max = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::clamp(v_self, v_min, v_max, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_clamp);
-    return nullptr;
-  }
+  });
 }
 
 // clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -2303,35 +1619,19 @@ const tb::Signature kSig_clamp_Tensor{
 };
 
 PyObject* py_clamp_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_clamp_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_clamp_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_clamp_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_clamp_Tensor, 0);
-    auto v_min = tb::tensor_opt_arg(slots[1], kSig_clamp_Tensor, 1, std::nullopt);
-    auto v_max = tb::tensor_opt_arg(slots[2], kSig_clamp_Tensor, 2, std::nullopt);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_clamp_Tensor, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_clamp_Tensor, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_clamp_Tensor, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_min, v_max, v_out));
-        ::infini::ops::clamp_Tensor(v_self, v_min, v_max, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_clamp_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_clamp_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_min = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1, std::nullopt);
+    auto v_max = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_min, v_max, v_out), [&] {
+      ::infini::ops::clamp_Tensor(v_self, v_min, v_max, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_clamp_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)
@@ -2356,34 +1656,18 @@ const tb::Signature kSig_clamp_max{
 };
 
 PyObject* py_clamp_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_clamp_max, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_clamp_max, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_clamp_max, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_clamp_max, 0);
-    auto v_max = tb::scalar_arg(slots[1], kSig_clamp_max, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_clamp_max, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_clamp_max, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_clamp_max, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::clamp_max(v_self, v_max, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_clamp_max, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_clamp_max;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_max = tb::arg<tk::Scalar>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::clamp_max(v_self, v_max, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_clamp_max);
-    return nullptr;
-  }
+  });
 }
 
 // clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)
@@ -2408,34 +1692,18 @@ const tb::Signature kSig_clamp_min{
 };
 
 PyObject* py_clamp_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_clamp_min, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_clamp_min, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_clamp_min, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_clamp_min, 0);
-    auto v_min = tb::scalar_arg(slots[1], kSig_clamp_min, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_clamp_min, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_clamp_min, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_clamp_min, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::clamp_min(v_self, v_min, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_clamp_min, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_clamp_min;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_min = tb::arg<tk::Scalar>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::clamp_min(v_self, v_min, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_clamp_min);
-    return nullptr;
-  }
+  });
 }
 
 // clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)
@@ -2460,33 +1728,17 @@ const tb::Signature kSig_clone{
 };
 
 PyObject* py_clone(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_clone, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_clone, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_clone, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_clone, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_clone, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_clone, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_clone, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::clone(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_clone, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_clone;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::clone(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_clone);
-    return nullptr;
-  }
+  });
 }
 
 // copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -2511,34 +1763,18 @@ const tb::Signature kSig_copysign{
 };
 
 PyObject* py_copysign(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_copysign, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_copysign, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_copysign, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_copysign, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_copysign, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_copysign, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_copysign, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_copysign, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::copysign(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_copysign, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_copysign;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::copysign(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_copysign);
-    return nullptr;
-  }
+  });
 }
 
 // cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -2563,33 +1799,17 @@ const tb::Signature kSig_cos{
 };
 
 PyObject* py_cos(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_cos, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_cos, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_cos, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_cos, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_cos, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_cos, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_cos, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::cos(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_cos, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_cos;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::cos(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_cos);
-    return nullptr;
-  }
+  });
 }
 
 // cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -2614,33 +1834,17 @@ const tb::Signature kSig_cosh{
 };
 
 PyObject* py_cosh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_cosh, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_cosh, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_cosh, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_cosh, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_cosh, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_cosh, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_cosh, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::cosh(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_cosh, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_cosh;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::cosh(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_cosh);
-    return nullptr;
-  }
+  });
 }
 
 // cross.out(Tensor self, Tensor other, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -2665,35 +1869,19 @@ const tb::Signature kSig_cross{
 };
 
 PyObject* py_cross(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_cross, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_cross, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_cross, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_cross, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_cross, 1);
-    auto v_dim = tb::int_opt_arg(slots[2], kSig_cross, 2, std::nullopt);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_cross, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_cross, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_cross, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::cross(v_self, v_other, v_dim, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_cross, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_cross;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[2], sig, 2, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::cross(v_self, v_other, v_dim, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_cross);
-    return nullptr;
-  }
+  });
 }
 
 // cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
@@ -2718,35 +1906,19 @@ const tb::Signature kSig_cumprod{
 };
 
 PyObject* py_cumprod(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_cumprod, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_cumprod, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_cumprod, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_cumprod, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_cumprod, 1);
-    auto v_dtype = tb::dtype_opt_arg(slots[2], kSig_cumprod, 2, std::nullopt);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_cumprod, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_cumprod, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_cumprod, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::cumprod(v_self, v_dim, v_dtype, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_cumprod, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_cumprod;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::cumprod(v_self, v_dim, v_dtype, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_cumprod);
-    return nullptr;
-  }
+  });
 }
 
 // cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
@@ -2771,35 +1943,19 @@ const tb::Signature kSig_cumsum{
 };
 
 PyObject* py_cumsum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_cumsum, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_cumsum, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_cumsum, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_cumsum, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_cumsum, 1);
-    auto v_dtype = tb::dtype_opt_arg(slots[2], kSig_cumsum, 2, std::nullopt);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_cumsum, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_cumsum, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_cumsum, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::cumsum(v_self, v_dim, v_dtype, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_cumsum, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_cumsum;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::cumsum(v_self, v_dim, v_dtype, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_cumsum);
-    return nullptr;
-  }
+  });
 }
 
 // digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -2824,33 +1980,17 @@ const tb::Signature kSig_digamma{
 };
 
 PyObject* py_digamma(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_digamma, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_digamma, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_digamma, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_digamma, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_digamma, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_digamma, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_digamma, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::digamma(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_digamma, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_digamma;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::digamma(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_digamma);
-    return nullptr;
-  }
+  });
 }
 
 // div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -2875,34 +2015,18 @@ const tb::Signature kSig_div{
 };
 
 PyObject* py_div(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_div, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_div, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_div, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_div, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_div, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_div, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_div, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_div, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::div(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_div, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_div;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::div(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_div);
-    return nullptr;
-  }
+  });
 }
 
 // div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)
@@ -2927,35 +2051,19 @@ const tb::Signature kSig_div_out_mode{
 };
 
 PyObject* py_div_out_mode(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_div_out_mode, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_div_out_mode, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_div_out_mode, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_div_out_mode, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_div_out_mode, 1);
-    auto v_rounding_mode = tb::str_opt_arg(slots[2], kSig_div_out_mode, 2);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_div_out_mode, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_div_out_mode, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_div_out_mode, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::div_out_mode(v_self, v_other, v_rounding_mode, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_div_out_mode, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_div_out_mode;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_rounding_mode = tb::arg<tk::Optional<tk::Str>>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::div_out_mode(v_self, v_other, v_rounding_mode, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_div_out_mode);
-    return nullptr;
-  }
+  });
 }
 
 // dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)
@@ -2980,34 +2088,18 @@ const tb::Signature kSig_dot{
 };
 
 PyObject* py_dot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_dot, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_dot, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_dot, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_dot, 0);
-    auto v_tensor = tb::tensor_arg(slots[1], kSig_dot, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_dot, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_dot, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_dot, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::dot(v_self, v_tensor, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_dot, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_dot;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_tensor = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::dot(v_self, v_tensor, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_dot);
-    return nullptr;
-  }
+  });
 }
 
 // elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)
@@ -3032,36 +2124,20 @@ const tb::Signature kSig_elu{
 };
 
 PyObject* py_elu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_elu, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_elu, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_elu, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_elu, 0);
-    auto v_alpha = tb::scalar_arg(slots[1], kSig_elu, 1, Scalar(int64_t{1}));
-    auto v_scale = tb::scalar_arg(slots[2], kSig_elu, 2, Scalar(int64_t{1}));
-    auto v_input_scale = tb::scalar_arg(slots[3], kSig_elu, 3, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_elu, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_elu, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_elu, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::elu(v_self, v_alpha, v_scale, v_input_scale, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_elu, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_elu;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_alpha = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
+    auto v_scale = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+    auto v_input_scale = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::elu(v_self, v_alpha, v_scale, v_input_scale, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_elu);
-    return nullptr;
-  }
+  });
 }
 
 // embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)
@@ -3085,37 +2161,21 @@ const tb::Signature kSig_embedding{
 };
 
 PyObject* py_embedding(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
-  if (!tb::parse_args(kSig_embedding, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_embedding, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_embedding, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_weight = tb::tensor_arg(slots[0], kSig_embedding, 0);
-    auto v_indices = tb::tensor_arg(slots[1], kSig_embedding, 1);
-    auto v_padding_idx = tb::int_arg(slots[2], kSig_embedding, 2, int64_t{-1});
-    auto v_scale_grad_by_freq = tb::bool_arg(slots[3], kSig_embedding, 3, false);
-    auto v_sparse = tb::bool_arg(slots[4], kSig_embedding, 4, false);
-    auto v_out = tb::tensor_out_arg(slots[5], kSig_embedding, 5);
-    const Implementation impl_ = tb::implementation_arg(slots[6], kSig_embedding, 6);
-    const Stream stream_ = tb::stream_arg(slots[7], kSig_embedding, 7, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::embedding(v_weight, v_indices, v_padding_idx, v_scale_grad_by_freq, v_sparse, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<8>(kSig_embedding, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_embedding;
+    auto v_weight = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_indices = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_padding_idx = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
+    auto v_scale_grad_by_freq = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+    auto v_sparse = tb::arg<tk::Bool>(slots[4], sig, 4, false);
+    auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::embedding(v_weight, v_indices, v_padding_idx, v_scale_grad_by_freq, v_sparse, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[5]);
-  } catch (...) {
-    tb::raise_python_error(kSig_embedding);
-    return nullptr;
-  }
+  });
 }
 
 // embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)
@@ -3139,37 +2199,21 @@ const tb::Signature kSig_embedding_dense_backward{
 };
 
 PyObject* py_embedding_dense_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
-  if (!tb::parse_args(kSig_embedding_dense_backward, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_embedding_dense_backward, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_embedding_dense_backward, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_grad_output = tb::tensor_arg(slots[0], kSig_embedding_dense_backward, 0);
-    auto v_indices = tb::tensor_arg(slots[1], kSig_embedding_dense_backward, 1);
-    auto v_num_weights = tb::int_arg(slots[2], kSig_embedding_dense_backward, 2);
-    auto v_padding_idx = tb::int_arg(slots[3], kSig_embedding_dense_backward, 3);
-    auto v_scale_grad_by_freq = tb::bool_arg(slots[4], kSig_embedding_dense_backward, 4);
-    auto v_out = tb::tensor_out_arg(slots[5], kSig_embedding_dense_backward, 5);
-    const Implementation impl_ = tb::implementation_arg(slots[6], kSig_embedding_dense_backward, 6);
-    const Stream stream_ = tb::stream_arg(slots[7], kSig_embedding_dense_backward, 7, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::embedding_dense_backward(v_grad_output, v_indices, v_num_weights, v_padding_idx, v_scale_grad_by_freq, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<8>(kSig_embedding_dense_backward, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_embedding_dense_backward;
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_indices = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_num_weights = tb::arg<tk::Int>(slots[2], sig, 2);
+    auto v_padding_idx = tb::arg<tk::Int>(slots[3], sig, 3);
+    auto v_scale_grad_by_freq = tb::arg<tk::Bool>(slots[4], sig, 4);
+    auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::embedding_dense_backward(v_grad_output, v_indices, v_num_weights, v_padding_idx, v_scale_grad_by_freq, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[5]);
-  } catch (...) {
-    tb::raise_python_error(kSig_embedding_dense_backward);
-    return nullptr;
-  }
+  });
 }
 
 // eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
@@ -3194,34 +2238,18 @@ const tb::Signature kSig_eq_Scalar{
 };
 
 PyObject* py_eq_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_eq_Scalar, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_eq_Scalar, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_eq_Scalar, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_eq_Scalar, 0);
-    auto v_other = tb::scalar_arg(slots[1], kSig_eq_Scalar, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_eq_Scalar, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_eq_Scalar, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_eq_Scalar, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::eq_Scalar(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_eq_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_eq_Scalar;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::eq_Scalar(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_eq_Scalar);
-    return nullptr;
-  }
+  });
 }
 
 // eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -3246,34 +2274,18 @@ const tb::Signature kSig_eq_Tensor{
 };
 
 PyObject* py_eq_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_eq_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_eq_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_eq_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_eq_Tensor, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_eq_Tensor, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_eq_Tensor, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_eq_Tensor, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_eq_Tensor, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::eq_Tensor(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_eq_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_eq_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::eq_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_eq_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -3298,33 +2310,17 @@ const tb::Signature kSig_erf{
 };
 
 PyObject* py_erf(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_erf, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_erf, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_erf, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_erf, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_erf, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_erf, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_erf, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::erf(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_erf, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_erf;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::erf(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_erf);
-    return nullptr;
-  }
+  });
 }
 
 // erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -3349,33 +2345,17 @@ const tb::Signature kSig_erfc{
 };
 
 PyObject* py_erfc(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_erfc, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_erfc, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_erfc, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_erfc, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_erfc, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_erfc, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_erfc, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::erfc(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_erfc, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_erfc;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::erfc(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_erfc);
-    return nullptr;
-  }
+  });
 }
 
 // erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -3400,33 +2380,17 @@ const tb::Signature kSig_erfinv{
 };
 
 PyObject* py_erfinv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_erfinv, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_erfinv, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_erfinv, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_erfinv, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_erfinv, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_erfinv, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_erfinv, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::erfinv(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_erfinv, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_erfinv;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::erfinv(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_erfinv);
-    return nullptr;
-  }
+  });
 }
 
 // exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -3451,33 +2415,17 @@ const tb::Signature kSig_exp{
 };
 
 PyObject* py_exp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_exp, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_exp, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_exp, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_exp, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_exp, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_exp, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_exp, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::exp(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_exp, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_exp;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::exp(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_exp);
-    return nullptr;
-  }
+  });
 }
 
 // exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -3502,33 +2450,17 @@ const tb::Signature kSig_exp2{
 };
 
 PyObject* py_exp2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_exp2, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_exp2, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_exp2, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_exp2, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_exp2, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_exp2, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_exp2, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::exp2(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_exp2, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_exp2;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::exp2(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_exp2);
-    return nullptr;
-  }
+  });
 }
 
 // expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -3553,33 +2485,17 @@ const tb::Signature kSig_expm1{
 };
 
 PyObject* py_expm1(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_expm1, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_expm1, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_expm1, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_expm1, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_expm1, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_expm1, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_expm1, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::expm1(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_expm1, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_expm1;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::expm1(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_expm1);
-    return nullptr;
-  }
+  });
 }
 
 // flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)
@@ -3604,34 +2520,18 @@ const tb::Signature kSig_flip{
 };
 
 PyObject* py_flip(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_flip, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_flip, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_flip, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_flip, 0);
-    auto v_dims = tb::int_list_arg(slots[1], kSig_flip, 1, 0);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_flip, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_flip, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_flip, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::flip(v_self, v_dims, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_flip, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_flip;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dims = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::flip(v_self, v_dims, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_flip);
-    return nullptr;
-  }
+  });
 }
 
 // floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -3656,33 +2556,17 @@ const tb::Signature kSig_floor{
 };
 
 PyObject* py_floor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_floor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_floor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_floor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_floor, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_floor, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_floor, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_floor, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::floor(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_floor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_floor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::floor(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_floor);
-    return nullptr;
-  }
+  });
 }
 
 // floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -3707,34 +2591,18 @@ const tb::Signature kSig_floor_divide{
 };
 
 PyObject* py_floor_divide(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_floor_divide, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_floor_divide, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_floor_divide, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_floor_divide, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_floor_divide, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_floor_divide, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_floor_divide, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_floor_divide, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::floor_divide(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_floor_divide, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_floor_divide;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::floor_divide(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_floor_divide);
-    return nullptr;
-  }
+  });
 }
 
 // fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -3759,34 +2627,18 @@ const tb::Signature kSig_fmax{
 };
 
 PyObject* py_fmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_fmax, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_fmax, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_fmax, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_fmax, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_fmax, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_fmax, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_fmax, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_fmax, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::fmax(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_fmax, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_fmax;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::fmax(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_fmax);
-    return nullptr;
-  }
+  });
 }
 
 // fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -3811,34 +2663,18 @@ const tb::Signature kSig_fmin{
 };
 
 PyObject* py_fmin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_fmin, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_fmin, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_fmin, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_fmin, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_fmin, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_fmin, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_fmin, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_fmin, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::fmin(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_fmin, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_fmin;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::fmin(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_fmin);
-    return nullptr;
-  }
+  });
 }
 
 // fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -3863,34 +2699,18 @@ const tb::Signature kSig_fmod_Tensor{
 };
 
 PyObject* py_fmod_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_fmod_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_fmod_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_fmod_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_fmod_Tensor, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_fmod_Tensor, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_fmod_Tensor, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_fmod_Tensor, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_fmod_Tensor, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::fmod_Tensor(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_fmod_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_fmod_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::fmod_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_fmod_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -3915,33 +2735,17 @@ const tb::Signature kSig_frac{
 };
 
 PyObject* py_frac(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_frac, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_frac, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_frac, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_frac, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_frac, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_frac, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_frac, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::frac(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_frac, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_frac;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::frac(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_frac);
-    return nullptr;
-  }
+  });
 }
 
 // gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)
@@ -3966,36 +2770,20 @@ const tb::Signature kSig_gather{
 };
 
 PyObject* py_gather(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_gather, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_gather, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_gather, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_gather, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_gather, 1);
-    auto v_index = tb::tensor_arg(slots[2], kSig_gather, 2);
-    auto v_sparse_grad = tb::bool_arg(slots[3], kSig_gather, 3, false);
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_gather, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_gather, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_gather, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::gather(v_self, v_dim, v_index, v_sparse_grad, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_gather, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_gather;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_sparse_grad = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::gather(v_self, v_dim, v_index, v_sparse_grad, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_gather);
-    return nullptr;
-  }
+  });
 }
 
 // ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
@@ -4020,34 +2808,18 @@ const tb::Signature kSig_ge_Scalar{
 };
 
 PyObject* py_ge_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_ge_Scalar, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_ge_Scalar, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_ge_Scalar, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_ge_Scalar, 0);
-    auto v_other = tb::scalar_arg(slots[1], kSig_ge_Scalar, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_ge_Scalar, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_ge_Scalar, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_ge_Scalar, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::ge_Scalar(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_ge_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_ge_Scalar;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::ge_Scalar(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_ge_Scalar);
-    return nullptr;
-  }
+  });
 }
 
 // ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -4072,34 +2844,18 @@ const tb::Signature kSig_ge_Tensor{
 };
 
 PyObject* py_ge_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_ge_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_ge_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_ge_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_ge_Tensor, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_ge_Tensor, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_ge_Tensor, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_ge_Tensor, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_ge_Tensor, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::ge_Tensor(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_ge_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_ge_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::ge_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_ge_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)
@@ -4124,34 +2880,18 @@ const tb::Signature kSig_gelu{
 };
 
 PyObject* py_gelu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_gelu, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_gelu, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_gelu, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_gelu, 0);
-    auto v_approximate = tb::str_arg(slots[1], kSig_gelu, 1, "none");
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_gelu, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_gelu, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_gelu, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::gelu(v_self, v_approximate, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_gelu, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_gelu;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_approximate = tb::arg<tk::Str>(slots[1], sig, 1, "none");
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::gelu(v_self, v_approximate, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_gelu);
-    return nullptr;
-  }
+  });
 }
 
 // gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)
@@ -4176,35 +2916,19 @@ const tb::Signature kSig_gelu_backward{
 };
 
 PyObject* py_gelu_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_gelu_backward, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_gelu_backward, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_gelu_backward, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_grad_output = tb::tensor_arg(slots[0], kSig_gelu_backward, 0);
-    auto v_self = tb::tensor_arg(slots[1], kSig_gelu_backward, 1);
-    auto v_approximate = tb::str_arg(slots[2], kSig_gelu_backward, 2, "none");
-    auto v_grad_input = tb::tensor_out_arg(slots[3], kSig_gelu_backward, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_gelu_backward, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_gelu_backward, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_grad_output, v_self, v_grad_input));
-        ::infini::ops::gelu_backward(v_grad_output, v_self, v_approximate, v_grad_input, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_gelu_backward, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_gelu_backward;
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_approximate = tb::arg<tk::Str>(slots[2], sig, 2, "none");
+    auto v_grad_input = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_grad_output, v_self, v_grad_input), [&] {
+      ::infini::ops::gelu_backward(v_grad_output, v_self, v_approximate, v_grad_input, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_gelu_backward);
-    return nullptr;
-  }
+  });
 }
 
 // glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)
@@ -4229,34 +2953,18 @@ const tb::Signature kSig_glu{
 };
 
 PyObject* py_glu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_glu, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_glu, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_glu, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_glu, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_glu, 1, int64_t{-1});
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_glu, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_glu, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_glu, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::glu(v_self, v_dim, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_glu, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_glu;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::glu(v_self, v_dim, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_glu);
-    return nullptr;
-  }
+  });
 }
 
 // gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
@@ -4281,34 +2989,18 @@ const tb::Signature kSig_gt_Scalar{
 };
 
 PyObject* py_gt_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_gt_Scalar, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_gt_Scalar, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_gt_Scalar, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_gt_Scalar, 0);
-    auto v_other = tb::scalar_arg(slots[1], kSig_gt_Scalar, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_gt_Scalar, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_gt_Scalar, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_gt_Scalar, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::gt_Scalar(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_gt_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_gt_Scalar;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::gt_Scalar(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_gt_Scalar);
-    return nullptr;
-  }
+  });
 }
 
 // gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -4333,34 +3025,18 @@ const tb::Signature kSig_gt_Tensor{
 };
 
 PyObject* py_gt_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_gt_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_gt_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_gt_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_gt_Tensor, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_gt_Tensor, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_gt_Tensor, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_gt_Tensor, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_gt_Tensor, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::gt_Tensor(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_gt_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_gt_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::gt_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_gt_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -4385,33 +3061,17 @@ const tb::Signature kSig_hardsigmoid{
 };
 
 PyObject* py_hardsigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_hardsigmoid, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_hardsigmoid, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_hardsigmoid, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_hardsigmoid, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_hardsigmoid, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_hardsigmoid, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_hardsigmoid, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::hardsigmoid(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_hardsigmoid, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_hardsigmoid;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::hardsigmoid(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_hardsigmoid);
-    return nullptr;
-  }
+  });
 }
 
 // hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -4436,33 +3096,17 @@ const tb::Signature kSig_hardswish{
 };
 
 PyObject* py_hardswish(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_hardswish, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_hardswish, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_hardswish, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_hardswish, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_hardswish, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_hardswish, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_hardswish, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::hardswish(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_hardswish, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_hardswish;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::hardswish(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_hardswish);
-    return nullptr;
-  }
+  });
 }
 
 // hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)
@@ -4487,35 +3131,19 @@ const tb::Signature kSig_hardtanh{
 };
 
 PyObject* py_hardtanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_hardtanh, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_hardtanh, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_hardtanh, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_hardtanh, 0);
-    auto v_min_val = tb::scalar_arg(slots[1], kSig_hardtanh, 1, Scalar(int64_t{-1}));
-    auto v_max_val = tb::scalar_arg(slots[2], kSig_hardtanh, 2, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_hardtanh, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_hardtanh, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_hardtanh, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::hardtanh(v_self, v_min_val, v_max_val, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_hardtanh, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_hardtanh;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_min_val = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{-1}));
+    auto v_max_val = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::hardtanh(v_self, v_min_val, v_max_val, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_hardtanh);
-    return nullptr;
-  }
+  });
 }
 
 // hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -4540,34 +3168,18 @@ const tb::Signature kSig_hypot{
 };
 
 PyObject* py_hypot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_hypot, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_hypot, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_hypot, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_hypot, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_hypot, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_hypot, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_hypot, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_hypot, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::hypot(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_hypot, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_hypot;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::hypot(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_hypot);
-    return nullptr;
-  }
+  });
 }
 
 // index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)
@@ -4592,34 +3204,18 @@ const tb::Signature kSig_index{
 };
 
 PyObject* py_index(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_index, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_index, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_index, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_index, 0);
-    auto v_indices = tb::tensor_opt_list_arg(slots[1], kSig_index, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_index, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_index, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_index, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::index(v_self, v_indices, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_index, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_index;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_indices = tb::arg<tk::TensorOptList>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::index(v_self, v_indices, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_index);
-    return nullptr;
-  }
+  });
 }
 
 // index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
@@ -4644,37 +3240,21 @@ const tb::Signature kSig_index_add{
 };
 
 PyObject* py_index_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
-  if (!tb::parse_args(kSig_index_add, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_index_add, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_index_add, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_index_add, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_index_add, 1);
-    auto v_index = tb::tensor_arg(slots[2], kSig_index_add, 2);
-    auto v_source = tb::tensor_arg(slots[3], kSig_index_add, 3);
-    auto v_alpha = tb::scalar_arg(slots[4], kSig_index_add, 4, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_out_arg(slots[5], kSig_index_add, 5);
-    const Implementation impl_ = tb::implementation_arg(slots[6], kSig_index_add, 6);
-    const Stream stream_ = tb::stream_arg(slots[7], kSig_index_add, 7, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::index_add(v_self, v_dim, v_index, v_source, v_alpha, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<8>(kSig_index_add, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_index_add;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_source = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
+    auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::index_add(v_self, v_dim, v_index, v_source, v_alpha, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[5]);
-  } catch (...) {
-    tb::raise_python_error(kSig_index_add);
-    return nullptr;
-  }
+  });
 }
 
 // index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)
@@ -4699,36 +3279,20 @@ const tb::Signature kSig_index_put{
 };
 
 PyObject* py_index_put(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_index_put, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_index_put, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_index_put, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_index_put, 0);
-    auto v_indices = tb::tensor_opt_list_arg(slots[1], kSig_index_put, 1);
-    auto v_values = tb::tensor_arg(slots[2], kSig_index_put, 2);
-    auto v_accumulate = tb::bool_arg(slots[3], kSig_index_put, 3, false);
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_index_put, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_index_put, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_index_put, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::index_put(v_self, v_indices, v_values, v_accumulate, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_index_put, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_index_put;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_indices = tb::arg<tk::TensorOptList>(slots[1], sig, 1);
+    auto v_values = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_accumulate = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::index_put(v_self, v_indices, v_values, v_accumulate, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_index_put);
-    return nullptr;
-  }
+  });
 }
 
 // index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
@@ -4753,35 +3317,19 @@ const tb::Signature kSig_index_select{
 };
 
 PyObject* py_index_select(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_index_select, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_index_select, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_index_select, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_index_select, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_index_select, 1);
-    auto v_index = tb::tensor_arg(slots[2], kSig_index_select, 2);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_index_select, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_index_select, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_index_select, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::index_select(v_self, v_dim, v_index, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_index_select, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_index_select;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::index_select(v_self, v_dim, v_index, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_index_select);
-    return nullptr;
-  }
+  });
 }
 
 // isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -4806,33 +3354,17 @@ const tb::Signature kSig_isnan{
 };
 
 PyObject* py_isnan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_isnan, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_isnan, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_isnan, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_isnan, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_isnan, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_isnan, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_isnan, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::isnan(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_isnan, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_isnan;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::isnan(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_isnan);
-    return nullptr;
-  }
+  });
 }
 
 // kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -4857,34 +3389,18 @@ const tb::Signature kSig_kron{
 };
 
 PyObject* py_kron(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_kron, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_kron, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_kron, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_kron, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_kron, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_kron, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_kron, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_kron, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::kron(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_kron, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_kron;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::kron(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_kron);
-    return nullptr;
-  }
+  });
 }
 
 // kthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
@@ -4909,37 +3425,21 @@ const tb::Signature kSig_kthvalue{
 };
 
 PyObject* py_kthvalue(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
-  if (!tb::parse_args(kSig_kthvalue, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_kthvalue, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_kthvalue, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_kthvalue, 0);
-    auto v_k = tb::int_arg(slots[1], kSig_kthvalue, 1);
-    auto v_dim = tb::int_arg(slots[2], kSig_kthvalue, 2, int64_t{-1});
-    auto v_keepdim = tb::bool_arg(slots[3], kSig_kthvalue, 3, false);
-    auto v_values = tb::tensor_out_arg(slots[4], kSig_kthvalue, 4);
-    auto v_indices = tb::tensor_out_arg(slots[5], kSig_kthvalue, 5);
-    const Implementation impl_ = tb::implementation_arg(slots[6], kSig_kthvalue, 6);
-    const Stream stream_ = tb::stream_arg(slots[7], kSig_kthvalue, 7, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::kthvalue(v_self, v_k, v_dim, v_keepdim, v_values, v_indices, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<8>(kSig_kthvalue, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_kthvalue;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_k = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
+    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+    auto v_values = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    auto v_indices = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::kthvalue(v_self, v_k, v_dim, v_keepdim, v_values, v_indices, impl_, stream_);
+    });
     return PyTuple_Pack(2, slots[4], slots[5]);
-  } catch (...) {
-    tb::raise_python_error(kSig_kthvalue);
-    return nullptr;
-  }
+  });
 }
 
 // le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
@@ -4964,34 +3464,18 @@ const tb::Signature kSig_le_Scalar{
 };
 
 PyObject* py_le_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_le_Scalar, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_le_Scalar, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_le_Scalar, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_le_Scalar, 0);
-    auto v_other = tb::scalar_arg(slots[1], kSig_le_Scalar, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_le_Scalar, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_le_Scalar, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_le_Scalar, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::le_Scalar(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_le_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_le_Scalar;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::le_Scalar(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_le_Scalar);
-    return nullptr;
-  }
+  });
 }
 
 // le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -5016,34 +3500,18 @@ const tb::Signature kSig_le_Tensor{
 };
 
 PyObject* py_le_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_le_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_le_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_le_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_le_Tensor, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_le_Tensor, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_le_Tensor, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_le_Tensor, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_le_Tensor, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::le_Tensor(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_le_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_le_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::le_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_le_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)
@@ -5068,34 +3536,18 @@ const tb::Signature kSig_leaky_relu{
 };
 
 PyObject* py_leaky_relu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_leaky_relu, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_leaky_relu, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_leaky_relu, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_leaky_relu, 0);
-    auto v_negative_slope = tb::scalar_arg(slots[1], kSig_leaky_relu, 1, Scalar(0.01));
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_leaky_relu, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_leaky_relu, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_leaky_relu, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::leaky_relu(v_self, v_negative_slope, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_leaky_relu, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_leaky_relu;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_negative_slope = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(0.01));
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::leaky_relu(v_self, v_negative_slope, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_leaky_relu);
-    return nullptr;
-  }
+  });
 }
 
 // lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)
@@ -5120,35 +3572,19 @@ const tb::Signature kSig_lerp_Scalar{
 };
 
 PyObject* py_lerp_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_lerp_Scalar, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_lerp_Scalar, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_lerp_Scalar, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_lerp_Scalar, 0);
-    auto v_end = tb::tensor_arg(slots[1], kSig_lerp_Scalar, 1);
-    auto v_weight = tb::scalar_arg(slots[2], kSig_lerp_Scalar, 2);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_lerp_Scalar, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_lerp_Scalar, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_lerp_Scalar, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_end, v_out));
-        ::infini::ops::lerp_Scalar(v_self, v_end, v_weight, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_lerp_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_lerp_Scalar;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_end = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_weight = tb::arg<tk::Scalar>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_end, v_out), [&] {
+      ::infini::ops::lerp_Scalar(v_self, v_end, v_weight, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_lerp_Scalar);
-    return nullptr;
-  }
+  });
 }
 
 // lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)
@@ -5173,35 +3609,19 @@ const tb::Signature kSig_lerp_Tensor{
 };
 
 PyObject* py_lerp_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_lerp_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_lerp_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_lerp_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_lerp_Tensor, 0);
-    auto v_end = tb::tensor_arg(slots[1], kSig_lerp_Tensor, 1);
-    auto v_weight = tb::tensor_arg(slots[2], kSig_lerp_Tensor, 2);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_lerp_Tensor, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_lerp_Tensor, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_lerp_Tensor, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_end, v_weight, v_out));
-        ::infini::ops::lerp_Tensor(v_self, v_end, v_weight, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_lerp_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_lerp_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_end = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_weight = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_end, v_weight, v_out), [&] {
+      ::infini::ops::lerp_Tensor(v_self, v_end, v_weight, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_lerp_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -5226,33 +3646,17 @@ const tb::Signature kSig_lgamma{
 };
 
 PyObject* py_lgamma(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_lgamma, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_lgamma, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_lgamma, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_lgamma, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_lgamma, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_lgamma, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_lgamma, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::lgamma(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_lgamma, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_lgamma;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::lgamma(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_lgamma);
-    return nullptr;
-  }
+  });
 }
 
 // linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -5276,35 +3680,19 @@ const tb::Signature kSig_linear{
 };
 
 PyObject* py_linear(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_linear, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_linear, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_linear, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_input = tb::tensor_arg(slots[0], kSig_linear, 0);
-    auto v_weight = tb::tensor_arg(slots[1], kSig_linear, 1);
-    auto v_bias = tb::tensor_opt_arg(slots[2], kSig_linear, 2, std::nullopt);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_linear, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_linear, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_linear, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::linear(v_input, v_weight, v_bias, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_linear, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_linear;
+    auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_weight = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::linear(v_input, v_weight, v_bias, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_linear);
-    return nullptr;
-  }
+  });
 }
 
 // log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -5329,33 +3717,17 @@ const tb::Signature kSig_log{
 };
 
 PyObject* py_log(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_log, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_log, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_log, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_log, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_log, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_log, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_log, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::log(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_log, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_log;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::log(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_log);
-    return nullptr;
-  }
+  });
 }
 
 // log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -5380,33 +3752,17 @@ const tb::Signature kSig_log10{
 };
 
 PyObject* py_log10(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_log10, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_log10, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_log10, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_log10, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_log10, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_log10, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_log10, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::log10(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_log10, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_log10;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::log10(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_log10);
-    return nullptr;
-  }
+  });
 }
 
 // log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -5431,33 +3787,17 @@ const tb::Signature kSig_log1p{
 };
 
 PyObject* py_log1p(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_log1p, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_log1p, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_log1p, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_log1p, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_log1p, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_log1p, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_log1p, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::log1p(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_log1p, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_log1p;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::log1p(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_log1p);
-    return nullptr;
-  }
+  });
 }
 
 // log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -5482,33 +3822,17 @@ const tb::Signature kSig_log2{
 };
 
 PyObject* py_log2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_log2, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_log2, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_log2, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_log2, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_log2, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_log2, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_log2, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::log2(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_log2, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_log2;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::log2(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_log2);
-    return nullptr;
-  }
+  });
 }
 
 // log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -5533,33 +3857,17 @@ const tb::Signature kSig_log_sigmoid{
 };
 
 PyObject* py_log_sigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_log_sigmoid, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_log_sigmoid, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_log_sigmoid, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_log_sigmoid, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_log_sigmoid, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_log_sigmoid, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_log_sigmoid, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::log_sigmoid(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_log_sigmoid, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_log_sigmoid;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::log_sigmoid(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_log_sigmoid);
-    return nullptr;
-  }
+  });
 }
 
 // log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -5584,35 +3892,19 @@ const tb::Signature kSig_log_softmax{
 };
 
 PyObject* py_log_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_log_softmax, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_log_softmax, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_log_softmax, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_log_softmax, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_log_softmax, 1);
-    auto v_dtype = tb::dtype_opt_arg(slots[2], kSig_log_softmax, 2, std::nullopt);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_log_softmax, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_log_softmax, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_log_softmax, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::log_softmax(v_self, v_dim, v_dtype, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_log_softmax, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_log_softmax;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::log_softmax(v_self, v_dim, v_dtype, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_log_softmax);
-    return nullptr;
-  }
+  });
 }
 
 // logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -5637,34 +3929,18 @@ const tb::Signature kSig_logaddexp{
 };
 
 PyObject* py_logaddexp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_logaddexp, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_logaddexp, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_logaddexp, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_logaddexp, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_logaddexp, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_logaddexp, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_logaddexp, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_logaddexp, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::logaddexp(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_logaddexp, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_logaddexp;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::logaddexp(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_logaddexp);
-    return nullptr;
-  }
+  });
 }
 
 // logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -5689,34 +3965,18 @@ const tb::Signature kSig_logaddexp2{
 };
 
 PyObject* py_logaddexp2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_logaddexp2, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_logaddexp2, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_logaddexp2, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_logaddexp2, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_logaddexp2, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_logaddexp2, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_logaddexp2, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_logaddexp2, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::logaddexp2(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_logaddexp2, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_logaddexp2;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::logaddexp2(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_logaddexp2);
-    return nullptr;
-  }
+  });
 }
 
 // logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -5741,34 +4001,18 @@ const tb::Signature kSig_logical_and{
 };
 
 PyObject* py_logical_and(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_logical_and, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_logical_and, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_logical_and, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_logical_and, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_logical_and, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_logical_and, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_logical_and, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_logical_and, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::logical_and(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_logical_and, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_logical_and;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::logical_and(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_logical_and);
-    return nullptr;
-  }
+  });
 }
 
 // logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -5793,33 +4037,17 @@ const tb::Signature kSig_logical_not{
 };
 
 PyObject* py_logical_not(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_logical_not, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_logical_not, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_logical_not, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_logical_not, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_logical_not, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_logical_not, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_logical_not, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::logical_not(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_logical_not, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_logical_not;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::logical_not(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_logical_not);
-    return nullptr;
-  }
+  });
 }
 
 // logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -5844,34 +4072,18 @@ const tb::Signature kSig_logical_or{
 };
 
 PyObject* py_logical_or(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_logical_or, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_logical_or, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_logical_or, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_logical_or, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_logical_or, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_logical_or, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_logical_or, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_logical_or, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::logical_or(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_logical_or, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_logical_or;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::logical_or(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_logical_or);
-    return nullptr;
-  }
+  });
 }
 
 // logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -5896,34 +4108,18 @@ const tb::Signature kSig_logical_xor{
 };
 
 PyObject* py_logical_xor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_logical_xor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_logical_xor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_logical_xor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_logical_xor, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_logical_xor, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_logical_xor, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_logical_xor, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_logical_xor, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::logical_xor(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_logical_xor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_logical_xor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::logical_xor(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_logical_xor);
-    return nullptr;
-  }
+  });
 }
 
 // logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
@@ -5948,35 +4144,19 @@ const tb::Signature kSig_logsumexp{
 };
 
 PyObject* py_logsumexp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_logsumexp, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_logsumexp, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_logsumexp, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_logsumexp, 0);
-    auto v_dim = tb::int_list_arg(slots[1], kSig_logsumexp, 1, 1);
-    auto v_keepdim = tb::bool_arg(slots[2], kSig_logsumexp, 2, false);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_logsumexp, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_logsumexp, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_logsumexp, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::logsumexp(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_logsumexp, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_logsumexp;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::logsumexp(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_logsumexp);
-    return nullptr;
-  }
+  });
 }
 
 // lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
@@ -6001,34 +4181,18 @@ const tb::Signature kSig_lt_Scalar{
 };
 
 PyObject* py_lt_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_lt_Scalar, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_lt_Scalar, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_lt_Scalar, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_lt_Scalar, 0);
-    auto v_other = tb::scalar_arg(slots[1], kSig_lt_Scalar, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_lt_Scalar, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_lt_Scalar, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_lt_Scalar, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::lt_Scalar(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_lt_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_lt_Scalar;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::lt_Scalar(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_lt_Scalar);
-    return nullptr;
-  }
+  });
 }
 
 // lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -6053,34 +4217,18 @@ const tb::Signature kSig_lt_Tensor{
 };
 
 PyObject* py_lt_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_lt_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_lt_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_lt_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_lt_Tensor, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_lt_Tensor, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_lt_Tensor, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_lt_Tensor, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_lt_Tensor, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::lt_Tensor(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_lt_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_lt_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::lt_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_lt_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
@@ -6105,35 +4253,19 @@ const tb::Signature kSig_masked_fill{
 };
 
 PyObject* py_masked_fill(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_masked_fill, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_masked_fill, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_masked_fill, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_masked_fill, 0);
-    auto v_mask = tb::tensor_arg(slots[1], kSig_masked_fill, 1);
-    auto v_value = tb::scalar_arg(slots[2], kSig_masked_fill, 2);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_masked_fill, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_masked_fill, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_masked_fill, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::masked_fill(v_self, v_mask, v_value, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_masked_fill, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_masked_fill;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_mask = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::masked_fill(v_self, v_mask, v_value, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_masked_fill);
-    return nullptr;
-  }
+  });
 }
 
 // masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)
@@ -6158,35 +4290,19 @@ const tb::Signature kSig_masked_fill_Tensor{
 };
 
 PyObject* py_masked_fill_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_masked_fill_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_masked_fill_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_masked_fill_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_masked_fill_Tensor, 0);
-    auto v_mask = tb::tensor_arg(slots[1], kSig_masked_fill_Tensor, 1);
-    auto v_value = tb::tensor_arg(slots[2], kSig_masked_fill_Tensor, 2);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_masked_fill_Tensor, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_masked_fill_Tensor, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_masked_fill_Tensor, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::masked_fill_Tensor(v_self, v_mask, v_value, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_masked_fill_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_masked_fill_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_mask = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_value = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::masked_fill_Tensor(v_self, v_mask, v_value, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_masked_fill_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)
@@ -6211,34 +4327,18 @@ const tb::Signature kSig_masked_select{
 };
 
 PyObject* py_masked_select(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_masked_select, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_masked_select, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_masked_select, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_masked_select, 0);
-    auto v_mask = tb::tensor_arg(slots[1], kSig_masked_select, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_masked_select, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_masked_select, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_masked_select, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::masked_select(v_self, v_mask, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_masked_select, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_masked_select;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_mask = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::masked_select(v_self, v_mask, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_masked_select);
-    return nullptr;
-  }
+  });
 }
 
 // matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -6263,34 +4363,18 @@ const tb::Signature kSig_matmul{
 };
 
 PyObject* py_matmul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_matmul, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_matmul, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_matmul, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_matmul, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_matmul, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_matmul, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_matmul, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_matmul, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::matmul(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_matmul, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_matmul;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::matmul(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_matmul);
-    return nullptr;
-  }
+  });
 }
 
 // max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)
@@ -6315,36 +4399,20 @@ const tb::Signature kSig_max{
 };
 
 PyObject* py_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_max, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_max, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_max, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_max, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_max, 1);
-    auto v_keepdim = tb::bool_arg(slots[2], kSig_max, 2, false);
-    auto v_max = tb::tensor_out_arg(slots[3], kSig_max, 3);
-    auto v_max_values = tb::tensor_out_arg(slots[4], kSig_max, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_max, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_max, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::max(v_self, v_dim, v_keepdim, v_max, v_max_values, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_max, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_max;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    auto v_max = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_max_values = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::max(v_self, v_dim, v_keepdim, v_max, v_max_values, impl_, stream_);
+    });
     return PyTuple_Pack(2, slots[3], slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_max);
-    return nullptr;
-  }
+  });
 }
 
 // max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))
@@ -6369,39 +4437,23 @@ const tb::Signature kSig_max_pool2d_with_indices{
 };
 
 PyObject* py_max_pool2d_with_indices(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[10] = {};
-  if (!tb::parse_args(kSig_max_pool2d_with_indices, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_max_pool2d_with_indices, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_max_pool2d_with_indices, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_max_pool2d_with_indices, 0);
-    auto v_kernel_size = tb::int_list_arg(slots[1], kSig_max_pool2d_with_indices, 1, 2);
-    auto v_stride = tb::int_list_arg(slots[2], kSig_max_pool2d_with_indices, 2, 2, {});
-    auto v_padding = tb::int_list_arg(slots[3], kSig_max_pool2d_with_indices, 3, 2, {int64_t{0}, int64_t{0}});
-    auto v_dilation = tb::int_list_arg(slots[4], kSig_max_pool2d_with_indices, 4, 2, {int64_t{1}, int64_t{1}});
-    auto v_ceil_mode = tb::bool_arg(slots[5], kSig_max_pool2d_with_indices, 5, false);
-    auto v_out = tb::tensor_out_arg(slots[6], kSig_max_pool2d_with_indices, 6);
-    auto v_indices = tb::tensor_out_arg(slots[7], kSig_max_pool2d_with_indices, 7);
-    const Implementation impl_ = tb::implementation_arg(slots[8], kSig_max_pool2d_with_indices, 8);
-    const Stream stream_ = tb::stream_arg(slots[9], kSig_max_pool2d_with_indices, 9, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::max_pool2d_with_indices(v_self, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, v_out, v_indices, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<10>(kSig_max_pool2d_with_indices, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_max_pool2d_with_indices;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_kernel_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
+    auto v_stride = tb::arg<tk::IntList<2>>(slots[2], sig, 2, {});
+    auto v_padding = tb::arg<tk::IntList<2>>(slots[3], sig, 3, {int64_t{0}, int64_t{0}});
+    auto v_dilation = tb::arg<tk::IntList<2>>(slots[4], sig, 4, {int64_t{1}, int64_t{1}});
+    auto v_ceil_mode = tb::arg<tk::Bool>(slots[5], sig, 5, false);
+    auto v_out = tb::arg<tk::Tensor>(slots[6], sig, 6);
+    auto v_indices = tb::arg<tk::Tensor>(slots[7], sig, 7);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::max_pool2d_with_indices(v_self, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, v_out, v_indices, impl_, stream_);
+    });
     return PyTuple_Pack(2, slots[6], slots[7]);
-  } catch (...) {
-    tb::raise_python_error(kSig_max_pool2d_with_indices);
-    return nullptr;
-  }
+  });
 }
 
 // maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -6426,34 +4478,18 @@ const tb::Signature kSig_maximum{
 };
 
 PyObject* py_maximum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_maximum, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_maximum, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_maximum, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_maximum, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_maximum, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_maximum, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_maximum, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_maximum, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::maximum(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_maximum, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_maximum;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::maximum(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_maximum);
-    return nullptr;
-  }
+  });
 }
 
 // mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
@@ -6478,36 +4514,20 @@ const tb::Signature kSig_mean{
 };
 
 PyObject* py_mean(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_mean, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_mean, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_mean, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_mean, 0);
-    auto v_dim = tb::int_list_opt_arg(slots[1], kSig_mean, 1, 1);
-    auto v_keepdim = tb::bool_arg(slots[2], kSig_mean, 2, false);
-    auto v_dtype = tb::dtype_opt_arg(slots[3], kSig_mean, 3, std::nullopt);
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_mean, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_mean, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_mean, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::mean(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_mean, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_mean;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::mean(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_mean);
-    return nullptr;
-  }
+  });
 }
 
 // median.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
@@ -6532,36 +4552,20 @@ const tb::Signature kSig_median_dim_values{
 };
 
 PyObject* py_median_dim_values(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_median_dim_values, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_median_dim_values, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_median_dim_values, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_median_dim_values, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_median_dim_values, 1);
-    auto v_keepdim = tb::bool_arg(slots[2], kSig_median_dim_values, 2, false);
-    auto v_values = tb::tensor_out_arg(slots[3], kSig_median_dim_values, 3);
-    auto v_indices = tb::tensor_out_arg(slots[4], kSig_median_dim_values, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_median_dim_values, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_median_dim_values, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::median_dim_values(v_self, v_dim, v_keepdim, v_values, v_indices, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_median_dim_values, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_median_dim_values;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    auto v_values = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_indices = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::median_dim_values(v_self, v_dim, v_keepdim, v_values, v_indices, impl_, stream_);
+    });
     return PyTuple_Pack(2, slots[3], slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_median_dim_values);
-    return nullptr;
-  }
+  });
 }
 
 // min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)
@@ -6586,36 +4590,20 @@ const tb::Signature kSig_min{
 };
 
 PyObject* py_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_min, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_min, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_min, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_min, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_min, 1);
-    auto v_keepdim = tb::bool_arg(slots[2], kSig_min, 2, false);
-    auto v_min = tb::tensor_out_arg(slots[3], kSig_min, 3);
-    auto v_min_indices = tb::tensor_out_arg(slots[4], kSig_min, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_min, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_min, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::min(v_self, v_dim, v_keepdim, v_min, v_min_indices, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_min, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_min;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    auto v_min = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_min_indices = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::min(v_self, v_dim, v_keepdim, v_min, v_min_indices, impl_, stream_);
+    });
     return PyTuple_Pack(2, slots[3], slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_min);
-    return nullptr;
-  }
+  });
 }
 
 // minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -6640,34 +4628,18 @@ const tb::Signature kSig_minimum{
 };
 
 PyObject* py_minimum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_minimum, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_minimum, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_minimum, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_minimum, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_minimum, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_minimum, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_minimum, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_minimum, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::minimum(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_minimum, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_minimum;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::minimum(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_minimum);
-    return nullptr;
-  }
+  });
 }
 
 // mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -6692,33 +4664,17 @@ const tb::Signature kSig_mish{
 };
 
 PyObject* py_mish(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_mish, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_mish, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_mish, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_mish, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_mish, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_mish, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_mish, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::mish(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_mish, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_mish;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::mish(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_mish);
-    return nullptr;
-  }
+  });
 }
 
 // mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
@@ -6743,34 +4699,18 @@ const tb::Signature kSig_mm{
 };
 
 PyObject* py_mm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_mm, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_mm, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_mm, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_mm, 0);
-    auto v_mat2 = tb::tensor_arg(slots[1], kSig_mm, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_mm, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_mm, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_mm, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::mm(v_self, v_mat2, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_mm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_mm;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_mat2 = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::mm(v_self, v_mat2, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_mm);
-    return nullptr;
-  }
+  });
 }
 
 // mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)
@@ -6795,35 +4735,19 @@ const tb::Signature kSig_mse_loss{
 };
 
 PyObject* py_mse_loss(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_mse_loss, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_mse_loss, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_mse_loss, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_mse_loss, 0);
-    auto v_target = tb::tensor_arg(slots[1], kSig_mse_loss, 1);
-    auto v_reduction = tb::int_arg(slots[2], kSig_mse_loss, 2, int64_t{1});
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_mse_loss, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_mse_loss, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_mse_loss, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_target, v_out));
-        ::infini::ops::mse_loss(v_self, v_target, v_reduction, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_mse_loss, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_mse_loss;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_target = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_target, v_out), [&] {
+      ::infini::ops::mse_loss(v_self, v_target, v_reduction, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_mse_loss);
-    return nullptr;
-  }
+  });
 }
 
 // mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)
@@ -6848,36 +4772,20 @@ const tb::Signature kSig_mse_loss_backward{
 };
 
 PyObject* py_mse_loss_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_mse_loss_backward, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_mse_loss_backward, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_mse_loss_backward, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_grad_output = tb::tensor_arg(slots[0], kSig_mse_loss_backward, 0);
-    auto v_self = tb::tensor_arg(slots[1], kSig_mse_loss_backward, 1);
-    auto v_target = tb::tensor_arg(slots[2], kSig_mse_loss_backward, 2);
-    auto v_reduction = tb::int_arg(slots[3], kSig_mse_loss_backward, 3);
-    auto v_grad_input = tb::tensor_out_arg(slots[4], kSig_mse_loss_backward, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_mse_loss_backward, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_mse_loss_backward, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::mse_loss_backward(v_grad_output, v_self, v_target, v_reduction, v_grad_input, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_mse_loss_backward, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_mse_loss_backward;
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_target = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_reduction = tb::arg<tk::Int>(slots[3], sig, 3);
+    auto v_grad_input = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::mse_loss_backward(v_grad_output, v_self, v_target, v_reduction, v_grad_input, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_mse_loss_backward);
-    return nullptr;
-  }
+  });
 }
 
 // mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -6902,34 +4810,18 @@ const tb::Signature kSig_mul{
 };
 
 PyObject* py_mul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_mul, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_mul, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_mul, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_mul, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_mul, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_mul, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_mul, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_mul, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::mul(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_mul, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_mul;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::mul(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_mul);
-    return nullptr;
-  }
+  });
 }
 
 // mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
@@ -6954,34 +4846,18 @@ const tb::Signature kSig_mul_Scalar{
 };
 
 PyObject* py_mul_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_mul_Scalar, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_mul_Scalar, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_mul_Scalar, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_mul_Scalar, 0);
-    auto v_other = tb::scalar_arg(slots[1], kSig_mul_Scalar, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_mul_Scalar, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_mul_Scalar, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_mul_Scalar, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::mul_Scalar(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_mul_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_mul_Scalar;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::mul_Scalar(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_mul_Scalar);
-    return nullptr;
-  }
+  });
 }
 
 // mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)
@@ -7006,34 +4882,18 @@ const tb::Signature kSig_mv{
 };
 
 PyObject* py_mv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_mv, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_mv, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_mv, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_mv, 0);
-    auto v_vec = tb::tensor_arg(slots[1], kSig_mv, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_mv, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_mv, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_mv, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::mv(v_self, v_vec, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_mv, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_mv;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_vec = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::mv(v_self, v_vec, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_mv);
-    return nullptr;
-  }
+  });
 }
 
 // nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -7058,36 +4918,20 @@ const tb::Signature kSig_nan_to_num{
 };
 
 PyObject* py_nan_to_num(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_nan_to_num, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_nan_to_num, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_nan_to_num, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_nan_to_num, 0);
-    auto v_nan = tb::float_opt_arg(slots[1], kSig_nan_to_num, 1, std::nullopt);
-    auto v_posinf = tb::float_opt_arg(slots[2], kSig_nan_to_num, 2, std::nullopt);
-    auto v_neginf = tb::float_opt_arg(slots[3], kSig_nan_to_num, 3, std::nullopt);
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_nan_to_num, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_nan_to_num, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_nan_to_num, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::nan_to_num(v_self, v_nan, v_posinf, v_neginf, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_nan_to_num, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_nan_to_num;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_nan = tb::arg<tk::Optional<tk::Float>>(slots[1], sig, 1, std::nullopt);
+    auto v_posinf = tb::arg<tk::Optional<tk::Float>>(slots[2], sig, 2, std::nullopt);
+    auto v_neginf = tb::arg<tk::Optional<tk::Float>>(slots[3], sig, 3, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::nan_to_num(v_self, v_nan, v_posinf, v_neginf, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_nan_to_num);
-    return nullptr;
-  }
+  });
 }
 
 // nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
@@ -7112,36 +4956,20 @@ const tb::Signature kSig_nansum{
 };
 
 PyObject* py_nansum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_nansum, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_nansum, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_nansum, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_nansum, 0);
-    auto v_dim = tb::int_list_opt_arg(slots[1], kSig_nansum, 1, 1, std::nullopt);
-    auto v_keepdim = tb::bool_arg(slots[2], kSig_nansum, 2, false);
-    auto v_dtype = tb::dtype_opt_arg(slots[3], kSig_nansum, 3, std::nullopt);
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_nansum, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_nansum, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_nansum, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::nansum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_nansum, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_nansum;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::nansum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_nansum);
-    return nullptr;
-  }
+  });
 }
 
 // narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)
@@ -7166,36 +4994,20 @@ const tb::Signature kSig_narrow_copy{
 };
 
 PyObject* py_narrow_copy(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_narrow_copy, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_narrow_copy, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_narrow_copy, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_narrow_copy, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_narrow_copy, 1);
-    auto v_start = tb::int_arg(slots[2], kSig_narrow_copy, 2);
-    auto v_length = tb::int_arg(slots[3], kSig_narrow_copy, 3);
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_narrow_copy, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_narrow_copy, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_narrow_copy, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::narrow_copy(v_self, v_dim, v_start, v_length, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_narrow_copy, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_narrow_copy;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_start = tb::arg<tk::Int>(slots[2], sig, 2);
+    auto v_length = tb::arg<tk::Int>(slots[3], sig, 3);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::narrow_copy(v_self, v_dim, v_start, v_length, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_narrow_copy);
-    return nullptr;
-  }
+  });
 }
 
 // native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))
@@ -7219,42 +5031,26 @@ const tb::Signature kSig_native_batch_norm{
 };
 
 PyObject* py_native_batch_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[13] = {};
-  if (!tb::parse_args(kSig_native_batch_norm, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_native_batch_norm, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_native_batch_norm, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_input = tb::tensor_arg(slots[0], kSig_native_batch_norm, 0);
-    auto v_weight = tb::tensor_opt_arg(slots[1], kSig_native_batch_norm, 1);
-    auto v_bias = tb::tensor_opt_arg(slots[2], kSig_native_batch_norm, 2);
-    auto v_running_mean = tb::tensor_opt_arg(slots[3], kSig_native_batch_norm, 3);
-    auto v_running_var = tb::tensor_opt_arg(slots[4], kSig_native_batch_norm, 4);
-    auto v_training = tb::bool_arg(slots[5], kSig_native_batch_norm, 5);
-    auto v_momentum = tb::float_arg(slots[6], kSig_native_batch_norm, 6);
-    auto v_eps = tb::float_arg(slots[7], kSig_native_batch_norm, 7);
-    auto v_out = tb::tensor_out_arg(slots[8], kSig_native_batch_norm, 8);
-    auto v_save_mean = tb::tensor_out_arg(slots[9], kSig_native_batch_norm, 9);
-    auto v_save_invstd = tb::tensor_out_arg(slots[10], kSig_native_batch_norm, 10);
-    const Implementation impl_ = tb::implementation_arg(slots[11], kSig_native_batch_norm, 11);
-    const Stream stream_ = tb::stream_arg(slots[12], kSig_native_batch_norm, 12, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::native_batch_norm(v_input, v_weight, v_bias, v_running_mean, v_running_var, v_training, v_momentum, v_eps, v_out, v_save_mean, v_save_invstd, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<13>(kSig_native_batch_norm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_native_batch_norm;
+    auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1);
+    auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2);
+    auto v_running_mean = tb::arg<tk::Optional<tk::Tensor>>(slots[3], sig, 3);
+    auto v_running_var = tb::arg<tk::Optional<tk::Tensor>>(slots[4], sig, 4);
+    auto v_training = tb::arg<tk::Bool>(slots[5], sig, 5);
+    auto v_momentum = tb::arg<tk::Float>(slots[6], sig, 6);
+    auto v_eps = tb::arg<tk::Float>(slots[7], sig, 7);
+    auto v_out = tb::arg<tk::Tensor>(slots[8], sig, 8);
+    auto v_save_mean = tb::arg<tk::Tensor>(slots[9], sig, 9);
+    auto v_save_invstd = tb::arg<tk::Tensor>(slots[10], sig, 10);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[11], sig, 11, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[12], sig, 12, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::native_batch_norm(v_input, v_weight, v_bias, v_running_mean, v_running_var, v_training, v_momentum, v_eps, v_out, v_save_mean, v_save_invstd, impl_, stream_);
+    });
     return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
-  } catch (...) {
-    tb::raise_python_error(kSig_native_batch_norm);
-    return nullptr;
-  }
+  });
 }
 
 // native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
@@ -7278,42 +5074,26 @@ const tb::Signature kSig_native_group_norm{
 };
 
 PyObject* py_native_group_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[13] = {};
-  if (!tb::parse_args(kSig_native_group_norm, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_native_group_norm, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_native_group_norm, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_input = tb::tensor_arg(slots[0], kSig_native_group_norm, 0);
-    auto v_weight = tb::tensor_opt_arg(slots[1], kSig_native_group_norm, 1);
-    auto v_bias = tb::tensor_opt_arg(slots[2], kSig_native_group_norm, 2);
-    auto v_N = tb::int_arg(slots[3], kSig_native_group_norm, 3);
-    auto v_C = tb::int_arg(slots[4], kSig_native_group_norm, 4);
-    auto v_HxW = tb::int_arg(slots[5], kSig_native_group_norm, 5);
-    auto v_group = tb::int_arg(slots[6], kSig_native_group_norm, 6);
-    auto v_eps = tb::float_arg(slots[7], kSig_native_group_norm, 7);
-    auto v_out0 = tb::tensor_out_arg(slots[8], kSig_native_group_norm, 8);
-    auto v_out1 = tb::tensor_out_arg(slots[9], kSig_native_group_norm, 9);
-    auto v_out2 = tb::tensor_out_arg(slots[10], kSig_native_group_norm, 10);
-    const Implementation impl_ = tb::implementation_arg(slots[11], kSig_native_group_norm, 11);
-    const Stream stream_ = tb::stream_arg(slots[12], kSig_native_group_norm, 12, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::native_group_norm(v_input, v_weight, v_bias, v_N, v_C, v_HxW, v_group, v_eps, v_out0, v_out1, v_out2, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<13>(kSig_native_group_norm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_native_group_norm;
+    auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1);
+    auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2);
+    auto v_N = tb::arg<tk::Int>(slots[3], sig, 3);
+    auto v_C = tb::arg<tk::Int>(slots[4], sig, 4);
+    auto v_HxW = tb::arg<tk::Int>(slots[5], sig, 5);
+    auto v_group = tb::arg<tk::Int>(slots[6], sig, 6);
+    auto v_eps = tb::arg<tk::Float>(slots[7], sig, 7);
+    auto v_out0 = tb::arg<tk::Tensor>(slots[8], sig, 8);
+    auto v_out1 = tb::arg<tk::Tensor>(slots[9], sig, 9);
+    auto v_out2 = tb::arg<tk::Tensor>(slots[10], sig, 10);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[11], sig, 11, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[12], sig, 12, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::native_group_norm(v_input, v_weight, v_bias, v_N, v_C, v_HxW, v_group, v_eps, v_out0, v_out1, v_out2, impl_, stream_);
+    });
     return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
-  } catch (...) {
-    tb::raise_python_error(kSig_native_group_norm);
-    return nullptr;
-  }
+  });
 }
 
 // native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
@@ -7337,39 +5117,23 @@ const tb::Signature kSig_native_layer_norm{
 };
 
 PyObject* py_native_layer_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[10] = {};
-  if (!tb::parse_args(kSig_native_layer_norm, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_native_layer_norm, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_native_layer_norm, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_input = tb::tensor_arg(slots[0], kSig_native_layer_norm, 0);
-    auto v_normalized_shape = tb::int_list_arg(slots[1], kSig_native_layer_norm, 1, 0);
-    auto v_weight = tb::tensor_opt_arg(slots[2], kSig_native_layer_norm, 2);
-    auto v_bias = tb::tensor_opt_arg(slots[3], kSig_native_layer_norm, 3);
-    auto v_eps = tb::float_arg(slots[4], kSig_native_layer_norm, 4);
-    auto v_out0 = tb::tensor_out_arg(slots[5], kSig_native_layer_norm, 5);
-    auto v_out1 = tb::tensor_out_arg(slots[6], kSig_native_layer_norm, 6);
-    auto v_out2 = tb::tensor_out_arg(slots[7], kSig_native_layer_norm, 7);
-    const Implementation impl_ = tb::implementation_arg(slots[8], kSig_native_layer_norm, 8);
-    const Stream stream_ = tb::stream_arg(slots[9], kSig_native_layer_norm, 9, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::native_layer_norm(v_input, v_normalized_shape, v_weight, v_bias, v_eps, v_out0, v_out1, v_out2, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<10>(kSig_native_layer_norm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_native_layer_norm;
+    auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_normalized_shape = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
+    auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2);
+    auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[3], sig, 3);
+    auto v_eps = tb::arg<tk::Float>(slots[4], sig, 4);
+    auto v_out0 = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    auto v_out1 = tb::arg<tk::Tensor>(slots[6], sig, 6);
+    auto v_out2 = tb::arg<tk::Tensor>(slots[7], sig, 7);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::native_layer_norm(v_input, v_normalized_shape, v_weight, v_bias, v_eps, v_out0, v_out1, v_out2, impl_, stream_);
+    });
     return PyTuple_Pack(3, slots[5], slots[6], slots[7]);
-  } catch (...) {
-    tb::raise_python_error(kSig_native_layer_norm);
-    return nullptr;
-  }
+  });
 }
 
 // native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
@@ -7393,42 +5157,26 @@ const tb::Signature kSig_native_layer_norm_backward{
 };
 
 PyObject* py_native_layer_norm_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[13] = {};
-  if (!tb::parse_args(kSig_native_layer_norm_backward, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_native_layer_norm_backward, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_native_layer_norm_backward, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_grad_out = tb::tensor_arg(slots[0], kSig_native_layer_norm_backward, 0);
-    auto v_input = tb::tensor_arg(slots[1], kSig_native_layer_norm_backward, 1);
-    auto v_normalized_shape = tb::int_list_arg(slots[2], kSig_native_layer_norm_backward, 2, 0);
-    auto v_mean = tb::tensor_arg(slots[3], kSig_native_layer_norm_backward, 3);
-    auto v_rstd = tb::tensor_arg(slots[4], kSig_native_layer_norm_backward, 4);
-    auto v_weight = tb::tensor_opt_arg(slots[5], kSig_native_layer_norm_backward, 5);
-    auto v_bias = tb::tensor_opt_arg(slots[6], kSig_native_layer_norm_backward, 6);
-    auto v_output_mask = tb::bool_array_arg<3>(slots[7], kSig_native_layer_norm_backward, 7);
-    auto v_out0 = tb::tensor_out_arg(slots[8], kSig_native_layer_norm_backward, 8);
-    auto v_out1 = tb::tensor_out_arg(slots[9], kSig_native_layer_norm_backward, 9);
-    auto v_out2 = tb::tensor_out_arg(slots[10], kSig_native_layer_norm_backward, 10);
-    const Implementation impl_ = tb::implementation_arg(slots[11], kSig_native_layer_norm_backward, 11);
-    const Stream stream_ = tb::stream_arg(slots[12], kSig_native_layer_norm_backward, 12, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::native_layer_norm_backward(v_grad_out, v_input, v_normalized_shape, v_mean, v_rstd, v_weight, v_bias, v_output_mask, v_out0, v_out1, v_out2, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<13>(kSig_native_layer_norm_backward, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_native_layer_norm_backward;
+    auto v_grad_out = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_input = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_normalized_shape = tb::arg<tk::IntList<0>>(slots[2], sig, 2);
+    auto v_mean = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_rstd = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[5], sig, 5);
+    auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[6], sig, 6);
+    auto v_output_mask = tb::arg<tk::BoolArray<3>>(slots[7], sig, 7);
+    auto v_out0 = tb::arg<tk::Tensor>(slots[8], sig, 8);
+    auto v_out1 = tb::arg<tk::Tensor>(slots[9], sig, 9);
+    auto v_out2 = tb::arg<tk::Tensor>(slots[10], sig, 10);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[11], sig, 11, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[12], sig, 12, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::native_layer_norm_backward(v_grad_out, v_input, v_normalized_shape, v_mean, v_rstd, v_weight, v_bias, v_output_mask, v_out0, v_out1, v_out2, impl_, stream_);
+    });
     return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
-  } catch (...) {
-    tb::raise_python_error(kSig_native_layer_norm_backward);
-    return nullptr;
-  }
+  });
 }
 
 // ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
@@ -7453,34 +5201,18 @@ const tb::Signature kSig_ne_Scalar{
 };
 
 PyObject* py_ne_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_ne_Scalar, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_ne_Scalar, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_ne_Scalar, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_ne_Scalar, 0);
-    auto v_other = tb::scalar_arg(slots[1], kSig_ne_Scalar, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_ne_Scalar, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_ne_Scalar, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_ne_Scalar, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::ne_Scalar(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_ne_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_ne_Scalar;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::ne_Scalar(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_ne_Scalar);
-    return nullptr;
-  }
+  });
 }
 
 // ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -7505,34 +5237,18 @@ const tb::Signature kSig_ne_Tensor{
 };
 
 PyObject* py_ne_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_ne_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_ne_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_ne_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_ne_Tensor, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_ne_Tensor, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_ne_Tensor, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_ne_Tensor, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_ne_Tensor, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::ne_Tensor(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_ne_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_ne_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::ne_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_ne_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -7557,33 +5273,17 @@ const tb::Signature kSig_neg{
 };
 
 PyObject* py_neg(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_neg, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_neg, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_neg, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_neg, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_neg, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_neg, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_neg, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::neg(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_neg, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_neg;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::neg(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_neg);
-    return nullptr;
-  }
+  });
 }
 
 // nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -7608,33 +5308,17 @@ const tb::Signature kSig_nonzero{
 };
 
 PyObject* py_nonzero(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_nonzero, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_nonzero, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_nonzero, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_nonzero, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_nonzero, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_nonzero, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_nonzero, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::nonzero(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_nonzero, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_nonzero;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::nonzero(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_nonzero);
-    return nullptr;
-  }
+  });
 }
 
 // norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
@@ -7659,36 +5343,20 @@ const tb::Signature kSig_norm{
 };
 
 PyObject* py_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_norm, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_norm, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_norm, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_norm, 0);
-    auto v_p = tb::scalar_opt_arg(slots[1], kSig_norm, 1);
-    auto v_dim = tb::int_list_arg(slots[2], kSig_norm, 2, 1);
-    auto v_keepdim = tb::bool_arg(slots[3], kSig_norm, 3, false);
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_norm, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_norm, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_norm, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::norm(v_self, v_p, v_dim, v_keepdim, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_norm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_norm;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_p = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1);
+    auto v_dim = tb::arg<tk::IntList<1>>(slots[2], sig, 2);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::norm(v_self, v_p, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_norm);
-    return nullptr;
-  }
+  });
 }
 
 // outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)
@@ -7713,34 +5381,18 @@ const tb::Signature kSig_outer{
 };
 
 PyObject* py_outer(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_outer, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_outer, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_outer, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_outer, 0);
-    auto v_vec2 = tb::tensor_arg(slots[1], kSig_outer, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_outer, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_outer, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_outer, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::outer(v_self, v_vec2, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_outer, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_outer;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_vec2 = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::outer(v_self, v_vec2, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_outer);
-    return nullptr;
-  }
+  });
 }
 
 // pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)
@@ -7765,34 +5417,18 @@ const tb::Signature kSig_pow_Tensor_Scalar{
 };
 
 PyObject* py_pow_Tensor_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_pow_Tensor_Scalar, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_pow_Tensor_Scalar, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_pow_Tensor_Scalar, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_pow_Tensor_Scalar, 0);
-    auto v_exponent = tb::scalar_arg(slots[1], kSig_pow_Tensor_Scalar, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_pow_Tensor_Scalar, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_pow_Tensor_Scalar, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_pow_Tensor_Scalar, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::pow_Tensor_Scalar(v_self, v_exponent, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_pow_Tensor_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_pow_Tensor_Scalar;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_exponent = tb::arg<tk::Scalar>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::pow_Tensor_Scalar(v_self, v_exponent, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_pow_Tensor_Scalar);
-    return nullptr;
-  }
+  });
 }
 
 // pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)
@@ -7817,34 +5453,18 @@ const tb::Signature kSig_pow_Tensor_Tensor{
 };
 
 PyObject* py_pow_Tensor_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_pow_Tensor_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_pow_Tensor_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_pow_Tensor_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_pow_Tensor_Tensor, 0);
-    auto v_exponent = tb::tensor_arg(slots[1], kSig_pow_Tensor_Tensor, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_pow_Tensor_Tensor, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_pow_Tensor_Tensor, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_pow_Tensor_Tensor, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_exponent, v_out));
-        ::infini::ops::pow_Tensor_Tensor(v_self, v_exponent, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_pow_Tensor_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_pow_Tensor_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_exponent = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_exponent, v_out), [&] {
+      ::infini::ops::pow_Tensor_Tensor(v_self, v_exponent, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_pow_Tensor_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
@@ -7869,36 +5489,20 @@ const tb::Signature kSig_prod_int{
 };
 
 PyObject* py_prod_int(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_prod_int, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_prod_int, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_prod_int, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_prod_int, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_prod_int, 1);
-    auto v_keepdim = tb::bool_arg(slots[2], kSig_prod_int, 2, false);
-    auto v_dtype = tb::dtype_opt_arg(slots[3], kSig_prod_int, 3, std::nullopt);
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_prod_int, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_prod_int, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_prod_int, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::prod_int(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_prod_int, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_prod_int;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::prod_int(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_prod_int);
-    return nullptr;
-  }
+  });
 }
 
 // reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -7923,33 +5527,17 @@ const tb::Signature kSig_reciprocal{
 };
 
 PyObject* py_reciprocal(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_reciprocal, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_reciprocal, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_reciprocal, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_reciprocal, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_reciprocal, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_reciprocal, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_reciprocal, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::reciprocal(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_reciprocal, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_reciprocal;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::reciprocal(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_reciprocal);
-    return nullptr;
-  }
+  });
 }
 
 // relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -7974,33 +5562,17 @@ const tb::Signature kSig_relu{
 };
 
 PyObject* py_relu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_relu, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_relu, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_relu, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_relu, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_relu, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_relu, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_relu, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::relu(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_relu, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_relu;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::relu(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_relu);
-    return nullptr;
-  }
+  });
 }
 
 // remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -8025,34 +5597,18 @@ const tb::Signature kSig_remainder_Tensor{
 };
 
 PyObject* py_remainder_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_remainder_Tensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_remainder_Tensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_remainder_Tensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_remainder_Tensor, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_remainder_Tensor, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_remainder_Tensor, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_remainder_Tensor, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_remainder_Tensor, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::remainder_Tensor(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_remainder_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_remainder_Tensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::remainder_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_remainder_Tensor);
-    return nullptr;
-  }
+  });
 }
 
 // rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)
@@ -8073,35 +5629,19 @@ const tb::Signature kSig_rms_norm{
 };
 
 PyObject* py_rms_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_rms_norm, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_rms_norm, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_rms_norm, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_input = tb::tensor_arg(slots[0], kSig_rms_norm, 0);
-    auto v_weight = tb::tensor_arg(slots[1], kSig_rms_norm, 1);
-    auto v_eps = tb::float_arg(slots[2], kSig_rms_norm, 2, 1e-06);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_rms_norm, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_rms_norm, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_rms_norm, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::rms_norm(v_input, v_weight, v_eps, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_rms_norm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_rms_norm;
+    auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_weight = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_eps = tb::arg<tk::Float>(slots[2], sig, 2, 1e-06);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::rms_norm(v_input, v_weight, v_eps, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_rms_norm);
-    return nullptr;
-  }
+  });
 }
 
 // roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)
@@ -8126,35 +5666,19 @@ const tb::Signature kSig_roll{
 };
 
 PyObject* py_roll(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_roll, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_roll, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_roll, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_roll, 0);
-    auto v_shifts = tb::int_list_arg(slots[1], kSig_roll, 1, 1);
-    auto v_dims = tb::int_list_arg(slots[2], kSig_roll, 2, 1, {});
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_roll, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_roll, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_roll, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::roll(v_self, v_shifts, v_dims, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_roll, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_roll;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_shifts = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
+    auto v_dims = tb::arg<tk::IntList<1>>(slots[2], sig, 2, {});
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::roll(v_self, v_shifts, v_dims, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_roll);
-    return nullptr;
-  }
+  });
 }
 
 // round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -8179,33 +5703,17 @@ const tb::Signature kSig_round{
 };
 
 PyObject* py_round(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_round, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_round, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_round, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_round, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_round, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_round, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_round, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::round(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_round, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_round;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::round(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_round);
-    return nullptr;
-  }
+  });
 }
 
 // rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -8230,33 +5738,17 @@ const tb::Signature kSig_rsqrt{
 };
 
 PyObject* py_rsqrt(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_rsqrt, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_rsqrt, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_rsqrt, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_rsqrt, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_rsqrt, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_rsqrt, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_rsqrt, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::rsqrt(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_rsqrt, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_rsqrt;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::rsqrt(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_rsqrt);
-    return nullptr;
-  }
+  });
 }
 
 // scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -8277,39 +5769,23 @@ const tb::Signature kSig_scaled_dot_product_attention{
 };
 
 PyObject* py_scaled_dot_product_attention(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[10] = {};
-  if (!tb::parse_args(kSig_scaled_dot_product_attention, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_scaled_dot_product_attention, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_scaled_dot_product_attention, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_query = tb::tensor_arg(slots[0], kSig_scaled_dot_product_attention, 0);
-    auto v_key = tb::tensor_arg(slots[1], kSig_scaled_dot_product_attention, 1);
-    auto v_value = tb::tensor_arg(slots[2], kSig_scaled_dot_product_attention, 2);
-    auto v_attn_mask = tb::tensor_opt_arg(slots[3], kSig_scaled_dot_product_attention, 3, std::nullopt);
-    auto v_dropout_p = tb::float_arg(slots[4], kSig_scaled_dot_product_attention, 4, 0.0);
-    auto v_is_causal = tb::bool_arg(slots[5], kSig_scaled_dot_product_attention, 5, false);
-    auto v_scale = tb::float_opt_arg(slots[6], kSig_scaled_dot_product_attention, 6, std::nullopt);
-    auto v_out = tb::tensor_out_arg(slots[7], kSig_scaled_dot_product_attention, 7);
-    const Implementation impl_ = tb::implementation_arg(slots[8], kSig_scaled_dot_product_attention, 8);
-    const Stream stream_ = tb::stream_arg(slots[9], kSig_scaled_dot_product_attention, 9, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::scaled_dot_product_attention(v_query, v_key, v_value, v_attn_mask, v_dropout_p, v_is_causal, v_scale, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<10>(kSig_scaled_dot_product_attention, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_scaled_dot_product_attention;
+    auto v_query = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_key = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_value = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_attn_mask = tb::arg<tk::Optional<tk::Tensor>>(slots[3], sig, 3, std::nullopt);
+    auto v_dropout_p = tb::arg<tk::Float>(slots[4], sig, 4, 0.0);
+    auto v_is_causal = tb::arg<tk::Bool>(slots[5], sig, 5, false);
+    auto v_scale = tb::arg<tk::Optional<tk::Float>>(slots[6], sig, 6, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[7], sig, 7);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::scaled_dot_product_attention(v_query, v_key, v_value, v_attn_mask, v_dropout_p, v_is_causal, v_scale, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[7]);
-  } catch (...) {
-    tb::raise_python_error(kSig_scaled_dot_product_attention);
-    return nullptr;
-  }
+  });
 }
 
 // scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
@@ -8334,36 +5810,20 @@ const tb::Signature kSig_scatter_add{
 };
 
 PyObject* py_scatter_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_scatter_add, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_scatter_add, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_scatter_add, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_scatter_add, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_scatter_add, 1);
-    auto v_index = tb::tensor_arg(slots[2], kSig_scatter_add, 2);
-    auto v_src = tb::tensor_arg(slots[3], kSig_scatter_add, 3);
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_scatter_add, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_scatter_add, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_scatter_add, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::scatter_add(v_self, v_dim, v_index, v_src, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_scatter_add, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_scatter_add;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_src = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::scatter_add(v_self, v_dim, v_index, v_src, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_scatter_add);
-    return nullptr;
-  }
+  });
 }
 
 // scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
@@ -8388,36 +5848,20 @@ const tb::Signature kSig_scatter_src{
 };
 
 PyObject* py_scatter_src(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_scatter_src, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_scatter_src, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_scatter_src, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_scatter_src, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_scatter_src, 1);
-    auto v_index = tb::tensor_arg(slots[2], kSig_scatter_src, 2);
-    auto v_src = tb::tensor_arg(slots[3], kSig_scatter_src, 3);
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_scatter_src, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_scatter_src, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_scatter_src, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::scatter_src(v_self, v_dim, v_index, v_src, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_scatter_src, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_scatter_src;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_src = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::scatter_src(v_self, v_dim, v_index, v_src, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_scatter_src);
-    return nullptr;
-  }
+  });
 }
 
 // scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
@@ -8442,36 +5886,20 @@ const tb::Signature kSig_scatter_value{
 };
 
 PyObject* py_scatter_value(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_scatter_value, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_scatter_value, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_scatter_value, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_scatter_value, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_scatter_value, 1);
-    auto v_index = tb::tensor_arg(slots[2], kSig_scatter_value, 2);
-    auto v_value = tb::scalar_arg(slots[3], kSig_scatter_value, 3);
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_scatter_value, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_scatter_value, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_scatter_value, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::scatter_value(v_self, v_dim, v_index, v_value, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_scatter_value, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_scatter_value;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::scatter_value(v_self, v_dim, v_index, v_value, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_scatter_value);
-    return nullptr;
-  }
+  });
 }
 
 // sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -8496,33 +5924,17 @@ const tb::Signature kSig_sgn{
 };
 
 PyObject* py_sgn(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_sgn, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_sgn, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_sgn, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_sgn, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_sgn, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sgn, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_sgn, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::sgn(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_sgn, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_sgn;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::sgn(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_sgn);
-    return nullptr;
-  }
+  });
 }
 
 // sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -8547,33 +5959,17 @@ const tb::Signature kSig_sigmoid{
 };
 
 PyObject* py_sigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_sigmoid, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_sigmoid, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_sigmoid, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_sigmoid, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_sigmoid, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sigmoid, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_sigmoid, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::sigmoid(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_sigmoid, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_sigmoid;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::sigmoid(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_sigmoid);
-    return nullptr;
-  }
+  });
 }
 
 // sigmoid_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)
@@ -8597,34 +5993,18 @@ const tb::Signature kSig_sigmoid_backward{
 };
 
 PyObject* py_sigmoid_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_sigmoid_backward, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_sigmoid_backward, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_sigmoid_backward, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_grad_output = tb::tensor_arg(slots[0], kSig_sigmoid_backward, 0);
-    auto v_output = tb::tensor_arg(slots[1], kSig_sigmoid_backward, 1);
-    auto v_grad_input = tb::tensor_out_arg(slots[2], kSig_sigmoid_backward, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_sigmoid_backward, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_sigmoid_backward, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_grad_output, v_output, v_grad_input));
-        ::infini::ops::sigmoid_backward(v_grad_output, v_output, v_grad_input, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_sigmoid_backward, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_sigmoid_backward;
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_grad_input = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_grad_output, v_output, v_grad_input), [&] {
+      ::infini::ops::sigmoid_backward(v_grad_output, v_output, v_grad_input, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_sigmoid_backward);
-    return nullptr;
-  }
+  });
 }
 
 // sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -8649,33 +6029,17 @@ const tb::Signature kSig_sign{
 };
 
 PyObject* py_sign(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_sign, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_sign, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_sign, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_sign, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_sign, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sign, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_sign, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::sign(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_sign, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_sign;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::sign(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_sign);
-    return nullptr;
-  }
+  });
 }
 
 // silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -8700,33 +6064,17 @@ const tb::Signature kSig_silu{
 };
 
 PyObject* py_silu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_silu, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_silu, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_silu, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_silu, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_silu, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_silu, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_silu, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::silu(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_silu, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_silu;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::silu(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_silu);
-    return nullptr;
-  }
+  });
 }
 
 // silu_and_mul(Tensor input, *, Tensor(a!) out) -> Tensor(a!)
@@ -8747,33 +6095,17 @@ const tb::Signature kSig_silu_and_mul{
 };
 
 PyObject* py_silu_and_mul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_silu_and_mul, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_silu_and_mul, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_silu_and_mul, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_input = tb::tensor_arg(slots[0], kSig_silu_and_mul, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_silu_and_mul, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_silu_and_mul, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_silu_and_mul, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::silu_and_mul(v_input, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_silu_and_mul, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_silu_and_mul;
+    auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::silu_and_mul(v_input, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_silu_and_mul);
-    return nullptr;
-  }
+  });
 }
 
 // silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)
@@ -8798,34 +6130,18 @@ const tb::Signature kSig_silu_backward{
 };
 
 PyObject* py_silu_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_silu_backward, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_silu_backward, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_silu_backward, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_grad_output = tb::tensor_arg(slots[0], kSig_silu_backward, 0);
-    auto v_self = tb::tensor_arg(slots[1], kSig_silu_backward, 1);
-    auto v_grad_input = tb::tensor_out_arg(slots[2], kSig_silu_backward, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_silu_backward, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_silu_backward, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_grad_output, v_self, v_grad_input));
-        ::infini::ops::silu_backward(v_grad_output, v_self, v_grad_input, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_silu_backward, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_silu_backward;
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_grad_input = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_grad_output, v_self, v_grad_input), [&] {
+      ::infini::ops::silu_backward(v_grad_output, v_self, v_grad_input, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_silu_backward);
-    return nullptr;
-  }
+  });
 }
 
 // sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -8850,33 +6166,17 @@ const tb::Signature kSig_sin{
 };
 
 PyObject* py_sin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_sin, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_sin, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_sin, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_sin, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_sin, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sin, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_sin, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::sin(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_sin, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_sin;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::sin(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_sin);
-    return nullptr;
-  }
+  });
 }
 
 // sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -8901,33 +6201,17 @@ const tb::Signature kSig_sinh{
 };
 
 PyObject* py_sinh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_sinh, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_sinh, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_sinh, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_sinh, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_sinh, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sinh, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_sinh, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::sinh(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_sinh, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_sinh;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::sinh(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_sinh);
-    return nullptr;
-  }
+  });
 }
 
 // smooth_l1_loss.out(Tensor self, Tensor target, int reduction=Mean, float beta=1.0, *, Tensor(a!) out) -> Tensor(a!)
@@ -8952,36 +6236,20 @@ const tb::Signature kSig_smooth_l1_loss{
 };
 
 PyObject* py_smooth_l1_loss(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_smooth_l1_loss, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_smooth_l1_loss, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_smooth_l1_loss, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_smooth_l1_loss, 0);
-    auto v_target = tb::tensor_arg(slots[1], kSig_smooth_l1_loss, 1);
-    auto v_reduction = tb::int_arg(slots[2], kSig_smooth_l1_loss, 2, int64_t{1});
-    auto v_beta = tb::float_arg(slots[3], kSig_smooth_l1_loss, 3, 1.0);
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_smooth_l1_loss, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_smooth_l1_loss, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_smooth_l1_loss, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_target, v_out));
-        ::infini::ops::smooth_l1_loss(v_self, v_target, v_reduction, v_beta, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_smooth_l1_loss, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_smooth_l1_loss;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_target = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
+    auto v_beta = tb::arg<tk::Float>(slots[3], sig, 3, 1.0);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_target, v_out), [&] {
+      ::infini::ops::smooth_l1_loss(v_self, v_target, v_reduction, v_beta, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_smooth_l1_loss);
-    return nullptr;
-  }
+  });
 }
 
 // soft_margin_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)
@@ -9006,35 +6274,19 @@ const tb::Signature kSig_soft_margin_loss{
 };
 
 PyObject* py_soft_margin_loss(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_soft_margin_loss, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_soft_margin_loss, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_soft_margin_loss, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_soft_margin_loss, 0);
-    auto v_target = tb::tensor_arg(slots[1], kSig_soft_margin_loss, 1);
-    auto v_reduction = tb::int_arg(slots[2], kSig_soft_margin_loss, 2, int64_t{1});
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_soft_margin_loss, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_soft_margin_loss, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_soft_margin_loss, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::soft_margin_loss(v_self, v_target, v_reduction, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_soft_margin_loss, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_soft_margin_loss;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_target = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::soft_margin_loss(v_self, v_target, v_reduction, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_soft_margin_loss);
-    return nullptr;
-  }
+  });
 }
 
 // softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -9059,35 +6311,19 @@ const tb::Signature kSig_softmax{
 };
 
 PyObject* py_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_softmax, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_softmax, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_softmax, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_softmax, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_softmax, 1);
-    auto v_dtype = tb::dtype_opt_arg(slots[2], kSig_softmax, 2, std::nullopt);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_softmax, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_softmax, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_softmax, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::softmax(v_self, v_dim, v_dtype, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_softmax, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_softmax;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::softmax(v_self, v_dim, v_dtype, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_softmax);
-    return nullptr;
-  }
+  });
 }
 
 // softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)
@@ -9112,35 +6348,19 @@ const tb::Signature kSig_softplus{
 };
 
 PyObject* py_softplus(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_softplus, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_softplus, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_softplus, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_softplus, 0);
-    auto v_beta = tb::scalar_arg(slots[1], kSig_softplus, 1, Scalar(int64_t{1}));
-    auto v_threshold = tb::scalar_arg(slots[2], kSig_softplus, 2, Scalar(int64_t{20}));
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_softplus, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_softplus, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_softplus, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::softplus(v_self, v_beta, v_threshold, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_softplus, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_softplus;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_beta = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
+    auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{20}));
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::softplus(v_self, v_beta, v_threshold, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_softplus);
-    return nullptr;
-  }
+  });
 }
 
 // sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
@@ -9165,36 +6385,20 @@ const tb::Signature kSig_sort_values{
 };
 
 PyObject* py_sort_values(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_sort_values, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_sort_values, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_sort_values, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_sort_values, 0);
-    auto v_dim = tb::int_arg(slots[1], kSig_sort_values, 1, int64_t{-1});
-    auto v_descending = tb::bool_arg(slots[2], kSig_sort_values, 2, false);
-    auto v_values = tb::tensor_out_arg(slots[3], kSig_sort_values, 3);
-    auto v_indices = tb::tensor_out_arg(slots[4], kSig_sort_values, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_sort_values, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_sort_values, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::sort_values(v_self, v_dim, v_descending, v_values, v_indices, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_sort_values, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_sort_values;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
+    auto v_descending = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    auto v_values = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_indices = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::sort_values(v_self, v_dim, v_descending, v_values, v_indices, impl_, stream_);
+    });
     return PyTuple_Pack(2, slots[3], slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_sort_values);
-    return nullptr;
-  }
+  });
 }
 
 // sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -9219,33 +6423,17 @@ const tb::Signature kSig_sqrt{
 };
 
 PyObject* py_sqrt(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_sqrt, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_sqrt, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_sqrt, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_sqrt, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_sqrt, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_sqrt, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_sqrt, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::sqrt(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_sqrt, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_sqrt;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::sqrt(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_sqrt);
-    return nullptr;
-  }
+  });
 }
 
 // square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -9270,33 +6458,17 @@ const tb::Signature kSig_square{
 };
 
 PyObject* py_square(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_square, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_square, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_square, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_square, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_square, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_square, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_square, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::square(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_square, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_square;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::square(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_square);
-    return nullptr;
-  }
+  });
 }
 
 // std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
@@ -9321,36 +6493,20 @@ const tb::Signature kSig_std_correction{
 };
 
 PyObject* py_std_correction(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_std_correction, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_std_correction, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_std_correction, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_std_correction, 0);
-    auto v_dim = tb::int_list_opt_arg(slots[1], kSig_std_correction, 1, 1, std::nullopt);
-    auto v_correction = tb::scalar_opt_arg(slots[2], kSig_std_correction, 2, std::nullopt);
-    auto v_keepdim = tb::bool_arg(slots[3], kSig_std_correction, 3, false);
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_std_correction, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_std_correction, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_std_correction, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::std_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_std_correction, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_std_correction;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
+    auto v_correction = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::std_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_std_correction);
-    return nullptr;
-  }
+  });
 }
 
 // sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
@@ -9375,35 +6531,19 @@ const tb::Signature kSig_sub{
 };
 
 PyObject* py_sub(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_sub, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_sub, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_sub, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_sub, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_sub, 1);
-    auto v_alpha = tb::scalar_arg(slots[2], kSig_sub, 2, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_sub, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_sub, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_sub, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::sub(v_self, v_other, v_alpha, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_sub, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_sub;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::sub(v_self, v_other, v_alpha, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_sub);
-    return nullptr;
-  }
+  });
 }
 
 // sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
@@ -9428,35 +6568,19 @@ const tb::Signature kSig_sub_Scalar{
 };
 
 PyObject* py_sub_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_sub_Scalar, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_sub_Scalar, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_sub_Scalar, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_sub_Scalar, 0);
-    auto v_other = tb::scalar_arg(slots[1], kSig_sub_Scalar, 1);
-    auto v_alpha = tb::scalar_arg(slots[2], kSig_sub_Scalar, 2, Scalar(int64_t{1}));
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_sub_Scalar, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_sub_Scalar, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_sub_Scalar, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::sub_Scalar(v_self, v_other, v_alpha, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_sub_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_sub_Scalar;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+    auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::sub_Scalar(v_self, v_other, v_alpha, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_sub_Scalar);
-    return nullptr;
-  }
+  });
 }
 
 // sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
@@ -9481,36 +6605,20 @@ const tb::Signature kSig_sum{
 };
 
 PyObject* py_sum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_sum, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_sum, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_sum, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_sum, 0);
-    auto v_dim = tb::int_list_opt_arg(slots[1], kSig_sum, 1, 1);
-    auto v_keepdim = tb::bool_arg(slots[2], kSig_sum, 2, false);
-    auto v_dtype = tb::dtype_opt_arg(slots[3], kSig_sum, 3, std::nullopt);
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_sum, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_sum, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_sum, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::sum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_sum, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_sum;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::sum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_sum);
-    return nullptr;
-  }
+  });
 }
 
 // sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
@@ -9535,34 +6643,18 @@ const tb::Signature kSig_sum_all{
 };
 
 PyObject* py_sum_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_sum_all, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_sum_all, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_sum_all, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_sum_all, 0);
-    auto v_dtype = tb::dtype_opt_arg(slots[1], kSig_sum_all, 1, std::nullopt);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_sum_all, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_sum_all, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_sum_all, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::sum_all(v_self, v_dtype, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_sum_all, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_sum_all;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::sum_all(v_self, v_dtype, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_sum_all);
-    return nullptr;
-  }
+  });
 }
 
 // take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
@@ -9587,34 +6679,18 @@ const tb::Signature kSig_take{
 };
 
 PyObject* py_take(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_take, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_take, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_take, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_take, 0);
-    auto v_index = tb::tensor_arg(slots[1], kSig_take, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_take, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_take, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_take, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::take(v_self, v_index, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_take, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_take;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_index = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::take(v_self, v_index, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_take);
-    return nullptr;
-  }
+  });
 }
 
 // tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -9639,33 +6715,17 @@ const tb::Signature kSig_tan{
 };
 
 PyObject* py_tan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_tan, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_tan, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_tan, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_tan, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_tan, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_tan, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_tan, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::tan(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_tan, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_tan;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::tan(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_tan);
-    return nullptr;
-  }
+  });
 }
 
 // tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -9690,33 +6750,17 @@ const tb::Signature kSig_tanh{
 };
 
 PyObject* py_tanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_tanh, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_tanh, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_tanh, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_tanh, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_tanh, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_tanh, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_tanh, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::tanh(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_tanh, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_tanh;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::tanh(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_tanh);
-    return nullptr;
-  }
+  });
 }
 
 // tanh_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)
@@ -9740,34 +6784,18 @@ const tb::Signature kSig_tanh_backward{
 };
 
 PyObject* py_tanh_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_tanh_backward, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_tanh_backward, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_tanh_backward, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_grad_output = tb::tensor_arg(slots[0], kSig_tanh_backward, 0);
-    auto v_output = tb::tensor_arg(slots[1], kSig_tanh_backward, 1);
-    auto v_grad_input = tb::tensor_out_arg(slots[2], kSig_tanh_backward, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_tanh_backward, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_tanh_backward, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_grad_output, v_output, v_grad_input));
-        ::infini::ops::tanh_backward(v_grad_output, v_output, v_grad_input, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_tanh_backward, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_tanh_backward;
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_grad_input = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_grad_output, v_output, v_grad_input), [&] {
+      ::infini::ops::tanh_backward(v_grad_output, v_output, v_grad_input, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_tanh_backward);
-    return nullptr;
-  }
+  });
 }
 
 // threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
@@ -9792,35 +6820,19 @@ const tb::Signature kSig_threshold{
 };
 
 PyObject* py_threshold(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_threshold, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_threshold, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_threshold, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_threshold, 0);
-    auto v_threshold = tb::scalar_arg(slots[1], kSig_threshold, 1);
-    auto v_value = tb::scalar_arg(slots[2], kSig_threshold, 2);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_threshold, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_threshold, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_threshold, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::threshold(v_self, v_threshold, v_value, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_threshold, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_threshold;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_threshold = tb::arg<tk::Scalar>(slots[1], sig, 1);
+    auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::threshold(v_self, v_threshold, v_value, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_threshold);
-    return nullptr;
-  }
+  });
 }
 
 // threshold_backward.grad_input(Tensor grad_output, Tensor self, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)
@@ -9845,35 +6857,19 @@ const tb::Signature kSig_threshold_backward{
 };
 
 PyObject* py_threshold_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_threshold_backward, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_threshold_backward, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_threshold_backward, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_grad_output = tb::tensor_arg(slots[0], kSig_threshold_backward, 0);
-    auto v_self = tb::tensor_arg(slots[1], kSig_threshold_backward, 1);
-    auto v_threshold = tb::scalar_arg(slots[2], kSig_threshold_backward, 2);
-    auto v_grad_input = tb::tensor_out_arg(slots[3], kSig_threshold_backward, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_threshold_backward, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_threshold_backward, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_grad_output, v_self, v_grad_input));
-        ::infini::ops::threshold_backward(v_grad_output, v_self, v_threshold, v_grad_input, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_threshold_backward, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_threshold_backward;
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2);
+    auto v_grad_input = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_grad_output, v_self, v_grad_input), [&] {
+      ::infini::ops::threshold_backward(v_grad_output, v_self, v_threshold, v_grad_input, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_threshold_backward);
-    return nullptr;
-  }
+  });
 }
 
 // topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
@@ -9898,38 +6894,22 @@ const tb::Signature kSig_topk{
 };
 
 PyObject* py_topk(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[9] = {};
-  if (!tb::parse_args(kSig_topk, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_topk, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_topk, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_topk, 0);
-    auto v_k = tb::int_arg(slots[1], kSig_topk, 1);
-    auto v_dim = tb::int_arg(slots[2], kSig_topk, 2, int64_t{-1});
-    auto v_largest = tb::bool_arg(slots[3], kSig_topk, 3, true);
-    auto v_sorted = tb::bool_arg(slots[4], kSig_topk, 4, true);
-    auto v_values = tb::tensor_out_arg(slots[5], kSig_topk, 5);
-    auto v_indices = tb::tensor_out_arg(slots[6], kSig_topk, 6);
-    const Implementation impl_ = tb::implementation_arg(slots[7], kSig_topk, 7);
-    const Stream stream_ = tb::stream_arg(slots[8], kSig_topk, 8, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::topk(v_self, v_k, v_dim, v_largest, v_sorted, v_values, v_indices, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<9>(kSig_topk, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_topk;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_k = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
+    auto v_largest = tb::arg<tk::Bool>(slots[3], sig, 3, true);
+    auto v_sorted = tb::arg<tk::Bool>(slots[4], sig, 4, true);
+    auto v_values = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    auto v_indices = tb::arg<tk::Tensor>(slots[6], sig, 6);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[7], sig, 7, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[8], sig, 8, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::topk(v_self, v_k, v_dim, v_largest, v_sorted, v_values, v_indices, impl_, stream_);
+    });
     return PyTuple_Pack(2, slots[5], slots[6]);
-  } catch (...) {
-    tb::raise_python_error(kSig_topk);
-    return nullptr;
-  }
+  });
 }
 
 // tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)
@@ -9954,34 +6934,18 @@ const tb::Signature kSig_tril{
 };
 
 PyObject* py_tril(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_tril, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_tril, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_tril, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_tril, 0);
-    auto v_diagonal = tb::int_arg(slots[1], kSig_tril, 1, int64_t{0});
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_tril, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_tril, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_tril, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::tril(v_self, v_diagonal, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_tril, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_tril;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_diagonal = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::tril(v_self, v_diagonal, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_tril);
-    return nullptr;
-  }
+  });
 }
 
 // triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)
@@ -10006,34 +6970,18 @@ const tb::Signature kSig_triu{
 };
 
 PyObject* py_triu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_triu, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_triu, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_triu, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_triu, 0);
-    auto v_diagonal = tb::int_arg(slots[1], kSig_triu, 1, int64_t{0});
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_triu, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_triu, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_triu, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::triu(v_self, v_diagonal, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_triu, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_triu;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_diagonal = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::triu(v_self, v_diagonal, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_triu);
-    return nullptr;
-  }
+  });
 }
 
 // trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -10058,33 +7006,17 @@ const tb::Signature kSig_trunc{
 };
 
 PyObject* py_trunc(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
-  if (!tb::parse_args(kSig_trunc, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_trunc, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_trunc, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_trunc, 0);
-    auto v_out = tb::tensor_out_arg(slots[1], kSig_trunc, 1);
-    const Implementation impl_ = tb::implementation_arg(slots[2], kSig_trunc, 2);
-    const Stream stream_ = tb::stream_arg(slots[3], kSig_trunc, 3, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_out));
-        ::infini::ops::trunc(v_self, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<4>(kSig_trunc, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_trunc;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::trunc(v_self, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[1]);
-  } catch (...) {
-    tb::raise_python_error(kSig_trunc);
-    return nullptr;
-  }
+  });
 }
 
 // var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
@@ -10109,36 +7041,20 @@ const tb::Signature kSig_var_correction{
 };
 
 PyObject* py_var_correction(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
-  if (!tb::parse_args(kSig_var_correction, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_var_correction, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_var_correction, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_var_correction, 0);
-    auto v_dim = tb::int_list_opt_arg(slots[1], kSig_var_correction, 1, 1, std::nullopt);
-    auto v_correction = tb::scalar_opt_arg(slots[2], kSig_var_correction, 2, std::nullopt);
-    auto v_keepdim = tb::bool_arg(slots[3], kSig_var_correction, 3, false);
-    auto v_out = tb::tensor_out_arg(slots[4], kSig_var_correction, 4);
-    const Implementation impl_ = tb::implementation_arg(slots[5], kSig_var_correction, 5);
-    const Stream stream_ = tb::stream_arg(slots[6], kSig_var_correction, 6, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::var_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<7>(kSig_var_correction, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_var_correction;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
+    auto v_correction = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::var_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[4]);
-  } catch (...) {
-    tb::raise_python_error(kSig_var_correction);
-    return nullptr;
-  }
+  });
 }
 
 // vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -10163,34 +7079,18 @@ const tb::Signature kSig_vdot{
 };
 
 PyObject* py_vdot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_vdot, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_vdot, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_vdot, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_vdot, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_vdot, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_vdot, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_vdot, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_vdot, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::vdot(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_vdot, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_vdot;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::vdot(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_vdot);
-    return nullptr;
-  }
+  });
 }
 
 // where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -10215,35 +7115,19 @@ const tb::Signature kSig_where{
 };
 
 PyObject* py_where(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
-  if (!tb::parse_args(kSig_where, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_where, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_where, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_condition = tb::tensor_arg(slots[0], kSig_where, 0);
-    auto v_self = tb::tensor_arg(slots[1], kSig_where, 1);
-    auto v_other = tb::tensor_arg(slots[2], kSig_where, 2);
-    auto v_out = tb::tensor_out_arg(slots[3], kSig_where, 3);
-    const Implementation impl_ = tb::implementation_arg(slots[4], kSig_where, 4);
-    const Stream stream_ = tb::stream_arg(slots[5], kSig_where, 5, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil;
-        ::infini::ops::where(v_condition, v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<6>(kSig_where, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_where;
+    auto v_condition = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_other = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+    tb::run(true, [&] {
+      ::infini::ops::where(v_condition, v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[3]);
-  } catch (...) {
-    tb::raise_python_error(kSig_where);
-    return nullptr;
-  }
+  });
 }
 
 // xlogy.OutTensor(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -10268,34 +7152,18 @@ const tb::Signature kSig_xlogy_OutTensor{
 };
 
 PyObject* py_xlogy_OutTensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
-  if (!tb::parse_args(kSig_xlogy_OutTensor, args, nargs, kwnames, slots)) {
-    return nullptr;
-  }
-  if (tb::torch_function_wanted(kSig_xlogy_OutTensor, slots)) [[unlikely]] {
-    return tb::torch_function(kSig_xlogy_OutTensor, module, args, nargs, kwnames, slots);
-  }
-  try {
-    auto v_self = tb::tensor_arg(slots[0], kSig_xlogy_OutTensor, 0);
-    auto v_other = tb::tensor_arg(slots[1], kSig_xlogy_OutTensor, 1);
-    auto v_out = tb::tensor_out_arg(slots[2], kSig_xlogy_OutTensor, 2);
-    const Implementation impl_ = tb::implementation_arg(slots[3], kSig_xlogy_OutTensor, 3);
-    const Stream stream_ = tb::stream_arg(slots[4], kSig_xlogy_OutTensor, 4, kStreamAttributes);
-    {
-      tb::WarningScope warnings;
-      try {
-        tb::GilRelease nogil(tb::release_gil_for(v_self, v_other, v_out));
-        ::infini::ops::xlogy_OutTensor(v_self, v_other, v_out, impl_, stream_);
-      } catch (...) {
-        warnings.set_in_exception();
-        throw;
-      }
-    }
+  return tb::bind<5>(kSig_xlogy_OutTensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+    const tb::Signature& sig = kSig_xlogy_OutTensor;
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+    const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::xlogy_OutTensor(v_self, v_other, v_out, impl_, stream_);
+    });
     return tb::new_reference(slots[2]);
-  } catch (...) {
-    tb::raise_python_error(kSig_xlogy_OutTensor);
-    return nullptr;
-  }
+  });
 }
 
 // Native kernels each op declares, per platform ("" when none).

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from .arg_kinds import ArgKind, Tensors
+
 
 class Role(str, Enum):
     INPUT = "input"  # tensor-valued argument read by the op
@@ -71,14 +73,11 @@ class Argument:
     aten_type: str  # torchgen's spelling, e.g. "int[1]?"
     aten_cpp_type: str  # C++ type of the ATen API parameter
     role: Role
-    kind: str | None  # converter family; None for hidden arguments
-    core_type: str | None  # C++ type in the library API; None when hidden
-    py_type: str | None  # .pyi annotation; None when hidden
+    kind: ArgKind | None  # how it crosses the library; None when hidden
     kwarg_only: bool
     default: Default | None
     hidden_value: str | None  # C++ value passed to ATen for a hidden argument
-    converter: str | None  # Python->core converter in the bridge
-    converter_extra: tuple[str, ...] = ()  # extra converter arguments (list size)
+    size: int | None = None  # N of a fixed-size list (`int[2]`)
     mutable: bool = False  # an input the op writes (`Tensor(a!)`, not out=)
     schema_default: bool = False  # the ATen schema gives a default
 
@@ -91,8 +90,47 @@ class Argument:
         return self.role is Role.OUTPUT
 
     @property
+    def core_type(self) -> str | None:
+        """C++ type in the library's API; None when hidden."""
+        return self.kind.core(self.size, self.is_output) if self.kind else None
+
+    @property
+    def py_type(self) -> str | None:
+        """.pyi annotation; None when hidden."""
+        return self.kind.py_type if self.kind else None
+
+    @property
+    def converter(self) -> str | None:
+        """The bridge's traits type converting it (cpp/torch/converters.h),
+        spelled through the alias `tk` of the generated bindings."""
+        return self.kind.converter_type(self.size, "tk::") if self.kind else None
+
+    @property
+    def tensors(self) -> Tensors:
+        return self.kind.tensors if self.kind else Tensors.NONE
+
+    @property
     def is_tensor(self) -> bool:
-        return self.kind == "tensor"
+        """One tensor, not optional: an output or the dispatch tensor."""
+        return self.tensors is Tensors.ONE and not self.kind.optional
+
+
+@dataclass(frozen=True)
+class CoreSignature:
+    """Parameters in the library's C++ API (core types): one rendering for
+    every declaration and every call of an op's functions."""
+
+    arguments: tuple[Argument, ...]
+
+    def decl(self, *extra: str) -> str:
+        """`const Tensor& self, Tensor& out` (+ extra parameters)."""
+        return ", ".join(
+            [f"{a.core_type} {a.name}" for a in self.arguments] + list(extra)
+        )
+
+    def call(self, *extra: str, prefix: str = "") -> str:
+        """`self, out` (+ extra arguments); prefix: `v_self, v_out`."""
+        return ", ".join([prefix + a.name for a in self.arguments] + list(extra))
 
 
 @dataclass(frozen=True)
@@ -177,7 +215,8 @@ class Op:
 
     @property
     def tensor_arguments(self) -> tuple[Argument, ...]:
-        return tuple(a for a in self.visible if a.kind in ("tensor", "tensor_opt"))
+        """Visible arguments of one (possibly optional) tensor."""
+        return tuple(a for a in self.visible if a.tensors is Tensors.ONE)
 
     @property
     def composite(self) -> bool:
@@ -200,9 +239,8 @@ class Op:
         """(output names, input names) of single tensors whose memory the
         from_blob path must check for overlap; None when the op has no
         single tensor output."""
-        single = ("tensor", "tensor_opt")
-        outs = tuple(a.name for a in self.outputs if a.kind == "tensor")
-        ins = tuple(a.name for a in self.inputs if a.kind in single and not a.hidden)
+        outs = tuple(a.name for a in self.outputs if a.is_tensor)
+        ins = tuple(a.name for a in self.tensor_arguments if not a.is_output)
         return (outs, ins) if outs else None
 
     @property
@@ -234,7 +272,7 @@ class Op:
         if key is not None:
             return f"{key.name}.device()"
         for a in self.inputs + self.outputs:
-            if a.kind == "tensor_list":
+            if a.tensors is Tensors.LIST and not a.kind.elem_optional:
                 return f"list_device({a.name})"
         return "Device{}"
 
@@ -243,6 +281,24 @@ class Op:
         """Arguments in the order the ATen C++ function takes them."""
         by_name = {a.name: a for a in self.arguments}
         return tuple(by_name[n] for n in self.cpp_order)
+
+    @property
+    def api(self) -> CoreSignature:
+        """The op's parameters in the library's C++ API."""
+        return CoreSignature(self.visible)
+
+    @property
+    def aten_call(self) -> str:
+        """The arguments of the ATen C++ call in the fallback wrapper: each
+        visible one converted (`a_<name>`), each hidden one its value."""
+        return ", ".join(
+            a.hidden_value if a.hidden else f"a_{a.name}" for a in self.aten_arguments
+        )
+
+    @property
+    def aten_params(self) -> str:
+        """The ATen C++ API's parameters (a composite's body sees these)."""
+        return ", ".join(f"{a.aten_cpp_type} {a.name}" for a in self.aten_arguments)
 
     @property
     def native_platforms(self) -> tuple[str, ...]:
@@ -263,8 +319,7 @@ class Op:
     @property
     def tensor_like_arguments(self) -> tuple[Argument, ...]:
         """Visible arguments holding tensors: single, optional or lists."""
-        kinds = ("tensor", "tensor_opt", "tensor_list", "tensor_opt_list")
-        return tuple(a for a in self.visible if a.kind in kinds)
+        return tuple(a for a in self.visible if a.tensors is not Tensors.NONE)
 
     @property
     def profile_name(self) -> str:
@@ -288,20 +343,21 @@ class Op:
         that are not out=): their writes count like an output's."""
         return tuple(a for a in self.inputs if a.mutable and not a.hidden)
 
-    def _param_mask(self, kinds: tuple[str, ...]) -> int:
+    def _param_mask(self, tensors: Tensors) -> int:
         if len(self.python_params) > 62:  # a uint64_t with implementation, stream
             raise ValueError(f"{self.name}: more than 62 parameters")
-        return sum(1 << i for i, a in enumerate(self.python_params) if a.kind in kinds)
+        params = enumerate(self.python_params)
+        return sum(1 << i for i, a in params if a.tensors is tensors)
 
     @property
     def tensor_param_mask(self) -> int:
         """Bit i: Python parameter i takes one tensor (__torch_function__)."""
-        return self._param_mask(("tensor", "tensor_opt"))
+        return self._param_mask(Tensors.ONE)
 
     @property
     def tensor_list_param_mask(self) -> int:
         """Bit i: Python parameter i takes a list of tensors."""
-        return self._param_mask(("tensor_list", "tensor_opt_list"))
+        return self._param_mask(Tensors.LIST)
 
     @property
     def schema_names_differ(self) -> bool:

@@ -48,7 +48,7 @@ def manifest_data(opset: OpSet) -> dict:
                         "role": a.role.value,
                         # written by the op although not an out= argument
                         "mutable": a.mutable,
-                        "kind": a.kind,
+                        "kind": a.kind.name if a.kind else None,
                         "keyword_only": a.kwarg_only,
                         "has_default": a.default is not None,
                         "default": a.default.value if a.default else None,

@@ -11,7 +11,8 @@ import keyword
 import zlib
 from dataclasses import replace
 
-from . import arg_types
+from . import arg_kinds
+from .arg_kinds import Tensors
 from .errors import SpecError, SpecErrors
 from .model import Argument, Default, Exclusion, NativeImpl, Op, OpSet, Role
 from .platforms import load_platforms
@@ -71,28 +72,28 @@ def _hidden_value(a: SchemaArg) -> str:
 
 def _argument(a: SchemaArg, py_name: str) -> Argument:  # raises UnsupportedType
     t = a.type
-    if arg_types.is_hidden(t):
+    common = dict(
+        name=a.name,
+        py_name=py_name,
+        aten_type=t.text,
+        aten_cpp_type=a.cpp_type,
+        kwarg_only=a.kwarg_only,
+        schema_default=a.default is not None,
+    )
+    if arg_kinds.is_hidden(t):
         return Argument(
-            name=a.name,
-            py_name=py_name,
-            aten_type=t.text,
-            aten_cpp_type=a.cpp_type,
+            **common,
             role=Role.HIDDEN,
             kind=None,
-            core_type=None,
-            py_type=None,
-            kwarg_only=a.kwarg_only,
             default=None,
             hidden_value=_hidden_value(a),
-            converter=None,
-            schema_default=a.default is not None,
         )
-    kind = arg_types.classify(t, a.is_out)
+    kind = arg_kinds.classify(t, a.is_out)
     default = None
     if a.default is not None:
-        value = arg_types.default_value(a.default, t)
+        value = arg_kinds.default_value(a.default, t)
         default = Default(
-            value, arg_types.core_default_expr(value, t), arg_types.py_default(value)
+            value, arg_kinds.core_default_expr(value, t), arg_kinds.py_default(value)
         )
     if a.is_out:
         role = Role.OUTPUT
@@ -100,28 +101,14 @@ def _argument(a: SchemaArg, py_name: str) -> Argument:  # raises UnsupportedType
         role = Role.INPUT
     else:
         role = Role.ATTRIBUTE
-    converter = f"{kind.name}_out_arg" if a.is_out else f"{kind.name}_arg"
-    extra: tuple[str, ...] = ()
-    if kind.name == "bool_array":
-        converter = f"bool_array_arg<{t.size}>"
-    elif kind.name in ("int_list", "int_list_opt"):
-        extra = (str(t.size or 0),)  # int[2] also accepts one int, repeated
     return Argument(
-        name=a.name,
-        py_name=py_name,
-        aten_type=t.text,
-        aten_cpp_type=a.cpp_type,
+        **common,
         role=role,
-        kind=kind.name,
-        core_type=kind.out_core_type if a.is_out else kind.core_type,
-        py_type=kind.py_type,
-        kwarg_only=a.kwarg_only,
+        kind=kind,
         default=default,
         hidden_value=None,
-        converter=converter,
-        converter_extra=extra,
+        size=t.size if kind.sized else None,
         mutable=a.is_write and not a.is_out,
-        schema_default=a.default is not None,
     )
 
 
@@ -143,7 +130,7 @@ def _arguments(schema: AtenSchema, spec: OpSpec) -> tuple[Argument, ...]:
             py_name += "_"  # e.g. random.from_out's 'from'
         try:
             args.append(_argument(a, py_name))
-        except arg_types.UnsupportedType as e:
+        except arg_kinds.UnsupportedType as e:
             raise _OpError(
                 spec.at("aten") if spec.aten else spec.at("signature"),
                 f"argument '{a.name}' of {schema.name}: unsupported: {e}",
@@ -463,7 +450,7 @@ def _finish(op: Op, shard: int, direct_cpu: bool) -> Op:
         and op.cpu_kernel
         and not op.composite
         and all(
-            a.kind in ("tensor", "tensor_opt")
+            a.tensors is Tensors.ONE
             for a in op.visible
             if a.role in (Role.INPUT, Role.OUTPUT)
         )

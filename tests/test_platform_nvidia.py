@@ -94,8 +94,9 @@ def test_wrappers_and_bridge_compile_for_nvidia(nvidia_build):
         "ops.cpp",
         "bindings.cpp",
         "aten_convert.cpp",
-        "python_args.cpp",
-        "stream_args.cpp",
+        # the Python-facing bridge (cpp/torch/*.cpp but aten_convert): one
+        # unity translation unit
+        "unity_python_cxx.cxx",
     ):
         assert source in objects, sorted(objects)
         assert "-DWITH_NVIDIA" in commands[source], source
@@ -114,7 +115,7 @@ def test_wrappers_and_bridge_compile_for_nvidia(nvidia_build):
 
 def test_bridge_stays_at_O3(nvidia_build):
     commands = _commands(nvidia_build)
-    for source in ("aten_convert.cpp", "python_args.cpp", "stream_args.cpp"):
+    for source in ("aten_convert.cpp", "unity_python_cxx.cxx"):
         levels = [f for f in commands[source] if f.startswith("-O")]
         assert levels and levels[-1] == "-O3", (source, levels)
 

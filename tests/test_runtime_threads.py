@@ -29,7 +29,7 @@ def _inputs():
         "h": torch.randn(16, 24, generator=g).to(torch.bfloat16),
         "v": torch.randn(40, generator=g),
         # Above the element count under which borrowing ops keep the GIL
-        # (python_args.h: kKeepGilBelowElements), so these calls overlap.
+        # (cpp/torch/call.h: kKeepGilBelowElements), so these calls overlap.
         "big": torch.randn(LARGE, generator=g),
         "big2": torch.randn(LARGE, generator=g),
     }

@@ -1,10 +1,11 @@
 #pragma once
 // `stream=` of the generated bindings: Python -> core Stream. Kept apart from
-// python_args.h; free of ATen and vendor headers, so it compiles the same for
+// the other converters; free of ATen and vendor headers, so it compiles the same for
 // every platform (which stream guard applies is decided at dispatch, by the
 // tensors' device: generated/stream_guards.cpp).
 
-#include "torch/python_args.h"
+#include "core/core.h"
+#include "torch/signature.h"
 
 namespace infini::ops::torch_bridge {
 

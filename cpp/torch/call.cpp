@@ -1,0 +1,85 @@
+// What the call skeleton (call.h) needs torch's Python headers for: the
+// warning handler and the translation of exceptions.
+#include "torch/call.h"
+
+#include <c10/util/Exception.h>
+#include <torch/csrc/Exceptions.h>
+
+#include <algorithm>
+#include <new>
+#include <string>
+
+#include "torch/aten_convert.h"
+
+namespace infini::ops::torch_bridge {
+
+static_assert(sizeof(torch::PyWarningHandler) <= sizeof(WarningScope),
+              "WarningScope storage too small for torch::PyWarningHandler");
+static_assert(alignof(torch::PyWarningHandler) <= alignof(WarningScope));
+
+WarningScope::WarningScope() noexcept {
+  new (storage_) torch::PyWarningHandler();
+}
+
+WarningScope::~WarningScope() noexcept(false) {
+  // May throw python_error when a warning filter turns a warning into an
+  // error; the bindings call this inside their try block.
+  std::launder(reinterpret_cast<torch::PyWarningHandler*>(storage_))->~PyWarningHandler();
+}
+
+void WarningScope::set_in_exception() noexcept {
+  std::launder(reinterpret_cast<torch::PyWarningHandler*>(storage_))->set_in_exception();
+  try {
+    throw;
+  } catch (const OutputNotResizable&) {
+    // ATen resized a from_blob stand-in of the output and warned that the
+    // output "was resized"; the caller's tensor was not, and the call fails
+    // saying so. Our handler is the current one (any nested one is gone) and
+    // is the first member of torch::PyWarningHandler, in storage_.
+    c10::WarningHandler* current = c10::WarningUtils::get_warning_handler();
+    if (current == reinterpret_cast<c10::WarningHandler*>(storage_)) {
+      auto& buffer = static_cast<torch::PyWarningHandler::InternalHandler*>(current)->warning_buffer_;
+      std::erase_if(buffer, [](const c10::Warning& w) {
+        return w.msg().find("was resized since it had shape") != std::string::npos;
+      });
+    }
+  } catch (...) {
+  }
+}
+
+void raise_python_error(const Signature& sig) noexcept {
+  try {
+    throw;
+  } catch (const TypeError& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (const ValueError& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const IndexError& e) {
+    PyErr_SetString(PyExc_IndexError, e.what());
+  } catch (const NotImplementedError& e) {
+    PyErr_SetString(PyExc_NotImplementedError, e.what());
+  } catch (const OverflowError& e) {
+    PyErr_SetString(PyExc_OverflowError, e.what());
+  } catch (const Error& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const c10::Error& e) {
+    const std::string msg = e.what_without_backtrace();
+    if (msg.find("Trying to resize storage that is not resizable") != std::string::npos) {
+      // ATen tried to grow an output that came through the from_blob path.
+      PyErr_Format(PyExc_RuntimeError,
+                   "%s(): an output must be resized, but it has no PyTorch handle "
+                   "(from_blob path), so its storage cannot grow; pass an output "
+                   "of the result's shape (%s)",
+                   sig.op, msg.c_str());
+    } else {
+      torch::translate_exception_to_python(std::current_exception());
+    }
+  } catch (...) {
+    // c10 errors and the rest: exactly PyTorch's own translation.
+    torch::translate_exception_to_python(std::current_exception());
+  }
+}
+
+}  // namespace infini::ops::torch_bridge

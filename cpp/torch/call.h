@@ -1,0 +1,126 @@
+#pragma once
+// The skeleton every generated binding shares: parse the vectorcall, hand
+// it to __torch_function__ when an argument or mode wants it, convert the
+// arguments and call the library (bind), with c10 warnings collected and the
+// GIL released around the library call (run), and C++ exceptions translated
+// into the Python exception PyTorch raises. Free of torch's headers: the
+// bindings TU compiles fast; definitions needing them are in call.cpp.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "core/core.h"
+#include "torch/signature.h"
+#include "torch/torch_function.h"
+
+namespace infini::ops::torch_bridge {
+
+// Releases the GIL while the kernel runs, as PyTorch does (unless told not to).
+class GilRelease {
+ public:
+  GilRelease() noexcept : state_(PyEval_SaveThread()) {}
+  explicit GilRelease(bool release) noexcept
+      : state_(release ? PyEval_SaveThread() : nullptr) {}
+  ~GilRelease() {
+    if (state_ != nullptr) PyEval_RestoreThread(state_);
+  }
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
+// For ops whose tensors arrive with borrowed handles (Signature::
+// borrow_tensors): whether to release the GIL for this call. A small call
+// keeps it: dropping and retaking the GIL costs more than its kernel, and a
+// kernel that copies a borrowed at::Tensor makes torch incref the Python
+// object, which is cheap with the GIL held and a full GIL round trip without.
+// A large call releases it, after its borrowed handles took real references
+// (the Python objects stay alive anyway; this keeps the refcount above one,
+// so such copies never need the GIL).
+inline constexpr int64_t kKeepGilBelowElements = 32768;  // ATen's grain size
+
+inline int64_t call_numel(const Tensor& t) noexcept { return t.numel(); }
+inline int64_t call_numel(const std::optional<Tensor>& t) noexcept {
+  return t ? t->numel() : 0;
+}
+inline void own_handle(Tensor& t) {
+  if (t.handle().borrowed()) t = Tensor(t);  // a copy owns
+}
+inline void own_handle(std::optional<Tensor>& t) {
+  if (t) own_handle(*t);
+}
+
+template <class... T>
+bool release_gil_for(T&... tensors) {
+  if ((call_numel(tensors) + ... + 0) < kKeepGilBelowElements) return false;
+  (own_handle(tensors), ...);
+  return true;
+}
+
+// c10 warnings raised during a call become Python warnings (as in PyTorch)
+// when the scope ends, with the GIL held. Opaque storage for
+// torch::PyWarningHandler keeps torch headers out of the bindings TU.
+class WarningScope {
+ public:
+  WarningScope() noexcept;
+  ~WarningScope() noexcept(false);
+  WarningScope(const WarningScope&) = delete;
+  WarningScope& operator=(const WarningScope&) = delete;
+  // Call inside the catch handler when an exception leaves the scope (the
+  // destructor must then not throw). Drops warnings the exception makes
+  // false: ATen's "was resized" warning for an output the from_blob path
+  // could not resize.
+  void set_in_exception() noexcept;
+
+ private:
+  alignas(16) unsigned char storage_[64];
+};
+
+inline PyObject* new_reference(PyObject* obj) {
+  Py_INCREF(obj);
+  return obj;
+}
+
+// Call inside `catch (...)`: sets the Python exception PyTorch would raise
+// (c10::IndexError -> IndexError, ...; core errors likewise).
+void raise_python_error(const Signature& sig) noexcept;
+
+// A binding: N slots for the op's parameters (positional, keyword-only,
+// implementation, stream); body(slots) converts them, calls run() and
+// returns the result. Everything inlines into the binding.
+template <std::size_t N, class Body>
+[[gnu::always_inline]] inline PyObject* bind(const Signature& sig, PyObject* module,
+                                             PyObject* const* args, Py_ssize_t nargs,
+                                             PyObject* kwnames, Body&& body) {
+  PyObject* slots[N] = {};
+  if (!parse_args(sig, args, nargs, kwnames, slots)) return nullptr;
+  if (torch_function_wanted(sig, slots)) [[unlikely]] {
+    return torch_function(sig, module, args, nargs, kwnames, slots);
+  }
+  try {
+    return body(static_cast<PyObject* const*>(slots));
+  } catch (...) {
+    raise_python_error(sig);
+    return nullptr;
+  }
+}
+
+// The library call itself: c10 warnings become Python warnings when it
+// ends (with the GIL held), and the GIL is released while it runs unless
+// release_gil is false (small calls of borrowing ops: release_gil_for).
+template <class F>
+[[gnu::always_inline]] inline void run(bool release_gil, F&& f) {
+  WarningScope warnings;
+  try {
+    GilRelease nogil(release_gil);
+    f();
+  } catch (...) {
+    warnings.set_in_exception();
+    throw;
+  }
+}
+
+}  // namespace infini::ops::torch_bridge

@@ -1,0 +1,354 @@
+// Python -> core converters of the argument kinds (see converters.h).
+#include "torch/converters.h"
+
+#include <ATen/core/grad_mode.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/csrc/Dtype.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <string>
+
+#include "torch/aten_convert.h"
+
+namespace infini::ops::torch_bridge {
+
+namespace {
+
+const char* type_name(PyObject* obj) { return Py_TYPE(obj)->tp_name; }
+
+bool is_int(PyObject* obj) {
+  return PyLong_Check(obj) && !PyBool_Check(obj);
+}
+
+// Python ints and objects with __index__ (numpy integers), not bool.
+bool int_like(PyObject* obj) {
+  if (PyBool_Check(obj)) return false;
+  if (PyLong_Check(obj)) return true;
+  return PyIndex_Check(obj);  // numpy ints; 1-element integer tensors
+}
+
+int64_t unpack_int(PyObject* obj, const Signature& sig, int i) {
+  int overflow = 0;
+  long long value;
+  if (PyLong_Check(obj)) {
+    value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+  } else {
+    PyObject* index = PyNumber_Index(obj);
+    if (index == nullptr) {
+      PyErr_Clear();
+      wrong_type(obj, sig, i, "int");
+    }
+    value = PyLong_AsLongLongAndOverflow(index, &overflow);
+    Py_DECREF(index);
+  }
+  if (overflow != 0) {
+    throw ValueError(where(sig, i) + ": Overflow when unpacking long long");
+  }
+  if (value == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    wrong_type(obj, sig, i, "int");
+  }
+  return value;
+}
+
+// Inside a catch handler: the same error type, naming the op and argument
+// unless the message already starts with the op.
+template <class E>
+[[noreturn]] void rethrow_located(const E& e, const Signature& sig, int i) {
+  if (std::string_view(e.what()).starts_with(sig.op)) throw;
+  throw E(where(sig, i) + ": " + e.what());
+}
+
+// Whether t may take the library's own paths (native kernels, the from_blob
+// path, direct ATen kernels): a plain dense tensor with storage on a backend
+// the library knows, whose every use ATen's dispatcher would hand straight to
+// the backend kernel. Anything else (fake, meta, functorch and functionalize
+// wrappers, conj/neg bits, sparse, nested, forward-AD duals, inference
+// tensors outside inference mode) is passed to ATen's dispatcher as the
+// original at::Tensor, never through its data pointer. Modes (a
+// TorchDispatchMode, a functorch layer) are a property of the call, not of a
+// tensor: each path checks them once (torch_fallback::native_context,
+// direct_cpu_context, reusable_impl).
+bool plain_tensor(const at::Tensor& t) {
+  constexpr c10::DispatchKeySet kFunctionality =
+      c10::autograd_dispatch_keyset_with_ADInplaceOrView | c10::autocast_dispatch_keyset;
+  const c10::DispatchKeySet rest = t.key_set() - kFunctionality;
+  if (rest != c10::DispatchKeySet(c10::DispatchKey::CPU) &&
+      rest != c10::DispatchKeySet(c10::DispatchKey::CUDA) &&
+      rest != c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)) [[unlikely]] {
+    return false;
+  }
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (!impl->has_storage()) [[unlikely]] return false;
+  if (impl->is_inference() && !c10::InferenceMode::is_enabled()) [[unlikely]] return false;
+  if (const auto* meta = static_cast<const torch::autograd::AutogradMeta*>(impl->autograd_meta());
+      meta != nullptr && meta->fw_grad_ && !meta->fw_grad_->empty()) [[unlikely]] {
+    return false;  // a forward-AD dual: the autograd kernel decides
+  }
+  return true;
+}
+
+bool is_dual(const at::Tensor& t) {
+  const auto* meta =
+      static_cast<const torch::autograd::AutogradMeta*>(t.unsafeGetTensorImpl()->autograd_meta());
+  return meta != nullptr && meta->fw_grad_ && !meta->fw_grad_->empty();
+}
+
+// borrow: the handle holds no reference (the argument's Python object keeps
+// the TensorImpl alive for the call). Elements of lists own theirs: another
+// thread may empty a list while the GIL is released.
+
+// A list or tuple (fast path) or any other sequence; never a str or tensor.
+PyObject* as_sequence(PyObject* obj, const Signature& sig, int i,
+                      const char* expected) {
+  if (PyList_Check(obj) || PyTuple_Check(obj)) {
+    Py_INCREF(obj);
+    return obj;
+  }
+  if (PyUnicode_Check(obj) || THPVariable_Check(obj) || !PySequence_Check(obj)) {
+    wrong_type(obj, sig, i, expected);
+  }
+  PyObject* seq = PySequence_Fast(obj, "");
+  if (seq == nullptr) {
+    PyErr_Clear();
+    wrong_type(obj, sig, i, expected);
+  }
+  return seq;
+}
+
+class SequenceRef {
+ public:
+  SequenceRef(PyObject* obj, const Signature& sig, int i, const char* expected)
+      : seq_(as_sequence(obj, sig, i, expected)) {}
+  ~SequenceRef() { Py_DECREF(seq_); }
+  Py_ssize_t size() const { return PySequence_Fast_GET_SIZE(seq_); }
+  PyObject* operator[](Py_ssize_t k) const {
+    return PySequence_Fast_GET_ITEM(seq_, k);
+  }
+
+ private:
+  PyObject* seq_;
+};
+
+Scalar scalar_from_tensor(PyObject* obj, const Signature& sig, int i) {
+  const at::Tensor& t = THPVariable_Unpack(obj);
+  if (t.numel() != 1) {
+    throw TypeError(where(sig, i) + " must be Number, not a Tensor with " +
+                    std::to_string(t.numel()) + " elements");
+  }
+  const at::Scalar s = t.item();
+  if (s.isBoolean()) return Scalar(s.toBool());
+  if (s.isIntegral(false)) return Scalar(s.toLong());
+  if (s.isComplex()) return Scalar(std::complex<double>(s.toComplexDouble()));
+  return Scalar(s.toDouble());
+}
+
+}  // namespace
+
+Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i, bool borrow) {
+  if (!THPVariable_Check(obj)) wrong_type(obj, sig, i, "Tensor");
+  const at::Tensor& t = THPVariable_Unpack(obj);
+  const bool needs_autograd = t.requires_grad() && at::GradMode::is_enabled();
+  if (!sig.aten_autograd) [[unlikely]] {
+    // Composites compute through other ATen calls and write the result into
+    // their outputs, which autograd cannot follow: refuse what PyTorch's own
+    // out= functions refuse.
+    if (needs_autograd) {
+      throw Error(std::string(sig.op) +
+                  "(): functions with out=... arguments don't support automatic "
+                  "differentiation, but one of the arguments requires grad.");
+    }
+    if (is_dual(t)) {
+      throw NotImplementedError(std::string(sig.op) +
+                                "(): trying to use forward AD with an out= function, "
+                                "which does not support it");
+    }
+  }
+  try {
+    if (needs_autograd || !plain_tensor(t)) [[unlikely]] {
+      // ATen's dispatcher decides: its autograd kernel raises where PyTorch
+      // does (or accepts non-differentiable outputs), modes and wrappers see
+      // the call.
+      return from_aten_opaque(t);
+    }
+    return borrow ? from_aten_borrowed(t) : from_aten(t);
+  } catch (const TypeError& e) {  // an unsupported dtype
+    rethrow_located(e, sig, i);
+  } catch (const Error& e) {  // an unsupported device: RuntimeError
+    rethrow_located(e, sig, i);
+  }
+}
+
+TensorListArg unpack_tensor_list(PyObject* obj, const Signature& sig, int i) {
+  SequenceRef seq(obj, sig, i, "tuple of Tensors");
+  TensorListArg list;
+  list.items.reserve(static_cast<std::size_t>(seq.size()));
+  for (Py_ssize_t k = 0; k < seq.size(); ++k) {
+    if (!THPVariable_Check(seq[k])) {
+      throw TypeError(where(sig, i) + " must be tuple of Tensors, but found element of type " +
+                      type_name(seq[k]) + " at pos " + std::to_string(k));
+    }
+    list.items.push_back(unpack_tensor(seq[k], sig, i, false));
+  }
+  return list;
+}
+
+OptionalTensorListArg unpack_tensor_opt_list(PyObject* obj, const Signature& sig, int i) {
+  SequenceRef seq(obj, sig, i, "tuple of Tensors");
+  OptionalTensorListArg list;
+  list.items.reserve(static_cast<std::size_t>(seq.size()));
+  for (Py_ssize_t k = 0; k < seq.size(); ++k) {
+    if (seq[k] == Py_None) {
+      list.items.emplace_back(std::nullopt);
+    } else if (THPVariable_Check(seq[k])) {
+      list.items.emplace_back(unpack_tensor(seq[k], sig, i, false));
+    } else {
+      throw TypeError(where(sig, i) + " must be tuple of Tensors or None, but found element of type " +
+                      type_name(seq[k]) + " at pos " + std::to_string(k));
+    }
+  }
+  return list;
+}
+
+Scalar unpack_scalar(PyObject* obj, const Signature& sig, int i) {
+  if (PyBool_Check(obj)) return Scalar(obj == Py_True);
+  if (PyLong_Check(obj)) {
+    int overflow = 0;
+    const long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow != 0) {
+      throw OverflowError(where(sig, i) + ": int too big to convert");
+    }
+    return Scalar(static_cast<int64_t>(value));
+  }
+  // Python floats and complexes before the tensor check: THPVariable_Check
+  // of a non-tensor goes through torch.Tensor's metaclass __instancecheck__,
+  // which allocates a bound method on every call.
+  if (PyFloat_Check(obj)) return Scalar(PyFloat_AS_DOUBLE(obj));
+  if (PyComplex_Check(obj)) {
+    return Scalar(std::complex<double>(PyComplex_RealAsDouble(obj),
+                                       PyComplex_ImagAsDouble(obj)));
+  }
+  const bool tensor = THPVariable_Check(obj);
+  if (tensor) return scalar_from_tensor(obj, sig, i);
+  if (int_like(obj)) return Scalar(unpack_int(obj, sig, i));
+  if (!tensor && PyNumber_Check(obj)) {
+    return Scalar(unpack_float(obj, sig, i));
+  }
+  wrong_type(obj, sig, i, "Number");
+}
+
+ScalarListArg unpack_scalar_list(PyObject* obj, const Signature& sig, int i) {
+  SequenceRef seq(obj, sig, i, "tuple of Numbers");
+  ScalarListArg list;
+  for (Py_ssize_t k = 0; k < seq.size(); ++k) {
+    list.items.push_back(unpack_scalar(seq[k], sig, i));
+  }
+  return list;
+}
+
+int64_t unpack_int_arg(PyObject* obj, const Signature& sig, int i) {
+  if (!int_like(obj)) wrong_type(obj, sig, i, "int");
+  return unpack_int(obj, sig, i);
+}
+
+Dims unpack_int_list(PyObject* obj, const Signature& sig, int i,
+                     std::size_t size) {
+  if (int_like(obj)) {
+    if (size == 0) wrong_type(obj, sig, i, "tuple of ints");
+    return Dims(size, unpack_int(obj, sig, i));
+  }
+  SequenceRef seq(obj, sig, i, "tuple of ints");
+  Dims values(static_cast<std::size_t>(seq.size()));
+  for (Py_ssize_t k = 0; k < seq.size(); ++k) {
+    PyObject* item = seq[k];
+    if (!int_like(item)) {
+      throw TypeError(where(sig, i) + " must be tuple of ints, but found element of type " +
+                      type_name(item) + " at pos " + std::to_string(k));
+    }
+    try {
+      values[static_cast<std::size_t>(k)] = unpack_int(item, sig, i);
+    } catch (const ValueError& e) {  // PyTorch: TypeError for list elements
+      throw TypeError(where(sig, i) + " failed to unpack the object at pos " +
+                      std::to_string(k) + ": Overflow when unpacking long long");
+    }
+  }
+  // int[N] only means "a single int is repeated N times"; ATen checks
+  // lengths itself, as PyTorch's parser leaves it to.
+  return values;
+}
+
+double unpack_float(PyObject* obj, const Signature& sig, int i) {
+  if (PyFloat_Check(obj)) return PyFloat_AS_DOUBLE(obj);
+  if (PyLong_Check(obj)) {
+    const double value = PyLong_AsDouble(obj);
+    if (value == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      throw Error(where(sig, i) + ": int too large to convert to float");
+    }
+    return value;
+  }
+  if (!THPVariable_Check(obj) && PyNumber_Check(obj) && !PyComplex_Check(obj)) {
+    const double value = PyFloat_AsDouble(obj);  // numpy floats
+    if (!(value == -1.0 && PyErr_Occurred())) return value;
+    PyErr_Clear();
+  }
+  wrong_type(obj, sig, i, "float");
+}
+
+FloatListArg unpack_float_list(PyObject* obj, const Signature& sig, int i) {
+  SequenceRef seq(obj, sig, i, "tuple of floats");
+  FloatListArg list;
+  for (Py_ssize_t k = 0; k < seq.size(); ++k) {
+    list.items.push_back(unpack_float(seq[k], sig, i));
+  }
+  return list;
+}
+
+bool unpack_bool(PyObject* obj, const Signature& sig, int i) {
+  if (PyBool_Check(obj)) return obj == Py_True;
+  wrong_type(obj, sig, i, "bool");
+}
+
+void unpack_bool_array(PyObject* obj, const Signature& sig, int i, bool* out,
+                       std::size_t n) {
+  SequenceRef seq(obj, sig, i, "tuple of bools");
+  if (static_cast<std::size_t>(seq.size()) != n) {
+    throw TypeError(where(sig, i) + " must be a tuple of " + std::to_string(n) +
+                    " bools, got " + std::to_string(seq.size()));
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    out[k] = unpack_bool(seq[static_cast<Py_ssize_t>(k)], sig, i);
+  }
+}
+
+std::string_view unpack_str(PyObject* obj, const Signature& sig, int i) {
+  if (!PyUnicode_Check(obj)) wrong_type(obj, sig, i, "str");
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(obj, &size);
+  if (data == nullptr) {
+    PyErr_Clear();
+    throw ValueError(where(sig, i) + " is not valid UTF-8");
+  }
+  return std::string_view(data, static_cast<std::size_t>(size));
+}
+
+DataType unpack_dtype(PyObject* obj, const Signature& sig, int i) {
+  if (!THPDtype_Check(obj)) wrong_type(obj, sig, i, "torch.dtype");
+  try {
+    return from_aten(reinterpret_cast<THPDtype*>(obj)->scalar_type);
+  } catch (const TypeError& e) {
+    throw TypeError(where(sig, i) + ": " + e.what());
+  }
+}
+
+Implementation unpack_implementation(PyObject* obj, const Signature& sig, int i) {
+  const auto parsed = parse_implementation(unpack_str(obj, sig, i));
+  if (!parsed) {
+    throw ValueError(where(sig, i) + " must be 'default', 'native' or 'torch', got '" +
+                     std::string(unpack_str(obj, sig, i)) + "'");
+  }
+  return *parsed;
+}
+
+}  // namespace infini::ops::torch_bridge

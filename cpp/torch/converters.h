@@ -1,0 +1,236 @@
+#pragma once
+// Python -> core argument conversion for the generated bindings: one traits
+// type per argument kind (the `converter` of infiniops_codegen/arg_kinds.py
+// names it) and one entry point, arg<Kind>(), for every form a parameter
+// takes:
+//
+//   arg<K>(obj, sig, i)        no default: absent is PyTorch's TypeError
+//   arg<K>(obj, sig, i, dflt)  with a default: absent gives dflt
+//
+// An optional kind is Optional<K>: None gives std::nullopt, so `T? x=None`
+// is arg<Optional<K>>(..., std::nullopt) and `T? x=3` takes 3 when absent
+// and nullopt for None. A kind is a struct with
+//
+//   using value = ...;  // what the library's API takes (or converts from)
+//   static value unpack(PyObject* obj, const Signature& sig, int i);
+//
+// unpack gets a present argument (never null) and raises PyTorch's
+// exception, naming the op and the parameter, for a bad value. Free of ATen
+// headers so the bindings TU compiles fast; unpack of most kinds is in
+// converters.cpp.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "core/core.h"
+#include "torch/signature.h"
+#include "torch/small_list.h"
+
+namespace infini::ops::torch_bridge {
+
+// Storage of the list kinds: a few items inline, no heap allocation for
+// usual lengths; each converts to the span the library's API takes.
+class TensorListArg {
+ public:
+  SmallList<Tensor, 4> items;
+  operator std::span<const Tensor>() const { return {items.data(), items.size()}; }
+  operator std::span<Tensor>() { return {items.data(), items.size()}; }
+};
+
+class OptionalTensorListArg {
+ public:
+  SmallList<std::optional<Tensor>, 4> items;
+  operator std::span<const std::optional<Tensor>>() const {
+    return {items.data(), items.size()};
+  }
+};
+
+class ScalarListArg {
+ public:
+  SmallList<Scalar, 8> items;
+  operator std::span<const Scalar>() const { return {items.data(), items.size()}; }
+};
+
+// Up to 8 values inline (no heap allocation for usual dims).
+class IntListArg {
+ public:
+  IntListArg() = default;
+  explicit IntListArg(Dims v) : values(std::move(v)) {}
+  IntListArg(std::initializer_list<int64_t> v) : values(v) {}  // schema defaults
+  Dims values;
+  operator std::span<const int64_t>() const { return values.span(); }
+};
+
+class FloatListArg {
+ public:
+  SmallList<double, 8> items;
+  operator std::span<const double>() const { return {items.data(), items.size()}; }
+};
+
+// The converters of the kinds (converters.cpp). borrow: a tensor's handle
+// holds no reference (the argument's Python object keeps it alive for the
+// call); list elements always own theirs.
+Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i, bool borrow);
+TensorListArg unpack_tensor_list(PyObject* obj, const Signature& sig, int i);
+OptionalTensorListArg unpack_tensor_opt_list(PyObject* obj, const Signature& sig, int i);
+Scalar unpack_scalar(PyObject* obj, const Signature& sig, int i);
+ScalarListArg unpack_scalar_list(PyObject* obj, const Signature& sig, int i);
+int64_t unpack_int_arg(PyObject* obj, const Signature& sig, int i);
+// size: N of an int[N] parameter (one int is then repeated N times), else 0.
+Dims unpack_int_list(PyObject* obj, const Signature& sig, int i, std::size_t size);
+double unpack_float(PyObject* obj, const Signature& sig, int i);
+FloatListArg unpack_float_list(PyObject* obj, const Signature& sig, int i);
+bool unpack_bool(PyObject* obj, const Signature& sig, int i);
+void unpack_bool_array(PyObject* obj, const Signature& sig, int i, bool* out,
+                       std::size_t n);
+// A view into the Python str, which the caller's arguments keep alive.
+std::string_view unpack_str(PyObject* obj, const Signature& sig, int i);
+DataType unpack_dtype(PyObject* obj, const Signature& sig, int i);
+Implementation unpack_implementation(PyObject* obj, const Signature& sig, int i);
+
+namespace kinds {
+
+struct Tensor {
+  using value = ::infini::ops::Tensor;
+  static value unpack(PyObject* obj, const Signature& sig, int i) {
+    return unpack_tensor(obj, sig, i, sig.borrow_tensors);
+  }
+};
+
+struct TensorList {
+  using value = TensorListArg;
+  static value unpack(PyObject* obj, const Signature& sig, int i) {
+    return unpack_tensor_list(obj, sig, i);
+  }
+};
+
+// Tensor?[]: a list whose elements may be None (not an optional list).
+struct TensorOptList {
+  using value = OptionalTensorListArg;
+  static value unpack(PyObject* obj, const Signature& sig, int i) {
+    return unpack_tensor_opt_list(obj, sig, i);
+  }
+};
+
+struct Scalar {
+  using value = ::infini::ops::Scalar;
+  static value unpack(PyObject* obj, const Signature& sig, int i) {
+    return unpack_scalar(obj, sig, i);
+  }
+};
+
+struct ScalarList {
+  using value = ScalarListArg;
+  static value unpack(PyObject* obj, const Signature& sig, int i) {
+    return unpack_scalar_list(obj, sig, i);
+  }
+};
+
+struct Int {
+  using value = int64_t;
+  static value unpack(PyObject* obj, const Signature& sig, int i) {
+    return unpack_int_arg(obj, sig, i);
+  }
+};
+
+// int[N] (N > 0: one int stands for N copies of it) or int[] (N = 0).
+template <std::size_t N>
+struct IntList {
+  using value = IntListArg;
+  static value unpack(PyObject* obj, const Signature& sig, int i) {
+    return IntListArg(unpack_int_list(obj, sig, i, N));
+  }
+  // As PyTorch's parser: None stands for an empty default (`int[1] dim=[]`).
+  static bool none_is_default(const value& dflt) { return dflt.values.size() == 0; }
+};
+
+struct Float {
+  using value = double;
+  static value unpack(PyObject* obj, const Signature& sig, int i) {
+    return unpack_float(obj, sig, i);
+  }
+};
+
+struct FloatList {
+  using value = FloatListArg;
+  static value unpack(PyObject* obj, const Signature& sig, int i) {
+    return unpack_float_list(obj, sig, i);
+  }
+};
+
+struct Bool {
+  using value = bool;
+  static value unpack(PyObject* obj, const Signature& sig, int i) {
+    return unpack_bool(obj, sig, i);
+  }
+};
+
+template <std::size_t N>
+struct BoolArray {
+  using value = std::array<bool, N>;
+  static value unpack(PyObject* obj, const Signature& sig, int i) {
+    value result{};
+    unpack_bool_array(obj, sig, i, result.data(), N);
+    return result;
+  }
+};
+
+struct Str {
+  using value = std::string_view;
+  static value unpack(PyObject* obj, const Signature& sig, int i) {
+    return unpack_str(obj, sig, i);
+  }
+};
+
+struct Dtype {
+  using value = DataType;
+  static value unpack(PyObject* obj, const Signature& sig, int i) {
+    return unpack_dtype(obj, sig, i);
+  }
+};
+
+// implementation= of every binding: "default", "native" or "torch"; None
+// means the default.
+struct Implementation {
+  using value = ::infini::ops::Implementation;
+  static value unpack(PyObject* obj, const Signature& sig, int i) {
+    return unpack_implementation(obj, sig, i);
+  }
+  static bool none_is_default(const value&) { return true; }
+};
+
+// `K?`: None (or an absent argument with a None default) is std::nullopt.
+template <class K>
+struct Optional {
+  using value = std::optional<typename K::value>;
+  static value unpack(PyObject* obj, const Signature& sig, int i) {
+    if (obj == Py_None) return std::nullopt;
+    return K::unpack(obj, sig, i);
+  }
+};
+
+}  // namespace kinds
+
+template <class K>
+[[gnu::always_inline]] inline typename K::value arg(PyObject* obj, const Signature& sig,
+                                                    int i) {
+  if (obj == nullptr) [[unlikely]] missing(sig, i);
+  return K::unpack(obj, sig, i);
+}
+
+template <class K>
+[[gnu::always_inline]] inline typename K::value arg(PyObject* obj, const Signature& sig,
+                                                    int i, typename K::value dflt) {
+  if (obj == nullptr) return dflt;
+  if constexpr (requires { K::none_is_default(dflt); }) {
+    if (obj == Py_None && K::none_is_default(dflt)) return dflt;
+  }
+  return K::unpack(obj, sig, i);
+}
+
+}  // namespace infini::ops::torch_bridge

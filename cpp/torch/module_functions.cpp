@@ -1,0 +1,107 @@
+// The module's own functions (see module_functions.h).
+#include "torch/module_functions.h"
+
+#include <atomic>
+#include <string>
+
+#include "torch/aten_convert.h"
+#include "torch/torch_function.h"
+
+namespace infini::ops::torch_bridge {
+
+PyObject* implementations_dict(const OpImplementations* ops, std::size_t n) {
+  PyObject* platforms = py_platforms(nullptr, nullptr);
+  if (platforms == nullptr) return nullptr;
+  PyObject* result = PyDict_New();
+  PyObject* native = PyUnicode_FromString("native");
+  PyObject* torch = PyUnicode_FromString("torch");
+  bool ok = result != nullptr && native != nullptr && torch != nullptr;
+  for (std::size_t k = 0; ok && k < n; ++k) {
+    PyObject* per_platform = PyDict_New();
+    ok = per_platform != nullptr;
+    for (Py_ssize_t p = 0; ok && p < PyList_GET_SIZE(platforms); ++p) {
+      PyObject* name = PyList_GET_ITEM(platforms, p);
+      const std::string list = std::string(",") + ops[k].native + ",";
+      const std::string needle = std::string(",") + PyUnicode_AsUTF8(name) + ",";
+      const bool has_native = list.find(needle) != std::string::npos;
+      PyObject* impls = PyList_New(0);
+      ok = impls != nullptr && (!has_native || PyList_Append(impls, native) == 0) &&
+           PyList_Append(impls, torch) == 0;
+      ok = ok && PyDict_SetItem(per_platform, name, impls) == 0;
+      Py_XDECREF(impls);
+    }
+    ok = ok && PyDict_SetItemString(result, ops[k].op, per_platform) == 0;
+    Py_XDECREF(per_platform);
+  }
+  Py_XDECREF(native);
+  Py_XDECREF(torch);
+  Py_DECREF(platforms);
+  if (!ok) {
+    Py_XDECREF(result);
+    return nullptr;
+  }
+  return result;
+}
+
+PyObject* py_platforms(PyObject*, PyObject*) {
+  PyObject* list = PyList_New(0);
+  if (list == nullptr) return nullptr;
+  const char* built[] = {
+#ifdef WITH_CPU
+      "cpu",
+#endif
+#ifdef WITH_NVIDIA
+      "nvidia",
+#endif
+      nullptr};
+  for (const char** p = built; *p != nullptr; ++p) {
+    PyObject* name = PyUnicode_FromString(*p);
+    if (name == nullptr || PyList_Append(list, name) < 0) {
+      Py_XDECREF(name);
+      Py_DECREF(list);
+      return nullptr;
+    }
+    Py_DECREF(name);
+  }
+  return list;
+}
+
+namespace {
+
+PyObject* set_switch(std::atomic<bool>& flag, const char* name, PyObject* enabled) {
+  if (!PyBool_Check(enabled)) {
+    PyErr_Format(PyExc_TypeError, "%s() takes a bool, not %s", name,
+                 Py_TYPE(enabled)->tp_name);
+    return nullptr;
+  }
+  flag.store(enabled == Py_True, std::memory_order_relaxed);
+  Py_RETURN_NONE;
+}
+
+}  // namespace
+
+PyObject* py_set_handle_reuse(PyObject*, PyObject* enabled) {
+  return set_switch(g_handle_reuse, "set_handle_reuse", enabled);
+}
+
+PyObject* py_handle_reuse(PyObject*, PyObject*) {
+  return PyBool_FromLong(g_handle_reuse.load(std::memory_order_relaxed));
+}
+
+PyObject* py_set_direct_mode(PyObject*, PyObject* enabled) {
+  return set_switch(g_direct_mode, "set_direct_mode", enabled);
+}
+
+PyObject* py_direct_mode(PyObject*, PyObject*) {
+  return PyBool_FromLong(g_direct_mode.load(std::memory_order_relaxed));
+}
+
+bool init_module(PyObject*) {
+  // torch first: THPVariableClass must exist before any tensor check.
+  PyObject* torch = PyImport_ImportModule("torch");
+  if (torch == nullptr) return false;
+  Py_DECREF(torch);
+  return init_torch_function();
+}
+
+}  // namespace infini::ops::torch_bridge

@@ -1,0 +1,33 @@
+#pragma once
+// The module's own functions beside the ops (the method table of the
+// generated bindings): implementations(), platforms(), the runtime switches,
+// and the module's initialisation.
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <cstddef>
+
+namespace infini::ops::torch_bridge {
+
+using FastCall = PyObject* (*)(PyObject*, PyObject* const*, Py_ssize_t,
+                               PyObject*);
+inline PyCFunction fastcall(FastCall f) {
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f));
+}
+
+struct OpImplementations {
+  const char* op;
+  const char* native;  // comma-separated platforms with a native kernel
+};
+PyObject* implementations_dict(const OpImplementations* ops, std::size_t n);
+PyObject* py_platforms(PyObject*, PyObject*);
+PyObject* py_set_handle_reuse(PyObject*, PyObject* enabled);
+PyObject* py_handle_reuse(PyObject*, PyObject*);
+PyObject* py_set_direct_mode(PyObject*, PyObject* enabled);
+PyObject* py_direct_mode(PyObject*, PyObject*);
+
+// Imports torch (THPVariableClass must exist before any tensor check).
+bool init_module(PyObject* module);
+
+}  // namespace infini::ops::torch_bridge

@@ -1,0 +1,74 @@
+// Parsing a vectorcall against an op's Signature (see signature.h).
+#include "torch/signature.h"
+
+#include <string>
+
+#include "core/error.h"
+
+namespace infini::ops::torch_bridge {
+
+std::string where(const Signature& sig, int i) {
+  return std::string(sig.op) + "(): argument '" + sig.names[i] + "'";
+}
+
+void missing(const Signature& sig, int i) {
+  throw TypeError(std::string(sig.op) + "() missing required argument '" +
+                  sig.names[i] + "'");
+}
+
+void wrong_type(PyObject* obj, const Signature& sig, int i, const char* expected) {
+  throw TypeError(where(sig, i) + " must be " + expected + ", not " + Py_TYPE(obj)->tp_name);
+}
+
+bool parse_args(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
+                PyObject* kwnames, PyObject** slots) {
+  if (nargs > sig.num_positional) {
+    PyErr_Format(PyExc_TypeError,
+                 "%s() takes at most %d positional argument%s (%zd given)",
+                 sig.op, sig.num_positional, sig.num_positional == 1 ? "" : "s",
+                 nargs);
+    return false;
+  }
+  for (Py_ssize_t k = 0; k < nargs; ++k) slots[k] = args[k];
+  if (kwnames == nullptr) return true;
+  if (sig.keys[0] == nullptr) {
+    for (int p = 0; p < sig.num_params; ++p) {
+      sig.keys[p] = PyUnicode_InternFromString(sig.names[p]);
+      if (sig.keys[p] == nullptr) return false;
+    }
+  }
+  const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+    int found = -1;
+    for (int p = 0; p < sig.num_params; ++p) {  // interned: pointer compare
+      if (sig.keys[p] == key) {
+        found = p;
+        break;
+      }
+    }
+    if (found < 0) {
+      for (int p = 0; p < sig.num_params; ++p) {
+        if (PyUnicode_Compare(sig.keys[p], key) == 0) {
+          found = p;
+          break;
+        }
+      }
+      if (PyErr_Occurred()) return false;
+    }
+    if (found < 0) {
+      PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'",
+                   sig.op, key);
+      return false;
+    }
+    if (slots[found] != nullptr) {
+      PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'",
+                   sig.op, sig.names[found]);
+      return false;
+    }
+    slots[found] = args[nargs + k];
+  }
+  return true;
+}
+
+}  // namespace infini::ops::torch_bridge

@@ -1,0 +1,65 @@
+#pragma once
+// One op's Python parameters and the parsing of a vectorcall into them: the
+// first step of every generated binding. Only Python.h: the bindings TU
+// stays free of torch's headers.
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <cstdint>
+#include <string>
+
+namespace infini::ops::torch_bridge {
+
+// One op's Python parameters: positional ones first, then keyword-only.
+struct Signature {
+  const char* op;
+  const char* const* names;
+  PyObject** keys;  // interned names, filled on first use (GIL held)
+  int num_params;
+  int num_positional;
+  // Tensor arguments get borrowed handles (no reference taken: the caller's
+  // argument objects keep them alive). Set for direct TensorIterator ops,
+  // which pair it with release_gil_for (below).
+  bool borrow_tensors = false;
+  // Tensors that require grad (with grad mode on) or carry a forward-AD
+  // tangent are passed to ATen's dispatcher, whose autograd kernel raises
+  // exactly where PyTorch does (or accepts non-differentiable outputs). Off
+  // for composites, which have no autograd kernel: they refuse such tensors.
+  bool aten_autograd = false;
+
+  // __torch_function__ (see torch_function_wanted): parameters that take a
+  // tensor (bit p: parameter p), parameters that take a list of tensors.
+  uint64_t tensor_params = 0;
+  uint64_t tensor_list_params = 0;
+  // The ATen overload ("add.out") handed to __torch_function__ as
+  // torch.ops.aten.<overload>, with arguments under their schema names; null
+  // for composites, which hand over the module's own function and the call's
+  // arguments as given.
+  const char* aten = nullptr;
+  const char* const* schema_names = nullptr;
+  // Leading parameters the overload takes positionally (the schema's
+  // positional arguments up to its first one this binding hides).
+  int aten_positional = 0;
+  // Schema names of arguments this binding hides whose schema has no
+  // default (null-terminated; null: none): passed to the overload as None.
+  const char* const* aten_none = nullptr;
+  PyObject** torch_function = nullptr;  // resolved on first use (GIL held)
+};
+
+// "op(): argument 'name'", the start of every argument error.
+std::string where(const Signature& sig, int i);
+
+// Fills slots[i] with a borrowed reference to parameter i, or nullptr when
+// it was not given. False (with a Python TypeError set) on bad arity, an
+// unknown keyword or a parameter given twice.
+bool parse_args(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
+                PyObject* kwnames, PyObject** slots);
+
+// Argument errors: PyTorch's TypeError for a missing argument or a value of
+// the wrong type, naming the op and the parameter.
+[[noreturn]] void missing(const Signature& sig, int i);
+[[noreturn]] void wrong_type(PyObject* obj, const Signature& sig, int i,
+                             const char* expected);
+
+}  // namespace infini::ops::torch_bridge

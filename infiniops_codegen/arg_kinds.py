@@ -1,0 +1,287 @@
+"""Argument kinds: how each ATen argument type crosses the library, as one
+typed record per kind (the core C++ type of the library's API, the .pyi
+annotation, the bridge's converter, what it carries for __torch_function__),
+and how a schema default becomes a C++ expression and a JSON value.
+
+The kinds are the one place that knows them: the model, the templates, the
+manifest and the tools read these records, never a kind's name. On the C++
+side each kind is one traits type of `cpp/torch/converters.h` (`converter`).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from enum import Enum
+
+from .schema_types import TypeInfo
+
+# Arguments of these types are hidden from callers and passed as empty
+# optionals (or torchgen's C++ default when the schema has one).
+HIDDEN_BASES = frozenset({"Layout", "Device", "MemoryFormat", "Generator"})
+
+# Named constants that appear as schema defaults (at::Reduction).
+_NAMED_INT_DEFAULTS = {"Mean": 1, "Sum": 2}
+
+_INT = frozenset({"int", "SymInt"})
+
+
+class UnsupportedType(ValueError):
+    """The argument's type cannot be expressed; the message says why."""
+
+
+class Tensors(str, Enum):
+    """What an argument of a kind holds of tensors."""
+
+    NONE = "none"
+    ONE = "one"  # a tensor, or None for an optional one
+    LIST = "list"  # a sequence of tensors (elements may be None: Tensor?[])
+
+
+@dataclass(frozen=True)
+class ArgKind:
+    name: str  # the kind's name in the manifest, e.g. "int_list_opt"
+    family: str  # schema base: Tensor, Scalar, int, float, bool, str, ScalarType
+    optional: bool  # `T?`
+    is_list: bool
+    elem_optional: bool  # `Tensor?[]`
+    core_type: str  # C++ type in the library's API ("{size}": a list's N)
+    out_core_type: str | None  # as an out= argument; None: never one
+    py_type: str  # annotation in the .pyi stub
+    # traits type in cpp/torch/converters.h, its names qualified "{ns}" (the
+    # namespace torch_bridge::kinds as the code using it spells it) and
+    # "{size}" a list's N
+    converter: str
+    tensors: Tensors = Tensors.NONE
+    sized: bool = False  # needs the list size N of `T[N]`
+
+    def core(self, size: int | None, output: bool) -> str:
+        text = self.out_core_type if output else self.core_type
+        return text.format(size=size or 0)
+
+    def converter_type(self, size: int | None, ns: str) -> str:
+        return self.converter.format(size=size or 0, ns=ns)
+
+
+def _optional(kind: ArgKind, name: str, core: str, py: str) -> ArgKind:
+    """`T?` of a kind: None is std::nullopt (kinds::Optional in C++)."""
+    return ArgKind(
+        name=name,
+        family=kind.family,
+        optional=True,
+        is_list=kind.is_list,
+        elem_optional=kind.elem_optional,
+        core_type=core,
+        out_core_type=None,
+        py_type=py,
+        converter="{ns}Optional<" + kind.converter + ">",
+        tensors=kind.tensors,
+        sized=kind.sized,
+    )
+
+
+def _kind(name, family, core, py, converter, *, out=None, is_list=False, **kw):
+    return ArgKind(
+        name=name,
+        family=family,
+        optional=False,
+        is_list=is_list,
+        elem_optional=kw.pop("elem_optional", False),
+        core_type=core,
+        out_core_type=out,
+        py_type=py,
+        converter=converter,
+        **kw,
+    )
+
+
+TENSOR = _kind(
+    "tensor",
+    "Tensor",
+    "const Tensor&",
+    "Tensor",
+    "{ns}Tensor",
+    out="Tensor&",
+    tensors=Tensors.ONE,
+)
+TENSOR_LIST = _kind(
+    "tensor_list",
+    "Tensor",
+    "std::span<const Tensor>",
+    "Sequence[Tensor]",
+    "{ns}TensorList",
+    out="std::span<Tensor>",
+    is_list=True,
+    tensors=Tensors.LIST,
+)
+TENSOR_OPT_LIST = _kind(
+    "tensor_opt_list",
+    "Tensor",
+    "std::span<const std::optional<Tensor>>",
+    "Sequence[Tensor | None]",
+    "{ns}TensorOptList",
+    is_list=True,
+    elem_optional=True,
+    tensors=Tensors.LIST,
+)
+SCALAR = _kind("scalar", "Scalar", "const Scalar&", "Number", "{ns}Scalar")
+SCALAR_LIST = _kind(
+    "scalar_list",
+    "Scalar",
+    "std::span<const Scalar>",
+    "Sequence[Number]",
+    "{ns}ScalarList",
+    is_list=True,
+)
+INT = _kind("int", "int", "int64_t", "int", "{ns}Int")
+INT_LIST = _kind(
+    "int_list",
+    "int",
+    "std::span<const int64_t>",
+    "int | Sequence[int]",
+    "{ns}IntList<{size}>",
+    is_list=True,
+    sized=True,
+)
+FLOAT = _kind("float", "float", "double", "float", "{ns}Float")
+FLOAT_LIST = _kind(
+    "float_list",
+    "float",
+    "std::span<const double>",
+    "Sequence[float]",
+    "{ns}FloatList",
+    is_list=True,
+)
+BOOL = _kind("bool", "bool", "bool", "bool", "{ns}Bool")
+BOOL_ARRAY = _kind(
+    "bool_array",
+    "bool",
+    "std::array<bool, {size}>",
+    "Sequence[bool]",
+    "{ns}BoolArray<{size}>",
+    is_list=True,
+    sized=True,
+)
+STR = _kind("str", "str", "std::string_view", "str", "{ns}Str")
+DTYPE = _kind("dtype", "ScalarType", "DataType", "torch.dtype", "{ns}Dtype")
+
+KINDS: tuple[ArgKind, ...] = (
+    TENSOR,
+    _optional(TENSOR, "tensor_opt", "const std::optional<Tensor>&", "Tensor | None"),
+    TENSOR_LIST,
+    TENSOR_OPT_LIST,
+    SCALAR,
+    _optional(SCALAR, "scalar_opt", "const std::optional<Scalar>&", "Number | None"),
+    SCALAR_LIST,
+    INT,
+    _optional(INT, "int_opt", "std::optional<int64_t>", "int | None"),
+    INT_LIST,
+    _optional(
+        INT_LIST,
+        "int_list_opt",
+        "std::optional<std::span<const int64_t>>",
+        "int | Sequence[int] | None",
+    ),
+    FLOAT,
+    _optional(FLOAT, "float_opt", "std::optional<double>", "float | None"),
+    _optional(
+        FLOAT_LIST,
+        "float_list_opt",
+        "std::optional<std::span<const double>>",
+        "Sequence[float] | None",
+    ),
+    BOOL,
+    _optional(BOOL, "bool_opt", "std::optional<bool>", "bool | None"),
+    BOOL_ARRAY,
+    STR,
+    _optional(STR, "str_opt", "std::optional<std::string_view>", "str | None"),
+    DTYPE,
+    _optional(DTYPE, "dtype_opt", "std::optional<DataType>", "torch.dtype | None"),
+)
+BY_NAME = {k.name: k for k in KINDS}
+# Schema types the kinds take: `float[]` exists only as `float[]?` in ATen.
+_BY_TYPE = {
+    (k.family, k.optional, k.is_list, k.elem_optional): k
+    for k in KINDS
+    if k is not FLOAT_LIST
+}
+
+
+def is_hidden(t: TypeInfo) -> bool:
+    return t.base in HIDDEN_BASES and t.optional and not t.is_list
+
+
+def classify(t: TypeInfo, is_out: bool) -> ArgKind:
+    """The kind of a visible argument; UnsupportedType otherwise."""
+    family = "int" if t.base in _INT else t.base
+    if t.base in HIDDEN_BASES and not t.optional:
+        raise UnsupportedType(
+            f"type '{t.text}' is not optional, so it cannot be hidden and passed "
+            "as an empty optional"
+        )
+    kind = _BY_TYPE.get((family, t.optional, t.is_list, t.elem_optional))
+    if kind is None:
+        raise UnsupportedType(f"type '{t.text}' has no converter")
+    if kind is BOOL_ARRAY and t.size is None:
+        raise UnsupportedType(f"type '{t.text}' needs a fixed size")
+    if is_out and kind.out_core_type is None:
+        raise UnsupportedType(f"type '{t.text}' cannot be an output")
+    return kind
+
+
+def _literal(text: str, t: TypeInfo):
+    if t.base in _INT and text in _NAMED_INT_DEFAULTS:
+        return _NAMED_INT_DEFAULTS[text]
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        raise UnsupportedType(f"default '{text}' of type '{t.text}' is not a literal")
+
+
+def default_value(text: str, t: TypeInfo):
+    """The schema default as a JSON value (None, bool, int, float, str, list)."""
+    value = _literal(text, t)
+    if value is None:
+        return None
+    if t.is_list:
+        if not isinstance(value, list):  # int[2] x=1 means [1, 1]
+            value = [value] * (t.size or 1)
+        if t.base == "float":
+            return [float(v) for v in value]
+        return list(value)
+    if t.base == "float":
+        return float(value)
+    return value
+
+
+def _cpp_scalar(value, base: str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if base == "float":
+        return repr(float(value))
+    if isinstance(value, int):
+        return f"int64_t{{{value}}}"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        return f'"{escaped}"'
+    raise UnsupportedType(f"default {value!r} has no C++ spelling")
+
+
+def core_default_expr(value, t: TypeInfo) -> str:
+    """C++ expression of the default in the library's core types."""
+    if value is None:
+        return "std::nullopt"
+    if t.is_list:
+        return "{" + ", ".join(_cpp_scalar(v, t.base) for v in value) + "}"
+    if t.base == "Scalar":
+        return f"Scalar({_cpp_scalar(value, 'Scalar')})"
+    if t.base == "ScalarType":
+        raise UnsupportedType(f"non-None dtype default '{value}'")
+    return _cpp_scalar(value, t.base)
+
+
+def py_default(value) -> str:
+    """The default as written in a .pyi stub."""
+    return repr(value)
