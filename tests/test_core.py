@@ -41,7 +41,10 @@ CORE_HEADERS = [
     "stream.h",
     "tensor.h",
 ]
-KERNEL_HEADERS = ["checks.h", "elementwise.h", "half.h", "kernels.h", "strided.h"]
+KERNEL_HEADERS = ["checks.h", "elementwise.h", "half.h", "strided.h"]
+# The kernels include their declarations from the generated native_kernels.h
+# (the CPU ones under WITH_CPU), as in the module's build.
+KERNEL_FLAGS = ["-I", str(REPO_ROOT / "generated"), "-DWITH_CPU"]
 KERNEL_SOURCES = ["add.cc", "mul.cc", "rms_norm.cc", "silu.cc", "silu_and_mul.cc"]
 
 BUILD_MODES = {
@@ -128,6 +131,7 @@ def test_cpp_program(program, mode, tmp_path):
             str(CPP_DIR),
             "-I",
             str(CPP_TEST_DIR),
+            *KERNEL_FLAGS,
             *map(str, PROGRAMS[program]),
             "-o",
             str(binary),
@@ -189,6 +193,7 @@ def kernels_lib(tmp_path_factory):
             "-shared",
             "-I",
             str(CPP_DIR),
+            *KERNEL_FLAGS,
             str(CPP_TEST_DIR / "kernels_capi.cc"),
             *(str(KERNEL_DIR / name) for name in KERNEL_SOURCES),
             "-o",

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "core/core.h"
-#include "kernels/cpu/kernels.h"
+#include "native_kernels.h"
 
 extern "C" {
 

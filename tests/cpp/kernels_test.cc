@@ -1,7 +1,7 @@
 // Self-checking test of the native CPU kernels on small hand-computed cases,
 // for float32, float16 and bfloat16, with transposed, step-sliced, expanded
 // and broadcast inputs, strided outs, and the cases that must return false.
-#include "kernels/cpu/kernels.h"
+#include "native_kernels.h"
 
 #include <algorithm>
 #include <cmath>

@@ -7,27 +7,14 @@
 #include "core/decline.h"
 #include "core/tensor.h"
 #include "kernels/cpu/half.h"
+#include "kernels/dispatch.h"
 
 namespace infini::ops::native::cpu {
 
-// Calls f(T{}) with T the storage type of dtype and returns true, or returns
-// false for any dtype these kernels do not implement (the caller then falls
-// back to PyTorch).
+// The element type of a dtype on the CPU (kernels/dispatch.h).
 template <class F>
 bool dispatch_floating(DataType dtype, F&& f) {
-  switch (dtype) {
-    case DataType::kFloat32:
-      f(float{});
-      return true;
-    case DataType::kFloat16:
-      f(Half{});
-      return true;
-    case DataType::kBFloat16:
-      f(BFloat16{});
-      return true;
-    default:
-      return decline("the kernel has no code for this dtype");
-  }
+  return native::dispatch_floating<float, Half, BFloat16>(dtype, static_cast<F&&>(f));
 }
 
 // All tensors on the CPU, of one dtype, with memory behind any element.

@@ -3,7 +3,7 @@
 
 #include "kernels/cpu/checks.h"
 #include "kernels/cpu/half.h"
-#include "kernels/cpu/kernels.h"
+#include "native_kernels.h"
 #include "kernels/cpu/strided.h"
 
 namespace infini::ops::native::cpu {

@@ -2,7 +2,7 @@
 
 #include "kernels/cpu/checks.h"
 #include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/kernels.h"
+#include "native_kernels.h"
 
 namespace infini::ops::native::cpu {
 

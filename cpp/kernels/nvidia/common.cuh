@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "kernels/dispatch.h"
 #include "native_kernels.h"
 
 namespace infini::ops::native::nvidia {
@@ -41,22 +42,10 @@ __device__ __forceinline__ __nv_bfloat16 from_float(float v) {
   return __float2bfloat16(v);
 }
 
-// Calls f(T{}) with T the CUDA storage type of dtype; false for other dtypes.
+// The element type of a dtype on NVIDIA GPUs (kernels/dispatch.h).
 template <class F>
 bool dispatch_floating(DataType dtype, F&& f) {
-  switch (dtype) {
-    case DataType::kFloat32:
-      f(float{});
-      return true;
-    case DataType::kFloat16:
-      f(__half{});
-      return true;
-    case DataType::kBFloat16:
-      f(__nv_bfloat16{});
-      return true;
-    default:
-      return false;
-  }
+  return native::dispatch_floating<float, __half, __nv_bfloat16>(dtype, static_cast<F&&>(f));
 }
 
 // Every tensor on one NVIDIA device, of one dtype, contiguous.

@@ -1,0 +1,95 @@
+"""The argument-kind registry (infiniops_codegen/arg_kinds.py) is the one
+description of how each argument type crosses the library: every kind's
+converter must exist in the bridge (cpp/torch/converters.h) and produce a
+value the library's API takes as the kind's core type. Checked by compiling
+one translation unit that instantiates every kind (no torch needed: the
+converters header is free of ATen)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from infiniops_codegen import arg_kinds
+from infiniops_codegen.schema_types import TypeInfo
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _checks() -> list[str]:
+    lines = []
+    for kind in arg_kinds.KINDS:
+        size = 3 if kind.sized else None
+        for output in (False, True) if kind.out_core_type else (False,):
+            traits = kind.converter_type(size, "tk::")
+            core = kind.core(size, output)
+            # the converted value binds to the API parameter as the generated
+            # bindings pass it (an lvalue)
+            lines.append(
+                f"static_assert(std::is_convertible_v<{traits}::value&, {core}>, "
+                f'"{kind.name}");'
+            )
+            # and the converter instantiates (its unpack exists)
+            lines.append(
+                f"[[maybe_unused]] {traits}::value v_{kind.name}_{int(output)} = "
+                f"tb::arg<{traits}>(obj, sig, 0);"
+            )
+    return lines
+
+
+def test_every_kind_has_a_converter_the_api_takes(tmp_path):
+    compiler = shutil.which("g++")
+    assert compiler, "g++ is needed"
+    source = tmp_path / "kinds.cc"
+    source.write_text(
+        '#include <type_traits>\n#include "torch/converters.h"\n'
+        "namespace tb = infini::ops::torch_bridge;\n"
+        "namespace tk = infini::ops::torch_bridge::kinds;\n"
+        "using namespace infini::ops;\n"
+        "void check(PyObject* obj, const tb::Signature& sig) {\n"
+        + "\n".join(_checks())
+        + "\n}\n"
+    )
+    result = subprocess.run(
+        [
+            compiler,
+            "-std=c++20",
+            "-fsyntax-only",
+            "-I",
+            str(REPO / "cpp"),
+            "-I",
+            sysconfig.get_paths()["include"],
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+# float[] exists in ATen only as float[]? (float_list_opt): no schema type
+# classifies as the bare list kind.
+CLASSIFIED = [k for k in arg_kinds.KINDS if k is not arg_kinds.FLOAT_LIST]
+
+
+@pytest.mark.parametrize("kind", CLASSIFIED, ids=lambda k: k.name)
+def test_classify_finds_each_kind_from_its_schema_type(kind):
+    t = TypeInfo(
+        text="t",
+        base=kind.family,
+        optional=kind.optional,
+        is_list=kind.is_list,
+        size=2 if kind.sized else None,
+        elem_optional=kind.elem_optional,
+    )
+    assert arg_kinds.classify(t, is_out=False) is kind
+
+
+def test_kind_names_are_unique():
+    names = [k.name for k in arg_kinds.KINDS]
+    assert len(names) == len(set(names)) == len(arg_kinds.BY_NAME)
