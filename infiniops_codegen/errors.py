@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, order=True)
 class SpecError:
-    path: str  # as shown to the user, e.g. "op_specs/unary.yaml"
+    path: str  # as shown to the user, e.g. "op_specs/llm.yaml"
     line: int  # 1-based
     col: int  # 1-based
     message: str

@@ -140,10 +140,6 @@ class NativeImpl:
     up_to: tuple[int | None, ...] = ()  # per dtype; empty or None: any size
 
     @property
-    def core_dtypes(self) -> tuple[str, ...]:
-        return tuple(DTYPE_ENUMS[d] for d in self.dtypes)
-
-    @property
     def dtype_limits(self) -> tuple[tuple[str, int], ...]:
         """(core dtype enumerator, max elements or -1 for any size)."""
         limits = self.up_to or (None,) * len(self.dtypes)

@@ -19,7 +19,7 @@ from pathlib import Path
 from .schema_types import AtenSchema, SchemaArg, TypeInfo
 
 # Bump when the extracted records change shape or meaning.
-CACHE_FORMAT = 5
+CACHE_FORMAT = 6
 
 
 @dataclass(frozen=True)
@@ -181,8 +181,6 @@ def _extract(f, cpu_kernel: bool, functional: str | None) -> AtenSchema:
         cpp_name=cpp_name,
         args=_schema_args(func, cpp_types),
         cpp_order=cpp_order,
-        returns=len(func.returns),
-        structured=bool(f.structured),
         cpu_kernel=bool(cpu_kernel),
         tensor_iterator=f.structured_inherits == "TensorIteratorBase",
         schema=str(func),
@@ -234,8 +232,6 @@ def schema_from_signature(text: str) -> AtenSchema:
         cpp_name=str(func.name.name),
         args=_schema_args(func, cpp_types),
         cpp_order=order,
-        returns=len(func.returns),
-        structured=False,
         cpu_kernel=False,
         tensor_iterator=False,
         schema=str(func),

@@ -43,8 +43,6 @@ class AtenSchema:
     cpp_name: str  # "add_out"
     args: tuple[SchemaArg, ...]  # schema order
     cpp_order: tuple[str, ...]  # argument names in the C++ API's order
-    returns: int  # number of returned values (0 for "-> ()")
-    structured: bool
     cpu_kernel: bool  # a CPU kernel is registered: at::cpu::<cpp_name> exists
     tensor_iterator: bool  # structured on TensorIteratorBase
     schema: str  # str(FunctionSchema), for humans only

@@ -59,7 +59,7 @@ class NativeSpec:
 
 @dataclass(frozen=True)
 class OpSpec:
-    source: str  # "op_specs/unary.yaml", recorded in generated files
+    source: str  # "op_specs/llm.yaml", recorded in generated files
     where: Where  # the entry itself
     aten: str | None = None
     name: str | None = None
