@@ -12,7 +12,6 @@ from pathlib import Path
 
 import yaml
 
-
 KEYS = ("op", "ops", "tag", "dtypes", "variants", "reference", "reason")
 # `reference: out`: skip nothing, but compare with PyTorch's out= overload
 # only, not with the functional form (which is no reference there).
