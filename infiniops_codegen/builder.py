@@ -266,9 +266,15 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
     and BuildError (configure, compile or smoke check failed)."""
     start = time.perf_counter()
     build_dir = Path(request.build_dir)
-    gen = pipeline.generate(Path(request.spec_dir), request.ops)
+    try:
+        gen = pipeline.generate(Path(request.spec_dir), request.ops)
+    except OSError as e:
+        raise OSError(f"cannot read an --ops file: {e}") from None
     gen_dir = generated_dir_for(request)
-    written = writer.write(gen.files, gen_dir)
+    try:
+        written = writer.write(gen.files, gen_dir)
+    except OSError as e:
+        raise OSError(f"cannot write {gen_dir}: {e}") from None
     changed = len(written.stale) + len(written.missing) + len(written.extra)
     names = tuple(op.name for op in gen.opset.ops)
     echo(f"generate: {len(names)} ops, {changed} files changed in {_rel(gen_dir)}/")

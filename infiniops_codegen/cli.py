@@ -298,8 +298,8 @@ def build(
     except builder.BuildError as e:
         error(str(e))
         sys.exit(EXIT_DIFF)
-    except OSError as e:
-        error(f"{e}")
+    except OSError as e:  # an --ops file, the generated directory
+        error(str(e))
         sys.exit(EXIT_USAGE)
     if compile_only:
         click.echo(
