@@ -1,8 +1,15 @@
-"""`infiniops-codegen build`: configure CMake with Ninja and compile.
+"""Building the module: `build()` is what `infiniops-codegen build` and the
+bench call.
+
+    from infiniops_codegen import builder
+    result = builder.build(builder.BuildRequest(build_dir=Path("build-O0"), opt_level="0"))
+    result.module, result.ops, result.opt_level
 
 The generated sources are refreshed first (only changed files are written,
-so Ninja recompiles only what changed); a compile error is reported with the
-shard and the ops it holds, and the compiler's first error.
+so Ninja recompiles only what changed), CMake is configured with Ninja and
+the module compiled; a compile error is reported with the shard and the ops
+it holds, and the compiler's first error. `inspect()` says what an existing
+build directory holds.
 """
 
 from __future__ import annotations
@@ -13,19 +20,75 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .pipeline import REPO_ROOT
+from . import manifest as manifest_reader
+from . import pipeline, writer
+from .locations import (
+    DEFAULT_BUILD_DIR,
+    DEFAULT_OUT,
+    DEFAULT_SPECS,
+    MANIFEST,
+    MODULE_NAME,
+    REPO_ROOT,
+    find_module,
+)
 from .platforms import load_platforms
 
 OPT_LEVELS = ("0", "1", "2", "3", "s")
-MODULE_NAME = "infiniops"
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] ")
+_STAMP = ".infiniops-configure.json"  # this module's own: the configure arguments
 
 
 class BuildError(Exception):
     """A failed configure or compile; the message is for people."""
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """What `infiniops-codegen build` takes (its options, by the same names)."""
+
+    build_dir: Path = DEFAULT_BUILD_DIR
+    spec_dir: Path = DEFAULT_SPECS
+    ops: str | None = None  # --ops: None (the default set), "all", names, @file
+    opt_level: str = "3"
+    jobs: int = os.cpu_count() or 1
+    ccache: bool = True
+    smoke: bool = True  # import the module in a fresh interpreter, call an op
+    platforms: tuple[str, ...] = ("cpu",)
+    compile_only: bool = False
+    kernel_compilers: tuple[tuple[str, str], ...] = ()  # (platform, compiler)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    build_dir: Path
+    generated_dir: Path  # where the sources were generated
+    module: Path | None  # None with compile_only
+    ops: tuple[str, ...]
+    opt_level: str
+    platforms: tuple[str, ...]
+    files_changed: int  # generated files written or removed
+    steps: int  # Ninja's build steps
+    smoke: str  # what the smoke check printed ("" when it did not run)
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Built:
+    """What a build directory holds (`inspect`)."""
+
+    build_dir: Path
+    module: Path
+    opt_level: str  # as configured; "?" when unknown
+    generated_dir: Path | None  # the sources it was configured with
+    manifest: manifest_reader.Manifest
+
+    @property
+    def ops(self) -> frozenset[str]:
+        return frozenset(self.manifest.names)
 
 
 @dataclass(frozen=True)
@@ -73,7 +136,7 @@ def configure(config: BuildConfig, echo) -> None:
     """Run CMake unless the build dir was configured with the same arguments
     (CMake costs seconds; Ninja itself re-runs it when CMakeLists changes)."""
     args = config.cmake_args()
-    stamp = config.build_dir / ".infiniops-configure.json"
+    stamp = config.build_dir / _STAMP
     cache = config.build_dir / "CMakeCache.txt"
     if cache.is_file() and stamp.is_file():
         try:
@@ -98,10 +161,14 @@ def _cmake_error(proc: subprocess.CompletedProcess) -> str:
     return "\n".join(lines[start : start + 12])
 
 
-def compile_all(config: BuildConfig, echo, shard_ops: dict[str, list[str]]) -> int:
-    """Run Ninja with progress lines; returns the number of steps run."""
+def compile_all(
+    config: BuildConfig, echo, shard_ops: dict[str, list[str]], targets=()
+) -> int:
+    """Run Ninja with progress lines (every target, or only `targets`);
+    returns the number of steps run."""
     # -k 0: keep going, so one build reports every shard that fails.
     cmd = ["ninja", "-C", str(config.build_dir), f"-j{config.jobs}", "-k", "0"]
+    cmd += list(targets)
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -153,13 +220,6 @@ def _failed_target(line: str, shard_ops: dict[str, list[str]]) -> str:
     return f"{m.group(1) if m else line} failed to compile"
 
 
-def find_module(build_dir: Path) -> Path | None:
-    found = sorted(build_dir.glob(f"{MODULE_NAME}.*.so")) + sorted(
-        build_dir.glob(f"{MODULE_NAME}.*.pyd")
-    )
-    return found[0] if found else None
-
-
 def smoke_check(build_dir: Path, op_count: int) -> str:
     """Import the module in a fresh interpreter and call one op."""
     code = (
@@ -184,3 +244,115 @@ def smoke_check(build_dir: Path, op_count: int) -> str:
     if proc.returncode != 0:
         raise BuildError("smoke check failed:\n" + (proc.stderr or proc.stdout)[-2000:])
     return proc.stdout.strip()
+
+
+def generated_dir_for(request: BuildRequest) -> Path:
+    """Only the default set of the default specs lives in the committed
+    generated/; anything else is generated inside the build directory."""
+    selection = pipeline.parse_selection(request.ops)[0]
+    default_set = selection == "default" and (
+        Path(request.spec_dir).resolve() == DEFAULT_SPECS.resolve()
+    )
+    return DEFAULT_OUT if default_set else Path(request.build_dir) / "generated"
+
+
+def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResult:
+    """Generate (writing only what changed), configure, compile, copy the
+    manifest into the build directory and smoke-test the module.
+
+    Raises SpecErrors (spec problems), resolve.SelectionError (an unknown
+    --ops name), OSError (an unreadable --ops file, an unwritable directory),
+    writer.ForeignFileError (a file without the @generated line in the way)
+    and BuildError (configure, compile or smoke check failed)."""
+    start = time.perf_counter()
+    build_dir = Path(request.build_dir)
+    try:
+        gen = pipeline.generate(Path(request.spec_dir), request.ops)
+    except OSError as e:
+        raise OSError(f"cannot read an --ops file: {e}") from None
+    gen_dir = generated_dir_for(request)
+    try:
+        written = writer.write(gen.files, gen_dir)
+    except OSError as e:
+        raise OSError(f"cannot write {gen_dir}: {e}") from None
+    changed = len(written.stale) + len(written.missing) + len(written.extra)
+    names = tuple(op.name for op in gen.opset.ops)
+    echo(f"generate: {len(names)} ops, {changed} files changed in {_rel(gen_dir)}/")
+    config = BuildConfig(
+        build_dir=build_dir,
+        generated_dir=gen_dir,
+        opt_level=request.opt_level,
+        jobs=request.jobs,
+        ccache=request.ccache,
+        platforms=request.platforms,
+        compile_only=request.compile_only,
+        kernel_compilers=request.kernel_compilers,
+    )
+    shard_ops = {s.file: [op.name for op in s.ops] for s in gen.opset.shards}
+    if verbose:
+        echo(
+            f"  build dir {_rel(build_dir)}/, wrappers -O{request.opt_level}, "
+            f"{request.jobs} jobs, ccache {'on' if request.ccache else 'off'}"
+        )
+        for shard, ops in shard_ops.items():
+            echo(f"  {shard}: {', '.join(ops)}")
+    require_tools()
+    configure(config, echo)
+    steps = compile_all(config, echo, shard_ops)
+    # The harness and tools read what this build holds from here.
+    shutil.copyfile(gen_dir / MANIFEST, build_dir / MANIFEST)
+    module = None if request.compile_only else find_module(build_dir)
+    smoke = ""
+    if request.smoke and not request.compile_only:
+        smoke = smoke_check(build_dir, len(names))
+    return BuildResult(
+        build_dir=build_dir,
+        generated_dir=gen_dir,
+        module=module,
+        ops=names,
+        opt_level=request.opt_level,
+        platforms=request.platforms,
+        files_changed=changed,
+        steps=steps,
+        smoke=smoke,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def inspect(build_dir: Path) -> Built | None:
+    """What a build directory holds: None without a module or a manifest."""
+    build_dir = Path(build_dir)
+    module = find_module(build_dir)
+    if module is None or not (build_dir / MANIFEST).is_file():
+        return None
+    cache = _cmake_cache(build_dir)
+    generated = cache.get("INFINI_OPS_GENERATED_DIR")
+    return Built(
+        build_dir=build_dir,
+        module=module,
+        opt_level=cache.get("INFINI_OPS_TORCH_OPT_LEVEL", "?"),
+        generated_dir=Path(generated) if generated else None,
+        manifest=manifest_reader.of_build(build_dir),
+    )
+
+
+def _cmake_cache(build_dir: Path) -> dict[str, str]:
+    """NAME -> value of the CMakeCache.txt entries (`NAME:TYPE=value`)."""
+    try:
+        text = (build_dir / "CMakeCache.txt").read_text(errors="replace")
+    except OSError:
+        return {}
+    values = {}
+    for line in text.splitlines():
+        m = re.match(r"^([A-Za-z_][\w.-]*):[A-Z]+=(.*)$", line)
+        if m:
+            values[m.group(1)] = m.group(2)
+    return values
+
+
+def _rel(path: Path) -> str:
+    """As the user would type it: relative to the working directory if inside."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

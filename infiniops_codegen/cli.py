@@ -7,7 +7,6 @@ Exit codes: 0 success, 1 `--check` found differences (or a build/run failed),
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ import click
 
 from . import __version__, builder, pipeline, writer
 from .errors import SpecErrors
+from .locations import DEFAULT_BUILD_DIR, DEFAULT_OUT, MANIFEST, REPO_ROOT
 from .resolve import SelectionError
 from .schema_db import torch_version
 
@@ -39,26 +39,31 @@ def default_out(selection: str) -> Path:
     """Only the default set lives in generated/ (committed); other selections
     go under build/ so they never make the committed tree stale."""
     if selection == "default":
-        return pipeline.DEFAULT_OUT
-    return pipeline.REPO_ROOT / "build" / f"generated-{selection}"
+        return DEFAULT_OUT
+    return REPO_ROOT / "build" / f"generated-{selection}"
 
 
 def run_generation(spec_dir: Path, ops: str | None) -> pipeline.Generation:
     """Generate, turning spec problems into exit code 2 with located lines."""
     try:
         return pipeline.generate(spec_dir, ops)
-    except SpecErrors as e:
-        for err in e.errors:
-            click.secho(str(err), fg="red", err=True)
-        noun = "problem" if len(e.errors) == 1 else "problems"
-        click.echo(f"{len(e.errors)} spec {noun}; nothing was written", err=True)
-        sys.exit(EXIT_USAGE)
-    except SelectionError as e:
-        error(str(e))
-        sys.exit(EXIT_USAGE)
+    except (SpecErrors, SelectionError) as e:
+        _generation_failed(e)
     except OSError as e:
         error(f"cannot read an --ops file: {e}")
         sys.exit(EXIT_USAGE)
+
+
+def _generation_failed(e: SpecErrors | SelectionError) -> None:
+    """Spec problems, one located line each, or an unknown --ops name: exit 2."""
+    if isinstance(e, SelectionError):
+        error(str(e))
+        sys.exit(EXIT_USAGE)
+    for err in e.errors:
+        click.secho(str(err), fg="red", err=True)
+    noun = "problem" if len(e.errors) == 1 else "problems"
+    click.echo(f"{len(e.errors)} spec {noun}; nothing was written", err=True)
+    sys.exit(EXIT_USAGE)
 
 
 def write_or_exit(files: dict[str, str], out: Path) -> writer.Comparison:
@@ -270,64 +275,43 @@ def build(
       infiniops-codegen build --opt-level 0 --build-dir build-O0
       infiniops-codegen build --ops add,mul,rms_norm --build-dir build-small
     """
-    start = time.perf_counter()
-    build_dir = build_dir or (pipeline.REPO_ROOT / "build")
     platforms, compilers = _platform_options(platform_list, kernel_compilers)
-    gen = run_generation(spec_dir, ops)
-    selection = pipeline.parse_selection(ops)[0]
-    # Only the default set of the default specs lives in the committed
-    # generated/; anything else is generated inside the build directory.
-    default_set = selection == "default" and (
-        spec_dir.resolve() == pipeline.DEFAULT_SPECS.resolve()
-    )
-    gen_dir = pipeline.DEFAULT_OUT if default_set else build_dir / "generated"
-    written = write_or_exit(gen.files, gen_dir)
-    changed = len(written.stale) + len(written.missing) + len(written.extra)
-    click.echo(
-        f"generate: {len(gen.opset.ops)} ops, {changed} files changed in {_rel(gen_dir)}/"
-    )
-    config = builder.BuildConfig(
-        build_dir=build_dir,
-        generated_dir=gen_dir,
+    request = builder.BuildRequest(
+        build_dir=build_dir or DEFAULT_BUILD_DIR,
+        spec_dir=spec_dir,
+        ops=ops,
         opt_level=opt_level,
         jobs=jobs,
         ccache=ccache,
+        smoke=smoke,
         platforms=platforms,
         compile_only=compile_only,
         kernel_compilers=compilers,
     )
-    shard_ops = {s.file: [op.name for op in s.ops] for s in gen.opset.shards}
-    if ctx.obj["verbose"]:
-        click.echo(
-            f"  build dir {_rel(build_dir)}/, wrappers -O{opt_level}, {jobs} jobs, "
-            f"ccache {'on' if ccache else 'off'}"
-        )
-        for shard, names in shard_ops.items():
-            click.echo(f"  {shard}: {', '.join(names)}")
     try:
-        builder.require_tools()
-        builder.configure(config, click.echo)
-        steps = builder.compile_all(config, click.echo, shard_ops)
-        # The harness and tools read what this build holds from here.
-        shutil.copyfile(gen_dir / "manifest.json", build_dir / "manifest.json")
-        smoke = smoke and not compile_only
-        smoke_line = builder.smoke_check(build_dir, len(gen.opset.ops)) if smoke else ""
+        result = builder.build(request, click.echo, verbose=ctx.obj["verbose"])
+    except (SpecErrors, SelectionError) as e:
+        _generation_failed(e)
+    except writer.ForeignFileError as e:
+        error(str(e))
+        sys.exit(EXIT_USAGE)
     except builder.BuildError as e:
         error(str(e))
         sys.exit(EXIT_DIFF)
+    except OSError as e:  # an --ops file, the generated directory
+        error(str(e))
+        sys.exit(EXIT_USAGE)
     if compile_only:
         click.echo(
-            f"compiled {len(gen.opset.ops)} ops for {','.join(platforms)} "
-            f"(objects only, no module): {steps} build steps in "
-            f"{time.perf_counter() - start:.1f} s"
+            f"compiled {len(result.ops)} ops for {','.join(result.platforms)} "
+            f"(objects only, no module): {result.steps} build steps in "
+            f"{result.seconds:.1f} s"
         )
         return
-    module = builder.find_module(build_dir)
     click.echo(
-        f"built {_rel(module) if module else '?'} -O{opt_level}: "
-        f"{len(gen.opset.ops)} ops, {steps} build steps in "
-        f"{time.perf_counter() - start:.1f} s"
-        + (f"; smoke: {smoke_line}" if smoke_line else "")
+        f"built {_rel(result.module) if result.module else '?'} -O{opt_level}: "
+        f"{len(result.ops)} ops, {result.steps} build steps in "
+        f"{result.seconds:.1f} s" + (f"; smoke: {result.smoke}" if result.smoke else "")
     )
 
 
@@ -356,11 +340,11 @@ def _platform_options(
 
 
 def _recorded_torch_version(out: Path) -> str | None:
-    import json
+    from . import manifest
 
     try:
-        return json.loads((out / "manifest.json").read_text())["torch_version"]
-    except (OSError, ValueError, KeyError, TypeError):
+        return manifest.generated(out).torch_version
+    except manifest.ManifestError:
         return None
 
 
@@ -522,27 +506,20 @@ def list_ops(ctx, op_name, as_json, build_dir, manifest_path):
     """
     import json
 
-    from . import coverage
+    from . import coverage, manifest as manifest_reader
 
     if manifest_path is None:
-        manifest_path = (
-            build_dir / "manifest.json"
-            if build_dir is not None
-            else pipeline.DEFAULT_OUT / "manifest.json"
-        )
+        manifest_path = (build_dir or DEFAULT_OUT) / MANIFEST
     try:
-        manifest = coverage.read_manifest(manifest_path)
-        details = None
-        if op_name:
-            stub = coverage.stub_signatures(manifest_path, pipeline.DEFAULT_OUT)
-            details = coverage.op_details(manifest, op_name, stub)
-    except coverage.ManifestError as e:
+        manifest = manifest_reader.read(manifest_path)
+        details = coverage.op_details(manifest, op_name) if op_name else None
+    except manifest_reader.ManifestError as e:
         error(str(e))
         sys.exit(EXIT_USAGE)
     if ctx.obj["verbose"]:
         click.echo(
-            f"manifest {_rel(manifest_path)}: torch {manifest.get('torch_version')}, "
-            f"selection {manifest.get('selection')}",
+            f"manifest {_rel(manifest_path)}: torch {manifest.torch_version}, "
+            f"selection {manifest.selection}",
             err=True,
         )
     if as_json:

@@ -2,17 +2,15 @@
 kernel, torch fallback or missing, read from a manifest (no build needed).
 
 A manifest is `generated/manifest.json` (the committed default set) or the
-`manifest.json` a build directory holds. Pure functions: manifest data in,
-rows and text out.
+`manifest.json` a build directory holds, read by `manifest.py`. Pure
+functions: a typed manifest in, rows and text out.
 """
 
 from __future__ import annotations
 
-import ast
-import difflib
-import json
 from dataclasses import dataclass
-from pathlib import Path
+
+from .manifest import Manifest, Op
 
 NATIVE = "native"
 TORCH = "torch"
@@ -20,45 +18,12 @@ MISSING = "missing"
 STATUSES = (NATIVE, TORCH, MISSING)
 
 
-class ManifestError(Exception):
-    """The manifest cannot be read or an op is unknown; the message says why."""
-
-
-def read_manifest(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ManifestError(
-            f"{path}: no manifest; run 'infiniops-codegen generate' (or build)"
-        ) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ManifestError(f"{path}: cannot read the manifest: {e}") from None
-    except json.JSONDecodeError as e:
-        raise ManifestError(
-            f"{path}:{e.lineno}:{e.colno}: not a valid manifest: {e.msg}"
-        ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("ops"), list):
-        raise ManifestError(f"{path}: not an infiniops-codegen manifest (no 'ops')")
-    return data
-
-
-def _platform_set(value, platforms: list[str]) -> set[str]:
-    """'all', a list of platform names or a mapping keyed by them."""
-    if value == "all":
-        return set(platforms)
-    if isinstance(value, (list, tuple, dict)):
-        return set(value)
-    return set()
-
-
-def op_status(op: dict, platforms: list[str]) -> dict[str, str]:
-    """platform -> native / torch / missing for one manifest op. A native
-    kernel wins: dispatch tries it first and falls back to torch."""
-    impls = op.get("implementations", {})
-    native = _platform_set(impls.get("native", {}), platforms)
-    torch = _platform_set(impls.get("torch", "all"), platforms)
+def op_status(op: Op, platforms) -> dict[str, str]:
+    """platform -> native / torch / missing for one op. A native kernel wins:
+    dispatch tries it first and falls back to torch."""
+    impls = op.implementations
     return {
-        p: NATIVE if p in native else TORCH if p in torch else MISSING
+        p: NATIVE if p in impls.native else TORCH if p in impls.torch else MISSING
         for p in platforms
     }
 
@@ -77,28 +42,24 @@ class Matrix:
         return result
 
 
-def matrix(manifest: dict) -> Matrix:
-    platforms = list(manifest.get("platforms") or [])
-    rows = tuple(
-        (op["name"], op_status(op, platforms))
-        for op in sorted(manifest["ops"], key=lambda o: o["name"])
-    )
-    return Matrix(tuple(platforms), rows)
+def matrix(manifest: Manifest) -> Matrix:
+    rows = tuple((op.name, op_status(op, manifest.platforms)) for op in manifest.ops)
+    return Matrix(manifest.platforms, rows)
 
 
-def matrix_json(manifest: dict, source: str) -> dict:
+def matrix_json(manifest: Manifest, source: str) -> dict:
     m = matrix(manifest)
     return {
         "manifest": source,
-        "torch_version": manifest.get("torch_version"),
-        "selection": manifest.get("selection"),
+        "torch_version": manifest.torch_version,
+        "selection": manifest.selection,
         "platforms": list(m.platforms),
         "ops": {name: status for name, status in m.rows},
         "counts": m.counts(),
     }
 
 
-def matrix_table(manifest: dict, style=lambda text, status: text) -> list[str]:
+def matrix_table(manifest: Manifest, style=lambda text, status: text) -> list[str]:
     """The matrix as aligned text lines; style(text, status) may colour a cell."""
     m = matrix(manifest)
     name_width = max([len("op")] + [len(name) for name, _ in m.rows])
@@ -128,94 +89,29 @@ def matrix_table(manifest: dict, style=lambda text, status: text) -> list[str]:
     return lines
 
 
-def find_op(manifest: dict, name: str) -> dict:
-    """The manifest entry of an op by public name (or ATen overload)."""
-    for op in manifest["ops"]:
-        if op["name"] == name or op.get("aten") == name:
-            return op
-    names = [op["name"] for op in manifest["ops"]]
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    raise ManifestError(f"no op '{name}' in the manifest{hint}")
-
-
-def _format_args(args: ast.arguments) -> str:
-    """Parameters as the stub writes them: `name: type = default`."""
-
-    def one(arg: ast.arg, default: ast.expr | None) -> str:
-        text = arg.arg
-        if arg.annotation is not None:
-            text += f": {ast.unparse(arg.annotation)}"
-        if default is not None:
-            text += f" = {ast.unparse(default)}"
-        return text
-
-    positional = args.posonlyargs + args.args
-    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-    parts = [one(a, d) for a, d in zip(positional, defaults)]
-    if args.posonlyargs:
-        parts.insert(len(args.posonlyargs), "/")
-    if args.kwonlyargs:
-        parts.append("*")
-        parts += [one(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults)]
-    return ", ".join(parts)
-
-
-def stub_signatures(
-    manifest_path: Path, fallback_dir: Path | None = None
-) -> dict[str, str]:
-    """op name -> Python signature, from the .pyi stub generated next to the
-    manifest (in its directory or its generated/ subdirectory), else from
-    fallback_dir; {} when there is none."""
-    candidates = [
-        manifest_path.parent / "infiniops.pyi",
-        manifest_path.parent / "generated" / "infiniops.pyi",
-    ]
-    if fallback_dir is not None:
-        candidates.append(fallback_dir / "infiniops.pyi")
-    for stub in candidates:
-        try:
-            tree = ast.parse(stub.read_text(encoding="utf-8"))
-        except (OSError, SyntaxError, ValueError):
-            continue
-        return {
-            fn.name: f"{fn.name}({_format_args(fn.args)}) -> {ast.unparse(fn.returns)}"
-            for fn in tree.body
-            if isinstance(fn, ast.FunctionDef) and fn.returns is not None
-        }
-    return {}
-
-
-def op_details(manifest: dict, name: str, stub: dict[str, str] | None = None) -> dict:
-    op = find_op(manifest, name)
-    platforms = list(manifest.get("platforms") or [])
-    native = op.get("implementations", {}).get("native", {})
-    status = op_status(op, platforms)
-    impls = {}
-    for p in platforms:
-        names = []
-        if status[p] == NATIVE:
-            names.append(NATIVE)
-        if p in _platform_set(
-            op.get("implementations", {}).get("torch", "all"), platforms
-        ):
-            names.append(TORCH)
-        impls[p] = names
+def op_details(manifest: Manifest, name: str) -> dict:
+    """One op: its Python signature (as the stub declares it), schema and
+    implementations per platform; ManifestError for an unknown op."""
+    op = manifest.op(name)
+    impls = op.implementations
+    status = op_status(op, manifest.platforms)
+    implementations = {
+        p: [NATIVE] * (status[p] == NATIVE) + [TORCH] * (p in impls.torch)
+        for p in manifest.platforms
+    }
     return {
-        "name": op["name"],
-        "aten": op.get("aten"),
-        "composite": op.get("composite", False),
-        "source": op.get("source"),
-        "schema": op.get("schema"),
-        "python": (stub or {}).get(op["name"])
-        or "(no infiniops.pyi beside the manifest: `generate` writes one)",
-        "outputs": op.get("outputs", []),
-        "implementations": impls,
-        "native_dtypes": {
-            p: list(d) for p, d in (native.items() if isinstance(native, dict) else [])
-        },
-        "native_up_to": (op.get("implementations") or {}).get("native_up_to", {}),
-        "direct_cpu": op.get("direct_cpu"),
+        "name": op.name,
+        "aten": op.aten,
+        "composite": op.composite,
+        "source": op.source,
+        "schema": op.schema,
+        "python": op.python_signature
+        or "(not in this manifest: it predates signatures; regenerate it)",
+        "outputs": list(op.outputs),
+        "implementations": implementations,
+        "native_dtypes": {p: list(d) for p, d in impls.native.items()},
+        "native_up_to": {p: dict(d) for p, d in impls.native_up_to.items()},
+        "direct_cpu": op.direct_cpu,
     }
 
 

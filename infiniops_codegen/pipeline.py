@@ -6,15 +6,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import SpecError, SpecErrors
+from .locations import DEFAULT_OUT, DEFAULT_SPECS, REPO_ROOT  # noqa: F401
 from .model import OpSet
 from .render import render
 from .resolve import build_opset
 from .schema_db import SchemaDB, load_schema_db
 from .specs import read_all_hints, read_specs
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SPECS = REPO_ROOT / "op_specs"
-DEFAULT_OUT = REPO_ROOT / "generated"
 
 
 @dataclass(frozen=True)

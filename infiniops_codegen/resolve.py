@@ -11,7 +11,7 @@ import keyword
 import zlib
 from dataclasses import replace
 
-from . import arg_kinds
+from . import arg_kinds, module_api
 from .arg_kinds import Tensors
 from .errors import SpecError, SpecErrors
 from .model import Argument, Default, Exclusion, NativeImpl, Op, OpSet, Role
@@ -22,17 +22,6 @@ from .specs import OpSpec, SpecSet, Where
 
 # Keyword parameters every op takes besides its schema arguments.
 RESERVED_PARAMS = frozenset({"implementation", "stream"})
-# Module-level names of the built module that ops must not shadow.
-RESERVED_OPS = frozenset(
-    {
-        "implementations",
-        "platforms",
-        "set_handle_reuse",
-        "handle_reuse",
-        "ops",
-        "selection",
-    }
-)
 CPP_KEYWORDS = frozenset(
     "alignas alignof and and_eq asm auto bitand bitor bool break case catch char "
     "char8_t char16_t char32_t class compl concept const consteval constexpr "
@@ -279,8 +268,9 @@ def _check_name(name: str, where: Where) -> None:
         raise _OpError(where, f"op name '{name}' is not a valid Python identifier")
     if name in CPP_KEYWORDS:
         raise _OpError(where, f"op name '{name}' is a C++ keyword")
-    if name in RESERVED_OPS:
-        raise _OpError(where, f"op name '{name}' is reserved by the built module")
+    reserved = module_api.reserved_reason(name)
+    if reserved:
+        raise _OpError(where, f"op name '{name}' is reserved: {reserved}")
 
 
 def shard_count(n_ops: int, shard_size: int) -> int:

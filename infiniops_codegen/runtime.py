@@ -15,10 +15,9 @@ import os
 import sys
 from pathlib import Path
 
-from .builder import MODULE_NAME, find_module
-from .pipeline import REPO_ROOT
-
-DEFAULT_BUILD_DIR = REPO_ROOT / "build"
+# Standard library only: loading a build imports nothing of the generator
+# (jinja2, torchgen), and not torch either (the module imports it itself).
+from .locations import DEFAULT_BUILD_DIR, MODULE_NAME, find_module
 
 
 def load(build_dir: str | os.PathLike | None = None):

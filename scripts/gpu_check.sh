@@ -48,6 +48,7 @@ timeout 60 python scripts/gpu/smoke.py "$BUILD"
 
 step "correctness harness on cuda (limit 120 s)"
 timeout 120 python -m infiniops_codegen.harness --build-dir "$BUILD" --devices cuda \
+  --skips tests/skips.yaml \
   --report "$BUILD/harness-cuda.json" ${OPS:+--ops "$OPS"}
 
 step "bench --quick on cuda (limit 180 s)"

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from infiniops_codegen import manifest
 from infiniops_codegen.bench import calls, floor, paths
 from infiniops_codegen.runtime import load
 
@@ -75,7 +76,7 @@ def values() -> dict[str, dict]:
     }
 
 
-def outputs_of(entry: dict, args: dict) -> list:
+def outputs_of(entry: manifest.Op, args: dict) -> list:
     from infiniops_codegen.bench import reference
 
     return [torch.empty_like(r) for r in reference.expected(entry, args)]
@@ -95,8 +96,7 @@ def main() -> None:
     counter = ctypes.CDLL(shim)
     counter.alloc_counter_stop.restype = ctypes.c_long
     m = load(build_dir)
-    manifest = json.loads((Path(build_dir) / "manifest.json").read_text())
-    entries = {o["name"]: o for o in manifest["ops"]}
+    entries = manifest.of_build(build_dir).by_name()
     path, _ = floor.build(
         [entries[n] for n in OPS], Path(floor_dir), echo=lambda *a: None
     )

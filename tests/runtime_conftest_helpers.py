@@ -9,7 +9,6 @@ The runtime tests exercise the *built* module `infiniops`: the `ops` fixture
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shlex
@@ -28,13 +27,14 @@ def build_dir() -> Path:
     return Path(os.environ.get("INFINIOPS_BUILD_DIR") or REPO / "build")
 
 
-def manifest() -> dict:
+def manifest():
     """The manifest of the module under test (the build's; generated/'s
-    before anything is built)."""
-    path = build_dir() / "manifest.json"
-    if not path.is_file():
-        path = REPO / "generated" / "manifest.json"
-    return json.loads(path.read_text())
+    before anything is built), as `infiniops_codegen.manifest.Manifest`."""
+    from infiniops_codegen import manifest as reader
+
+    if (build_dir() / "manifest.json").is_file():
+        return reader.of_build(build_dir())
+    return reader.generated()
 
 
 def subprocess_env() -> dict[str, str]:
@@ -53,7 +53,7 @@ def subprocess_env() -> dict[str, str]:
 def load_or_build():
     """Import the built module, building the default op set first if the build
     directory holds none."""
-    from infiniops_codegen.builder import find_module
+    from infiniops_codegen.locations import find_module
     from infiniops_codegen.runtime import load
 
     directory = build_dir()

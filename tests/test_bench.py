@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from infiniops_codegen import builder, manifest
 from infiniops_codegen.bench import (
     calls,
     cases,
@@ -32,9 +33,8 @@ TABLE_OPS, LLM_OPS = 52, 34
 
 
 @pytest.fixture(scope="module")
-def manifest_ops() -> dict[str, dict]:
-    data = json.loads((REPO / "generated" / "manifest.json").read_text())
-    return {o["name"]: o for o in data["ops"]}
+def manifest_ops() -> dict[str, manifest.Op]:
+    return manifest.generated().by_name()
 
 
 # --- The configuration table -------------------------------------------------------
@@ -83,9 +83,9 @@ def test_quick_selection():
 def test_config_arguments_are_schema_arguments(manifest_ops):
     for c in cases.all_configs():
         entry = manifest_ops[c.op]
-        names = {a["name"] for a in entry["arguments"] if a["role"] != "output"}
+        names = {a.name for a in entry.arguments if a.role != "output"}
         assert set(c.args) <= names, c.id
-        assert not entry["composite"], c.id
+        assert not entry.composite, c.id
 
 
 def test_configurations_derived_from_the_harness_samples(manifest_ops):
@@ -157,9 +157,8 @@ def test_forcing_a_path_changes_as_little_as_it_can():
     assert paths.setting("direct", "direct") == S("direct", True, True, None)
     assert paths.setting("dispatcher", "direct") == S("dispatcher", True, False, None)
     assert paths.setting("native", "direct") == S("native", True, True, "native")
-    assert paths.before_setting({"implementations": {}}, "float32") == S(
-        "before", False, False, None
-    )
+    abs_ = manifest.generated().op("abs")  # no native kernel
+    assert paths.before_setting(abs_, "float32") == S("before", False, False, None)
 
 
 def test_round_order_puts_each_path_next_to_its_floor():
@@ -228,6 +227,42 @@ def floor_module(manifest_ops):
         [manifest_ops[n] for n in FLOOR_OPS], build_dir() / "test-floor", echo=print
     )
     return floor.load(path)
+
+
+def test_the_floor_is_built_by_the_projects_cmake(floor_module):
+    """The floor is a target of CMakeLists.txt, configured in a build
+    directory of its own: the module's torch flags and CPU kernel objects,
+    no compiler command line of the bench's own."""
+    from runtime_conftest_helpers import build_dir
+
+    cmake = build_dir() / "test-floor" / "cmake"
+    cache = (cmake / "CMakeCache.txt").read_text()
+    assert "INFINI_OPS_BENCH_FLOOR_SOURCE:FILEPATH=" in cache
+    commands = json.loads((cmake / "compile_commands.json").read_text())
+    floor_cmd = next(c for c in commands if "infiniops_bench_floor_" in c["file"])
+    assert "-D_GLIBCXX_USE_CXX11_ABI=1" in floor_cmd["command"]
+    assert "-DTORCH_ASSERT_ONLY_METHOD_OPERATORS" in floor_cmd["command"]
+    assert floor_module.__file__.startswith(str(build_dir() / "test-floor"))
+
+
+def test_the_bench_builds_through_the_builder(tmp_path, monkeypatch):
+    """No child `infiniops-codegen build` process: the bench calls
+    builder.build() with the before build's request."""
+    seen = []
+
+    def fake_build(request, echo=print, verbose=False):
+        seen.append(request)
+        echo("generate: 2 ops")
+
+    monkeypatch.setattr(builder, "build", fake_build)
+    monkeypatch.setattr(main.builds, "inspect", lambda d: None)
+    lines = []
+    with pytest.raises(main.builds.BuildFailed, match="holds no module"):
+        main.builds.ensure_before(tmp_path / "b", "0", {"abs", "add"}, lines.append)
+    (request,) = seen
+    assert request.build_dir == tmp_path / "b" and request.opt_level == "0"
+    assert request.ops == "abs,add" and not request.smoke
+    assert "  generate: 2 ops" in lines
 
 
 @pytest.mark.parametrize("path", ["direct", "dispatcher", "from_blob", "native"])
@@ -384,7 +419,7 @@ def test_docs_perf_is_refused_from_a_stale_build(tmp_path):
     module = tmp_path / "infiniops.so"
     module.write_bytes(b"")
     os.utime(module, (0, 0))  # built before every source file
-    stale = main.builds.BuildInfo(tmp_path, "3", frozenset(), module)
+    stale = builder.Built(tmp_path, module, "3", None, manifest.generated())
     clean = {"commit": "0" * 40, "modified": False, "changes": []}
     with pytest.raises(
         main.BenchUsageError, match="older than .*infiniops-codegen build"

@@ -12,45 +12,58 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from infiniops_codegen import coverage
+from infiniops_codegen import coverage, manifest
 from infiniops_codegen.cli import main
 
 REPO_MANIFEST = "generated/manifest.json"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+def _data(ops, platforms=("cpu", "nvidia", "ascend")) -> dict:
+    return {
+        "torch_version": "2.13.0+cpu",
+        "selection": "default",
+        "shard_count": 1,
+        "shard_size": 16,
+        "platforms": list(platforms),
+        "ops": ops,
+    }
+
+
 def _manifest(tmp_path, ops, platforms=("cpu", "nvidia", "ascend")):
     path = tmp_path / "manifest.json"
-    path.write_text(json.dumps({"platforms": list(platforms), "ops": ops}))
+    path.write_text(json.dumps(_data(ops, platforms)))
     return path
 
 
-def _op(name, native=None, torch="all", arguments=()):
-    return {
+def _op(name, native=None, torch="all", signature=True):
+    op = {
         "name": name,
         "aten": f"{name}.out",
         "composite": False,
         "source": "op_specs/x.yaml",
         "schema": f"{name}.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
-        "arguments": list(arguments),
+        "arguments": [],
         "outputs": ["out"],
         "implementations": {"torch": torch, "native": native or {}},
     }
+    if signature:
+        op["python_signature"] = f"{name}(input: Tensor, *, out: Tensor) -> Tensor"
+    return op
 
 
 # --- list -------------------------------------------------------------------------
 
 
 def test_matrix_native_torch_missing():
-    manifest = {
-        "platforms": ["cpu", "nvidia", "ascend"],
-        "ops": [
+    data = _data(
+        [
             _op("add", native={"cpu": ["float32"]}),
             _op("abs", torch=["cpu", "nvidia"]),
-            _op("odd", native=["nvidia"], torch=[]),
-        ],
-    }
-    m = coverage.matrix(manifest)
+            _op("odd", native={"nvidia": []}, torch=[]),
+        ]
+    )
+    m = coverage.matrix(manifest.from_data(data))
     assert dict(m.rows) == {
         "abs": {"cpu": "torch", "nvidia": "torch", "ascend": "missing"},
         "add": {"cpu": "native", "nvidia": "torch", "ascend": "torch"},
@@ -68,18 +81,12 @@ def test_list_table_of_the_committed_manifest(runner, helpers):
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0].split() == ["op", *platform_names()]
-    manifest = json.loads((helpers_repo() / REPO_MANIFEST).read_text())
-    rows = {ln.split()[0]: ln.split()[1:] for ln in lines[1 : 1 + len(manifest["ops"])]}
-    assert set(rows) == {op["name"] for op in manifest["ops"]}
+    committed = manifest.generated()
+    rows = {ln.split()[0]: ln.split()[1:] for ln in lines[1 : 1 + len(committed.ops)]}
+    assert set(rows) == set(committed.names)
     assert rows["add"][0] == "native" and rows["abs"][0] == "torch"
-    assert f"{len(manifest['ops'])} ops" in result.output
+    assert f"{len(committed.ops)} ops" in result.output
     assert not ANSI.search(result.output)
-
-
-def helpers_repo():
-    from infiniops_codegen.pipeline import REPO_ROOT
-
-    return REPO_ROOT
 
 
 def test_list_json(runner, helpers):
@@ -96,17 +103,13 @@ def test_list_op_shows_signature_and_implementations(runner, helpers):
     result = helpers.invoke(runner, "list", "--op", "topk")
     assert result.exit_code == 0, result.output
     python = next(ln for ln in result.output.splitlines() if "python:" in ln)
-    # As the .pyi stub has it (which may add module-wide keywords at the end).
-    assert (
-        python.split("python:")[1]
-        .strip()
-        .startswith(
-            "topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, "
-            "sorted: bool = True, *, values: Tensor, indices: Tensor, "
-            "implementation: Implementation = 'default'"
-        )
+    # As the .pyi stub declares it (the manifest records the same rendering).
+    assert python.split("python:")[1].strip() == (
+        "topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, "
+        "sorted: bool = True, *, values: Tensor, indices: Tensor, "
+        'implementation: Implementation = "default", '
+        "stream: StreamLike | None = None) -> tuple[Tensor, Tensor]"
     )
-    assert python.endswith(") -> tuple[Tensor, Tensor]")
     assert "topk.values(Tensor self, SymInt k" in result.output
     add = helpers.invoke(runner, "list", "--op", "add").output
     assert re.search(
@@ -250,9 +253,10 @@ def test_wrong_opt_level_is_one_clear_line(tmp_path):
     assert not (tmp_path / "b").exists()
 
 
-def test_list_without_a_stub_says_where_the_signature_comes_from():
-    from infiniops_codegen.pipeline import DEFAULT_OUT
-
-    manifest = coverage.read_manifest(DEFAULT_OUT / "manifest.json")
-    details = coverage.op_details(manifest, "add", stub={})
-    assert details["python"].startswith("(no infiniops.pyi beside the manifest")
+def test_list_op_without_a_recorded_signature_says_so(tmp_path, runner, helpers):
+    """A manifest written before signatures were recorded: no guessing from
+    stub files, a plain note."""
+    _manifest(tmp_path, [_op("old", signature=False)])
+    result = helpers.invoke(runner, "list", "--build-dir", tmp_path, "--op", "old")
+    assert result.exit_code == 0, result.output
+    assert "python:  (not in this manifest: it predates signatures" in result.output

@@ -19,12 +19,14 @@ import pytest
 import torch
 import yaml
 
+from infiniops_codegen import manifest
 from infiniops_codegen.harness import report, run, samples, skips
 from infiniops_codegen.pipeline import generate
+from infiniops_codegen.schema_db import load_schema_db
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL_HINTS = yaml.safe_load((ROOT / "op_specs/all/hints.yaml").read_text())["hints"]
-SKIPS = skips.load_skips()
+SKIPS = skips.load_skips(ROOT / "tests" / "skips.yaml")
 ADAM_STATES = ("grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs")
 
 
@@ -35,12 +37,11 @@ def _quiet():
         yield
 
 
-def _default_ops() -> dict[str, samples.OpEntry]:
-    manifest = json.loads((ROOT / "generated" / "manifest.json").read_text())
-    return {op.name: op for op in samples.entries(manifest)}
+def _default_ops() -> dict[str, manifest.Op]:
+    return manifest.generated().by_name()
 
 
-def _aten_ops(tmp_path: Path, *overloads: str) -> dict[str, samples.OpEntry]:
+def _aten_ops(tmp_path: Path, *overloads: str) -> dict[str, manifest.Op]:
     """Manifest entries of ATen overloads the default specs do not have, with
     their hints from op_specs/all/hints.yaml, from a temporary spec dir."""
     specs = tmp_path / "specs"
@@ -49,8 +50,8 @@ def _aten_ops(tmp_path: Path, *overloads: str) -> dict[str, samples.OpEntry]:
         {"aten": n, "hints": ALL_HINTS[n]} if n in ALL_HINTS else n for n in overloads
     ]
     (specs / "ops.yaml").write_text(yaml.safe_dump({"ops": entries}))
-    manifest = json.loads(generate(specs).files["manifest.json"])
-    return {op.name: op for op in samples.entries(manifest)}
+    data = json.loads(generate(specs).files["manifest.json"])
+    return manifest.from_data(data).by_name()
 
 
 class FakeModule:
@@ -78,8 +79,8 @@ class FakeModule:
         op = self._ops[name]
 
         def call(*positional, **kwargs):
-            by_py = {a.py_name: a for a in op.visible}
-            outs = [kwargs.pop(a.py_name) for a in op.out_args]
+            by_py = {a.python_name: a for a in op.visible}
+            outs = [kwargs.pop(a.python_name) for a in op.out_args]
             args = dict(
                 zip((a.name for a in op.inputs if not a.keyword_only), positional)
             )
@@ -137,13 +138,16 @@ def _accounted(op, plan, outcome) -> None:
 def test_fused_adam_mutated_inputs_are_detected(tmp_path):
     ops = _aten_ops(tmp_path, "_fused_adam.out", "add.out")
     adam = ops["_fused_adam"]
-    # The manifest's type text carries no alias annotation ("Tensor[]"), so
-    # the harness reads torchgen's is_write instead.
-    assert all("!" not in a.aten_type for a in adam.args)
+    # The manifest's type text carries no alias annotation ("Tensor[]"): its
+    # `mutable` comes from torchgen's alias information (is_write).
+    assert all("!" not in a.aten_type for a in adam.arguments)
     assert adam.mutable_inputs == ADAM_STATES
-    assert samples.mutated_inputs("_fused_adam.out") == ADAM_STATES
+    schema = load_schema_db().out_overloads["_fused_adam.out"]
+    assert ADAM_STATES == tuple(
+        a.name for a in schema.args if a.is_write and not a.is_out
+    )
     assert ops["add"].mutable_inputs == ()
-    assert samples.mutated_inputs(None) == ()  # composites
+    assert _default_ops()["rms_norm"].mutable_inputs == ()  # a composite
     # Every call gets its own copies of exactly those inputs.
     plan = run.find_plan(adam, torch.float32)
     args = run.materialize(plan, torch.float32, "contiguous", seed=1)

@@ -26,7 +26,6 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from infiniops_codegen.harness import run as harness
-from infiniops_codegen.harness.samples import entries
 from runtime_conftest_helpers import manifest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +35,7 @@ DTYPES = ("float32", "int64", "bool")
 
 @dataclass
 class Sample:
-    op: object  # harness OpEntry
+    op: object  # infiniops_codegen.manifest.Op
     dtype: torch.dtype
     args: dict  # schema name -> value
     like: list  # PyTorch's outputs for args (templates for fresh outputs)
@@ -45,7 +44,7 @@ class Sample:
 @functools.lru_cache(maxsize=None)
 def _samples() -> tuple[list[Sample], list[str]]:
     found, missing = [], []
-    for op in entries(manifest()):
+    for op in manifest().ops:
         for name in DTYPES:
             dtype = harness.DTYPES[name]
             plan = harness.find_plan(op, dtype)
@@ -83,8 +82,8 @@ def _call(module, sample: Sample, args: dict, outs: list, **extra):
     """ops.<name>(...) with the harness's argument spelling."""
     op = sample.op
     positional = [args[a.name] for a in op.inputs if not a.keyword_only]
-    kwargs = {a.py_name: args[a.name] for a in op.inputs if a.keyword_only}
-    kwargs.update({a.py_name: o for a, o in zip(op.out_args, outs)})
+    kwargs = {a.python_name: args[a.name] for a in op.inputs if a.keyword_only}
+    kwargs.update({a.python_name: o for a, o in zip(op.out_args, outs)})
     kwargs.update(extra)
     harness._reseed(op)
     return getattr(module, op.name)(*positional, **kwargs)

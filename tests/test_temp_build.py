@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.harness import run, samples
+from infiniops_codegen import manifest
 
 SPEC = """
 ops:
@@ -60,10 +60,10 @@ def _harness(build: Path, op_name: str) -> dict:
     code = f"""
 import json, sys, torch
 from infiniops_codegen.runtime import load
-from infiniops_codegen.harness import run, samples
+from infiniops_codegen import manifest
+from infiniops_codegen.harness import run
 m = load({str(build)!r})
-manifest = json.load(open({str(build / 'manifest.json')!r}))
-op = next(e for e in samples.entries(manifest) if e.name == {op_name!r})
+op = manifest.of_build({str(build)!r}).op({op_name!r})
 plan = run.find_plan(op, torch.float32)
 outcome = run.check(m, op, "float32", plan)
 print(json.dumps({{"checked": len(outcome.checked), "failures": outcome.failures}}))
@@ -88,8 +88,7 @@ def test_correct_op_in_the_same_build_passes(broken_build):
 
 
 def test_selection_build_leaves_committed_generated_alone(broken_build):
-    manifest = json.loads((ROOT / "generated" / "manifest.json").read_text())
-    assert "swapped_sub" not in {op["name"] for op in manifest["ops"]}
+    assert "swapped_sub" not in manifest.generated().names
     assert (broken_build / "generated" / "manifest.json").is_file()
 
 
@@ -99,16 +98,15 @@ def _ninja_entries(build: Path) -> list[str]:
 
 
 def test_adding_an_op_recompiles_only_its_shard(broken_build):
-    manifest = json.loads((broken_build / "manifest.json").read_text())
-    shards_before = manifest["shard_count"]
+    shards_before = manifest.of_build(broken_build).shard_count
     seen = len(_ninja_entries(broken_build))
     specs = broken_build.parent / "specs"
     with (specs / "ops.yaml").open("a") as f:
         f.write("  - neg.out\n")
     _build(specs, broken_build)
-    manifest = json.loads((broken_build / "manifest.json").read_text())
-    assert manifest["shard_count"] == shards_before
-    neg_shard = next(op["shard"] for op in manifest["ops"] if op["name"] == "neg")
+    built = manifest.of_build(broken_build)
+    assert built.shard_count == shards_before
+    neg_shard = built.op("neg").shard
     rebuilt = [e for e in _ninja_entries(broken_build)[seen:] if e.endswith(".o")]
     shards = [e for e in rebuilt if "/shard_" in e]
     assert len(shards) == 1, rebuilt

@@ -1,79 +1,56 @@
 """The before and after builds the bench times: checked, built when missing.
 
-Builds go through `python -m infiniops_codegen.cli build` in a child process.
-The before build is the bench's own: it is (re)built when it lacks ops (then
-with the union of what it has and what is needed, so a narrow run never
-shrinks it), has another optimisation level, or is older than the sources
-(an incremental build; when that fails, the existing module is used with a
-warning). The after build is only built when it holds no module at
+Builds are made by `builder.build()`, in this process, as `infiniops-codegen
+build` makes them; what a build directory holds is `builder.inspect()`'s
+answer. The before build is the bench's own: it is (re)built when it lacks
+ops (then with the union of what it has and what is needed, so a narrow run
+never shrinks it), has another optimisation level, or is older than the
+sources (an incremental build; when that fails, the existing module is used
+with a warning). The after build is only built when it holds no module at
 all (then with the default op set, as the runtime tests do); otherwise it is
 used as it is, and configurations of ops it lacks are skipped.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from ..builder import find_module
-from ..pipeline import REPO_ROOT
+from .. import builder
+from ..errors import SpecErrors
+from ..manifest import ManifestError
+from ..locations import REPO_ROOT
+from ..resolve import SelectionError
+from ..writer import ForeignFileError
 
 
 class BuildFailed(Exception):
     pass
 
 
-@dataclass(frozen=True)
-class BuildInfo:
-    build_dir: Path
-    opt_level: str  # as configured ("?" when unknown)
-    ops: frozenset[str]
-    module: Path
-
-    def manifest(self) -> dict:
-        return json.loads((self.build_dir / "manifest.json").read_text())
-
-
-def _opt_level(build_dir: Path) -> str:
+def inspect(build_dir: Path) -> builder.Built | None:
+    """What the build directory holds; None when it holds no module or no
+    readable manifest (then it is built)."""
     try:
-        args = json.loads((build_dir / ".infiniops-configure.json").read_text())
-    except (OSError, ValueError):
-        return "?"
-    for a in args:
-        if a.startswith("-DINFINI_OPS_TORCH_OPT_LEVEL="):
-            return a.split("=", 1)[1]
-    return "?"
-
-
-def inspect(build_dir: Path) -> BuildInfo | None:
-    module = find_module(build_dir)
-    manifest = build_dir / "manifest.json"
-    if module is None or not manifest.is_file():
+        return builder.inspect(build_dir)
+    except ManifestError:
         return None
-    ops = frozenset(o["name"] for o in json.loads(manifest.read_text())["ops"])
-    return BuildInfo(build_dir, _opt_level(build_dir), ops, module)
 
 
 def _build(build_dir: Path, opt_level: str, ops: list[str] | None, echo) -> None:
-    cmd = [sys.executable, "-m", "infiniops_codegen.cli", "build"]
-    cmd += ["--opt-level", opt_level, "--build-dir", str(build_dir)]
-    if ops is not None:
-        cmd += ["--ops", ",".join(sorted(ops)), "--no-smoke"]
     what = f"{len(ops)} ops" if ops is not None else "the default op set"
     echo(f"building {build_dir} (-O{opt_level}, {what}); this takes minutes")
-    proc = subprocess.Popen(
-        cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    request = builder.BuildRequest(
+        build_dir=Path(build_dir),
+        ops=",".join(sorted(ops)) if ops is not None else None,
+        opt_level=opt_level,
+        smoke=ops is None,
     )
-    tail: list[str] = []
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        echo(f"  {line.rstrip()}")
-        tail = (tail + [line.rstrip()])[-40:]
-    if proc.wait() != 0:
-        raise BuildFailed(f"building {build_dir} failed:\n" + "\n".join(tail))
+    try:
+        builder.build(request, echo=lambda line: echo(f"  {line}"))
+    except (builder.BuildError, SpecErrors, SelectionError, ForeignFileError) as e:
+        raise BuildFailed(f"building {build_dir} failed:\n{e}") from None
+    except OSError as e:
+        raise BuildFailed(f"building {build_dir} failed: {e}") from None
 
 
 SOURCE_GLOBS = (
@@ -110,7 +87,9 @@ def stale_inputs(module: Path) -> list[str]:
     )
 
 
-def ensure_before(build_dir: Path, opt_level: str, ops: set[str], echo) -> BuildInfo:
+def ensure_before(
+    build_dir: Path, opt_level: str, ops: set[str], echo
+) -> builder.Built:
     info = inspect(build_dir)
     wanted = set(ops) | (set(info.ops) if info is not None else set())
     if info is not None and ops <= info.ops and info.opt_level == opt_level:
@@ -129,7 +108,7 @@ def ensure_before(build_dir: Path, opt_level: str, ops: set[str], echo) -> Build
     return info
 
 
-def ensure_after(build_dir: Path, echo) -> BuildInfo:
+def ensure_after(build_dir: Path, echo) -> builder.Built:
     info = inspect(build_dir)
     if info is None:
         _build(build_dir, "3", None, echo)

@@ -1,6 +1,6 @@
 """How each variant calls an op, and the timed loops that make those calls.
 
-Arguments are known by schema name (configs.py); the manifest entry of the op
+Arguments are known by schema name (configs.py); the op's manifest entry (manifest.Op)
 says which are positional, keyword-only or outputs and gives the defaults.
 Every variant gets the same values:
 
@@ -17,6 +17,8 @@ import itertools
 from dataclasses import dataclass
 from time import perf_counter_ns
 
+from ..manifest import OUTPUT, Op
+
 
 @dataclass(frozen=True)
 class Call:
@@ -28,96 +30,86 @@ class Call:
         return self.func(*self.args, **dict(self.kwargs))
 
 
-def visible(entry: dict) -> list[dict]:
-    return [a for a in entry["arguments"] if a["role"] != "hidden"]
-
-
-def _inputs_and_attrs(entry: dict, values: dict):
-    """(positional values, [(schema arg, value)] of given keyword-only ones)."""
-    args = [a for a in visible(entry) if a["role"] != "output"]
-    positional = [a for a in args if not a["keyword_only"]]
-    given = [i for i, a in enumerate(positional) if a["name"] in values]
+def _inputs_and_attrs(op: Op, values: dict):
+    """(positional values, [(manifest.Argument, value)] of given keyword-only ones)."""
+    args = list(op.inputs)
+    positional = [a for a in args if not a.keyword_only]
+    given = [i for i, a in enumerate(positional) if a.name in values]
     last = max(given, default=-1)
     pos_values = []
     for a in positional[: last + 1]:
-        if a["name"] in values:
-            pos_values.append(values[a["name"]])
-        elif a["has_default"]:
-            pos_values.append(a["default"])
+        if a.name in values:
+            pos_values.append(values[a.name])
+        elif a.has_default:
+            pos_values.append(a.default)
         else:
-            raise ValueError(f"{entry['name']}: argument '{a['name']}' is required")
+            raise ValueError(f"{op.name}: argument '{a.name}' is required")
     for a in positional[last + 1 :]:
-        if not a["has_default"]:
-            raise ValueError(f"{entry['name']}: argument '{a['name']}' is required")
+        if not a.has_default:
+            raise ValueError(f"{op.name}: argument '{a.name}' is required")
     keywords = [
-        (a, values[a["name"]])
-        for a in args
-        if a["keyword_only"] and a["name"] in values
+        (a, values[a.name]) for a in args if a.keyword_only and a.name in values
     ]
     return pos_values, keywords
 
 
-def output_args(entry: dict) -> list[dict]:
-    return [a for a in visible(entry) if a["role"] == "output"]
-
-
 def ours(
-    func, entry: dict, values: dict, outputs: list, implementation: str | None = None
+    func, op: Op, values: dict, outputs: list, implementation: str | None = None
 ) -> Call:
-    pos, kws = _inputs_and_attrs(entry, values)
-    kw = [(a["python_name"], v) for a, v in kws]
-    kw += [(a["python_name"], o) for a, o in zip(output_args(entry), outputs)]
+    pos, kws = _inputs_and_attrs(op, values)
+    kw = [(a.python_name, v) for a, v in kws]
+    kw += [(a.python_name, o) for a, o in zip(op.out_args, outputs)]
     if implementation is not None:
         kw.append(("implementation", implementation))
     return Call(func, tuple(pos), tuple(kw))
 
 
-def torch_style(func, entry: dict, values: dict, outputs: list) -> Call:
-    pos, kws = _inputs_and_attrs(entry, values)
-    kw = [(a["name"], v) for a, v in kws]
+def torch_style(func, op: Op, values: dict, outputs: list) -> Call:
+    pos, kws = _inputs_and_attrs(op, values)
+    kw = [(a.name, v) for a, v in kws]
     kw.append(("out", outputs[0] if len(outputs) == 1 else tuple(outputs)))
     return Call(func, tuple(pos), tuple(kw))
 
 
-def aten_style(func, entry: dict, values: dict, outputs: list) -> Call:
-    pos, kws = _inputs_and_attrs(entry, values)
-    kw = [(a["name"], v) for a, v in kws]
-    kw += [(a["name"], o) for a, o in zip(output_args(entry), outputs)]
+def aten_style(func, op: Op, values: dict, outputs: list) -> Call:
+    pos, kws = _inputs_and_attrs(op, values)
+    kw = [(a.name, v) for a, v in kws]
+    kw += [(a.name, o) for a, o in zip(op.out_args, outputs)]
     return Call(func, tuple(pos), tuple(kw))
 
 
-def functional(func, entry: dict, values: dict) -> Call:
-    pos, kws = _inputs_and_attrs(entry, values)
-    return Call(func, tuple(pos), tuple((a["name"], v) for a, v in kws))
+def functional(func, op: Op, values: dict) -> Call:
+    pos, kws = _inputs_and_attrs(op, values)
+    return Call(func, tuple(pos), tuple((a.name, v) for a, v in kws))
 
 
-def every_input(func, entry: dict, values: dict) -> Call:
+def every_input(func, op: Op, values: dict) -> Call:
     """Every non-output argument positionally, defaults filled in."""
     args = []
-    for a in visible(entry):
-        if a["role"] == "output":
+    for a in op.visible:
+        if a.role == OUTPUT:
             continue
-        if a["name"] in values:
-            args.append(values[a["name"]])
-        elif a["has_default"]:
-            args.append(a["default"])
+        if a.name in values:
+            args.append(values[a.name])
+        elif a.has_default:
+            args.append(a.default)
         else:
-            raise ValueError(f"{entry['name']}: argument '{a['name']}' is required")
+            raise ValueError(f"{op.name}: argument '{a.name}' is required")
     return Call(func, tuple(args), ())
 
 
-def floor(func, entry: dict, values: dict, outputs: list) -> Call:
+def floor(func, op: Op, values: dict, outputs: list) -> Call:
     out_iter = iter(outputs)
     args = []
-    for a in visible(entry):
-        if a["role"] == "output":
+    for a in op.visible:
+        if a.role == OUTPUT:
             args.append(next(out_iter))
-        elif a["name"] in values:
-            args.append(values[a["name"]])
-        elif a["has_default"]:
-            args.append(a["default"])
+        elif a.name in values:
+            args.append(values[a.name])
+        elif a.has_default:
+            args.append(a.default)
         else:
-            raise ValueError(f"{entry['name']}: argument '{a['name']}' is required")
+            raise ValueError(f"{op.name}: argument '{a.name}' is required")
     return Call(func, tuple(args), ())
 
 

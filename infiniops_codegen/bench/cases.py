@@ -6,6 +6,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
+from ..manifest import INPUT, Op
 from . import configs as C
 
 # An attribute that takes the configuration's dtype (derived configurations).
@@ -54,14 +55,14 @@ class Config:
         return " ".join(parts)
 
 
-def key_numel(config: Config, entry: dict) -> int:
+def key_numel(config: Config, op: Op) -> int:
     """Elements of the op's first tensor argument (a native kernel's size
     limit applies to it)."""
-    for a in entry["arguments"]:
-        value = config.args.get(a["name"])
+    for a in op.arguments:
+        value = config.args.get(a.name)
         if isinstance(value, list) and value:
             value = value[0]
-        if a["role"] == "input" and isinstance(value, TensorArg):
+        if a.role == INPUT and isinstance(value, TensorArg):
             return value.numel
     return 0
 

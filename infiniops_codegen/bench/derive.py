@@ -12,6 +12,7 @@ small tensors: they join the tiny family, labelled "sample".
 from __future__ import annotations
 
 from ..harness import samples as S
+from ..manifest import Op
 from . import calls, reference
 from .cases import CASE_DTYPE, Config, TensorArg, key_numel, materialise
 
@@ -53,14 +54,14 @@ def _with_dtype(value, dtype: str):
     return value
 
 
-def _config(entry: dict, plan: dict, dtype: str) -> Config:
+def _config(op: Op, plan: dict, dtype: str) -> Config:
     args = {k: _with_dtype(_arg(v), dtype) for k, v in plan.items()}
-    probe = Config("", "tiny", entry["name"], "sample", 0, dtype, args, "samples")
-    size = key_numel(probe, entry)
+    probe = Config("", "tiny", op.name, "sample", 0, dtype, args, "samples")
+    size = key_numel(probe, op)
     return Config(
-        f"tiny/{entry['name']}[sample]/{size}/{dtype}",
+        f"tiny/{op.name}[sample]/{size}/{dtype}",
         "tiny",
-        entry["name"],
+        op.name,
         "sample",
         size,
         dtype,
@@ -69,38 +70,35 @@ def _config(entry: dict, plan: dict, dtype: str) -> Config:
     )
 
 
-def _works(config: Config, entry: dict) -> str | None:
+def _works(config: Config, op: Op) -> str | None:
     """None when PyTorch runs the configuration (functional and out=), else
     why not."""
     import torch
 
     try:
         values = materialise(config)
-        want = reference.expected(entry, values)
+        want = reference.expected(op, values)
         outputs = [torch.empty_like(w) for w in want]
         if not outputs or not all(isinstance(w, torch.Tensor) for w in want):
             return "its results are not tensors"
-        if not entry.get("composite"):
-            calls.aten_style(
-                reference.aten_overload(entry["aten"]), entry, values, outputs
-            )()
+        if not op.composite:
+            calls.aten_style(reference.aten_overload(op.aten), op, values, outputs)()
     except Exception as e:  # PyTorch rejects the sample: try the next one
         text = str(e).strip().splitlines()
         return f"{type(e).__name__}: {text[0] if text else ''}"
     return None
 
 
-def derive(entry: dict, quick: bool) -> list[Config]:
+def derive(op: Op, quick: bool) -> list[Config]:
     """The op's configurations from the harness's samples; NotDerivable when
     no candidate plan works in any dtype."""
-    op = S.entries({"ops": [entry]})[0]
     reasons = []
     for plan in S.candidate_plans(op):
         for group in (DTYPES, OTHER_DTYPES):
             found = []
             for dtype in group:
-                config = _config(entry, plan, dtype)
-                why = _works(config, entry)
+                config = _config(op, plan, dtype)
+                why = _works(config, op)
                 if why is None:
                     found.append(config)
                     if quick:
@@ -110,6 +108,4 @@ def derive(entry: dict, quick: bool) -> list[Config]:
             if found:
                 return found
     last = reasons[-1] if reasons else "the harness has no sample plan"
-    raise NotDerivable(
-        f"{entry['name']}: no sample of the harness runs in PyTorch ({last})"
-    )
+    raise NotDerivable(f"{op.name}: no sample of the harness runs in PyTorch ({last})")

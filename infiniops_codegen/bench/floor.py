@@ -21,10 +21,13 @@ Every function returns what the library returns (the out tensor, or a tuple
 of them). None releases the GIL, handles warnings, checks overlap or output
 shapes, or looks for modes: those are the library's cost.
 
-The source is generated from the manifest and torchgen's C++ signature of each
-out= overload (schema_db), compiled with g++ -O3 against torch and
-torch_python (plus the native kernels' sources), and cached by a hash of
-everything that goes into it: a second run loads the cached .so.
+The source is rendered from the manifest and torchgen's C++ signature of each
+out= overload (schema_db) by the generator's own renderer
+(templates/bench_floor.cpp.j2), and compiled by the project's CMake project
+(CMakeLists.txt, target infiniops_bench_floor: the same torch discovery,
+flags and CPU kernel objects as the module) in a build directory of its own,
+cached by a hash of everything that goes into it: a second run loads the
+cached .so.
 """
 
 from __future__ import annotations
@@ -33,21 +36,21 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
-import shutil
-import subprocess
 import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
-
-from ..pipeline import REPO_ROOT
+from .. import builder
+from ..locations import DEFAULT_OUT, REPO_ROOT
+from ..manifest import HIDDEN, OUTPUT, Op
+from ..render import render_template
 from ..schema_db import load_schema_db, torch_version
 from ..schema_types import AtenSchema
 from . import paths as P
 
-TEMPLATE = Path(__file__).resolve().parent / "floor.cpp.j2"
+TEMPLATE = "bench_floor.cpp.j2"  # in templates/
+TARGET = "infiniops_bench_floor"  # in CMakeLists.txt
 CPP_DIR = REPO_ROOT / "cpp"
 KERNEL_DIR = CPP_DIR / "kernels" / "cpu"
 
@@ -126,33 +129,33 @@ class _Unpacked:
     output_indices: tuple[int, ...]
 
 
-def _unpack(entry: dict, schema: AtenSchema) -> _Unpacked:
+def _unpack(op: Op, schema: AtenSchema) -> _Unpacked:
     sizes = {a.name: a.type.size for a in schema.args}
     decls, blob_decls = [], []
     passed: dict[str, str] = {}
     blob_passed: dict[str, str] = {}
     outputs, blob_outputs, indices = [], [], []
     index = 0
-    for a in entry["arguments"]:
-        name = a["name"]
+    for a in op.arguments:
+        name = a.name
         var, blob = f"v_{name}", f"b_{name}"
-        if a["role"] == "hidden":
+        if a.role == HIDDEN:
             passed[name] = blob_passed[name] = "{}"  # the C++ default (nullopt)
             continue
-        if a["role"] == "output":
-            if a["kind"] != "tensor":
-                raise FloorError(f"{entry['name']}: output kind {a['kind']}")
+        if a.role == OUTPUT:
+            if a.kind != "tensor":
+                raise FloorError(f"{op.name}: output kind {a.kind}")
             decl, use = _OUTPUT
             blob_kind = "output"
             outputs.append(var)
             blob_outputs.append(blob)
             indices.append(index)
-        elif a["kind"] in _CONVERT:
-            decl, use = _CONVERT[a["kind"]]
-            blob_kind = a["kind"] if a["kind"] in _FROM_BLOB else None
+        elif a.kind in _CONVERT:
+            decl, use = _CONVERT[a.kind]
+            blob_kind = a.kind if a.kind in _FROM_BLOB else None
         else:
-            raise FloorError(f"{entry['name']}: argument kind {a['kind']}")
-        if a["kind"] == "tensor_list" and "ITensorListRef" in a["cpp_type"]:
+            raise FloorError(f"{op.name}: argument kind {a.kind}")
+        if a.kind == "tensor_list" and "ITensorListRef" in a.cpp_type:
             use = "at::ITensorListRef({v}.ref())"
         fields = {"o": f"args[{index}]", "size": sizes.get(name) or 0}
         decls.append(decl.format(v=var, **fields))
@@ -189,16 +192,15 @@ def _dispatcher_call(schema: AtenSchema, args: tuple[str, ...]) -> list[str]:
     return [f"at::{schema.cpp_name}({', '.join(args)});"]
 
 
-def aten_functions(entry: dict, schema: AtenSchema) -> list[FloorFunction]:
+def aten_functions(op: Op, schema: AtenSchema) -> list[FloorFunction]:
     """The direct (where the op has it), dispatcher and from_blob floors of an
     op with an ATen out= overload. Raises FloorError for argument kinds it
     does not handle."""
-    u = _unpack(entry, schema)
-    op = entry["name"]
+    u = _unpack(op, schema)
 
     def make(path: str, body: list[str], decls=u.decls) -> FloorFunction:
         return FloorFunction(
-            function_name(path, op),
+            function_name(path, op.name),
             f"{path}: {schema.schema}",
             u.arity,
             tuple(decls),
@@ -207,10 +209,10 @@ def aten_functions(entry: dict, schema: AtenSchema) -> list[FloorFunction]:
         )
 
     result = []
-    if entry.get("direct_cpu"):
+    if op.direct_cpu:
         result.append(make("direct", _direct_call(schema, u.aten_args, u.outputs)))
     result.append(make("dispatcher", _dispatcher_call(schema, u.aten_args)))
-    if P.from_blob_inner(entry) == "direct":
+    if P.from_blob_inner(op) == "direct":
         # The library's from_blob tensors then take the direct path on the
         # CPU only (bench --device cuda: the dispatcher).
         direct = _direct_call(schema, u.blob_args, u.blob_outputs)
@@ -225,37 +227,37 @@ def aten_functions(entry: dict, schema: AtenSchema) -> list[FloorFunction]:
     return result
 
 
-def native_function(entry: dict) -> FloorFunction:
+def native_function(op: Op) -> FloorFunction:
     """The native floor: core tensors, the library's CPU kernel, versions."""
     decls, call, outputs, out_vars = [], [], [], []
     index = 0
-    for a in entry["arguments"]:
-        if a["role"] == "hidden":
-            raise FloorError(f"{entry['name']}: native kernel with a hidden argument")
-        c, o = f"c_{a['name']}", f"args[{index}]"
-        if a["role"] == "output":
-            if a["kind"] != "tensor":
-                raise FloorError(f"{entry['name']}: output kind {a['kind']}")
-            v = f"v_{a['name']}"
+    for a in op.arguments:
+        if a.role == HIDDEN:
+            raise FloorError(f"{op.name}: native kernel with a hidden argument")
+        c, o = f"c_{a.name}", f"args[{index}]"
+        if a.role == OUTPUT:
+            if a.kind != "tensor":
+                raise FloorError(f"{op.name}: output kind {a.kind}")
+            v = f"v_{a.name}"
             decls.append(f"at::Tensor& {v} = fl::tensor_out({o});")
             decls.append(f"infini::ops::Tensor {c} = fl::core({v});")
             outputs.append(index)
             out_vars.append(v)
-        elif a["kind"] in _NATIVE:
-            decls.append(_NATIVE[a["kind"]].format(c=c, o=o))
+        elif a.kind in _NATIVE:
+            decls.append(_NATIVE[a.kind].format(c=c, o=o))
         else:
-            raise FloorError(f"{entry['name']}: native argument kind {a['kind']}")
+            raise FloorError(f"{op.name}: native argument kind {a.kind}")
         call.append(c)
         index += 1
     body = [
-        f"if (!infini::ops::native::cpu::{entry['name']}({', '.join(call)})) {{",
-        f'  fl::declined("{entry["name"]}");',
+        f"if (!infini::ops::native::cpu::{op.name}({', '.join(call)})) {{",
+        f'  fl::declined("{op.name}");',
         "}",
         *(f"fl::bump_version({v});" for v in out_vars),
     ]
     return FloorFunction(
-        function_name("native", entry["name"]),
-        f"native: {entry['schema']}",
+        function_name("native", op.name),
+        f"native: {op.schema}",
         index,
         tuple(decls),
         tuple(body),
@@ -263,37 +265,37 @@ def native_function(entry: dict) -> FloorFunction:
     )
 
 
-def functions_of(entry: dict, db=None) -> tuple[list[FloorFunction], list[str]]:
+def functions_of(op: Op, db=None) -> tuple[list[FloorFunction], list[str]]:
     """(floor functions of one op, what was left out with the reason)."""
     functions, left_out = [], []
     schema = None
-    if not entry.get("composite"):
-        schema = (db or load_schema_db()).out_overloads.get(entry["aten"])
+    if not op.composite:
+        schema = (db or load_schema_db()).out_overloads.get(op.aten)
     if schema is None:
         left_out.append(
-            f"{entry['name']}: no ATen out= overload (composite body), "
+            f"{op.name}: no ATen out= overload (composite body), "
             "so no dispatcher/from_blob floor"
         )
     else:
         try:
-            functions += aten_functions(entry, schema)
+            functions += aten_functions(op, schema)
         except FloorError as e:
             left_out.append(str(e))
-    if P.native_dtypes(entry):
+    if P.native_dtypes(op):
         try:
-            functions.append(native_function(entry))
+            functions.append(native_function(op))
         except FloorError as e:
             left_out.append(str(e))
     return functions, left_out
 
 
-def render(entries: list[dict], module: str = "MODULE") -> tuple[str, list[str]]:
+def render(ops: list[Op], module: str = "MODULE") -> tuple[str, list[str]]:
     """(C++ source, ops or paths left out with the reason)."""
     db = load_schema_db()
     functions, headers, left_out = [], set(), []
     native = False
-    for entry in sorted(entries, key=lambda e: e["name"]):
-        fns, lost = functions_of(entry, db)
+    for op in sorted(ops, key=lambda o: o.name):
+        fns, lost = functions_of(op, db)
         functions += fns
         left_out += lost
         for f in fns:
@@ -301,19 +303,12 @@ def render(entries: list[dict], module: str = "MODULE") -> tuple[str, list[str]]
             if path == "native":
                 native = True
             else:
-                header = db.out_overloads[entry["aten"]].header
+                header = db.out_overloads[op.aten].header
                 headers.add(header)
                 if path == "direct":
                     headers.add(f"{header}_cpu_dispatch")
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATE.parent)),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
-    source = env.get_template(TEMPLATE.name).render(
+    source = render_template(
+        TEMPLATE,
         torch_version=torch_version(),
         headers=sorted(headers),
         functions=functions,
@@ -323,76 +318,62 @@ def render(entries: list[dict], module: str = "MODULE") -> tuple[str, list[str]]
     return source, left_out
 
 
-def native_sources() -> list[Path]:
-    return sorted(KERNEL_DIR.glob("*.cc"))
-
-
-def _torch_paths() -> tuple[list[str], str]:
-    from torch.utils import cpp_extension
-
-    return cpp_extension.include_paths(), cpp_extension.library_paths()[0]
-
-
-def _compile_command(sources: list[Path], target: Path) -> list[str]:
-    includes, lib_dir = _torch_paths()
-    cxx = os.environ.get("CXX") or shutil.which("g++") or "c++"
-    return (
-        [cxx, "-O3", "-std=c++20", "-fPIC", "-shared", "-w"]
-        + ["-D_GLIBCXX_USE_CXX11_ABI=1", "-DTORCH_ASSERT_ONLY_METHOD_OPERATORS"]
-        + ["-DNDEBUG", f"-I{CPP_DIR}"]
-        + [f"-I{p}" for p in includes]
-        + [f"-I{sysconfig.get_paths()['include']}"]
-        + [str(s) for s in sources]
-        + ["-o", str(target)]
-        + [f"-L{lib_dir}", "-ltorch", "-ltorch_cpu", "-lc10", "-ltorch_python"]
-        + [f"-Wl,-rpath,{lib_dir}"]
-    )
-
-
-def _inputs_digest(source: str, with_native: bool) -> str:
-    """Hash of the source, the command, and (with native floors) the kernel
-    sources and the core headers they include."""
+def _digest(source: str, generated_dir: Path, with_native: bool) -> str:
+    """Hash of the source and of what the build adds: the CMake project, the
+    interpreter and torch, and (with native floors) the kernel sources, the
+    core headers and the generated kernel declarations."""
     h = hashlib.sha256(source.encode())
-    h.update(" ".join(_compile_command([Path("s")], Path("t"))).encode())
+    h.update((REPO_ROOT / "CMakeLists.txt").read_bytes())
+    h.update(
+        f"{sys.executable}\0{torch_version()}\0{os.environ.get('CXX', '')}".encode()
+    )
     if with_native:
-        files = native_sources() + sorted(KERNEL_DIR.glob("*.h"))
-        files += sorted((CPP_DIR / "core").glob("*.h"))
+        files = sorted(KERNEL_DIR.glob("*")) + sorted((CPP_DIR / "core").glob("*.h"))
+        files.append(Path(generated_dir) / "native_kernels.h")
         for f in files:
-            h.update(f.name.encode() + b"\0" + f.read_bytes())
+            if f.is_file():
+                h.update(f.name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:12]
 
 
-def build(entries: list[dict], cache_dir: Path, echo=print) -> tuple[Path, list[str]]:
-    """Compile (or find cached) the floors of these manifest entries; returns
-    the .so path and what was left out."""
-    probe, left_out = render(entries)
+def build(
+    ops: list[Op], cache_dir: Path, echo=print, generated_dir: Path = DEFAULT_OUT
+) -> tuple[Path, list[str]]:
+    """Compile (or find cached) the floors of these ops; returns the .so path
+    and what was left out. generated_dir: the generated sources the CMake
+    project is configured with (the native kernels' declarations)."""
+    probe, left_out = render(ops)
     with_native = "native__" in probe
-    module = f"infiniops_bench_floor_{_inputs_digest(probe, with_native)}"
+    module = f"infiniops_bench_floor_{_digest(probe, generated_dir, with_native)}"
     target = cache_dir / f"{module}{sysconfig.get_config_var('EXT_SUFFIX')}"
     if target.is_file():
         return target, left_out
-    source_text, _ = render(entries, module)
+    source_text, _ = render(ops, module)
     cache_dir.mkdir(parents=True, exist_ok=True)
     source = cache_dir / f"{module}.cpp"
     source.write_text(source_text)
-    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
-    sources = [source] + (native_sources() if with_native else [])
-    cmd = _compile_command(sources, tmp)
     n = source_text.count("\nPyObject* floor_")
     echo(
         f"compiling the floor extension ({n} functions, -O3"
         f"{', with the native kernels' if with_native else ''}) into {cache_dir}/ ..."
     )
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        lines = (proc.stderr or proc.stdout).splitlines()
-        first = next((i for i, l in enumerate(lines) if "error" in l), 0)
-        raise FloorError(
-            "compiling the floor extension failed:\n"
-            + "\n".join(lines[first : first + 10])
-        )
-    os.replace(tmp, target)
+    config = builder.BuildConfig(
+        build_dir=cache_dir / "cmake",
+        generated_dir=Path(generated_dir),
+        jobs=os.cpu_count() or 1,
+        extra_cmake_args=(
+            f"-DINFINI_OPS_BENCH_FLOOR_SOURCE={source.resolve()}",
+            "-DINFINI_OPS_PCH=OFF",
+        ),
+    )
+    try:
+        builder.require_tools()
+        builder.configure(config, lambda line: None)
+        builder.compile_all(config, lambda line: None, {}, targets=(TARGET,))
+    except builder.BuildError as e:
+        raise FloorError(f"compiling the floor extension failed:\n{e}") from None
+    if not target.is_file():
+        raise FloorError(f"the floor build wrote no {target}")
     return target, left_out
 
 

@@ -11,8 +11,9 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from ..builder import Built
+from ..locations import DEFAULT_OUT, REPO_ROOT
 from . import builds, cases, derive, floor, gitstate, plot, report, runner
-from ..pipeline import REPO_ROOT
 
 PUBLISHED = REPO_ROOT / "docs" / "perf"  # the committed copy
 
@@ -43,7 +44,7 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
-def _build_meta(info: builds.BuildInfo, state: dict) -> dict:
+def _build_meta(info: Built, state: dict) -> dict:
     return {
         "build_dir": _rel(info.build_dir),
         "opt_level": info.opt_level,
@@ -61,7 +62,7 @@ def publishing(out: Path) -> bool:
     return Path(out).resolve() == PUBLISHED.resolve()
 
 
-def check_publishable(git: dict, after: builds.BuildInfo | None) -> None:
+def check_publishable(git: dict, after: Built | None) -> None:
     """docs/perf/ must come from an unmodified tree, built from it."""
     if git.get("modified"):
         raise BenchUsageError(
@@ -136,7 +137,7 @@ def run_bench(
         raise BenchError(str(e)) from None
     if publishing(out):
         check_publishable(git, after)
-    entries = {o["name"]: o for o in after.manifest()["ops"]}
+    entries = after.manifest.by_name()
     if ops is not None:
         unknown = sorted(ops - set(entries))
         if unknown:
@@ -154,6 +155,7 @@ def run_bench(
             [entries[name] for name in sorted(needed)],
             before_dir / "bench-floor",
             echo,
+            after.generated_dir or DEFAULT_OUT,
         )
     except builds.BuildFailed as e:
         raise BenchError(str(e)) from None

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..manifest import Op
+
 PATHS = ("native", "direct", "dispatcher", "from_blob")
 
 
@@ -59,41 +61,40 @@ def platform(device: str) -> str:
     return PLATFORMS.get(kind, kind)
 
 
-def native_dtypes(entry: dict, device: str = "cpu") -> list[str]:
-    native = entry.get("implementations", {}).get("native", {})
-    return list(native.get(platform(device), []))
+def native_dtypes(op: Op, device: str = "cpu") -> tuple[str, ...]:
+    return op.implementations.native_dtypes(platform(device))
 
 
-def native_limit(entry: dict, dtype: str, device: str = "cpu") -> int:
+def native_limit(op: Op, dtype: str, device: str = "cpu") -> int:
     """Most elements for which the native kernel is the default (-1: any)."""
-    limits = entry.get("implementations", {}).get("native_up_to", {})
-    return int(limits.get(platform(device), {}).get(dtype, -1))
+    limit = op.implementations.native_limit(platform(device), dtype)
+    return -1 if limit is None else limit
 
 
 def _on_cpu(device: str) -> bool:
     return device.split(":", 1)[0] == "cpu"
 
 
-def _torch_path(entry: dict, device: str = "cpu") -> str:
-    return "direct" if entry.get("direct_cpu") and _on_cpu(device) else "dispatcher"
+def _torch_path(op: Op, device: str = "cpu") -> str:
+    return "direct" if op.direct_cpu and _on_cpu(device) else "dispatcher"
 
 
-def default_path(entry: dict, dtype: str, key_numel: int, device: str = "cpu") -> str:
+def default_path(op: Op, dtype: str, key_numel: int, device: str = "cpu") -> str:
     """The path of a plain call; key_numel: elements of the first tensor
     argument (the native kernels' size limits apply to it)."""
-    if dtype in native_dtypes(entry, device):
-        limit = native_limit(entry, dtype, device)
+    if dtype in native_dtypes(op, device):
+        limit = native_limit(op, dtype, device)
         if limit < 0 or key_numel <= limit:
             return "native"
-    return _torch_path(entry, device)
+    return _torch_path(op, device)
 
 
-def applicable(entry: dict, dtype: str, device: str = "cpu") -> tuple[str, ...]:
+def applicable(op: Op, dtype: str, device: str = "cpu") -> tuple[str, ...]:
     """Every path a call of this op in this dtype can be forced onto."""
     result = []
-    if dtype in native_dtypes(entry, device):
+    if dtype in native_dtypes(op, device):
         result.append("native")
-    if entry.get("direct_cpu") and _on_cpu(device):
+    if op.direct_cpu and _on_cpu(device):
         result.append("direct")
     result += ["dispatcher", "from_blob"]
     return tuple(result)
@@ -119,14 +120,14 @@ def setting(path: str, default: str) -> Setting:
     raise ValueError(f"unknown path {path!r}")
 
 
-def from_blob_inner(entry: dict, device: str = "cpu") -> str:
+def from_blob_inner(op: Op, device: str = "cpu") -> str:
     """The call the from_blob path makes after rebuilding its tensors (direct
     mode stays on when it is forced onto from_blob)."""
-    return _torch_path(entry, device)
+    return _torch_path(op, device)
 
 
-def before_setting(entry: dict, dtype: str, device: str = "cpu") -> Setting:
+def before_setting(op: Op, dtype: str, device: str = "cpu") -> Setting:
     """The before build: -O0 wrappers, the from_blob path through the
     dispatcher, never a native kernel."""
-    leave_native = "torch" if dtype in native_dtypes(entry, device) else None
+    leave_native = "torch" if dtype in native_dtypes(op, device) else None
     return Setting("before", False, False, leave_native)

@@ -4,8 +4,7 @@ Used by the workers and by the derivation of configurations (derive.py)."""
 
 from __future__ import annotations
 
-import re
-
+from ..manifest import Op
 from . import calls
 
 # Random ops draw from the default generator: seeded alike before every call
@@ -20,19 +19,11 @@ def aten_overload(name: str):
     return getattr(getattr(torch.ops.aten, base), overload or "default")
 
 
-def reseed(entry: dict) -> None:
-    if "nondeterministic_seeded" in (entry.get("tags") or ()):
+def reseed(op: Op) -> None:
+    if "nondeterministic_seeded" in op.tags:
         import torch
 
         torch.manual_seed(RANDOM_SEED)
-
-
-def mutable_inputs(entry: dict) -> tuple[str, ...]:
-    """Inputs the op writes (`Tensor(b!) name` in the schema, not an output)."""
-    head = entry["schema"].split("->", 1)[0]
-    written = re.findall(r"Tensor\(\w!\)\S*\s+(\w+)", head)
-    outputs = {a["name"] for a in entry["arguments"] if a["role"] == "output"}
-    return tuple(n for n in written if n not in outputs)
 
 
 def _as_list(result) -> list:
@@ -41,38 +32,36 @@ def _as_list(result) -> list:
     return [result] if isinstance(result, torch.Tensor) else list(result)
 
 
-def _composite_function(entry: dict):
+def _composite_function(op: Op):
     """The composite's reference expression as a function of its inputs."""
-    names = [a["name"] for a in calls.visible(entry) if a["role"] != "output"]
-    source = f"lambda {', '.join(names)}: {entry['reference']}"
+    names = [a.name for a in op.inputs]
+    source = f"lambda {', '.join(names)}: {op.reference}"
     import torch
 
     return eval(source, {"torch": torch})  # noqa: S307 (the op's own spec)
 
 
-def expected(entry: dict, values: dict) -> list:
+def expected(op: Op, values: dict) -> list:
     """The results the out= call must write: the functional ATen overload's
     (a composite's reference expression), outputs only."""
-    reseed(entry)
-    if entry.get("composite"):
-        fn = _composite_function(entry)
-        result = calls.every_input(fn, entry, values)()
+    reseed(op)
+    if op.composite:
+        fn = _composite_function(op)
+        result = calls.every_input(fn, op, values)()
     else:
-        if not entry.get("functional"):
-            raise LookupError(
-                f"{entry['name']}: no functional overload to compare with"
-            )
-        result = calls.functional(aten_overload(entry["functional"]), entry, values)()
-    n = len(calls.output_args(entry))
+        if not op.functional:
+            raise LookupError(f"{op.name}: no functional overload to compare with")
+        result = calls.functional(aten_overload(op.functional), op, values)()
+    n = len(op.out_args)
     return _as_list(result)[:n]
 
 
-def _candidates(entry: dict):
+def _candidates(op: Op):
     """(label, callable, call builder), best first: the public Python
     function, then torch._C._nn, then the aten overload itself."""
     import torch
 
-    base = entry["aten"].split(".")[0]
+    base = op.aten.split(".")[0]
     found = []
     for prefix, namespace in (("torch", torch), ("torch._C._nn", torch._C._nn)):
         fn = getattr(namespace, base, None)
@@ -80,40 +69,40 @@ def _candidates(entry: dict):
             found.append((f"{prefix}.{base}", fn, calls.torch_style))
     found.append(
         (
-            f"torch.ops.aten.{entry['aten']}",
-            aten_overload(entry["aten"]),
+            f"torch.ops.aten.{op.aten}",
+            aten_overload(op.aten),
             calls.aten_style,
         )
     )
     return found
 
 
-def _composite_call(entry: dict, values: dict, outputs: list):
+def _composite_call(op: Op, values: dict, outputs: list):
     """A composite has no out= in PyTorch: its reference expression, then a
     copy into the output (what a PyTorch user would write)."""
-    fn = _composite_function(entry)
+    fn = _composite_function(op)
     (out,) = outputs
 
     def call(*args):
         return out.copy_(fn(*args))
 
-    label = f"{entry['reference']} + out.copy_()"
-    return calls.every_input(call, entry, values), label
+    label = f"{op.reference} + out.copy_()"
+    return calls.every_input(call, op, values), label
 
 
-def reference_call(entry: dict, values: dict, outputs: list, want: list, restore):
+def reference_call(op: Op, values: dict, outputs: list, want: list, restore):
     """(the call timed as the reference, its label): the first candidate that
     runs and writes `want`. restore() resets mutated inputs and the seed."""
-    if entry.get("composite"):
-        call, label = _composite_call(entry, values, outputs)
+    if op.composite:
+        call, label = _composite_call(op, values, outputs)
         restore()
         call()
         if not all(same(o, e) for o, e in zip(outputs, want)):
             raise RuntimeError(f"{label}: result differs from the reference")
         return call, label
     errors = []
-    for label, fn, build in _candidates(entry):
-        call = build(fn, entry, values, outputs)
+    for label, fn, build in _candidates(op):
+        call = build(fn, op, values, outputs)
         restore()
         try:
             call()

@@ -28,7 +28,6 @@ from .runner import Outcome
 from .worker import floor_role
 
 GROUPS = ("tiny", "llm", "all")
-SLOW_RATIOS = (0.6, 0.9)
 
 
 def config_row(o: Outcome) -> dict:

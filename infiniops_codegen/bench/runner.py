@@ -23,6 +23,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from ..manifest import Op
 from . import cases, worker
 from . import paths as P
 from .cases import Config
@@ -54,14 +55,14 @@ class WorkerDied(Exception):
 
 
 def timed_paths(
-    config: Config, entry: dict, device: str = "cpu"
+    config: Config, op: Op, device: str = "cpu"
 ) -> tuple[str, tuple[str, ...]]:
     """(the default path, the paths to time) of a configuration."""
-    numel = cases.key_numel(config, entry)
-    default = P.default_path(entry, config.dtype, numel, device)
+    numel = cases.key_numel(config, op)
+    default = P.default_path(op, config.dtype, numel, device)
     if config.family != "tiny":
         return default, (default,)
-    return default, P.applicable(entry, config.dtype, device)
+    return default, P.applicable(op, config.dtype, device)
 
 
 def round_order(present: set[str], paths: tuple[str, ...]) -> list[str]:
@@ -165,10 +166,10 @@ class Runner:
         for w in self.workers.values():
             w.close()
 
-    def run(self, config: Config, entry: dict) -> Outcome:
-        default, paths = timed_paths(config, entry, self.device)
+    def run(self, config: Config, op: Op) -> Outcome:
+        default, paths = timed_paths(config, op, self.device)
         try:
-            return self._run(config, entry, default, paths)
+            return self._run(config, op, default, paths)
         except WorkerError as e:
             return Outcome(config, default, paths, error=str(e))
         except WorkerDied as e:
@@ -180,10 +181,10 @@ class Runner:
     def _time(self, role: str, n: int, warm: bool) -> int:
         return self._host(role).request("time", role, n, warm)
 
-    def _run(self, config: Config, entry: dict, default: str, paths) -> Outcome:
+    def _run(self, config: Config, op: Op, default: str, paths) -> Outcome:
         # Setup in parallel: every process makes the same tensors.
         for w in self.workers.values():
-            w.send("setup", config, entry, paths, default)
+            w.send("setup", config, op, paths, default)
         infos, errors, died = {}, [], None
         for w in self.workers.values():  # every reply is read, whatever happened
             try:
@@ -228,7 +229,7 @@ class Runner:
 
 
 def run_all(
-    configs, entries: dict, params, plan: Plan, echo, verbose: bool = False
+    configs, ops: dict, params, plan: Plan, echo, verbose: bool = False
 ) -> tuple[list[Outcome], dict[str, dict]]:
     """Time every configuration; echo one line each (verbose: with each
     path's overhead over its floor). Also returns each worker's module state
@@ -239,7 +240,7 @@ def run_all(
     start = time.perf_counter()
     try:
         for i, config in enumerate(configs, 1):
-            outcome = runner.run(config, entries[config.op])
+            outcome = runner.run(config, ops[config.op])
             outcomes.append(outcome)
             elapsed = time.perf_counter() - start
             echo(_progress_line(i, len(configs), outcome, elapsed, verbose))

@@ -18,7 +18,7 @@ Variants (roles):
 
 Requests (tuples) and their replies ("ok", value) or ("error", text):
   (start)                               -> {"before"|"after": module switches}
-  ("setup", config, entry, paths, default)
+  ("setup", config, op, paths, default)   op: the manifest.Op
                                         -> {role: {"match": bool, "call": str}}
   ("calibrate", role, target_ns)        -> estimated ns per call
   ("time", role, n, warm)               -> ns taken by n calls (after one
@@ -31,6 +31,7 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
+from ..manifest import Op
 from . import calls, cases, reference
 from . import floor as floor_ext
 from . import paths as P
@@ -90,15 +91,15 @@ class _Worker:
             self.module.set_handle_reuse(s.handle_reuse)
             self.module.set_direct_mode(s.direct_mode)
 
-    def _variants(self, entry: dict, config, paths, default):
+    def _variants(self, op: Op, config, paths, default):
         """role -> (Call builder, label, Setting or None)."""
-        name = entry["name"]
+        name = op.name
         fn = getattr(self.module, name, None)
         if fn is None:
             raise LookupError(f"the {self.kind} build has no op {name}")
         result = {}
         if self.kind == BEFORE:
-            s = P.before_setting(entry, config.dtype, self.device)
+            s = P.before_setting(op, config.dtype, self.device)
             result["before"] = (fn, s)
             return result
         for path in paths:
@@ -108,39 +109,35 @@ class _Worker:
                 result[floor_role(path)] = (floor_fn, None)
         return result
 
-    def setup(self, config: cases.Config, entry: dict, paths, default) -> dict:
+    def setup(self, config: cases.Config, op: Op, paths, default) -> dict:
         import torch
 
         self.loops, self.settings = {}, {}
         gc.collect()
         values = cases.materialise(config, self.device)
-        mutable = reference.mutable_inputs(entry)
+        mutable = op.mutable_inputs
         saved = {k: values[k].clone() for k in mutable if k in values}
 
         def restore():
             for k, v in saved.items():
                 values[k].copy_(v)
-            reference.reseed(entry)
+            reference.reseed(op)
 
-        want = reference.expected(entry, values)
+        want = reference.expected(op, values)
         outputs = [torch.empty_like(w) for w in want]
         info = {}
         if self.kind == MAIN:
-            call, label = reference.reference_call(
-                entry, values, outputs, want, restore
-            )
+            call, label = reference.reference_call(op, values, outputs, want, restore)
             self.loops["reference"] = calls.timed_loop(call, self.sync)
             info["reference"] = {"match": True, "call": label}
-        for role, (fn, setting) in self._variants(
-            entry, config, paths, default
-        ).items():
+        for role, (fn, setting) in self._variants(op, config, paths, default).items():
             if setting is None:
-                call = calls.floor(fn, entry, values, outputs)
+                call = calls.floor(fn, op, values, outputs)
                 label = f"floor.{fn.__name__}"
             else:
-                call = calls.ours(fn, entry, values, outputs, setting.implementation)
+                call = calls.ours(fn, op, values, outputs, setting.implementation)
                 build = "before" if self.kind == BEFORE else "after"
-                label = f"{build}.{entry['name']} ({setting.describe()})"
+                label = f"{build}.{op.name} ({setting.describe()})"
                 self.settings[role] = setting
             for o in outputs:
                 reference.sentinel_fill(o)
@@ -180,7 +177,7 @@ class _Worker:
 
 
 def main(conn, kind: str, params: dict) -> None:
-    """Process entry point (multiprocessing spawn)."""
+    """Process op point (multiprocessing spawn)."""
     gc.disable()  # collections only at setup, never inside a timed batch
     try:
         worker = _Worker(kind, params)

@@ -1,18 +1,19 @@
 """Run the correctness harness over a whole build, crash-isolated.
 
-    python -m infiniops_codegen.harness --build-dir build-all [--ops a,b] [--report F]
-        [--devices cpu,cuda]
+    python -m infiniops_codegen.harness --build-dir build-all --skips tests/skips.yaml
+        [--ops a,b] [--report F] [--devices cpu,cuda]
 
 Each op runs in a worker process; when PyTorch (or the op) kills the worker,
 that op is recorded as crashed and a new worker continues with the next op.
 Prints the counts (ops by status; op x dtype cases passed, failed and skipped,
 each skip with its reason; checked calls and unchecked layout variants by
-reason; excluded ops by reason) and writes a JSON report. Ops that
-tests/skips.yaml excludes as a whole are not sampled and count as "excluded"
-(see docs/coverage.md). Exits 1 when an op failed, crashed, raised in the
-worker ("error") or has no valid sample in any dtype without an entry in
-tests/skips.yaml ("nosample"). The default build is also covered by
-`python -m pytest` (tests/test_harness.py), which counts the same way.
+reason; excluded ops by reason) and writes a JSON report. Ops that the skip
+file (`--skips`: the project's is tests/skips.yaml) excludes as a whole are
+not sampled and count as "excluded" (see docs/coverage.md). Exits 1 when an
+op failed, crashed, raised in the worker ("error") or has no valid sample in
+any dtype without an entry in the skip file ("nosample"). The default build
+is also covered by `python -m pytest` (tests/test_harness.py), which counts
+the same way.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import report
+from .. import manifest
+from . import report, skips
 
 WORKER = "infiniops_codegen.harness.worker"
 
@@ -36,10 +38,14 @@ def _run_worker(
     results: dict,
     timeout: float,
     device: str = "cpu",
+    skip_file: Path | None = None,
 ) -> None:
     """Feed op names to one worker until it dies or finishes."""
     env = dict(
-        os.environ, INFINIOPS_BUILD_DIR=str(build_dir), INFINIOPS_HARNESS_DEVICE=device
+        os.environ,
+        INFINIOPS_BUILD_DIR=str(build_dir),
+        INFINIOPS_HARNESS_DEVICE=device,
+        INFINIOPS_HARNESS_SKIPS=str(skip_file.resolve()) if skip_file else "",
     )
     proc = subprocess.Popen(
         [sys.executable, "-m", WORKER],
@@ -72,13 +78,27 @@ def main(argv=None) -> int:
     parser.add_argument("--ops", default=None, help="comma-separated op names")
     parser.add_argument("--report", type=Path, default=None)
     parser.add_argument(
+        "--skips",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the skip file whose 'harness:' entries apply (the project's: "
+        "tests/skips.yaml); without it nothing is skipped",
+    )
+    parser.add_argument(
         "--devices",
         default="cpu",
         help="comma-separated torch devices the samples are made on (cpu, cuda)",
     )
     args = parser.parse_args(argv)
-    manifest = json.loads((args.build_dir / "manifest.json").read_text())
-    names = [op["name"] for op in manifest["ops"]]
+    try:
+        names = list(manifest.of_build(args.build_dir).names)
+        skips.load_skips(args.skips)  # a broken skip file fails here, once
+    except (manifest.ManifestError, OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.skips is None:
+        print("note: no --skips file: every op is sampled, nothing is skipped")
     if args.ops:
         wanted = set(args.ops.split(","))
         names = [n for n in names if n in wanted]
@@ -88,7 +108,7 @@ def main(argv=None) -> int:
     for device in devices:  # results keyed "op" (one device) or "op@device"
         done: dict = {}
         while len(done) < len(names):
-            _run_worker(args.build_dir, names, done, 600, device)
+            _run_worker(args.build_dir, names, done, 600, device, args.skips)
         for n in names:
             results[n if len(devices) == 1 else f"{n}@{device}"] = done[n]
     counts = report.summarize(results)

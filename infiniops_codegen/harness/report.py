@@ -25,13 +25,13 @@ DTYPE_UNUSED = (
     "no tensor of the sample has this dtype (the op or its hints fix every"
     " dtype): the case would only repeat another dtype's"
 )
-FILE_PREFIX = "tests/skips.yaml: "
+FILE_PREFIX = "skip file: "
 # Op statuses that make `python -m infiniops_codegen.harness` exit non-zero.
 BAD = ("failed", "crashed", "error", "nosample")
 
 
 def excluded(op, skip_list) -> dict | None:
-    """The result of an op tests/skips.yaml excludes as a whole (not sampled:
+    """The result of an op the skip file excludes as a whole (not sampled:
     PyTorch may even crash on samples), else None."""
     reason = skips.exclusion_reason(skip_list, op)
     if reason:
@@ -40,7 +40,7 @@ def excluded(op, skip_list) -> dict | None:
 
 
 def file_skip(op, dtype: str, skip_list) -> dict | None:
-    """The skipped case of a dtype tests/skips.yaml skips, else None."""
+    """The skipped case of a dtype the skip file skips, else None."""
     reason = skips.skip_reason(skip_list, op, dtype)
     if reason:
         return {"dtype": dtype, "status": "skipped", "reason": FILE_PREFIX + reason}
@@ -106,7 +106,7 @@ def check_op(module, op, skip_list) -> dict:
 
 def op_status(cases: list[dict]) -> str:
     """failed if any case failed; passed if any passed; skipped if every case
-    was skipped and tests/skips.yaml skipped at least one; else nosample (no
+    was skipped and the skip file skipped at least one; else nosample (no
     dtype has a sample, and the skip file says nothing about the op)."""
     statuses = {c["status"] for c in cases}
     if "failed" in statuses:
@@ -187,7 +187,7 @@ def summary_lines(counts: dict) -> list[str]:
     for reason, n in counts.get("notes", {}).items():
         lines.append(f"    narrowed {n:6}  {_short(reason)}")
     if counts["excluded_by_reason"]:
-        lines.append(f"  ops excluded by tests/skips.yaml: {by.get('excluded', 0)}")
+        lines.append(f"  ops excluded by the skip file: {by.get('excluded', 0)}")
         for reason, n in counts["excluded_by_reason"].items():
             lines.append(f"    excluded {n:4}  {_short(reason)}")
     return lines

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 import torch
 
 from . import values
-from .samples import OpEntry, candidate_plans, hinted_plans
+from ..manifest import Op
+from .samples import candidate_plans, hinted_plans
 
 # the tensors of a case (re-exported: run.materialize, run.sentinel_outs, ...)
 from .values import (
@@ -50,15 +51,15 @@ FROM_BLOB_RESIZE = (
     " (ATen resizes or restrides this output)"
 )
 # Why a layout variant was not checked (Outcome.skipped, the summary).
-SKIPPED_BY_FILE = "listed in tests/skips.yaml"
+SKIPPED_BY_FILE = "listed in the skip file"
 REFERENCE_REJECTS = "PyTorch's reference raises on this layout variant"
 NOT_APPLICABLE = "the layout variant does not apply"
-# A variant that tests/skips.yaml (`reference: out`) compares with PyTorch's
+# A variant that the skip file (`reference: out`) compares with PyTorch's
 # out= overload only, outputs and mutated inputs: the functional form is no
 # reference there. Counted in Outcome.notes.
 OUT_ONLY = (
     "compared with PyTorch's out= overload only"
-    " (tests/skips.yaml: the functional form is no reference there)"
+    " (skip file: the functional form is no reference there)"
 )
 
 
@@ -93,7 +94,7 @@ def _as_list(result) -> list:
 RANDOM_SEED = 20261202
 
 
-def _reseed(op: OpEntry) -> None:
+def _reseed(op: Op) -> None:
     if "nondeterministic_seeded" in op.tags:
         torch.manual_seed(RANDOM_SEED)
 
@@ -109,7 +110,7 @@ def _copy(value):
     return value
 
 
-def fresh(op: OpEntry, args: dict) -> dict:
+def fresh(op: Op, args: dict) -> dict:
     """args with private copies of the inputs the op mutates, so that every
     call starts from the same state."""
     if not op.mutable_inputs:
@@ -117,13 +118,13 @@ def fresh(op: OpEntry, args: dict) -> dict:
     return {k: _copy(v) if k in op.mutable_inputs else v for k, v in args.items()}
 
 
-def expected(op: OpEntry, args: dict) -> list:
+def expected(op: Op, args: dict) -> list:
     """The functional form (or a composite's reference expression): the
     outputs only (see expected_with_states)."""
     return expected_with_states(op, args)[0]
 
 
-def expected_with_states(op: OpEntry, args: dict) -> tuple[list, dict]:
+def expected_with_states(op: Op, args: dict) -> tuple[list, dict]:
     """(outputs, new states) of the functional form. For an op that mutates
     inputs the functional form (`_fused_adam`, `..._functional`) returns the
     outputs, then the new state of each mutated input in schema order; the
@@ -152,19 +153,19 @@ def expected_with_states(op: OpEntry, args: dict) -> tuple[list, dict]:
     return _as_list(result), {}
 
 
-def _hidden_generators(op: OpEntry) -> dict:
+def _hidden_generators(op: Op) -> dict:
     """`Generator?` arguments without a default (rand.generator_out, ...) are
     hidden from our API and passed as None; PyTorch needs them spelled out."""
     return {
         a.name: None
-        for a in op.args
+        for a in op.arguments
         if a.role == "hidden"
         and not a.has_default
         and a.aten_type.startswith("Generator")
     }
 
 
-def reference_out(op: OpEntry, args: dict, outs: list) -> list:
+def reference_out(op: Op, args: dict, outs: list) -> list:
     """PyTorch's own out= overload, called from Python (composites have none:
     their reference expression stands for both forms)."""
     if op.composite:
@@ -177,10 +178,10 @@ def reference_out(op: OpEntry, args: dict, outs: list) -> list:
     return outs
 
 
-def ours(module, op: OpEntry, args: dict, outs: list):
+def ours(module, op: Op, args: dict, outs: list):
     positional = [args[a.name] for a in op.inputs if not a.keyword_only]
-    kwargs = {a.py_name: args[a.name] for a in op.inputs if a.keyword_only}
-    kwargs.update({a.py_name: o for a, o in zip(op.out_args, outs)})
+    kwargs = {a.python_name: args[a.name] for a in op.inputs if a.keyword_only}
+    kwargs.update({a.python_name: o for a, o in zip(op.out_args, outs)})
     _reseed(op)
     return getattr(module, op.name)(*positional, **kwargs)
 
@@ -217,7 +218,7 @@ def _labelled(actual, wanted, dtype, what: str) -> None:
 # -- one op and dtype --------------------------------------------------------
 
 
-def find_plan(op: OpEntry, dtype: torch.dtype) -> dict | None:
+def find_plan(op: Op, dtype: torch.dtype) -> dict | None:
     """The first candidate plan PyTorch accepts for this dtype, with every
     combination of its hinted values. Only PyTorch's rejections move on to the
     next candidate: an error of the harness's own (making samples or
@@ -228,7 +229,7 @@ def find_plan(op: OpEntry, dtype: torch.dtype) -> dict | None:
     return None
 
 
-def _accepted(op: OpEntry, sample: dict, dtype: torch.dtype) -> bool:
+def _accepted(op: Op, sample: dict, dtype: torch.dtype) -> bool:
     args = materialize(sample, dtype, "contiguous", seed=0)
     try:
         results = expected(op, fresh(op, args))
@@ -245,7 +246,7 @@ def _accepted(op: OpEntry, sample: dict, dtype: torch.dtype) -> bool:
     return True
 
 
-def exercises_dtype(op: OpEntry, plan: dict, dtype: torch.dtype) -> bool:
+def exercises_dtype(op: Op, plan: dict, dtype: torch.dtype) -> bool:
     """Whether any tensor of the case's first contiguous sample (an input, or
     an output of the reference) has the case's dtype. Where none has (a
     factory op's output dtype, hinted literals with fixed dtypes), the case
@@ -258,11 +259,11 @@ def exercises_dtype(op: OpEntry, plan: dict, dtype: torch.dtype) -> bool:
 
 
 def check(
-    module, op: OpEntry, dtype_name: str, plan: dict, skip_variants=(), out_only=()
+    module, op: Op, dtype_name: str, plan: dict, skip_variants=(), out_only=()
 ) -> Outcome:
     """Every variant × path of one op and dtype; failures are collected.
     skip_variants are not run, out_only variants are compared with PyTorch's
-    out= overload only (both from tests/skips.yaml)."""
+    out= overload only (both from the skip file)."""
     dtype = DTYPES[dtype_name]
     outcome = Outcome()
     for sample_index, sample in enumerate(hinted_plans(op, plan)):
@@ -394,7 +395,7 @@ def _expect_from_blob_error(module, op, args, outs) -> None:
     )
 
 
-def _guess_outs(op: OpEntry, args: dict) -> list:
+def _guess_outs(op: Op, args: dict) -> list:
     like = next((v for v in args.values() if isinstance(v, torch.Tensor)), None)
     dtype = like.dtype if like is not None else torch.get_default_dtype()
     device = like.device if like is not None else values.DEVICE

@@ -1,4 +1,5 @@
-"""Argument samples for the correctness harness, derived from the manifest.
+"""Argument samples for the correctness harness, derived from the manifest
+(an op's `manifest.Op`: its arguments' kinds, names and the spec's hints).
 
 A *plan* gives every argument a value: tensors as `TensorSpec` placeholders
 (shape + what the values mean), everything else as a Python value. Candidate
@@ -12,7 +13,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field, replace
 
-from ..schema_db import load_schema_db
+from ..manifest import Argument, Op
 
 DATA, INDEX, MASK = "data", "index", "mask"
 SPD = "spd"  # data, symmetric positive definite in the last two dims
@@ -30,101 +31,6 @@ class TensorSpec:
     role: str = DATA  # data (in the case's dtype), index (int64) or mask (bool)
     # LITERAL: a `tensors` hint, [values] or {value: [values], dtype: name}
     literal: object = field(default=None, compare=False)
-
-
-@dataclass(frozen=True)
-class Arg:
-    name: str  # schema name
-    py_name: str
-    kind: str | None
-    role: str  # input / output / attribute / hidden
-    keyword_only: bool
-    has_default: bool
-    default: object
-    aten_type: str
-
-
-@dataclass(frozen=True)
-class OpEntry:
-    name: str
-    aten: str | None
-    functional: str | None
-    composite: bool
-    reference: str | None
-    args: tuple[Arg, ...]
-    outputs: tuple[str, ...]  # Python names
-    hints: dict = field(hash=False, compare=False)
-    tags: tuple[str, ...] = ()
-    # Schema names of the inputs the op writes in place (torchgen's is_write
-    # of a non-out argument: optimizer and running-statistics state).
-    mutated: tuple[str, ...] = ()
-
-    @property
-    def visible(self) -> tuple[Arg, ...]:
-        return tuple(a for a in self.args if a.role != "hidden")
-
-    @property
-    def inputs(self) -> tuple[Arg, ...]:
-        return tuple(a for a in self.visible if a.role != "output")
-
-    @property
-    def out_args(self) -> tuple[Arg, ...]:
-        return tuple(a for a in self.visible if a.role == "output")
-
-    @property
-    def mutable_inputs(self) -> tuple[str, ...]:
-        """Inputs the op writes in place (`Tensor(b!)`: optimizer and
-        running-statistics state), in schema order."""
-        return self.mutated
-
-
-def mutated_inputs(aten: str | None, db=None) -> tuple[str, ...]:
-    """The inputs an ATen out= overload writes besides its outputs, from
-    torchgen's alias information (`SchemaArg.is_write`), never from type text.
-    Composites (aten None) mutate nothing."""
-    if aten is None:
-        return ()
-    if db is None:
-        db = load_schema_db()
-    schema = db.out_overloads.get(aten)
-    if schema is None:
-        raise KeyError(f"'{aten}' is no ATen out= overload of torch {db.torch_version}")
-    return tuple(a.name for a in schema.args if a.is_write and not a.is_out)
-
-
-def entries(manifest: dict, db=None) -> list[OpEntry]:
-    result = []
-    if db is None and any(op.get("aten") for op in manifest["ops"]):
-        db = load_schema_db()
-    for op in manifest["ops"]:
-        args = tuple(
-            Arg(
-                a["name"],
-                a["python_name"],
-                a["kind"],
-                a["role"],
-                a["keyword_only"],
-                a["has_default"],
-                a["default"],
-                a["aten_type"],
-            )
-            for a in op["arguments"]
-        )
-        result.append(
-            OpEntry(
-                op["name"],
-                op["aten"],
-                op.get("functional"),
-                op["composite"],
-                op.get("reference"),
-                args,
-                tuple(op["outputs"]),
-                op.get("hints") or {},
-                tuple(op.get("tags") or ()),
-                mutated_inputs(op["aten"], db),
-            )
-        )
-    return result
 
 
 # -- attribute values -----------------------------------------------------
@@ -186,7 +92,7 @@ _SCALAR_BY_NAME = {
 }
 
 
-def _attribute(arg: Arg, shape: tuple[int, ...]):
+def _attribute(arg: Argument, shape: tuple[int, ...]):
     """The default value of a non-tensor argument for a sample."""
     if arg.has_default:
         return arg.default
@@ -254,7 +160,7 @@ _MATMUL_SHAPES = {
 }
 
 
-def _role_of(arg: Arg) -> str:
+def _role_of(arg: Argument) -> str:
     if arg.name in _INDEX_NAMES or arg.name.endswith("indices"):
         return INDEX
     if "mask" in arg.name or arg.name == "condition":  # where's condition
@@ -262,12 +168,12 @@ def _role_of(arg: Arg) -> str:
     return DATA
 
 
-def _tensor_value(arg: Arg, shape: tuple[int, ...], shapes: dict):
-    spec = TensorSpec(tuple(shapes.get(arg.py_name, shape)), _role_of(arg))
+def _tensor_value(arg: Argument, shape: tuple[int, ...], shapes: dict):
+    spec = TensorSpec(tuple(shapes.get(arg.python_name, shape)), _role_of(arg))
     if arg.kind == "tensor":
         return spec
     if arg.kind == "tensor_opt":
-        return spec if arg.py_name in shapes or not arg.has_default else None
+        return spec if arg.python_name in shapes or not arg.has_default else None
     if arg.kind == "tensor_list":
         return [spec, spec]
     if arg.kind == "tensor_opt_list":
@@ -275,8 +181,8 @@ def _tensor_value(arg: Arg, shape: tuple[int, ...], shapes: dict):
     raise ValueError(arg.kind)
 
 
-def _shape_plans(op: OpEntry) -> list[dict]:
-    """Candidate tensor shapes: {py_name: shape} overrides plus a base shape."""
+def _shape_plans(op: Op) -> list[dict]:
+    """Candidate tensor shapes: {python_name: shape} overrides plus a base shape."""
     hinted = {k: tuple(v) for k, v in (op.hints.get("shapes") or {}).items()}
     if hinted or op.hints.get("tensors"):
         # Hinted tensors are the sample, the others take the base shape: no
@@ -286,7 +192,7 @@ def _shape_plans(op: OpEntry) -> list[dict]:
     names = {a.name for a in op.inputs}
     if names & set(_MATMUL_SHAPES):
         matmul = {
-            a.py_name: _MATMUL_SHAPES[a.name]
+            a.python_name: _MATMUL_SHAPES[a.name]
             for a in op.inputs
             if a.name in _MATMUL_SHAPES
         }
@@ -300,19 +206,19 @@ def _shape_plans(op: OpEntry) -> list[dict]:
     plans += [((2, 3, 8), {}), ((2, 3, 4, 4, 4), {}), ((4, 4), {}), ((2, 4, 4), {})]
     tensors = [a for a in op.inputs if a.role == "input"]
     if len(tensors) > 1:  # a scalar-like second operand (value, other, lr, ...)
-        rest = {a.py_name: () for a in tensors[1:]}
+        rest = {a.python_name: () for a in tensors[1:]}
         plans.append((BASE_SHAPE, rest))
     plans.append(((), {}))
-    index_1d = {a.py_name: (3,) for a in op.inputs if _role_of(a) == INDEX}
+    index_1d = {a.python_name: (3,) for a in op.inputs if _role_of(a) == INDEX}
     if index_1d:
         plans += [(shape, {**extra, **index_1d}) for shape, extra in list(plans)]
     return [(shape, {**extra, **hinted}) for shape, extra in plans]
 
 
-def candidate_plans(op: OpEntry) -> list[dict]:
+def candidate_plans(op: Op) -> list[dict]:
     """Argument plans to try, best guess first: schema name -> value."""
     result = []
-    by_py = {a.py_name: a for a in op.inputs}
+    by_py = {a.python_name: a for a in op.inputs}
     for shape, shapes in _shape_plans(op):
         plan = {}
         for arg in op.inputs:
@@ -356,9 +262,9 @@ def _as_spd(spec: TensorSpec) -> TensorSpec:
     return replace(spec, role=SPD) if _square(spec) else spec
 
 
-def hinted_plans(op: OpEntry, plan: dict) -> list[dict]:
+def hinted_plans(op: Op, plan: dict) -> list[dict]:
     """The valid base plan, once per combination of hinted argument values."""
-    by_py = {a.py_name: a.name for a in op.inputs}
+    by_py = {a.python_name: a.name for a in op.inputs}
     keys = [k for k in op.hints if k in by_py]
     if not keys:
         return [plan]

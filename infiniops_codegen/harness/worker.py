@@ -14,17 +14,18 @@ from pathlib import Path
 
 import torch
 
+from .. import manifest
 from ..runtime import load
-from . import report, samples, skips, values
+from . import report, skips, values
 
 
 def main() -> None:
     warnings.filterwarnings("ignore")
     build = Path(os.environ["INFINIOPS_BUILD_DIR"])
     module = load(build)
-    manifest = json.loads((build / "manifest.json").read_text())
-    by_name = {op.name: op for op in samples.entries(manifest)}
-    skip_list = skips.load_skips()
+    by_name = manifest.of_build(build).by_name()
+    skip_file = os.environ.get("INFINIOPS_HARNESS_SKIPS")
+    skip_list = skips.load_skips(Path(skip_file) if skip_file else None)
     torch.manual_seed(0)
     # --devices: every sample tensor (and so every reference) is made there.
     values.DEVICE = os.environ.get("INFINIOPS_HARNESS_DEVICE", "cpu")

@@ -1,0 +1,122 @@
+"""The module-level API of the built module besides its ops: the functions
+and attributes every build has, and so the names no op may take.
+
+One list, read by the spec validation (resolve.py: an op with a reserved
+name is a located spec error), the method table of the bindings
+(templates/bindings.cpp.j2) and the type stub (templates/module.pyi.j2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ModuleFunction:
+    name: str
+    cpp: str  # the C++ function of the method table (bindings.cpp)
+    flags: str  # METH_NOARGS / METH_O
+    doc: str
+    stub: str  # the .pyi declaration after the name: "(enabled: bool, /) -> None"
+
+
+FUNCTIONS = (
+    ModuleFunction(
+        "implementations",
+        "py_implementations",
+        "METH_NOARGS",
+        "{op: {platform: [implementations]}} for the platforms this build has.",
+        "() -> dict[str, dict[str, list[str]]]",
+    ),
+    ModuleFunction(
+        "platforms",
+        "tb::py_platforms",
+        "METH_NOARGS",
+        "Platforms this build has.",
+        "() -> list[str]",
+    ),
+    ModuleFunction(
+        "set_handle_reuse",
+        "tb::py_set_handle_reuse",
+        "METH_O",
+        "Reuse the at::Tensor a Python tensor arrived with (True, the default) "
+        "or rebuild it with from_blob on every call (False).",
+        "(enabled: bool, /) -> None",
+    ),
+    ModuleFunction(
+        "handle_reuse",
+        "tb::py_handle_reuse",
+        "METH_NOARGS",
+        "Whether handles are reused.",
+        "() -> bool",
+    ),
+    ModuleFunction(
+        "set_direct_mode",
+        "tb::py_set_direct_mode",
+        "METH_O",
+        "Call ATen's CPU kernels directly for plain CPU tensors (True, the "
+        "default) or always go through the dispatcher (False).",
+        "(enabled: bool, /) -> None",
+    ),
+    ModuleFunction(
+        "direct_mode",
+        "tb::py_direct_mode",
+        "METH_NOARGS",
+        "Whether direct kernel mode is on.",
+        "() -> bool",
+    ),
+    ModuleFunction(
+        "_debug_keep",
+        "tb::py_debug_keep",
+        "METH_O",
+        "Test hook: keep a C++ copy of a tensor.",
+        "(tensor: Tensor, /) -> int",
+    ),
+    ModuleFunction(
+        "_debug_kept",
+        "tb::py_debug_kept",
+        "METH_O",
+        "Test hook: a kept tensor, through its handle.",
+        "(index: int, /) -> Tensor",
+    ),
+    ModuleFunction(
+        "_debug_release",
+        "tb::py_debug_release",
+        "METH_NOARGS",
+        "Test hook: drop the kept copies.",
+        "() -> None",
+    ),
+)
+
+# Module attributes (set in PyInit_<module>): name -> .pyi type.
+ATTRIBUTES = {"__torch_version__": "str", "selection": "str"}
+
+# Names no op may take although the module defines nothing by them: every
+# test hook is `_debug_*`; dunder names are Python's; `ops` is the C++
+# namespace of the library (infini::ops).
+RESERVED_PREFIXES = ("_debug_",)
+OTHER_RESERVED = ("ops",)
+
+
+def reserved_reason(name: str) -> str | None:
+    """Why an op may not be called `name`, None when it may."""
+    if any(f.name == name for f in FUNCTIONS):
+        return "a function of the built module has this name"
+    if name in ATTRIBUTES:
+        return "an attribute of the built module has this name"
+    for prefix in RESERVED_PREFIXES:
+        if name.startswith(prefix):
+            return f"names starting with '{prefix}' are the module's test hooks"
+    if name.startswith("__") and name.endswith("__"):
+        return "dunder names are Python's"
+    if name in OTHER_RESERVED:
+        return "it is the library's C++ namespace (infini::ops)"
+    return None
+
+
+# Keyword parameters every op takes after its own (the .pyi annotation and
+# default of each); no argument of an op may take these names.
+CALL_KEYWORDS = (
+    ("implementation", 'Implementation = "default"'),
+    ("stream", "StreamLike | None = None"),
+)
