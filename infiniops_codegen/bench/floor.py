@@ -339,7 +339,7 @@ def _compile_command(sources: list[Path], target: Path) -> list[str]:
     return (
         [cxx, "-O3", "-std=c++20", "-fPIC", "-shared", "-w"]
         + ["-D_GLIBCXX_USE_CXX11_ABI=1", "-DTORCH_ASSERT_ONLY_METHOD_OPERATORS"]
-        + ["-DNDEBUG", f"-I{CPP_DIR}"]
+        + ["-DNDEBUG", f"-I{CPP_DIR}", f"-I{REPO_ROOT / 'generated'}"]
         + [f"-I{p}" for p in includes]
         + [f"-I{sysconfig.get_paths()['include']}"]
         + [str(s) for s in sources]
@@ -357,6 +357,7 @@ def _inputs_digest(source: str, with_native: bool) -> str:
     if with_native:
         files = native_sources() + sorted(KERNEL_DIR.glob("*.h"))
         files += sorted((CPP_DIR / "core").glob("*.h"))
+        files += sorted((REPO_ROOT / "generated").glob("*_table.h"))
         for f in files:
             h.update(f.name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:12]
