@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from .arg_kinds import ArgKind, Tensors
+from .dtypes import DType, load_dtypes, spec_dtypes
 
 
 class Role(str, Enum):
@@ -52,11 +53,42 @@ class Platform:
     kernels: KernelToolchain | None = None
     host_compiled_bridge: bool = False  # vendor compiler must not compile torch code
     torch_libraries: tuple[str, ...] = ()  # linked from torch's lib dir
+    default: bool = False  # built unless turned off
+    upstream: bool = False  # PyTorch's own backend of its c10 device type
+
+    @property
+    def cuda_toolkit(self) -> bool:
+        """Its torch port keeps PyTorch's CUDA names: its stream guard
+        compiles against c10/cuda, which includes the CUDA runtime headers,
+        so the build needs the CUDA toolkit (include dir, cudart)."""
+        return self.c10_type == "CUDA"
 
     @property
     def cmake_name(self) -> str:
         """Upper-case name in CMake variables: INFINI_OPS_<NAME>_COMPILER."""
         return self.name.upper()
+
+
+@dataclass(frozen=True)
+class TorchDeviceType:
+    """A c10::DeviceType and the platforms whose tensors carry it, in table
+    order. Its tensors belong to the first of them that a build has; with
+    none of them built, to the upstream one (PyTorch's own backend, whose
+    tensors the torch fallback runs), if any; else the bridge refuses them."""
+
+    c10_type: str  # "CPU", "CUDA", "PrivateUse1"
+    platforms: tuple[Platform, ...]
+
+    @property
+    def upstream(self) -> Platform | None:
+        return next((p for p in self.platforms if p.upstream), None)
+
+    @property
+    def unconditional(self) -> Platform | None:
+        """The platform that takes its tensors in every build: the upstream
+        one, when no other platform carries the same device type."""
+        only = self.platforms[0]
+        return only if len(self.platforms) == 1 and only.upstream else None
 
 
 @dataclass(frozen=True)
@@ -144,26 +176,9 @@ class NativeImpl:
         """(core dtype enumerator, max elements or -1 for any size)."""
         limits = self.up_to or (None,) * len(self.dtypes)
         return tuple(
-            (DTYPE_ENUMS[d], -1 if n is None else n)
+            (spec_dtypes()[d].enumerator, -1 if n is None else n)
             for d, n in zip(self.dtypes, limits)
         )
-
-
-# Spec dtype names -> core DataType enumerators.
-DTYPE_ENUMS = {
-    "bool": "kBool",
-    "uint8": "kUInt8",
-    "int8": "kInt8",
-    "int16": "kInt16",
-    "int32": "kInt32",
-    "int64": "kInt64",
-    "float16": "kFloat16",
-    "bfloat16": "kBFloat16",
-    "float32": "kFloat32",
-    "float64": "kFloat64",
-    "complex64": "kComplex64",
-    "complex128": "kComplex128",
-}
 
 
 @dataclass(frozen=True)
@@ -411,6 +426,20 @@ class OpSet:
     selection: str  # "default", "all" or the selected names
     sources: tuple[str, ...]  # spec files read
     exclusions: tuple[Exclusion, ...]  # out= overloads not expressible
+    dtypes: tuple[DType, ...] = field(default_factory=load_dtypes)  # enum order
+
+    def dtypes_of(self, kind: str) -> tuple[DType, ...]:
+        """The dtypes of one kind ("bool", "integral", ...), in enum order."""
+        return tuple(d for d in self.dtypes if d.kind == kind)
+
+    @property
+    def torch_device_types(self) -> tuple[TorchDeviceType, ...]:
+        """The c10 device types of the platforms, in table order, each with
+        the platforms whose tensors carry it."""
+        groups: dict[str, list[Platform]] = {}
+        for p in self.platforms:
+            groups.setdefault(p.c10_type, []).append(p)
+        return tuple(TorchDeviceType(t, tuple(ps)) for t, ps in groups.items())
 
     @property
     def stream_platforms(self) -> tuple[Platform, ...]:

@@ -47,13 +47,38 @@ def _platform(entry: dict) -> Platform:
         ),
         host_compiled_bridge=bool(entry.get("host_compiled_bridge", False)),
         torch_libraries=tuple(entry.get("torch_libraries") or ()),
+        default=bool(entry.get("default", False)),
+        upstream=bool(entry["torch"].get("upstream", False)),
     )
+
+
+def _check(platforms: tuple[Platform, ...]) -> None:
+    """Names, flags and enumerators each once; at most one upstream platform
+    per c10 device type."""
+    for what in ("name", "flag", "device_type"):
+        values = [getattr(p, what) for p in platforms]
+        repeated = sorted({v for v in values if values.count(v) > 1})
+        if repeated:
+            raise ValueError(
+                f"{PLATFORMS_FILE}: {what} repeated: {', '.join(repeated)}"
+            )
+    upstream: dict[str, str] = {}
+    for p in platforms:
+        if p.upstream and p.c10_type in upstream:
+            raise ValueError(
+                f"{PLATFORMS_FILE}: {upstream[p.c10_type]} and {p.name} are both "
+                f"upstream for c10 device type {p.c10_type}"
+            )
+        if p.upstream:
+            upstream[p.c10_type] = p.name
 
 
 @lru_cache(maxsize=1)
 def load_platforms() -> tuple[Platform, ...]:
     data = yaml.safe_load(PLATFORMS_FILE.read_text())
-    return tuple(_platform(entry) for entry in data["platforms"])
+    platforms = tuple(_platform(entry) for entry in data["platforms"])
+    _check(platforms)
+    return platforms
 
 
 def platform_names() -> tuple[str, ...]:

@@ -131,6 +131,10 @@ def render(opset: OpSet) -> dict[str, str]:
         "stream_guards.h": one("stream_guards.h.j2"),
         "stream_guards.cpp": one("stream_guards.cpp.j2"),
         "manifest.json": _manifest(opset),
+        # The dtype and platform tables (data/*.yaml), whatever the ops.
+        "dtype_table.h": one("dtype_table.h.j2"),
+        "platform_table.h": one("platform_table.h.j2"),
+        "torch_tables.h": one("torch_tables.h.j2"),
     }
     for shard in opset.shards:
         label = ", ".join(sorted({op.source for op in shard.ops}))

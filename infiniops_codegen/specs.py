@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import SpecError
-from .model import DTYPE_ENUMS
+from .dtypes import spec_dtypes
 from .platforms import platform_names
 from .yaml_nodes import Node, load_yaml
 
@@ -255,12 +255,11 @@ class _Reader:
     ) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
         """`{float32: 16384, bfloat16: null}`: dtype -> max elements."""
         dtypes, limits = [], []
+        known = spec_dtypes()
         for key, value in node.value.items():
             key_node = node.keys[key]
-            if key not in DTYPE_ENUMS:
-                self.fail(
-                    key_node, f"unknown dtype '{key}'{_suggest(key, DTYPE_ENUMS)}"
-                )
+            if key not in known:
+                self.fail(key_node, f"unknown dtype '{key}'{_suggest(key, known)}")
                 continue
             limit = value.value
             if limit is not None and (
@@ -279,9 +278,10 @@ class _Reader:
     def dtypes(self, node: Node, platform: str) -> tuple[str, ...]:
         names = self.string_list(node, f"the dtypes of '{platform}'")
         good = []
+        known = spec_dtypes()
         for n, item in zip(node.value, names):
-            if item not in DTYPE_ENUMS:
-                self.fail(n, f"unknown dtype '{item}'{_suggest(item, DTYPE_ENUMS)}")
+            if item not in known:
+                self.fail(n, f"unknown dtype '{item}'{_suggest(item, known)}")
             else:
                 good.append(item)
         return tuple(good)

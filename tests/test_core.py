@@ -4,6 +4,12 @@ All C++ is compiled with plain g++ and no torch or Python include path, which
 is what proves the core and the kernels stay free of framework headers.
 PyTorch appears only on the Python side, as a numeric reference for the
 kernels.
+
+The core's DataType and DeviceType come from the dtype and platform tables,
+generated into generated/dtype_table.h and generated/platform_table.h (the
+committed ones: `generate --check` keeps them current), so every compile here
+has the generated directory on its include path, as the CMake project does,
+and those two headers are checked like the core's own.
 """
 
 import ctypes
@@ -16,11 +22,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from infiniops_codegen.dtypes import load_dtypes
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CPP_DIR = REPO_ROOT / "cpp"
 CORE_DIR = CPP_DIR / "core"
 KERNEL_DIR = CPP_DIR / "kernels" / "cpu"
 CPP_TEST_DIR = REPO_ROOT / "tests" / "cpp"
+GENERATED_DIR = REPO_ROOT / "generated"
+INCLUDES = ["-I", str(CPP_DIR), "-I", str(GENERATED_DIR)]
 
 CXX = os.environ.get("CXX", "g++")
 STRICT = ["-std=c++20", "-Wall", "-Wextra", "-Werror"]
@@ -41,10 +51,13 @@ CORE_HEADERS = [
     "stream.h",
     "tensor.h",
 ]
+# The generated parts of the core (torch-free, included by data_type.h and
+# device.h).
+CORE_TABLES = ["dtype_table.h", "platform_table.h"]
 KERNEL_HEADERS = ["checks.h", "elementwise.h", "half.h", "strided.h"]
 # The kernels include their declarations from the generated native_kernels.h
 # (the CPU ones under WITH_CPU), as in the module's build.
-KERNEL_FLAGS = ["-I", str(REPO_ROOT / "generated"), "-DWITH_CPU"]
+KERNEL_FLAGS = ["-DWITH_CPU"]
 KERNEL_SOURCES = ["add.cc", "mul.cc", "rms_norm.cc", "silu.cc", "silu_and_mul.cc"]
 
 BUILD_MODES = {
@@ -77,8 +90,9 @@ def test_header_lists_are_complete():
 @pytest.mark.parametrize(
     "path",
     [CORE_DIR / h for h in CORE_HEADERS]
+    + [GENERATED_DIR / h for h in CORE_TABLES]
     + [KERNEL_DIR / name for name in KERNEL_HEADERS + KERNEL_SOURCES],
-    ids=lambda p: str(p.relative_to(CPP_DIR)),
+    ids=lambda p: str(p.relative_to(REPO_ROOT)),
 )
 def test_no_framework_includes(path):
     offending = [
@@ -93,7 +107,7 @@ def _compile_header_alone(include):
     # the include guard.
     source = f'#include "{include}"\n#include "{include}"\n'
     return _run(
-        [CXX, *STRICT, "-fsyntax-only", "-I", str(CPP_DIR), "-x", "c++", "-"],
+        [CXX, *STRICT, "-fsyntax-only", *INCLUDES, "-x", "c++", "-"],
         input=source,
         timeout=120,
     )
@@ -103,6 +117,12 @@ def _compile_header_alone(include):
 def test_core_header_compiles_alone(header):
     result = _compile_header_alone(f"core/{header}")
     assert result.returncode == 0, f"core/{header}:\n{result.stderr}"
+
+
+@pytest.mark.parametrize("header", CORE_TABLES)
+def test_core_table_compiles_alone(header):
+    result = _compile_header_alone(header)
+    assert result.returncode == 0, f"{header}:\n{result.stderr}"
 
 
 @pytest.mark.parametrize("header", KERNEL_HEADERS)
@@ -127,8 +147,7 @@ def test_cpp_program(program, mode, tmp_path):
             CXX,
             *STRICT,
             *BUILD_MODES[mode],
-            "-I",
-            str(CPP_DIR),
+            *INCLUDES,
             "-I",
             str(CPP_TEST_DIR),
             *KERNEL_FLAGS,
@@ -153,11 +172,8 @@ def test_cpp_program(program, mode, tmp_path):
 
 
 def _data_type_codes():
-    """DataType enumerator values, read from data_type.h itself."""
-    text = (CORE_DIR / "data_type.h").read_text()
-    body = re.search(r"enum class DataType : int8_t \{(.*?)\};", text, re.S).group(1)
-    names = [name.strip() for name in body.split(",") if name.strip()]
-    return {name: code for code, name in enumerate(names)}
+    """DataType enumerator values: their order in the dtype table."""
+    return {d.enumerator: code for code, d in enumerate(load_dtypes())}
 
 
 _CODES = _data_type_codes()
@@ -191,8 +207,7 @@ def kernels_lib(tmp_path_factory):
             "-O2",
             "-fPIC",
             "-shared",
-            "-I",
-            str(CPP_DIR),
+            *INCLUDES,
             *KERNEL_FLAGS,
             str(CPP_TEST_DIR / "kernels_capi.cc"),
             *(str(KERNEL_DIR / name) for name in KERNEL_SOURCES),

@@ -1,39 +1,15 @@
 #pragma once
 
 #include <cstdint>
-#include <string_view>
+
+// DeviceType (one per platform), to_string(DeviceType) and kBuiltPlatforms
+// (the platforms a build has) are generated from the platform table
+// (infiniops_codegen/data/platforms.yaml) into generated/platform_table.h:
+// add a platform there (docs/adding-a-platform.md), not here. Compiling the
+// core needs the generated directory on the include path (-I generated).
+#include "platform_table.h"
 
 namespace infini::ops {
-
-enum class DeviceType : int8_t {
-  kCpu,
-  kNvidia,
-  kIluvatar,
-  kMetax,
-  kCambricon,
-  kMoore,
-  kAscend,
-};
-
-constexpr std::string_view to_string(DeviceType type) {
-  switch (type) {
-    case DeviceType::kCpu:
-      return "cpu";
-    case DeviceType::kNvidia:
-      return "nvidia";
-    case DeviceType::kIluvatar:
-      return "iluvatar";
-    case DeviceType::kMetax:
-      return "metax";
-    case DeviceType::kCambricon:
-      return "cambricon";
-    case DeviceType::kMoore:
-      return "moore";
-    case DeviceType::kAscend:
-      return "ascend";
-  }
-  return "unknown";
-}
 
 // A plain value (no string): building one per call costs nothing.
 // index -1 means "the current device of that type", as in PyTorch.

@@ -2,6 +2,7 @@
 #include "torch/aten_convert.h"
 
 #include "runtime/dispatch_support.h"
+#include "torch_tables.h"
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/record_function.h>
@@ -64,118 +65,45 @@ bool direct_cpu_context() {
          !at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION).has_value();
 }
 
+// The dtype and device mappings are the generated tables
+// (generated/torch_tables.h, from infiniops_codegen/data/dtypes.yaml and
+// platforms.yaml); these functions only add the errors.
+
 c10::ScalarType to_aten(DataType dtype) {
-  switch (dtype) {
-    case DataType::kBool: return c10::ScalarType::Bool;
-    case DataType::kUInt8: return c10::ScalarType::Byte;
-    case DataType::kInt8: return c10::ScalarType::Char;
-    case DataType::kInt16: return c10::ScalarType::Short;
-    case DataType::kInt32: return c10::ScalarType::Int;
-    case DataType::kInt64: return c10::ScalarType::Long;
-    case DataType::kUInt16: return c10::ScalarType::UInt16;
-    case DataType::kUInt32: return c10::ScalarType::UInt32;
-    case DataType::kUInt64: return c10::ScalarType::UInt64;
-    case DataType::kFloat16: return c10::ScalarType::Half;
-    case DataType::kBFloat16: return c10::ScalarType::BFloat16;
-    case DataType::kFloat32: return c10::ScalarType::Float;
-    case DataType::kFloat64: return c10::ScalarType::Double;
-    case DataType::kComplex32: return c10::ScalarType::ComplexHalf;
-    case DataType::kComplex64: return c10::ScalarType::ComplexFloat;
-    case DataType::kComplex128: return c10::ScalarType::ComplexDouble;
-    case DataType::kFloat8E4M3FN: return c10::ScalarType::Float8_e4m3fn;
-    case DataType::kFloat8E5M2: return c10::ScalarType::Float8_e5m2;
-  }
-  throw ValueError("unknown core dtype " +
-                   std::to_string(static_cast<int>(dtype)));
+  return tables::scalar_type(dtype, [dtype]() -> c10::ScalarType {
+    throw ValueError("unknown core dtype " + std::to_string(static_cast<int>(dtype)));
+  });
 }
 
 DataType from_aten(c10::ScalarType type) {
-  switch (type) {
-    case c10::ScalarType::Bool: return DataType::kBool;
-    case c10::ScalarType::Byte: return DataType::kUInt8;
-    case c10::ScalarType::Char: return DataType::kInt8;
-    case c10::ScalarType::Short: return DataType::kInt16;
-    case c10::ScalarType::Int: return DataType::kInt32;
-    case c10::ScalarType::Long: return DataType::kInt64;
-    case c10::ScalarType::UInt16: return DataType::kUInt16;
-    case c10::ScalarType::UInt32: return DataType::kUInt32;
-    case c10::ScalarType::UInt64: return DataType::kUInt64;
-    case c10::ScalarType::Half: return DataType::kFloat16;
-    case c10::ScalarType::BFloat16: return DataType::kBFloat16;
-    case c10::ScalarType::Float: return DataType::kFloat32;
-    case c10::ScalarType::Double: return DataType::kFloat64;
-    case c10::ScalarType::ComplexHalf: return DataType::kComplex32;
-    case c10::ScalarType::ComplexFloat: return DataType::kComplex64;
-    case c10::ScalarType::ComplexDouble: return DataType::kComplex128;
-    case c10::ScalarType::Float8_e4m3fn: return DataType::kFloat8E4M3FN;
-    case c10::ScalarType::Float8_e5m2: return DataType::kFloat8E5M2;
-    default:
-      break;
-  }
-  throw TypeError(std::string("dtype ") + c10::toString(type) +
-                  " is not supported by the library");
+  return tables::data_type(type, [type]() -> DataType {
+    throw TypeError(std::string("dtype ") + c10::toString(type) +
+                    " is not supported by the library");
+  });
 }
 
-namespace {
-
-// Several platforms' torch ports reuse one PyTorch device type: iluvatar and
-// metax run as CUDA, cambricon, moore and ascend as PrivateUse1. A build
-// targets one port per device type; CUDA means nvidia unless another port
-// that uses it is built (a CPU-only build still runs CUDA tensors through
-// the torch fallback).
-#if defined(WITH_ILUVATAR) && !defined(WITH_NVIDIA)
-constexpr DeviceType kCudaPlatform = DeviceType::kIluvatar;
-#elif defined(WITH_METAX) && !defined(WITH_NVIDIA)
-constexpr DeviceType kCudaPlatform = DeviceType::kMetax;
-#else
-constexpr DeviceType kCudaPlatform = DeviceType::kNvidia;
-#endif
-
-#if defined(WITH_CAMBRICON)
-#define INFINI_OPS_PRIVATEUSE1 DeviceType::kCambricon
-#elif defined(WITH_MOORE)
-#define INFINI_OPS_PRIVATEUSE1 DeviceType::kMoore
-#elif defined(WITH_ASCEND)
-#define INFINI_OPS_PRIVATEUSE1 DeviceType::kAscend
-#endif
-
-}  // namespace
-
+// Several platforms' torch ports reuse one PyTorch device type (iluvatar and
+// metax run as CUDA; cambricon, moore and ascend as PrivateUse1): a c10
+// device type's tensors belong to the first platform of the table the build
+// has among those that use it, else to its upstream platform (a CPU-only
+// build still runs CUDA tensors through the torch fallback); see
+// tables::device_type.
 Device from_aten(c10::Device device) {
   const auto index = static_cast<int16_t>(device.has_index() ? device.index() : -1);
-  switch (device.type()) {
-    case c10::DeviceType::CPU:
-      return Device{DeviceType::kCpu, index};
-    case c10::DeviceType::CUDA:
-      return Device{kCudaPlatform, index};
-#ifdef INFINI_OPS_PRIVATEUSE1
-    case c10::DeviceType::PrivateUse1:
-      return Device{INFINI_OPS_PRIVATEUSE1, index};
-#endif
-    default:
-      break;
-  }
-  // RuntimeError, as PyTorch raises for a tensor on an unexpected device.
-  throw Error("device type " + c10::DeviceTypeName(device.type(), true) +
-              " is not supported by the library");
+  const auto type = tables::device_type(device.type(), [device]() -> DeviceType {
+    // RuntimeError, as PyTorch raises for a tensor on an unexpected device.
+    throw Error("device type " + c10::DeviceTypeName(device.type(), true) +
+                " is not supported by the library");
+  });
+  return Device{type, index};
 }
 
 c10::Device to_aten(Device device) {
-  const auto index = static_cast<c10::DeviceIndex>(device.index);
-  switch (device.type) {
-    case DeviceType::kCpu:
-      return c10::Device(c10::DeviceType::CPU, index);
-    case DeviceType::kNvidia:
-    case DeviceType::kIluvatar:
-    case DeviceType::kMetax:
-      return c10::Device(c10::DeviceType::CUDA, index);
-    case DeviceType::kCambricon:
-    case DeviceType::kMoore:
-    case DeviceType::kAscend:
-      return c10::Device(c10::DeviceType::PrivateUse1, index);
-  }
-  throw TypeError("device " + std::string(to_string(device.type)) +
-                  " has no PyTorch device in this build");
+  const auto type = tables::c10_device_type(device.type, [device]() -> c10::DeviceType {
+    throw TypeError("device " + std::string(to_string(device.type)) +
+                    " has no PyTorch device in this build");
+  });
+  return c10::Device(type, static_cast<c10::DeviceIndex>(device.index));
 }
 
 at::Scalar to_aten(const Scalar& s) {

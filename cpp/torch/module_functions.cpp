@@ -46,15 +46,8 @@ PyObject* implementations_dict(const OpImplementations* ops, std::size_t n) {
 PyObject* py_platforms(PyObject*, PyObject*) {
   PyObject* list = PyList_New(0);
   if (list == nullptr) return nullptr;
-  const char* built[] = {
-#ifdef WITH_CPU
-      "cpu",
-#endif
-#ifdef WITH_NVIDIA
-      "nvidia",
-#endif
-      nullptr};
-  for (const char** p = built; *p != nullptr; ++p) {
+  // The platform table's platforms this build has (generated/platform_table.h).
+  for (const char* const* p = kBuiltPlatforms; *p != nullptr; ++p) {
     PyObject* name = PyUnicode_FromString(*p);
     if (name == nullptr || PyList_Append(list, name) < 0) {
       Py_XDECREF(name);

@@ -330,6 +330,7 @@ def _digest(source: str, generated_dir: Path, with_native: bool) -> str:
     if with_native:
         files = sorted(KERNEL_DIR.glob("*")) + sorted((CPP_DIR / "core").glob("*.h"))
         files.append(Path(generated_dir) / "native_kernels.h")
+        files += sorted(Path(generated_dir).glob("*_table.h"))
         for f in files:
             if f.is_file():
                 h.update(f.name.encode() + b"\0" + f.read_bytes())
