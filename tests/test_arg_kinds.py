@@ -62,6 +62,8 @@ def test_every_kind_has_a_converter_the_api_takes(tmp_path):
             "-I",
             str(REPO / "cpp"),
             "-I",
+            str(REPO / "generated"),
+            "-I",
             sysconfig.get_paths()["include"],
             str(source),
         ],
