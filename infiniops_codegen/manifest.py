@@ -3,7 +3,8 @@ build (`<build-dir>/manifest.json`) holds, read once into frozen records.
 
 The generator writes it (render.manifest_data); the correctness harness, the
 bench and `infiniops-codegen list` read it only through this module. Standard
-library only: reading a manifest needs neither the generator nor torch.
+library and the argument-kind records (`arg_kinds`, pure data) only: reading
+a manifest needs neither the generator nor torch.
 
     from infiniops_codegen import manifest
     m = manifest.of_build("build")        # or manifest.read(path)
@@ -19,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from .arg_kinds import BY_NAME as KINDS
+from .arg_kinds import ArgKind
 from .locations import DEFAULT_OUT, MANIFEST
 
 # Argument roles (model.Role values).
@@ -35,7 +38,7 @@ class ManifestError(Exception):
 class Argument:
     name: str  # schema name
     python_name: str  # the keyword of the Python API
-    kind: str | None  # argument kind (arg_kinds); None for hidden arguments
+    kind: ArgKind | None  # the argument's kind; None for hidden arguments
     role: str  # input / attribute / output / hidden
     keyword_only: bool
     has_default: bool
@@ -239,10 +242,16 @@ def _argument(r: _Reader, a, what: str) -> Argument:
     role = r.get(a, "role", str, what)
     if role not in ROLES:
         raise ManifestError(f"{r.where}: {what} has the unknown role '{role}'")
+    kind = r.get(a, "kind", str, what, None)
+    if kind is not None and kind not in KINDS:
+        raise ManifestError(
+            f"{r.where}: {what} has the unknown kind '{kind}' (written by another "
+            "version of infiniops-codegen? run 'infiniops-codegen generate')"
+        )
     return Argument(
         name=r.get(a, "name", str, what),
         python_name=r.get(a, "python_name", str, what),
-        kind=r.get(a, "kind", str, what, None),
+        kind=None if kind is None else KINDS[kind],
         role=role,
         keyword_only=r.get(a, "keyword_only", bool, what),
         has_default=r.get(a, "has_default", bool, what),

@@ -95,3 +95,47 @@ def test_classify_finds_each_kind_from_its_schema_type(kind):
 def test_kind_names_are_unique():
     names = [k.name for k in arg_kinds.KINDS]
     assert len(names) == len(set(names)) == len(arg_kinds.BY_NAME)
+
+
+# --- what the tools read of a kind -------------------------------------------------
+
+TENSOR_SAMPLES = {
+    arg_kinds.Sample.TENSOR,
+    arg_kinds.Sample.TENSOR_OR_NONE,
+    arg_kinds.Sample.TENSOR_PAIR,
+    arg_kinds.Sample.INDEX_LIST,
+}
+
+
+@pytest.mark.parametrize("kind", arg_kinds.KINDS, ids=lambda k: k.name)
+def test_a_kind_s_harness_sample_matches_what_it_holds(kind):
+    # The harness makes tensors for exactly the kinds that hold them.
+    assert (kind.sample in TENSOR_SAMPLES) == (
+        kind.tensors is not arg_kinds.Tensors.NONE
+    )
+    if kind.optional and kind.tensors is arg_kinds.Tensors.NONE:
+        # an optional attribute samples as its base kind or as None
+        bases = {k.name: k for k in (*arg_kinds.KINDS, arg_kinds.FLOAT_LIST)}
+        base = bases[kind.name.removesuffix("_opt")]
+        assert kind.sample in (base.sample, arg_kinds.Sample.NONE)
+
+
+@pytest.mark.parametrize("kind", arg_kinds.KINDS, ids=lambda k: k.name)
+def test_a_kind_s_floor_code_uses_only_its_placeholders(kind):
+    import string
+
+    allowed = {"o", "v", "b", "c", "size"}
+    for code in (kind.floor, kind.floor_out):
+        if code is None:
+            continue
+        for text in (code.unpack, code.aten, code.from_blob, code.native):
+            if text is None:
+                continue
+            names = {f for _, f, _, _ in string.Formatter().parse(text) if f}
+            assert names <= allowed, (kind.name, text)
+        # only tensor kinds are rebuilt over from_blob
+        assert (code.from_blob is not None) == (
+            kind.tensors is not arg_kinds.Tensors.NONE
+        )
+    # an output form exactly where the kind can be an output the floor takes
+    assert kind.floor_out is None or kind.out_core_type is not None

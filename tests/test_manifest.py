@@ -70,8 +70,35 @@ def test_mutable_inputs_come_from_the_manifest():
             "op 'x' has no 'arguments'",
         ),
         ([], "not an infiniops-codegen manifest"),
+        (
+            {
+                "torch_version": "2",
+                "selection": "default",
+                "platforms": ["cpu"],
+                "shard_count": 1,
+                "shard_size": 1,
+                "ops": [
+                    {
+                        "name": "x",
+                        "aten": "x.out",
+                        "arguments": [
+                            {
+                                "name": "self",
+                                "python_name": "input",
+                                "kind": "tensor_tuple",
+                                "role": "input",
+                                "keyword_only": False,
+                                "has_default": False,
+                                "aten_type": "Tensor",
+                            }
+                        ],
+                    }
+                ],
+            },
+            "has the unknown kind 'tensor_tuple'",
+        ),
     ],
-    ids=["no_version", "no_arguments", "not_a_mapping"],
+    ids=["no_version", "no_arguments", "not_a_mapping", "unknown_kind"],
 )
 def test_a_malformed_manifest_is_one_located_error(tmp_path, content, message):
     path = tmp_path / "manifest.json"
@@ -188,6 +215,28 @@ def test_an_op_with_a_reserved_name_is_a_located_spec_error(
 
 
 # --- runtime.load needs nothing of the generator ------------------------------------
+
+
+def test_reading_a_manifest_imports_nothing_of_the_generator():
+    code = (
+        "import sys\n"
+        "from infiniops_codegen import manifest\n"
+        "m = manifest.read('generated/manifest.json')\n"
+        "assert m.op('add').inputs[0].kind.name == 'tensor'\n"
+        "print(sorted(k for k in sys.modules if k.startswith(('jinja2', "
+        "'infiniops_codegen', 'yaml', 'torch'))))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert ast.literal_eval(proc.stdout.strip()) == [
+        "infiniops_codegen",
+        "infiniops_codegen.arg_kinds",
+        "infiniops_codegen.locations",
+        "infiniops_codegen.manifest",
+        "infiniops_codegen.schema_types",
+    ]
 
 
 def test_runtime_load_imports_no_generator_module(ops):

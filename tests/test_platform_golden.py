@@ -191,10 +191,15 @@ def test_platforms_cmake_carries_the_table():
         assert (
             f"set(INFINI_OPS_PLATFORM_{p.name}_HOST_COMPILED_BRIDGE {bridge})" in text
         )
-        assert (
-            f"set(INFINI_OPS_PLATFORM_{p.name}_STREAMS {'ON' if p.stream else 'OFF'})"
-            in text
-        )
+
+
+def test_cmake_reads_every_platform_variable_it_is_given():
+    text = golden("platforms.cmake")
+    cmake = (GOLDEN.parents[3] / "CMakeLists.txt").read_text()
+    keys = set(re.findall(r"set\(INFINI_OPS_PLATFORM_[a-z0-9]+_([A-Z_]+) ", text))
+    assert {"FLAG", "DEFAULT", "CUDA_TOOLKIT"} <= keys
+    unread = sorted(k for k in keys if f"INFINI_OPS_PLATFORM_${{_p}}_{k}" not in cmake)
+    assert not unread, f"platforms.cmake sets what CMakeLists.txt never reads: {unread}"
 
 
 def test_generate_produces_every_platform(tmp_path, runner, helpers):

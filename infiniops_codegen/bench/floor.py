@@ -43,7 +43,8 @@ from pathlib import Path
 
 from .. import builder
 from ..locations import DEFAULT_OUT, REPO_ROOT
-from ..manifest import HIDDEN, OUTPUT, Op
+from ..arg_kinds import FloorCode, Tensors
+from ..manifest import HIDDEN, OUTPUT, Argument, Op
 from ..render import render_template
 from ..schema_db import load_schema_db, torch_version
 from ..schema_types import AtenSchema
@@ -74,49 +75,6 @@ class FloorFunction:
     outputs: tuple[int, ...]  # argument indices of the outputs (the return value)
 
 
-# kind -> (declaration of v from Python object o, how v is passed to ATen)
-_CONVERT = {
-    "tensor": ("const at::Tensor& {v} = fl::tensor({o});", "{v}"),
-    "tensor_opt": ("const std::optional<at::Tensor> {v} = fl::tensor_opt({o});", "{v}"),
-    "tensor_list": ("const fl::TensorList {v}({o});", "{v}.ref()"),
-    "tensor_opt_list": ("const auto {v} = fl::tensor_opt_list({o});", "{v}"),
-    "scalar": ("const at::Scalar {v} = fl::scalar({o});", "{v}"),
-    "scalar_opt": ("const auto {v} = fl::scalar_opt({o});", "{v}"),
-    "int": ("const int64_t {v} = fl::int64({o});", "{v}"),
-    "int_opt": ("const auto {v} = fl::int64_opt({o});", "{v}"),
-    "int_list": ("const fl::IntList {v}({o}, {size});", "{v}.ref()"),
-    "int_list_opt": ("const fl::IntList {v}({o}, {size});", "{v}.opt_ref()"),
-    "float": ("const double {v} = fl::float64({o});", "{v}"),
-    "float_opt": ("const auto {v} = fl::float64_opt({o});", "{v}"),
-    "bool": ("const bool {v} = fl::boolean({o});", "{v}"),
-    "bool_array": ("const auto {v} = fl::bool_array<{size}>({o});", "{v}"),
-    "str": ("const c10::string_view {v} = fl::str({o});", "{v}"),
-    "str_opt": ("const auto {v} = fl::str_opt({o});", "{v}"),
-    "dtype": ("const at::ScalarType {v} = fl::dtype({o});", "{v}"),
-    "dtype_opt": ("const auto {v} = fl::dtype_opt({o});", "{v}"),
-}
-_OUTPUT = ("at::Tensor& {v} = fl::tensor_out({o});", "{v}")
-
-# The from_blob rebuild of a tensor-like argument: kind -> declaration of b
-# from the unpacked v (outputs: "output").
-_FROM_BLOB = {
-    "tensor": "const at::Tensor {b} = fl::from_blob({v});",
-    "output": "at::Tensor {b} = fl::from_blob({v});",
-    "tensor_opt": "const std::optional<at::Tensor> {b} = fl::from_blob({v});",
-    "tensor_list": "const fl::TensorList {b} = {v}.from_blob();",
-    "tensor_opt_list": "const auto {b} = fl::from_blob({v});",
-}
-
-# The native kernels' argument types (core types): kind -> declaration.
-_NATIVE = {
-    "tensor": "const infini::ops::Tensor {c} = fl::core(fl::tensor({o}));",
-    "scalar": "const infini::ops::Scalar {c} = fl::core_scalar({o});",
-    "float": "const double {c} = fl::float64({o});",
-    "int": "const int64_t {c} = fl::int64({o});",
-    "bool": "const bool {c} = fl::boolean({o});",
-}
-
-
 @dataclass(frozen=True)
 class _Unpacked:
     arity: int
@@ -127,6 +85,15 @@ class _Unpacked:
     outputs: tuple[str, ...]  # variables of the outputs
     blob_outputs: tuple[str, ...]
     output_indices: tuple[int, ...]
+
+
+def _code(op: Op, a: Argument) -> FloorCode:
+    """The kind's floor code for `a` (as an output where it is one)."""
+    code = a.kind.floor_out if a.role == OUTPUT else a.kind.floor
+    if code is None:
+        what = "output" if a.role == OUTPUT else "argument"
+        raise FloorError(f"{op.name}: {what} kind {a.kind.name}")
+    return code
 
 
 def _unpack(op: Op, schema: AtenSchema) -> _Unpacked:
@@ -142,28 +109,21 @@ def _unpack(op: Op, schema: AtenSchema) -> _Unpacked:
         if a.role == HIDDEN:
             passed[name] = blob_passed[name] = "{}"  # the C++ default (nullopt)
             continue
+        code = _code(op, a)
         if a.role == OUTPUT:
-            if a.kind != "tensor":
-                raise FloorError(f"{op.name}: output kind {a.kind}")
-            decl, use = _OUTPUT
-            blob_kind = "output"
             outputs.append(var)
             blob_outputs.append(blob)
             indices.append(index)
-        elif a.kind in _CONVERT:
-            decl, use = _CONVERT[a.kind]
-            blob_kind = a.kind if a.kind in _FROM_BLOB else None
-        else:
-            raise FloorError(f"{op.name}: argument kind {a.kind}")
-        if a.kind == "tensor_list" and "ITensorListRef" in a.cpp_type:
+        use = code.aten
+        if a.kind.tensors is Tensors.LIST and "ITensorListRef" in a.cpp_type:
             use = "at::ITensorListRef({v}.ref())"
         fields = {"o": f"args[{index}]", "size": sizes.get(name) or 0}
-        decls.append(decl.format(v=var, **fields))
+        decls.append(code.unpack.format(v=var, **fields))
         passed[name] = use.format(v=var, **fields)
-        if blob_kind is None:
+        if code.from_blob is None:
             blob_passed[name] = passed[name]
         else:
-            blob_decls.append(_FROM_BLOB[blob_kind].format(b=blob, v=var))
+            blob_decls.append(code.from_blob.format(b=blob, v=var))
             blob_passed[name] = use.format(v=blob, **fields)
         index += 1
     return _Unpacked(
@@ -234,19 +194,15 @@ def native_function(op: Op) -> FloorFunction:
     for a in op.arguments:
         if a.role == HIDDEN:
             raise FloorError(f"{op.name}: native kernel with a hidden argument")
-        c, o = f"c_{a.name}", f"args[{index}]"
-        if a.role == OUTPUT:
-            if a.kind != "tensor":
-                raise FloorError(f"{op.name}: output kind {a.kind}")
-            v = f"v_{a.name}"
-            decls.append(f"at::Tensor& {v} = fl::tensor_out({o});")
-            decls.append(f"infini::ops::Tensor {c} = fl::core({v});")
+        c, o, v = f"c_{a.name}", f"args[{index}]", f"v_{a.name}"
+        code = _code(op, a)
+        if code.native is None:
+            raise FloorError(f"{op.name}: native argument kind {a.kind.name}")
+        if a.role == OUTPUT:  # the core tensor is made of the unpacked output
+            decls.append(code.unpack.format(v=v, o=o))
             outputs.append(index)
             out_vars.append(v)
-        elif a.kind in _NATIVE:
-            decls.append(_NATIVE[a.kind].format(c=c, o=o))
-        else:
-            raise FloorError(f"{op.name}: native argument kind {a.kind}")
+        decls.append(code.native.format(c=c, o=o, v=v))
         call.append(c)
         index += 1
     body = [

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import values
+from ..arg_kinds import Tensors
 from ..manifest import Op
 from .samples import candidate_plans, hinted_plans
 
@@ -148,7 +149,7 @@ def expected_with_states(op: Op, args: dict) -> tuple[list, dict]:
         if len(results) == count + len(op.mutable_inputs):
             states = dict(zip(op.mutable_inputs, results[count:]))
         return results[:count], states
-    if len(op.out_args) == 1 and op.out_args[0].kind == "tensor_list":
+    if len(op.out_args) == 1 and op.out_args[0].kind.tensors is Tensors.LIST:
         return [list(result)], {}  # one out= argument that is a list of tensors
     return _as_list(result), {}
 

@@ -3,7 +3,8 @@
 
 A *plan* gives every argument a value: tensors as `TensorSpec` placeholders
 (shape + what the values mean), everything else as a Python value. Candidate
-plans come from small rules keyed on argument kinds and names, overridden by
+plans come from small rules keyed on each argument kind's sample rule
+(`arg_kinds.Sample`) and on argument names, overridden by
 the `hints` of the op's spec; the PyTorch reference is the oracle that says
 which candidate is valid.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field, replace
 
+from ..arg_kinds import Sample, Tensors
 from ..manifest import Argument, Op
 
 DATA, INDEX, MASK = "data", "index", "mask"
@@ -96,29 +98,27 @@ def _attribute(arg: Argument, shape: tuple[int, ...]):
     """The default value of a non-tensor argument for a sample."""
     if arg.has_default:
         return arg.default
-    kind, name, ndim = arg.kind, arg.name, len(shape)
-    if kind in ("int", "int_opt"):
+    sample, name, ndim = arg.kind.sample, arg.name, len(shape)
+    if sample is Sample.INT:
         value = _INT_BY_NAME.get(name, 1)
         return min(value, ndim - 1) if name in ("dim", "dim1") and ndim else value
-    if kind in ("int_list", "int_list_opt"):
+    if sample is Sample.INT_LIST:
         return _int_list(name, _fixed_size(arg.aten_type), shape)
-    if kind in ("float", "float_opt"):
+    if sample is Sample.FLOAT:
         return _FLOAT_BY_NAME.get(name, 0.5)
-    if kind in ("scalar", "scalar_opt"):
+    if sample is Sample.SCALAR:
         return _SCALAR_BY_NAME.get(name, 2)
-    if kind == "scalar_list":
+    if sample is Sample.SCALAR_LIST:
         return [1, 2]
-    if kind in ("bool", "bool_opt"):
+    if sample is Sample.FALSE:
         return False
-    if kind == "bool_array":
+    if sample is Sample.TRUE_ARRAY:
         return [True] * _array_size(arg.aten_type)
-    if kind in ("str", "str_opt"):
-        return None if kind == "str_opt" else "none"
-    if kind in ("dtype_opt", "float_list_opt", "tensor_opt"):
-        return None
-    if kind == "dtype":
+    if sample is Sample.REDUCTION:
+        return "none"
+    if sample is Sample.CASE_DTYPE:
         return CASE_DTYPE
-    return None
+    return None  # Sample.NONE, and a tensor kind in an attribute's role
 
 
 def _array_size(aten_type: str) -> int:
@@ -170,15 +170,16 @@ def _role_of(arg: Argument) -> str:
 
 def _tensor_value(arg: Argument, shape: tuple[int, ...], shapes: dict):
     spec = TensorSpec(tuple(shapes.get(arg.python_name, shape)), _role_of(arg))
-    if arg.kind == "tensor":
+    sample = arg.kind.sample
+    if sample is Sample.TENSOR:
         return spec
-    if arg.kind == "tensor_opt":
+    if sample is Sample.TENSOR_OR_NONE:
         return spec if arg.python_name in shapes or not arg.has_default else None
-    if arg.kind == "tensor_list":
+    if sample is Sample.TENSOR_PAIR:
         return [spec, spec]
-    if arg.kind == "tensor_opt_list":
+    if sample is Sample.INDEX_LIST:
         return [TensorSpec((INDEX_BOUND,), INDEX)]
-    raise ValueError(arg.kind)
+    raise ValueError(f"{arg.name}: {arg.kind.name} is not a tensor kind")
 
 
 def _shape_plans(op: Op) -> list[dict]:
@@ -228,7 +229,7 @@ def candidate_plans(op: Op) -> list[dict]:
                 plan[arg.name] = _attribute(arg, shape)
         for py_name, literal in (op.hints.get("tensors") or {}).items():
             arg = by_py[py_name]
-            if arg.kind == "tensor_list":  # one literal per list element
+            if arg.kind.tensors is Tensors.LIST:  # one literal per list element
                 plan[arg.name] = [_literal(one) for one in literal]
             else:
                 plan[arg.name] = _literal(literal)
