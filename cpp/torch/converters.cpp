@@ -238,13 +238,21 @@ Scalar unpack_scalar(PyObject* obj, const Signature& sig, int i) {
   wrong_type(obj, sig, i, "Number");
 }
 
-ScalarListArg unpack_scalar_list(PyObject* obj, const Signature& sig, int i) {
-  SequenceRef seq(obj, sig, i, "tuple of Numbers");
-  ScalarListArg list;
+// A list whose elements each convert as the element's kind does.
+template <class List, class Unpack>
+List unpack_each(PyObject* obj, const Signature& sig, int i,
+                 const char* expected, Unpack unpack) {
+  SequenceRef seq(obj, sig, i, expected);
+  List list;
   for (Py_ssize_t k = 0; k < seq.size(); ++k) {
-    list.items.push_back(unpack_scalar(seq[k], sig, i));
+    list.items.push_back(unpack(seq[k], sig, i));
   }
   return list;
+}
+
+ScalarListArg unpack_scalar_list(PyObject* obj, const Signature& sig, int i) {
+  return unpack_each<ScalarListArg>(obj, sig, i, "tuple of Numbers",
+                                    unpack_scalar);
 }
 
 int64_t unpack_int_arg(PyObject* obj, const Signature& sig, int i) {
@@ -297,12 +305,8 @@ double unpack_float(PyObject* obj, const Signature& sig, int i) {
 }
 
 FloatListArg unpack_float_list(PyObject* obj, const Signature& sig, int i) {
-  SequenceRef seq(obj, sig, i, "tuple of floats");
-  FloatListArg list;
-  for (Py_ssize_t k = 0; k < seq.size(); ++k) {
-    list.items.push_back(unpack_float(seq[k], sig, i));
-  }
-  return list;
+  return unpack_each<FloatListArg>(obj, sig, i, "tuple of floats",
+                                   unpack_float);
 }
 
 bool unpack_bool(PyObject* obj, const Signature& sig, int i) {
