@@ -42,7 +42,8 @@ const tb::Signature kSig__log_softmax{
 };
 
 PyObject* py__log_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig__log_softmax, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig__log_softmax, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig__log_softmax;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -78,7 +79,8 @@ const tb::Signature kSig__log_softmax_backward_data{
 };
 
 PyObject* py__log_softmax_backward_data(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig__log_softmax_backward_data, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig__log_softmax_backward_data, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig__log_softmax_backward_data;
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -116,7 +118,8 @@ const tb::Signature kSig__softmax{
 };
 
 PyObject* py__softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig__softmax, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig__softmax, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig__softmax;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -152,7 +155,8 @@ const tb::Signature kSig__softmax_backward_data{
 };
 
 PyObject* py__softmax_backward_data(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig__softmax_backward_data, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig__softmax_backward_data, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig__softmax_backward_data;
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -190,7 +194,8 @@ const tb::Signature kSig_abs{
 };
 
 PyObject* py_abs(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_abs, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_abs, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_abs;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -225,7 +230,8 @@ const tb::Signature kSig_acos{
 };
 
 PyObject* py_acos(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_acos, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_acos, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_acos;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -260,7 +266,8 @@ const tb::Signature kSig_acosh{
 };
 
 PyObject* py_acosh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_acosh, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_acosh, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_acosh;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -295,7 +302,8 @@ const tb::Signature kSig_adaptive_avg_pool2d{
 };
 
 PyObject* py_adaptive_avg_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_adaptive_avg_pool2d, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_adaptive_avg_pool2d, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_adaptive_avg_pool2d;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
@@ -331,7 +339,8 @@ const tb::Signature kSig_adaptive_max_pool2d{
 };
 
 PyObject* py_adaptive_max_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_adaptive_max_pool2d, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_adaptive_max_pool2d, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_adaptive_max_pool2d;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
@@ -368,7 +377,8 @@ const tb::Signature kSig_add{
 };
 
 PyObject* py_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_add, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_add, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_add;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -405,7 +415,8 @@ const tb::Signature kSig_add_Scalar{
 };
 
 PyObject* py_add_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_add_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_add_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_add_Scalar;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
@@ -442,7 +453,8 @@ const tb::Signature kSig_addbmm{
 };
 
 PyObject* py_addbmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<8>(kSig_addbmm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[8] = {};
+  return tb::bind(kSig_addbmm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_addbmm;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_batch1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -481,7 +493,8 @@ const tb::Signature kSig_addcdiv{
 };
 
 PyObject* py_addcdiv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_addcdiv, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_addcdiv, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_addcdiv;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_tensor1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -519,7 +532,8 @@ const tb::Signature kSig_addcmul{
 };
 
 PyObject* py_addcmul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_addcmul, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_addcmul, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_addcmul;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_tensor1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -557,7 +571,8 @@ const tb::Signature kSig_addmm{
 };
 
 PyObject* py_addmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<8>(kSig_addmm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[8] = {};
+  return tb::bind(kSig_addmm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_addmm;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_mat1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -596,7 +611,8 @@ const tb::Signature kSig_addmv{
 };
 
 PyObject* py_addmv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<8>(kSig_addmv, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[8] = {};
+  return tb::bind(kSig_addmv, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_addmv;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_mat = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -635,7 +651,8 @@ const tb::Signature kSig_all{
 };
 
 PyObject* py_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_all, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_all, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_all;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -672,7 +689,8 @@ const tb::Signature kSig_all_all{
 };
 
 PyObject* py_all_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_all_all, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_all_all, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_all_all;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -707,7 +725,8 @@ const tb::Signature kSig_amax{
 };
 
 PyObject* py_amax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_amax, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_amax, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_amax;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
@@ -744,7 +763,8 @@ const tb::Signature kSig_amin{
 };
 
 PyObject* py_amin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_amin, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_amin, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_amin;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
@@ -781,7 +801,8 @@ const tb::Signature kSig_aminmax{
 };
 
 PyObject* py_aminmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_aminmax, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_aminmax, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_aminmax;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
@@ -819,7 +840,8 @@ const tb::Signature kSig_any{
 };
 
 PyObject* py_any(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_any, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_any, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_any;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -856,7 +878,8 @@ const tb::Signature kSig_any_all{
 };
 
 PyObject* py_any_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_any_all, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_any_all, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_any_all;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -891,7 +914,8 @@ const tb::Signature kSig_argmax{
 };
 
 PyObject* py_argmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_argmax, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_argmax, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_argmax;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
@@ -928,7 +952,8 @@ const tb::Signature kSig_argmin{
 };
 
 PyObject* py_argmin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_argmin, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_argmin, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_argmin;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
@@ -965,7 +990,8 @@ const tb::Signature kSig_asin{
 };
 
 PyObject* py_asin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_asin, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_asin, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_asin;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1000,7 +1026,8 @@ const tb::Signature kSig_asinh{
 };
 
 PyObject* py_asinh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_asinh, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_asinh, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_asinh;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1035,7 +1062,8 @@ const tb::Signature kSig_atan{
 };
 
 PyObject* py_atan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_atan, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_atan, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_atan;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1070,7 +1098,8 @@ const tb::Signature kSig_atan2{
 };
 
 PyObject* py_atan2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_atan2, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_atan2, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_atan2;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1106,7 +1135,8 @@ const tb::Signature kSig_atanh{
 };
 
 PyObject* py_atanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_atanh, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_atanh, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_atanh;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1141,7 +1171,8 @@ const tb::Signature kSig_avg_pool1d{
 };
 
 PyObject* py_avg_pool1d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<9>(kSig_avg_pool1d, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[9] = {};
+  return tb::bind(kSig_avg_pool1d, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_avg_pool1d;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_kernel_size = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
@@ -1181,7 +1212,8 @@ const tb::Signature kSig_avg_pool2d{
 };
 
 PyObject* py_avg_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<10>(kSig_avg_pool2d, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[10] = {};
+  return tb::bind(kSig_avg_pool2d, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_avg_pool2d;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_kernel_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
@@ -1222,7 +1254,8 @@ const tb::Signature kSig_baddbmm{
 };
 
 PyObject* py_baddbmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<8>(kSig_baddbmm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[8] = {};
+  return tb::bind(kSig_baddbmm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_baddbmm;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_batch1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1261,7 +1294,8 @@ const tb::Signature kSig_bitwise_and_Tensor{
 };
 
 PyObject* py_bitwise_and_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_bitwise_and_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_bitwise_and_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_bitwise_and_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1297,7 +1331,8 @@ const tb::Signature kSig_bitwise_left_shift_Tensor{
 };
 
 PyObject* py_bitwise_left_shift_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_bitwise_left_shift_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_bitwise_left_shift_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_bitwise_left_shift_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1333,7 +1368,8 @@ const tb::Signature kSig_bitwise_not{
 };
 
 PyObject* py_bitwise_not(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_bitwise_not, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_bitwise_not, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_bitwise_not;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1368,7 +1404,8 @@ const tb::Signature kSig_bitwise_or_Tensor{
 };
 
 PyObject* py_bitwise_or_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_bitwise_or_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_bitwise_or_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_bitwise_or_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1404,7 +1441,8 @@ const tb::Signature kSig_bitwise_right_shift_Tensor{
 };
 
 PyObject* py_bitwise_right_shift_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_bitwise_right_shift_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_bitwise_right_shift_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_bitwise_right_shift_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1440,7 +1478,8 @@ const tb::Signature kSig_bitwise_xor_Tensor{
 };
 
 PyObject* py_bitwise_xor_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_bitwise_xor_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_bitwise_xor_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_bitwise_xor_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1476,7 +1515,8 @@ const tb::Signature kSig_bmm{
 };
 
 PyObject* py_bmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_bmm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_bmm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_bmm;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_mat2 = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1511,7 +1551,8 @@ const tb::Signature kSig_cat{
 };
 
 PyObject* py_cat(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_cat, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_cat, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_cat;
     auto v_tensors = tb::arg<tk::TensorList>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
@@ -1547,7 +1588,8 @@ const tb::Signature kSig_ceil{
 };
 
 PyObject* py_ceil(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_ceil, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_ceil, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_ceil;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1582,7 +1624,8 @@ const tb::Signature kSig_clamp{
 };
 
 PyObject* py_clamp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_clamp, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_clamp, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_clamp;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_min = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1, std::nullopt);
@@ -1619,7 +1662,8 @@ const tb::Signature kSig_clamp_Tensor{
 };
 
 PyObject* py_clamp_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_clamp_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_clamp_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_clamp_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_min = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1, std::nullopt);
@@ -1656,7 +1700,8 @@ const tb::Signature kSig_clamp_max{
 };
 
 PyObject* py_clamp_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_clamp_max, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_clamp_max, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_clamp_max;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_max = tb::arg<tk::Scalar>(slots[1], sig, 1);
@@ -1692,7 +1737,8 @@ const tb::Signature kSig_clamp_min{
 };
 
 PyObject* py_clamp_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_clamp_min, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_clamp_min, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_clamp_min;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_min = tb::arg<tk::Scalar>(slots[1], sig, 1);
@@ -1728,7 +1774,8 @@ const tb::Signature kSig_clone{
 };
 
 PyObject* py_clone(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_clone, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_clone, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_clone;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1763,7 +1810,8 @@ const tb::Signature kSig_copysign{
 };
 
 PyObject* py_copysign(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_copysign, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_copysign, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_copysign;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1799,7 +1847,8 @@ const tb::Signature kSig_cos{
 };
 
 PyObject* py_cos(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_cos, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_cos, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_cos;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1834,7 +1883,8 @@ const tb::Signature kSig_cosh{
 };
 
 PyObject* py_cosh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_cosh, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_cosh, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_cosh;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1869,7 +1919,8 @@ const tb::Signature kSig_cross{
 };
 
 PyObject* py_cross(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_cross, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_cross, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_cross;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -1906,7 +1957,8 @@ const tb::Signature kSig_cumprod{
 };
 
 PyObject* py_cumprod(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_cumprod, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_cumprod, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_cumprod;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -1943,7 +1995,8 @@ const tb::Signature kSig_cumsum{
 };
 
 PyObject* py_cumsum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_cumsum, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_cumsum, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_cumsum;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -1980,7 +2033,8 @@ const tb::Signature kSig_digamma{
 };
 
 PyObject* py_digamma(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_digamma, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_digamma, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_digamma;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2015,7 +2069,8 @@ const tb::Signature kSig_div{
 };
 
 PyObject* py_div(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_div, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_div, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_div;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2051,7 +2106,8 @@ const tb::Signature kSig_div_out_mode{
 };
 
 PyObject* py_div_out_mode(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_div_out_mode, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_div_out_mode, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_div_out_mode;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2088,7 +2144,8 @@ const tb::Signature kSig_dot{
 };
 
 PyObject* py_dot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_dot, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_dot, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_dot;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_tensor = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2124,7 +2181,8 @@ const tb::Signature kSig_elu{
 };
 
 PyObject* py_elu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_elu, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_elu, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_elu;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_alpha = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
@@ -2161,7 +2219,8 @@ const tb::Signature kSig_embedding{
 };
 
 PyObject* py_embedding(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<8>(kSig_embedding, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[8] = {};
+  return tb::bind(kSig_embedding, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_embedding;
     auto v_weight = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_indices = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2199,7 +2258,8 @@ const tb::Signature kSig_embedding_dense_backward{
 };
 
 PyObject* py_embedding_dense_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<8>(kSig_embedding_dense_backward, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[8] = {};
+  return tb::bind(kSig_embedding_dense_backward, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_embedding_dense_backward;
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_indices = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2238,7 +2298,8 @@ const tb::Signature kSig_eq_Scalar{
 };
 
 PyObject* py_eq_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_eq_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_eq_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_eq_Scalar;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
@@ -2274,7 +2335,8 @@ const tb::Signature kSig_eq_Tensor{
 };
 
 PyObject* py_eq_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_eq_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_eq_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_eq_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2310,7 +2372,8 @@ const tb::Signature kSig_erf{
 };
 
 PyObject* py_erf(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_erf, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_erf, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_erf;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2345,7 +2408,8 @@ const tb::Signature kSig_erfc{
 };
 
 PyObject* py_erfc(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_erfc, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_erfc, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_erfc;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2380,7 +2444,8 @@ const tb::Signature kSig_erfinv{
 };
 
 PyObject* py_erfinv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_erfinv, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_erfinv, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_erfinv;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2415,7 +2480,8 @@ const tb::Signature kSig_exp{
 };
 
 PyObject* py_exp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_exp, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_exp, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_exp;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2450,7 +2516,8 @@ const tb::Signature kSig_exp2{
 };
 
 PyObject* py_exp2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_exp2, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_exp2, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_exp2;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2485,7 +2552,8 @@ const tb::Signature kSig_expm1{
 };
 
 PyObject* py_expm1(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_expm1, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_expm1, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_expm1;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2520,7 +2588,8 @@ const tb::Signature kSig_flip{
 };
 
 PyObject* py_flip(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_flip, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_flip, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_flip;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dims = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
@@ -2556,7 +2625,8 @@ const tb::Signature kSig_floor{
 };
 
 PyObject* py_floor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_floor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_floor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_floor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2591,7 +2661,8 @@ const tb::Signature kSig_floor_divide{
 };
 
 PyObject* py_floor_divide(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_floor_divide, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_floor_divide, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_floor_divide;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2627,7 +2698,8 @@ const tb::Signature kSig_fmax{
 };
 
 PyObject* py_fmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_fmax, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_fmax, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_fmax;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2663,7 +2735,8 @@ const tb::Signature kSig_fmin{
 };
 
 PyObject* py_fmin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_fmin, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_fmin, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_fmin;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2699,7 +2772,8 @@ const tb::Signature kSig_fmod_Tensor{
 };
 
 PyObject* py_fmod_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_fmod_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_fmod_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_fmod_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2735,7 +2809,8 @@ const tb::Signature kSig_frac{
 };
 
 PyObject* py_frac(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_frac, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_frac, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_frac;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2770,7 +2845,8 @@ const tb::Signature kSig_gather{
 };
 
 PyObject* py_gather(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_gather, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_gather, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_gather;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -2808,7 +2884,8 @@ const tb::Signature kSig_ge_Scalar{
 };
 
 PyObject* py_ge_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_ge_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_ge_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_ge_Scalar;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
@@ -2844,7 +2921,8 @@ const tb::Signature kSig_ge_Tensor{
 };
 
 PyObject* py_ge_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_ge_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_ge_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_ge_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2880,7 +2958,8 @@ const tb::Signature kSig_gelu{
 };
 
 PyObject* py_gelu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_gelu, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_gelu, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_gelu;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_approximate = tb::arg<tk::Str>(slots[1], sig, 1, "none");
@@ -2916,7 +2995,8 @@ const tb::Signature kSig_gelu_backward{
 };
 
 PyObject* py_gelu_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_gelu_backward, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_gelu_backward, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_gelu_backward;
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -2953,7 +3033,8 @@ const tb::Signature kSig_glu{
 };
 
 PyObject* py_glu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_glu, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_glu, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_glu;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
@@ -2989,7 +3070,8 @@ const tb::Signature kSig_gt_Scalar{
 };
 
 PyObject* py_gt_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_gt_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_gt_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_gt_Scalar;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
@@ -3025,7 +3107,8 @@ const tb::Signature kSig_gt_Tensor{
 };
 
 PyObject* py_gt_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_gt_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_gt_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_gt_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3061,7 +3144,8 @@ const tb::Signature kSig_hardsigmoid{
 };
 
 PyObject* py_hardsigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_hardsigmoid, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_hardsigmoid, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_hardsigmoid;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3096,7 +3180,8 @@ const tb::Signature kSig_hardswish{
 };
 
 PyObject* py_hardswish(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_hardswish, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_hardswish, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_hardswish;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3131,7 +3216,8 @@ const tb::Signature kSig_hardtanh{
 };
 
 PyObject* py_hardtanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_hardtanh, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_hardtanh, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_hardtanh;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_min_val = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{-1}));
@@ -3168,7 +3254,8 @@ const tb::Signature kSig_hypot{
 };
 
 PyObject* py_hypot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_hypot, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_hypot, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_hypot;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3204,7 +3291,8 @@ const tb::Signature kSig_index{
 };
 
 PyObject* py_index(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_index, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_index, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_index;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_indices = tb::arg<tk::TensorOptList>(slots[1], sig, 1);
@@ -3240,7 +3328,8 @@ const tb::Signature kSig_index_add{
 };
 
 PyObject* py_index_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<8>(kSig_index_add, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[8] = {};
+  return tb::bind(kSig_index_add, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_index_add;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -3279,7 +3368,8 @@ const tb::Signature kSig_index_put{
 };
 
 PyObject* py_index_put(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_index_put, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_index_put, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_index_put;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_indices = tb::arg<tk::TensorOptList>(slots[1], sig, 1);
@@ -3317,7 +3407,8 @@ const tb::Signature kSig_index_select{
 };
 
 PyObject* py_index_select(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_index_select, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_index_select, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_index_select;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -3354,7 +3445,8 @@ const tb::Signature kSig_isnan{
 };
 
 PyObject* py_isnan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_isnan, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_isnan, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_isnan;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3389,7 +3481,8 @@ const tb::Signature kSig_kron{
 };
 
 PyObject* py_kron(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_kron, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_kron, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_kron;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3425,7 +3518,8 @@ const tb::Signature kSig_kthvalue{
 };
 
 PyObject* py_kthvalue(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<8>(kSig_kthvalue, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[8] = {};
+  return tb::bind(kSig_kthvalue, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_kthvalue;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_k = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -3464,7 +3558,8 @@ const tb::Signature kSig_le_Scalar{
 };
 
 PyObject* py_le_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_le_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_le_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_le_Scalar;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
@@ -3500,7 +3595,8 @@ const tb::Signature kSig_le_Tensor{
 };
 
 PyObject* py_le_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_le_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_le_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_le_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3536,7 +3632,8 @@ const tb::Signature kSig_leaky_relu{
 };
 
 PyObject* py_leaky_relu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_leaky_relu, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_leaky_relu, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_leaky_relu;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_negative_slope = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(0.01));
@@ -3572,7 +3669,8 @@ const tb::Signature kSig_lerp_Scalar{
 };
 
 PyObject* py_lerp_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_lerp_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_lerp_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_lerp_Scalar;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_end = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3609,7 +3707,8 @@ const tb::Signature kSig_lerp_Tensor{
 };
 
 PyObject* py_lerp_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_lerp_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_lerp_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_lerp_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_end = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3646,7 +3745,8 @@ const tb::Signature kSig_lgamma{
 };
 
 PyObject* py_lgamma(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_lgamma, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_lgamma, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_lgamma;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3680,7 +3780,8 @@ const tb::Signature kSig_linear{
 };
 
 PyObject* py_linear(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_linear, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_linear, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_linear;
     auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_weight = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3717,7 +3818,8 @@ const tb::Signature kSig_log{
 };
 
 PyObject* py_log(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_log, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_log, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_log;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3752,7 +3854,8 @@ const tb::Signature kSig_log10{
 };
 
 PyObject* py_log10(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_log10, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_log10, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_log10;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3787,7 +3890,8 @@ const tb::Signature kSig_log1p{
 };
 
 PyObject* py_log1p(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_log1p, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_log1p, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_log1p;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3822,7 +3926,8 @@ const tb::Signature kSig_log2{
 };
 
 PyObject* py_log2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_log2, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_log2, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_log2;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3857,7 +3962,8 @@ const tb::Signature kSig_log_sigmoid{
 };
 
 PyObject* py_log_sigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_log_sigmoid, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_log_sigmoid, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_log_sigmoid;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3892,7 +3998,8 @@ const tb::Signature kSig_log_softmax{
 };
 
 PyObject* py_log_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_log_softmax, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_log_softmax, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_log_softmax;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -3929,7 +4036,8 @@ const tb::Signature kSig_logaddexp{
 };
 
 PyObject* py_logaddexp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_logaddexp, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_logaddexp, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_logaddexp;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -3965,7 +4073,8 @@ const tb::Signature kSig_logaddexp2{
 };
 
 PyObject* py_logaddexp2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_logaddexp2, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_logaddexp2, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_logaddexp2;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4001,7 +4110,8 @@ const tb::Signature kSig_logical_and{
 };
 
 PyObject* py_logical_and(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_logical_and, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_logical_and, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_logical_and;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4037,7 +4147,8 @@ const tb::Signature kSig_logical_not{
 };
 
 PyObject* py_logical_not(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_logical_not, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_logical_not, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_logical_not;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4072,7 +4183,8 @@ const tb::Signature kSig_logical_or{
 };
 
 PyObject* py_logical_or(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_logical_or, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_logical_or, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_logical_or;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4108,7 +4220,8 @@ const tb::Signature kSig_logical_xor{
 };
 
 PyObject* py_logical_xor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_logical_xor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_logical_xor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_logical_xor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4144,7 +4257,8 @@ const tb::Signature kSig_logsumexp{
 };
 
 PyObject* py_logsumexp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_logsumexp, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_logsumexp, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_logsumexp;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
@@ -4181,7 +4295,8 @@ const tb::Signature kSig_lt_Scalar{
 };
 
 PyObject* py_lt_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_lt_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_lt_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_lt_Scalar;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
@@ -4217,7 +4332,8 @@ const tb::Signature kSig_lt_Tensor{
 };
 
 PyObject* py_lt_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_lt_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_lt_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_lt_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4253,7 +4369,8 @@ const tb::Signature kSig_masked_fill{
 };
 
 PyObject* py_masked_fill(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_masked_fill, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_masked_fill, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_masked_fill;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_mask = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4290,7 +4407,8 @@ const tb::Signature kSig_masked_fill_Tensor{
 };
 
 PyObject* py_masked_fill_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_masked_fill_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_masked_fill_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_masked_fill_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_mask = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4327,7 +4445,8 @@ const tb::Signature kSig_masked_select{
 };
 
 PyObject* py_masked_select(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_masked_select, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_masked_select, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_masked_select;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_mask = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4363,7 +4482,8 @@ const tb::Signature kSig_matmul{
 };
 
 PyObject* py_matmul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_matmul, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_matmul, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_matmul;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4399,7 +4519,8 @@ const tb::Signature kSig_max{
 };
 
 PyObject* py_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_max, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_max, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_max;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -4437,7 +4558,8 @@ const tb::Signature kSig_max_pool2d_with_indices{
 };
 
 PyObject* py_max_pool2d_with_indices(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<10>(kSig_max_pool2d_with_indices, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[10] = {};
+  return tb::bind(kSig_max_pool2d_with_indices, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_max_pool2d_with_indices;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_kernel_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
@@ -4478,7 +4600,8 @@ const tb::Signature kSig_maximum{
 };
 
 PyObject* py_maximum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_maximum, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_maximum, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_maximum;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4514,7 +4637,8 @@ const tb::Signature kSig_mean{
 };
 
 PyObject* py_mean(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_mean, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_mean, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_mean;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
@@ -4552,7 +4676,8 @@ const tb::Signature kSig_median_dim_values{
 };
 
 PyObject* py_median_dim_values(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_median_dim_values, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_median_dim_values, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_median_dim_values;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -4590,7 +4715,8 @@ const tb::Signature kSig_min{
 };
 
 PyObject* py_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_min, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_min, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_min;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -4628,7 +4754,8 @@ const tb::Signature kSig_minimum{
 };
 
 PyObject* py_minimum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_minimum, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_minimum, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_minimum;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4664,7 +4791,8 @@ const tb::Signature kSig_mish{
 };
 
 PyObject* py_mish(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_mish, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_mish, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_mish;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4699,7 +4827,8 @@ const tb::Signature kSig_mm{
 };
 
 PyObject* py_mm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_mm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_mm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_mm;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_mat2 = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4735,7 +4864,8 @@ const tb::Signature kSig_mse_loss{
 };
 
 PyObject* py_mse_loss(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_mse_loss, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_mse_loss, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_mse_loss;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_target = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4772,7 +4902,8 @@ const tb::Signature kSig_mse_loss_backward{
 };
 
 PyObject* py_mse_loss_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_mse_loss_backward, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_mse_loss_backward, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_mse_loss_backward;
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4810,7 +4941,8 @@ const tb::Signature kSig_mul{
 };
 
 PyObject* py_mul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_mul, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_mul, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_mul;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4846,7 +4978,8 @@ const tb::Signature kSig_mul_Scalar{
 };
 
 PyObject* py_mul_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_mul_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_mul_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_mul_Scalar;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
@@ -4882,7 +5015,8 @@ const tb::Signature kSig_mv{
 };
 
 PyObject* py_mv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_mv, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_mv, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_mv;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_vec = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -4918,7 +5052,8 @@ const tb::Signature kSig_nan_to_num{
 };
 
 PyObject* py_nan_to_num(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_nan_to_num, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_nan_to_num, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_nan_to_num;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_nan = tb::arg<tk::Optional<tk::Float>>(slots[1], sig, 1, std::nullopt);
@@ -4956,7 +5091,8 @@ const tb::Signature kSig_nansum{
 };
 
 PyObject* py_nansum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_nansum, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_nansum, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_nansum;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
@@ -4994,7 +5130,8 @@ const tb::Signature kSig_narrow_copy{
 };
 
 PyObject* py_narrow_copy(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_narrow_copy, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_narrow_copy, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_narrow_copy;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -5031,7 +5168,8 @@ const tb::Signature kSig_native_batch_norm{
 };
 
 PyObject* py_native_batch_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<13>(kSig_native_batch_norm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[13] = {};
+  return tb::bind(kSig_native_batch_norm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_native_batch_norm;
     auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1);
@@ -5074,7 +5212,8 @@ const tb::Signature kSig_native_group_norm{
 };
 
 PyObject* py_native_group_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<13>(kSig_native_group_norm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[13] = {};
+  return tb::bind(kSig_native_group_norm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_native_group_norm;
     auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1);
@@ -5117,7 +5256,8 @@ const tb::Signature kSig_native_layer_norm{
 };
 
 PyObject* py_native_layer_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<10>(kSig_native_layer_norm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[10] = {};
+  return tb::bind(kSig_native_layer_norm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_native_layer_norm;
     auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_normalized_shape = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
@@ -5157,7 +5297,8 @@ const tb::Signature kSig_native_layer_norm_backward{
 };
 
 PyObject* py_native_layer_norm_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<13>(kSig_native_layer_norm_backward, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[13] = {};
+  return tb::bind(kSig_native_layer_norm_backward, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_native_layer_norm_backward;
     auto v_grad_out = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_input = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -5201,7 +5342,8 @@ const tb::Signature kSig_ne_Scalar{
 };
 
 PyObject* py_ne_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_ne_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_ne_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_ne_Scalar;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
@@ -5237,7 +5379,8 @@ const tb::Signature kSig_ne_Tensor{
 };
 
 PyObject* py_ne_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_ne_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_ne_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_ne_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -5273,7 +5416,8 @@ const tb::Signature kSig_neg{
 };
 
 PyObject* py_neg(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_neg, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_neg, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_neg;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -5308,7 +5452,8 @@ const tb::Signature kSig_nonzero{
 };
 
 PyObject* py_nonzero(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_nonzero, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_nonzero, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_nonzero;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -5343,7 +5488,8 @@ const tb::Signature kSig_norm{
 };
 
 PyObject* py_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_norm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_norm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_norm;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_p = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1);
@@ -5381,7 +5527,8 @@ const tb::Signature kSig_outer{
 };
 
 PyObject* py_outer(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_outer, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_outer, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_outer;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_vec2 = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -5417,7 +5564,8 @@ const tb::Signature kSig_pow_Tensor_Scalar{
 };
 
 PyObject* py_pow_Tensor_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_pow_Tensor_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_pow_Tensor_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_pow_Tensor_Scalar;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_exponent = tb::arg<tk::Scalar>(slots[1], sig, 1);
@@ -5453,7 +5601,8 @@ const tb::Signature kSig_pow_Tensor_Tensor{
 };
 
 PyObject* py_pow_Tensor_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_pow_Tensor_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_pow_Tensor_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_pow_Tensor_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_exponent = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -5489,7 +5638,8 @@ const tb::Signature kSig_prod_int{
 };
 
 PyObject* py_prod_int(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_prod_int, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_prod_int, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_prod_int;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -5527,7 +5677,8 @@ const tb::Signature kSig_reciprocal{
 };
 
 PyObject* py_reciprocal(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_reciprocal, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_reciprocal, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_reciprocal;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -5562,7 +5713,8 @@ const tb::Signature kSig_relu{
 };
 
 PyObject* py_relu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_relu, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_relu, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_relu;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -5597,7 +5749,8 @@ const tb::Signature kSig_remainder_Tensor{
 };
 
 PyObject* py_remainder_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_remainder_Tensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_remainder_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_remainder_Tensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -5629,7 +5782,8 @@ const tb::Signature kSig_rms_norm{
 };
 
 PyObject* py_rms_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_rms_norm, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_rms_norm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_rms_norm;
     auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_weight = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -5666,7 +5820,8 @@ const tb::Signature kSig_roll{
 };
 
 PyObject* py_roll(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_roll, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_roll, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_roll;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_shifts = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
@@ -5703,7 +5858,8 @@ const tb::Signature kSig_round{
 };
 
 PyObject* py_round(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_round, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_round, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_round;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -5738,7 +5894,8 @@ const tb::Signature kSig_rsqrt{
 };
 
 PyObject* py_rsqrt(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_rsqrt, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_rsqrt, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_rsqrt;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -5769,7 +5926,8 @@ const tb::Signature kSig_scaled_dot_product_attention{
 };
 
 PyObject* py_scaled_dot_product_attention(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<10>(kSig_scaled_dot_product_attention, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[10] = {};
+  return tb::bind(kSig_scaled_dot_product_attention, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_scaled_dot_product_attention;
     auto v_query = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_key = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -5810,7 +5968,8 @@ const tb::Signature kSig_scatter_add{
 };
 
 PyObject* py_scatter_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_scatter_add, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_scatter_add, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_scatter_add;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -5848,7 +6007,8 @@ const tb::Signature kSig_scatter_src{
 };
 
 PyObject* py_scatter_src(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_scatter_src, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_scatter_src, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_scatter_src;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -5886,7 +6046,8 @@ const tb::Signature kSig_scatter_value{
 };
 
 PyObject* py_scatter_value(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_scatter_value, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_scatter_value, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_scatter_value;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -5924,7 +6085,8 @@ const tb::Signature kSig_sgn{
 };
 
 PyObject* py_sgn(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_sgn, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_sgn, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sgn;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -5959,7 +6121,8 @@ const tb::Signature kSig_sigmoid{
 };
 
 PyObject* py_sigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_sigmoid, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_sigmoid, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sigmoid;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -5993,7 +6156,8 @@ const tb::Signature kSig_sigmoid_backward{
 };
 
 PyObject* py_sigmoid_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_sigmoid_backward, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_sigmoid_backward, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sigmoid_backward;
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6029,7 +6193,8 @@ const tb::Signature kSig_sign{
 };
 
 PyObject* py_sign(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_sign, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_sign, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sign;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6064,7 +6229,8 @@ const tb::Signature kSig_silu{
 };
 
 PyObject* py_silu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_silu, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_silu, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_silu;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6095,7 +6261,8 @@ const tb::Signature kSig_silu_and_mul{
 };
 
 PyObject* py_silu_and_mul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_silu_and_mul, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_silu_and_mul, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_silu_and_mul;
     auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6130,7 +6297,8 @@ const tb::Signature kSig_silu_backward{
 };
 
 PyObject* py_silu_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_silu_backward, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_silu_backward, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_silu_backward;
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6166,7 +6334,8 @@ const tb::Signature kSig_sin{
 };
 
 PyObject* py_sin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_sin, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_sin, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sin;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6201,7 +6370,8 @@ const tb::Signature kSig_sinh{
 };
 
 PyObject* py_sinh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_sinh, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_sinh, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sinh;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6236,7 +6406,8 @@ const tb::Signature kSig_smooth_l1_loss{
 };
 
 PyObject* py_smooth_l1_loss(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_smooth_l1_loss, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_smooth_l1_loss, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_smooth_l1_loss;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_target = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6274,7 +6445,8 @@ const tb::Signature kSig_soft_margin_loss{
 };
 
 PyObject* py_soft_margin_loss(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_soft_margin_loss, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_soft_margin_loss, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_soft_margin_loss;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_target = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6311,7 +6483,8 @@ const tb::Signature kSig_softmax{
 };
 
 PyObject* py_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_softmax, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_softmax, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_softmax;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -6348,7 +6521,8 @@ const tb::Signature kSig_softplus{
 };
 
 PyObject* py_softplus(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_softplus, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_softplus, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_softplus;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_beta = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
@@ -6385,7 +6559,8 @@ const tb::Signature kSig_sort_values{
 };
 
 PyObject* py_sort_values(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_sort_values, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_sort_values, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sort_values;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
@@ -6423,7 +6598,8 @@ const tb::Signature kSig_sqrt{
 };
 
 PyObject* py_sqrt(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_sqrt, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_sqrt, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sqrt;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6458,7 +6634,8 @@ const tb::Signature kSig_square{
 };
 
 PyObject* py_square(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_square, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_square, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_square;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6493,7 +6670,8 @@ const tb::Signature kSig_std_correction{
 };
 
 PyObject* py_std_correction(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_std_correction, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_std_correction, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_std_correction;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
@@ -6531,7 +6709,8 @@ const tb::Signature kSig_sub{
 };
 
 PyObject* py_sub(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_sub, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_sub, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sub;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6568,7 +6747,8 @@ const tb::Signature kSig_sub_Scalar{
 };
 
 PyObject* py_sub_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_sub_Scalar, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_sub_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sub_Scalar;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
@@ -6605,7 +6785,8 @@ const tb::Signature kSig_sum{
 };
 
 PyObject* py_sum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_sum, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_sum, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sum;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
@@ -6643,7 +6824,8 @@ const tb::Signature kSig_sum_all{
 };
 
 PyObject* py_sum_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_sum_all, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_sum_all, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sum_all;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
@@ -6679,7 +6861,8 @@ const tb::Signature kSig_take{
 };
 
 PyObject* py_take(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_take, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_take, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_take;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_index = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6715,7 +6898,8 @@ const tb::Signature kSig_tan{
 };
 
 PyObject* py_tan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_tan, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_tan, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_tan;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6750,7 +6934,8 @@ const tb::Signature kSig_tanh{
 };
 
 PyObject* py_tanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_tanh, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_tanh, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_tanh;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6784,7 +6969,8 @@ const tb::Signature kSig_tanh_backward{
 };
 
 PyObject* py_tanh_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_tanh_backward, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_tanh_backward, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_tanh_backward;
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6820,7 +7006,8 @@ const tb::Signature kSig_threshold{
 };
 
 PyObject* py_threshold(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_threshold, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_threshold, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_threshold;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_threshold = tb::arg<tk::Scalar>(slots[1], sig, 1);
@@ -6857,7 +7044,8 @@ const tb::Signature kSig_threshold_backward{
 };
 
 PyObject* py_threshold_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_threshold_backward, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_threshold_backward, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_threshold_backward;
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6894,7 +7082,8 @@ const tb::Signature kSig_topk{
 };
 
 PyObject* py_topk(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<9>(kSig_topk, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[9] = {};
+  return tb::bind(kSig_topk, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_topk;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_k = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -6934,7 +7123,8 @@ const tb::Signature kSig_tril{
 };
 
 PyObject* py_tril(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_tril, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_tril, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_tril;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_diagonal = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
@@ -6970,7 +7160,8 @@ const tb::Signature kSig_triu{
 };
 
 PyObject* py_triu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_triu, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_triu, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_triu;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_diagonal = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
@@ -7006,7 +7197,8 @@ const tb::Signature kSig_trunc{
 };
 
 PyObject* py_trunc(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<4>(kSig_trunc, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_trunc, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_trunc;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -7041,7 +7233,8 @@ const tb::Signature kSig_var_correction{
 };
 
 PyObject* py_var_correction(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<7>(kSig_var_correction, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_var_correction, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_var_correction;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
@@ -7079,7 +7272,8 @@ const tb::Signature kSig_vdot{
 };
 
 PyObject* py_vdot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_vdot, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_vdot, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_vdot;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -7115,7 +7309,8 @@ const tb::Signature kSig_where{
 };
 
 PyObject* py_where(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<6>(kSig_where, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_where, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_where;
     auto v_condition = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -7152,7 +7347,8 @@ const tb::Signature kSig_xlogy_OutTensor{
 };
 
 PyObject* py_xlogy_OutTensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return tb::bind<5>(kSig_xlogy_OutTensor, module, args, nargs, kwnames, [](PyObject* const* slots) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_xlogy_OutTensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_xlogy_OutTensor;
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);

@@ -82,4 +82,19 @@ void raise_python_error(const Signature& sig) noexcept {
   }
 }
 
+PyObject* bind(const Signature& sig, PyObject* module, PyObject* const* args,
+               Py_ssize_t nargs, PyObject* kwnames, PyObject** slots,
+               Body body) noexcept {
+  if (!parse_args(sig, args, nargs, kwnames, slots)) return nullptr;
+  if (torch_function_wanted(sig, slots)) [[unlikely]] {
+    return torch_function(sig, module, args, nargs, kwnames, slots);
+  }
+  try {
+    return body(slots);
+  } catch (...) {
+    raise_python_error(sig);
+    return nullptr;
+  }
+}
+
 }  // namespace infini::ops::torch_bridge

@@ -88,25 +88,18 @@ inline PyObject* new_reference(PyObject* obj) {
 // (c10::IndexError -> IndexError, ...; core errors likewise).
 void raise_python_error(const Signature& sig) noexcept;
 
-// A binding: N slots for the op's parameters (positional, keyword-only,
-// implementation, stream); body(slots) converts them, calls run() and
-// returns the result. Everything inlines into the binding.
-template <std::size_t N, class Body>
-[[gnu::always_inline]] inline PyObject* bind(const Signature& sig, PyObject* module,
-                                             PyObject* const* args, Py_ssize_t nargs,
-                                             PyObject* kwnames, Body&& body) {
-  PyObject* slots[N] = {};
-  if (!parse_args(sig, args, nargs, kwnames, slots)) return nullptr;
-  if (torch_function_wanted(sig, slots)) [[unlikely]] {
-    return torch_function(sig, module, args, nargs, kwnames, slots);
-  }
-  try {
-    return body(static_cast<PyObject* const*>(slots));
-  } catch (...) {
-    raise_python_error(sig);
-    return nullptr;
-  }
-}
+// A binding's own part: converts the parsed parameters (slots, in the op's
+// parameter order: positional, keyword-only, implementation, stream), calls
+// run() and returns the result.
+using Body = PyObject* (*)(PyObject* const* slots);
+
+// The skeleton around it, once for every binding (call.cpp): parse the
+// vectorcall into slots (the binding's array, one per parameter), hand the
+// call to __torch_function__ where wanted, run body, and translate a C++
+// exception into the Python one.
+PyObject* bind(const Signature& sig, PyObject* module, PyObject* const* args,
+               Py_ssize_t nargs, PyObject* kwnames, PyObject** slots,
+               Body body) noexcept;
 
 // The library call itself: c10 warnings become Python warnings when it
 // ends (with the GIL held), and the GIL is released while it runs unless
