@@ -63,11 +63,6 @@ class Platform:
         so the build needs the CUDA toolkit (include dir, cudart)."""
         return self.c10_type == "CUDA"
 
-    @property
-    def cmake_name(self) -> str:
-        """Upper-case name in CMake variables: INFINI_OPS_<NAME>_COMPILER."""
-        return self.name.upper()
-
 
 @dataclass(frozen=True)
 class TorchDeviceType:
