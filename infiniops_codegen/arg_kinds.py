@@ -14,7 +14,7 @@ the tools import it without the generator.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from .schema_types import TypeInfo
@@ -109,21 +109,19 @@ def _optional(
     floor: FloorCode | None,
     sample: Sample | None = None,
 ) -> ArgKind:
-    """`T?` of a kind: None is std::nullopt (kinds::Optional in C++)."""
-    return ArgKind(
+    """`T?` of a kind: None is std::nullopt (kinds::Optional in C++); never
+    an output, so no out= forms."""
+    return replace(
+        kind,
         name=name,
-        family=kind.family,
         optional=True,
-        is_list=kind.is_list,
-        elem_optional=kind.elem_optional,
         core_type=core,
         out_core_type=None,
         py_type=py,
         converter="{ns}Optional<" + kind.converter + ">",
         sample=sample or kind.sample,
         floor=floor,
-        tensors=kind.tensors,
-        sized=kind.sized,
+        floor_out=None,
     )
 
 
