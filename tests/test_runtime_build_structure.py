@@ -25,6 +25,11 @@ GENERATED = REPO / "generated"
 UMBRELLA_HEADERS = ("torch/torch.h", "torch/extension.h", "ATen/ATen.h")
 
 
+def _is_unity(path: Path) -> bool:
+    """A CMake unity TU (UNITY_GROUP), which includes the real sources."""
+    return path.parent.name == "Unity" and path.suffix == ".cxx"
+
+
 def _unity_sources(path: Path) -> list[Path]:
     """The sources a CMake unity TU includes."""
     return [
@@ -38,7 +43,7 @@ def _kind(file: str, generated: Path = GENERATED) -> str:
     if path.parent == (REPO / "cpp" / "torch").resolve():
         return "bridge"
     # the bridge's Python-facing files compile as one unity TU
-    if path.parent.name == "Unity" and path.suffix == ".cxx":
+    if _is_unity(path):
         if all(
             s.parent == (REPO / "cpp" / "torch").resolve() for s in _unity_sources(path)
         ):
@@ -83,8 +88,7 @@ def _check_levels(by_kind, level: str, exact_sources: bool = True):
         got = set()
         for e in by_kind.get(kind, []):
             path = Path(e["file"]).resolve()
-            unity = path.parent.name == "Unity" and path.suffix == ".cxx"
-            got |= set(_unity_sources(path)) if unity else {path}
+            got |= set(_unity_sources(path)) if _is_unity(path) else {path}
         want = {p.resolve() for p in sources}
         if exact_sources:
             assert got == want, kind
