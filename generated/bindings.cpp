@@ -3,6 +3,7 @@
 // Python objects into core values (tensors keep their at::Tensor as handle),
 // release the GIL and call the library's dispatch.
 #include "ops.h"
+#include "torch_fallback.h"
 #include "torch/call.h"
 #include "torch/converters.h"
 #include "torch/debug_hooks.h"
@@ -45,6 +46,15 @@ PyObject* py__log_softmax(PyObject* module, PyObject* const* args, Py_ssize_t na
   PyObject* slots[6] = {};
   return tb::bind(kSig__log_softmax, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig__log_softmax;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::_log_softmax(tb::TensorRef{t_[0]}, v_dim, v_half_to_float, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
@@ -82,6 +92,15 @@ PyObject* py__log_softmax_backward_data(PyObject* module, PyObject* const* args,
   PyObject* slots[7] = {};
   return tb::bind(kSig__log_softmax_backward_data, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig__log_softmax_backward_data;
+    void* t_[3];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2);
+      auto v_input_dtype = tb::arg<tk::Dtype>(slots[3], sig, 3);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::_log_softmax_backward_data(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_dim, v_input_dtype, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2);
@@ -121,6 +140,15 @@ PyObject* py__softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
   PyObject* slots[6] = {};
   return tb::bind(kSig__softmax, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig__softmax;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::_softmax(tb::TensorRef{t_[0]}, v_dim, v_half_to_float, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
@@ -158,6 +186,15 @@ PyObject* py__softmax_backward_data(PyObject* module, PyObject* const* args, Py_
   PyObject* slots[7] = {};
   return tb::bind(kSig__softmax_backward_data, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig__softmax_backward_data;
+    void* t_[3];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2);
+      auto v_input_dtype = tb::arg<tk::Dtype>(slots[3], sig, 3);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::_softmax_backward_data(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_dim, v_input_dtype, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2);
@@ -197,6 +234,13 @@ PyObject* py_abs(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[4] = {};
   return tb::bind(kSig_abs, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_abs;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::abs(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -233,6 +277,13 @@ PyObject* py_acos(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[4] = {};
   return tb::bind(kSig_acos, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_acos;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::acos(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -269,6 +320,13 @@ PyObject* py_acosh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[4] = {};
   return tb::bind(kSig_acosh, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_acosh;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::acosh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -305,6 +363,14 @@ PyObject* py_adaptive_avg_pool2d(PyObject* module, PyObject* const* args, Py_ssi
   PyObject* slots[5] = {};
   return tb::bind(kSig_adaptive_avg_pool2d, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_adaptive_avg_pool2d;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::adaptive_avg_pool2d(tb::TensorRef{t_[0]}, v_output_size, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -342,6 +408,14 @@ PyObject* py_adaptive_max_pool2d(PyObject* module, PyObject* const* args, Py_ssi
   PyObject* slots[6] = {};
   return tb::bind(kSig_adaptive_max_pool2d, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_adaptive_max_pool2d;
+    void* t_[3];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::adaptive_max_pool2d(tb::TensorRef{t_[0]}, v_output_size, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return PyTuple_Pack(2, slots[2], slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -380,6 +454,14 @@ PyObject* py_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[6] = {};
   return tb::bind(kSig_add, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_add;
+    void* t_[3];
+    if (tb::lane_open(slots[4], slots[5], false) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::add(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_alpha, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
@@ -418,6 +500,15 @@ PyObject* py_add_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t narg
   PyObject* slots[6] = {};
   return tb::bind(kSig_add_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_add_Scalar;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+      auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::add_Scalar(tb::TensorRef{t_[0]}, v_other, v_alpha, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
@@ -456,6 +547,15 @@ PyObject* py_addbmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
   PyObject* slots[8] = {};
   return tb::bind(kSig_addbmm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_addbmm;
+    void* t_[4];
+    if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+      auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::addbmm(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_beta, v_alpha, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[5]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_batch1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_batch2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -496,6 +596,14 @@ PyObject* py_addcdiv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
   PyObject* slots[7] = {};
   return tb::bind(kSig_addcdiv, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_addcdiv;
+    void* t_[4];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::addcdiv(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_value, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_tensor1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_tensor2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -535,6 +643,14 @@ PyObject* py_addcmul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
   PyObject* slots[7] = {};
   return tb::bind(kSig_addcmul, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_addcmul;
+    void* t_[4];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::addcmul(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_value, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_tensor1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_tensor2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -574,6 +690,15 @@ PyObject* py_addmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[8] = {};
   return tb::bind(kSig_addmm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_addmm;
+    void* t_[4];
+    if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+      auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::addmm(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_beta, v_alpha, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[5]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_mat1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_mat2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -614,6 +739,15 @@ PyObject* py_addmv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[8] = {};
   return tb::bind(kSig_addmv, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_addmv;
+    void* t_[4];
+    if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+      auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::addmv(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_beta, v_alpha, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[5]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_mat = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_vec = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -654,6 +788,15 @@ PyObject* py_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[6] = {};
   return tb::bind(kSig_all, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_all;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::all(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
@@ -692,6 +835,13 @@ PyObject* py_all_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
   PyObject* slots[4] = {};
   return tb::bind(kSig_all_all, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_all_all;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::all_all(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -728,6 +878,15 @@ PyObject* py_amax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[6] = {};
   return tb::bind(kSig_amax, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_amax;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
+      auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::amax(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
@@ -766,6 +925,15 @@ PyObject* py_amin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[6] = {};
   return tb::bind(kSig_amin, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_amin;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
+      auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::amin(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
@@ -804,6 +972,15 @@ PyObject* py_aminmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
   PyObject* slots[7] = {};
   return tb::bind(kSig_aminmax, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_aminmax;
+    void* t_[3];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
+      auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::aminmax(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return PyTuple_Pack(2, slots[3], slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
@@ -843,6 +1020,15 @@ PyObject* py_any(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[6] = {};
   return tb::bind(kSig_any, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_any;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::any(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
@@ -881,6 +1067,13 @@ PyObject* py_any_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
   PyObject* slots[4] = {};
   return tb::bind(kSig_any_all, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_any_all;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::any_all(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -917,6 +1110,15 @@ PyObject* py_argmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
   PyObject* slots[6] = {};
   return tb::bind(kSig_argmax, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_argmax;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
+      auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::argmax(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
@@ -955,6 +1157,15 @@ PyObject* py_argmin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
   PyObject* slots[6] = {};
   return tb::bind(kSig_argmin, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_argmin;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
+      auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::argmin(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
@@ -993,6 +1204,13 @@ PyObject* py_asin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[4] = {};
   return tb::bind(kSig_asin, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_asin;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::asin(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -1029,6 +1247,13 @@ PyObject* py_asinh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[4] = {};
   return tb::bind(kSig_asinh, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_asinh;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::asinh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -1065,6 +1290,13 @@ PyObject* py_atan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[4] = {};
   return tb::bind(kSig_atan, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_atan;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::atan(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -1101,6 +1333,13 @@ PyObject* py_atan2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[5] = {};
   return tb::bind(kSig_atan2, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_atan2;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::atan2(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -1138,6 +1377,13 @@ PyObject* py_atanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[4] = {};
   return tb::bind(kSig_atanh, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_atanh;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::atanh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -1174,6 +1420,18 @@ PyObject* py_avg_pool1d(PyObject* module, PyObject* const* args, Py_ssize_t narg
   PyObject* slots[9] = {};
   return tb::bind(kSig_avg_pool1d, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_avg_pool1d;
+    void* t_[2];
+    if (tb::lane_open(slots[7], slots[8], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_kernel_size = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
+      auto v_stride = tb::arg<tk::IntList<1>>(slots[2], sig, 2, {});
+      auto v_padding = tb::arg<tk::IntList<1>>(slots[3], sig, 3, {int64_t{0}});
+      auto v_ceil_mode = tb::arg<tk::Bool>(slots[4], sig, 4, false);
+      auto v_count_include_pad = tb::arg<tk::Bool>(slots[5], sig, 5, true);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::avg_pool1d(tb::TensorRef{t_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[6]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_kernel_size = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
     auto v_stride = tb::arg<tk::IntList<1>>(slots[2], sig, 2, {});
@@ -1215,6 +1473,19 @@ PyObject* py_avg_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t narg
   PyObject* slots[10] = {};
   return tb::bind(kSig_avg_pool2d, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_avg_pool2d;
+    void* t_[2];
+    if (tb::lane_open(slots[8], slots[9], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_kernel_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
+      auto v_stride = tb::arg<tk::IntList<2>>(slots[2], sig, 2, {});
+      auto v_padding = tb::arg<tk::IntList<2>>(slots[3], sig, 3, {int64_t{0}, int64_t{0}});
+      auto v_ceil_mode = tb::arg<tk::Bool>(slots[4], sig, 4, false);
+      auto v_count_include_pad = tb::arg<tk::Bool>(slots[5], sig, 5, true);
+      auto v_divisor_override = tb::arg<tk::Optional<tk::Int>>(slots[6], sig, 6, std::nullopt);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::avg_pool2d(tb::TensorRef{t_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[7]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_kernel_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
     auto v_stride = tb::arg<tk::IntList<2>>(slots[2], sig, 2, {});
@@ -1257,6 +1528,15 @@ PyObject* py_baddbmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
   PyObject* slots[8] = {};
   return tb::bind(kSig_baddbmm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_baddbmm;
+    void* t_[4];
+    if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+      auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::baddbmm(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_beta, v_alpha, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[5]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_batch1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_batch2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -1297,6 +1577,13 @@ PyObject* py_bitwise_and_Tensor(PyObject* module, PyObject* const* args, Py_ssiz
   PyObject* slots[5] = {};
   return tb::bind(kSig_bitwise_and_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_bitwise_and_Tensor;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::bitwise_and_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -1334,6 +1621,13 @@ PyObject* py_bitwise_left_shift_Tensor(PyObject* module, PyObject* const* args, 
   PyObject* slots[5] = {};
   return tb::bind(kSig_bitwise_left_shift_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_bitwise_left_shift_Tensor;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::bitwise_left_shift_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -1371,6 +1665,13 @@ PyObject* py_bitwise_not(PyObject* module, PyObject* const* args, Py_ssize_t nar
   PyObject* slots[4] = {};
   return tb::bind(kSig_bitwise_not, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_bitwise_not;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::bitwise_not(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -1407,6 +1708,13 @@ PyObject* py_bitwise_or_Tensor(PyObject* module, PyObject* const* args, Py_ssize
   PyObject* slots[5] = {};
   return tb::bind(kSig_bitwise_or_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_bitwise_or_Tensor;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::bitwise_or_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -1444,6 +1752,13 @@ PyObject* py_bitwise_right_shift_Tensor(PyObject* module, PyObject* const* args,
   PyObject* slots[5] = {};
   return tb::bind(kSig_bitwise_right_shift_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_bitwise_right_shift_Tensor;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::bitwise_right_shift_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -1481,6 +1796,13 @@ PyObject* py_bitwise_xor_Tensor(PyObject* module, PyObject* const* args, Py_ssiz
   PyObject* slots[5] = {};
   return tb::bind(kSig_bitwise_xor_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_bitwise_xor_Tensor;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::bitwise_xor_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -1518,6 +1840,13 @@ PyObject* py_bmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[5] = {};
   return tb::bind(kSig_bmm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_bmm;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::bmm(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_mat2 = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -1591,6 +1920,13 @@ PyObject* py_ceil(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[4] = {};
   return tb::bind(kSig_ceil, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_ceil;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::ceil(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -1627,6 +1963,15 @@ PyObject* py_clamp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[6] = {};
   return tb::bind(kSig_clamp, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_clamp;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_min = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1, std::nullopt);
+      auto v_max = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::clamp(tb::TensorRef{t_[0]}, v_min, v_max, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_min = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1, std::nullopt);
     auto v_max = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
@@ -1655,6 +2000,7 @@ const tb::Signature kSig_clamp_Tensor{
     .aten_autograd = true,
     .tensor_params = 0xf,
     .tensor_list_params = 0x0,
+    .optional_tensor_params = 0x6,
     .aten = "clamp.Tensor_out",
     .schema_names = kSchemaNames_clamp_Tensor,
     .aten_positional = 3,
@@ -1665,6 +2011,13 @@ PyObject* py_clamp_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t na
   PyObject* slots[6] = {};
   return tb::bind(kSig_clamp_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_clamp_Tensor;
+    void* t_[4];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::clamp_Tensor(tb::TensorRef{t_[0]}, tb::OptionalTensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_min = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1, std::nullopt);
     auto v_max = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2, std::nullopt);
@@ -1703,6 +2056,14 @@ PyObject* py_clamp_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[5] = {};
   return tb::bind(kSig_clamp_max, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_clamp_max;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_max = tb::arg<tk::Scalar>(slots[1], sig, 1);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::clamp_max(tb::TensorRef{t_[0]}, v_max, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_max = tb::arg<tk::Scalar>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -1740,6 +2101,14 @@ PyObject* py_clamp_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[5] = {};
   return tb::bind(kSig_clamp_min, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_clamp_min;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_min = tb::arg<tk::Scalar>(slots[1], sig, 1);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::clamp_min(tb::TensorRef{t_[0]}, v_min, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_min = tb::arg<tk::Scalar>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -1777,6 +2146,13 @@ PyObject* py_clone(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[4] = {};
   return tb::bind(kSig_clone, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_clone;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::clone(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -1813,6 +2189,13 @@ PyObject* py_copysign(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
   PyObject* slots[5] = {};
   return tb::bind(kSig_copysign, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_copysign;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::copysign(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -1850,6 +2233,13 @@ PyObject* py_cos(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[4] = {};
   return tb::bind(kSig_cos, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_cos;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::cos(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -1886,6 +2276,13 @@ PyObject* py_cosh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[4] = {};
   return tb::bind(kSig_cosh, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_cosh;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::cosh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -1922,6 +2319,14 @@ PyObject* py_cross(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[6] = {};
   return tb::bind(kSig_cross, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_cross;
+    void* t_[3];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[2], sig, 2, std::nullopt);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::cross(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_dim, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[2], sig, 2, std::nullopt);
@@ -1960,6 +2365,15 @@ PyObject* py_cumprod(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
   PyObject* slots[6] = {};
   return tb::bind(kSig_cumprod, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_cumprod;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::cumprod(tb::TensorRef{t_[0]}, v_dim, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
@@ -1998,6 +2412,15 @@ PyObject* py_cumsum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
   PyObject* slots[6] = {};
   return tb::bind(kSig_cumsum, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_cumsum;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::cumsum(tb::TensorRef{t_[0]}, v_dim, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
@@ -2036,6 +2459,13 @@ PyObject* py_digamma(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
   PyObject* slots[4] = {};
   return tb::bind(kSig_digamma, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_digamma;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::digamma(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -2072,6 +2502,13 @@ PyObject* py_div(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[5] = {};
   return tb::bind(kSig_div, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_div;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::div(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -2109,6 +2546,14 @@ PyObject* py_div_out_mode(PyObject* module, PyObject* const* args, Py_ssize_t na
   PyObject* slots[6] = {};
   return tb::bind(kSig_div_out_mode, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_div_out_mode;
+    void* t_[3];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_rounding_mode = tb::arg<tk::Optional<tk::Str>>(slots[2], sig, 2);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::div_out_mode(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_rounding_mode, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_rounding_mode = tb::arg<tk::Optional<tk::Str>>(slots[2], sig, 2);
@@ -2147,6 +2592,13 @@ PyObject* py_dot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[5] = {};
   return tb::bind(kSig_dot, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_dot;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::dot(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_tensor = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -2184,6 +2636,16 @@ PyObject* py_elu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[7] = {};
   return tb::bind(kSig_elu, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_elu;
+    void* t_[2];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_alpha = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
+      auto v_scale = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+      auto v_input_scale = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::elu(tb::TensorRef{t_[0]}, v_alpha, v_scale, v_input_scale, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_alpha = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
     auto v_scale = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
@@ -2222,6 +2684,16 @@ PyObject* py_embedding(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[8] = {};
   return tb::bind(kSig_embedding, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_embedding;
+    void* t_[3];
+    if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_padding_idx = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
+      auto v_scale_grad_by_freq = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+      auto v_sparse = tb::arg<tk::Bool>(slots[4], sig, 4, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::embedding(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_padding_idx, v_scale_grad_by_freq, v_sparse, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[5]);
+    }
     auto v_weight = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_indices = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_padding_idx = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
@@ -2261,6 +2733,16 @@ PyObject* py_embedding_dense_backward(PyObject* module, PyObject* const* args, P
   PyObject* slots[8] = {};
   return tb::bind(kSig_embedding_dense_backward, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_embedding_dense_backward;
+    void* t_[3];
+    if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_num_weights = tb::arg<tk::Int>(slots[2], sig, 2);
+      auto v_padding_idx = tb::arg<tk::Int>(slots[3], sig, 3);
+      auto v_scale_grad_by_freq = tb::arg<tk::Bool>(slots[4], sig, 4);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::embedding_dense_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_num_weights, v_padding_idx, v_scale_grad_by_freq, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[5]);
+    }
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_indices = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_num_weights = tb::arg<tk::Int>(slots[2], sig, 2);
@@ -2301,6 +2783,14 @@ PyObject* py_eq_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[5] = {};
   return tb::bind(kSig_eq_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_eq_Scalar;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::eq_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -2338,6 +2828,13 @@ PyObject* py_eq_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[5] = {};
   return tb::bind(kSig_eq_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_eq_Tensor;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::eq_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -2375,6 +2872,13 @@ PyObject* py_erf(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[4] = {};
   return tb::bind(kSig_erf, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_erf;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::erf(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -2411,6 +2915,13 @@ PyObject* py_erfc(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[4] = {};
   return tb::bind(kSig_erfc, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_erfc;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::erfc(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -2447,6 +2958,13 @@ PyObject* py_erfinv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
   PyObject* slots[4] = {};
   return tb::bind(kSig_erfinv, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_erfinv;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::erfinv(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -2483,6 +3001,13 @@ PyObject* py_exp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[4] = {};
   return tb::bind(kSig_exp, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_exp;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::exp(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -2519,6 +3044,13 @@ PyObject* py_exp2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[4] = {};
   return tb::bind(kSig_exp2, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_exp2;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::exp2(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -2555,6 +3087,13 @@ PyObject* py_expm1(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[4] = {};
   return tb::bind(kSig_expm1, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_expm1;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::expm1(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -2591,6 +3130,14 @@ PyObject* py_flip(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[5] = {};
   return tb::bind(kSig_flip, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_flip;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dims = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::flip(tb::TensorRef{t_[0]}, v_dims, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dims = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -2628,6 +3175,13 @@ PyObject* py_floor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[4] = {};
   return tb::bind(kSig_floor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_floor;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::floor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -2664,6 +3218,13 @@ PyObject* py_floor_divide(PyObject* module, PyObject* const* args, Py_ssize_t na
   PyObject* slots[5] = {};
   return tb::bind(kSig_floor_divide, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_floor_divide;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::floor_divide(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -2701,6 +3262,13 @@ PyObject* py_fmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[5] = {};
   return tb::bind(kSig_fmax, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_fmax;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::fmax(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -2738,6 +3306,13 @@ PyObject* py_fmin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[5] = {};
   return tb::bind(kSig_fmin, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_fmin;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::fmin(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -2775,6 +3350,13 @@ PyObject* py_fmod_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nar
   PyObject* slots[5] = {};
   return tb::bind(kSig_fmod_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_fmod_Tensor;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::fmod_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -2812,6 +3394,13 @@ PyObject* py_frac(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[4] = {};
   return tb::bind(kSig_frac, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_frac;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::frac(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -2848,6 +3437,15 @@ PyObject* py_gather(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
   PyObject* slots[7] = {};
   return tb::bind(kSig_gather, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_gather;
+    void* t_[3];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_sparse_grad = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::gather(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, v_sparse_grad, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -2887,6 +3485,14 @@ PyObject* py_ge_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[5] = {};
   return tb::bind(kSig_ge_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_ge_Scalar;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::ge_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -2924,6 +3530,13 @@ PyObject* py_ge_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[5] = {};
   return tb::bind(kSig_ge_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_ge_Tensor;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::ge_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -2961,6 +3574,14 @@ PyObject* py_gelu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[5] = {};
   return tb::bind(kSig_gelu, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_gelu;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_approximate = tb::arg<tk::Str>(slots[1], sig, 1, "none");
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::gelu(tb::TensorRef{t_[0]}, v_approximate, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_approximate = tb::arg<tk::Str>(slots[1], sig, 1, "none");
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -2998,6 +3619,14 @@ PyObject* py_gelu_backward(PyObject* module, PyObject* const* args, Py_ssize_t n
   PyObject* slots[6] = {};
   return tb::bind(kSig_gelu_backward, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_gelu_backward;
+    void* t_[3];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_approximate = tb::arg<tk::Str>(slots[2], sig, 2, "none");
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::gelu_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_approximate, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_approximate = tb::arg<tk::Str>(slots[2], sig, 2, "none");
@@ -3036,6 +3665,14 @@ PyObject* py_glu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[5] = {};
   return tb::bind(kSig_glu, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_glu;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::glu(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -3073,6 +3710,14 @@ PyObject* py_gt_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[5] = {};
   return tb::bind(kSig_gt_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_gt_Scalar;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::gt_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -3110,6 +3755,13 @@ PyObject* py_gt_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[5] = {};
   return tb::bind(kSig_gt_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_gt_Tensor;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::gt_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -3147,6 +3799,13 @@ PyObject* py_hardsigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nar
   PyObject* slots[4] = {};
   return tb::bind(kSig_hardsigmoid, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_hardsigmoid;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::hardsigmoid(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -3183,6 +3842,13 @@ PyObject* py_hardswish(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[4] = {};
   return tb::bind(kSig_hardswish, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_hardswish;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::hardswish(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -3219,6 +3885,15 @@ PyObject* py_hardtanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
   PyObject* slots[6] = {};
   return tb::bind(kSig_hardtanh, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_hardtanh;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_min_val = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{-1}));
+      auto v_max_val = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::hardtanh(tb::TensorRef{t_[0]}, v_min_val, v_max_val, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_min_val = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{-1}));
     auto v_max_val = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
@@ -3257,6 +3932,13 @@ PyObject* py_hypot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[5] = {};
   return tb::bind(kSig_hypot, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_hypot;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::hypot(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -3331,6 +4013,15 @@ PyObject* py_index_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[8] = {};
   return tb::bind(kSig_index_add, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_index_add;
+    void* t_[4];
+    if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::index_add(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_alpha, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[5]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -3410,6 +4101,14 @@ PyObject* py_index_select(PyObject* module, PyObject* const* args, Py_ssize_t na
   PyObject* slots[6] = {};
   return tb::bind(kSig_index_select, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_index_select;
+    void* t_[3];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::index_select(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -3448,6 +4147,13 @@ PyObject* py_isnan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[4] = {};
   return tb::bind(kSig_isnan, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_isnan;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::isnan(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -3484,6 +4190,13 @@ PyObject* py_kron(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[5] = {};
   return tb::bind(kSig_kron, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_kron;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::kron(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -3521,6 +4234,16 @@ PyObject* py_kthvalue(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
   PyObject* slots[8] = {};
   return tb::bind(kSig_kthvalue, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_kthvalue;
+    void* t_[3];
+    if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_k = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
+      auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::kthvalue(tb::TensorRef{t_[0]}, v_k, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return PyTuple_Pack(2, slots[4], slots[5]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_k = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
@@ -3561,6 +4284,14 @@ PyObject* py_le_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[5] = {};
   return tb::bind(kSig_le_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_le_Scalar;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::le_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -3598,6 +4329,13 @@ PyObject* py_le_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[5] = {};
   return tb::bind(kSig_le_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_le_Tensor;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::le_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -3635,6 +4373,14 @@ PyObject* py_leaky_relu(PyObject* module, PyObject* const* args, Py_ssize_t narg
   PyObject* slots[5] = {};
   return tb::bind(kSig_leaky_relu, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_leaky_relu;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_negative_slope = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(0.01));
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::leaky_relu(tb::TensorRef{t_[0]}, v_negative_slope, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_negative_slope = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(0.01));
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -3672,6 +4418,14 @@ PyObject* py_lerp_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nar
   PyObject* slots[6] = {};
   return tb::bind(kSig_lerp_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_lerp_Scalar;
+    void* t_[3];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_weight = tb::arg<tk::Scalar>(slots[2], sig, 2);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::lerp_Scalar(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_weight, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_end = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_weight = tb::arg<tk::Scalar>(slots[2], sig, 2);
@@ -3710,6 +4464,13 @@ PyObject* py_lerp_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nar
   PyObject* slots[6] = {};
   return tb::bind(kSig_lerp_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_lerp_Tensor;
+    void* t_[4];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::lerp_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_end = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_weight = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -3748,6 +4509,13 @@ PyObject* py_lgamma(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
   PyObject* slots[4] = {};
   return tb::bind(kSig_lgamma, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_lgamma;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::lgamma(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -3773,6 +4541,7 @@ const tb::Signature kSig_linear{
     .aten_autograd = true,
     .tensor_params = 0xf,
     .tensor_list_params = 0x0,
+    .optional_tensor_params = 0x4,
     .aten = "linear.out",
     .schema_names = kNames_linear,
     .aten_positional = 3,
@@ -3783,6 +4552,13 @@ PyObject* py_linear(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
   PyObject* slots[6] = {};
   return tb::bind(kSig_linear, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_linear;
+    void* t_[4];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::linear(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_weight = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2, std::nullopt);
@@ -3821,6 +4597,13 @@ PyObject* py_log(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[4] = {};
   return tb::bind(kSig_log, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_log;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::log(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -3857,6 +4640,13 @@ PyObject* py_log10(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[4] = {};
   return tb::bind(kSig_log10, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_log10;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::log10(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -3893,6 +4683,13 @@ PyObject* py_log1p(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[4] = {};
   return tb::bind(kSig_log1p, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_log1p;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::log1p(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -3929,6 +4726,13 @@ PyObject* py_log2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[4] = {};
   return tb::bind(kSig_log2, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_log2;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::log2(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -3965,6 +4769,13 @@ PyObject* py_log_sigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nar
   PyObject* slots[4] = {};
   return tb::bind(kSig_log_sigmoid, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_log_sigmoid;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::log_sigmoid(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -4001,6 +4812,15 @@ PyObject* py_log_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nar
   PyObject* slots[6] = {};
   return tb::bind(kSig_log_softmax, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_log_softmax;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::log_softmax(tb::TensorRef{t_[0]}, v_dim, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
@@ -4039,6 +4859,13 @@ PyObject* py_logaddexp(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[5] = {};
   return tb::bind(kSig_logaddexp, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_logaddexp;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::logaddexp(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -4076,6 +4903,13 @@ PyObject* py_logaddexp2(PyObject* module, PyObject* const* args, Py_ssize_t narg
   PyObject* slots[5] = {};
   return tb::bind(kSig_logaddexp2, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_logaddexp2;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::logaddexp2(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -4113,6 +4947,13 @@ PyObject* py_logical_and(PyObject* module, PyObject* const* args, Py_ssize_t nar
   PyObject* slots[5] = {};
   return tb::bind(kSig_logical_and, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_logical_and;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::logical_and(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -4150,6 +4991,13 @@ PyObject* py_logical_not(PyObject* module, PyObject* const* args, Py_ssize_t nar
   PyObject* slots[4] = {};
   return tb::bind(kSig_logical_not, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_logical_not;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::logical_not(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -4186,6 +5034,13 @@ PyObject* py_logical_or(PyObject* module, PyObject* const* args, Py_ssize_t narg
   PyObject* slots[5] = {};
   return tb::bind(kSig_logical_or, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_logical_or;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::logical_or(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -4223,6 +5078,13 @@ PyObject* py_logical_xor(PyObject* module, PyObject* const* args, Py_ssize_t nar
   PyObject* slots[5] = {};
   return tb::bind(kSig_logical_xor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_logical_xor;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::logical_xor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -4260,6 +5122,15 @@ PyObject* py_logsumexp(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[6] = {};
   return tb::bind(kSig_logsumexp, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_logsumexp;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
+      auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::logsumexp(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
@@ -4298,6 +5169,14 @@ PyObject* py_lt_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[5] = {};
   return tb::bind(kSig_lt_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_lt_Scalar;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::lt_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -4335,6 +5214,13 @@ PyObject* py_lt_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[5] = {};
   return tb::bind(kSig_lt_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_lt_Tensor;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::lt_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -4372,6 +5258,14 @@ PyObject* py_masked_fill(PyObject* module, PyObject* const* args, Py_ssize_t nar
   PyObject* slots[6] = {};
   return tb::bind(kSig_masked_fill, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_masked_fill;
+    void* t_[3];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::masked_fill(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_value, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_mask = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
@@ -4410,6 +5304,13 @@ PyObject* py_masked_fill_Tensor(PyObject* module, PyObject* const* args, Py_ssiz
   PyObject* slots[6] = {};
   return tb::bind(kSig_masked_fill_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_masked_fill_Tensor;
+    void* t_[4];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::masked_fill_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_mask = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_value = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -4448,6 +5349,13 @@ PyObject* py_masked_select(PyObject* module, PyObject* const* args, Py_ssize_t n
   PyObject* slots[5] = {};
   return tb::bind(kSig_masked_select, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_masked_select;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::masked_select(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_mask = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -4485,6 +5393,13 @@ PyObject* py_matmul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
   PyObject* slots[5] = {};
   return tb::bind(kSig_matmul, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_matmul;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::matmul(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -4522,6 +5437,15 @@ PyObject* py_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[7] = {};
   return tb::bind(kSig_max, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_max;
+    void* t_[3];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::max(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return PyTuple_Pack(2, slots[3], slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
@@ -4561,6 +5485,18 @@ PyObject* py_max_pool2d_with_indices(PyObject* module, PyObject* const* args, Py
   PyObject* slots[10] = {};
   return tb::bind(kSig_max_pool2d_with_indices, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_max_pool2d_with_indices;
+    void* t_[3];
+    if (tb::lane_open(slots[8], slots[9], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_kernel_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
+      auto v_stride = tb::arg<tk::IntList<2>>(slots[2], sig, 2, {});
+      auto v_padding = tb::arg<tk::IntList<2>>(slots[3], sig, 3, {int64_t{0}, int64_t{0}});
+      auto v_dilation = tb::arg<tk::IntList<2>>(slots[4], sig, 4, {int64_t{1}, int64_t{1}});
+      auto v_ceil_mode = tb::arg<tk::Bool>(slots[5], sig, 5, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::max_pool2d_with_indices(tb::TensorRef{t_[0]}, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return PyTuple_Pack(2, slots[6], slots[7]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_kernel_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
     auto v_stride = tb::arg<tk::IntList<2>>(slots[2], sig, 2, {});
@@ -4603,6 +5539,13 @@ PyObject* py_maximum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
   PyObject* slots[5] = {};
   return tb::bind(kSig_maximum, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_maximum;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::maximum(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -4640,6 +5583,16 @@ PyObject* py_mean(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[7] = {};
   return tb::bind(kSig_mean, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_mean;
+    void* t_[2];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
+      auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+      auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mean(tb::TensorRef{t_[0]}, v_dim, v_keepdim, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
@@ -4679,6 +5632,15 @@ PyObject* py_median_dim_values(PyObject* module, PyObject* const* args, Py_ssize
   PyObject* slots[7] = {};
   return tb::bind(kSig_median_dim_values, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_median_dim_values;
+    void* t_[3];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::median_dim_values(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return PyTuple_Pack(2, slots[3], slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
@@ -4718,6 +5680,15 @@ PyObject* py_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[7] = {};
   return tb::bind(kSig_min, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_min;
+    void* t_[3];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::min(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return PyTuple_Pack(2, slots[3], slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
@@ -4757,6 +5728,13 @@ PyObject* py_minimum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
   PyObject* slots[5] = {};
   return tb::bind(kSig_minimum, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_minimum;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::minimum(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -4794,6 +5772,13 @@ PyObject* py_mish(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[4] = {};
   return tb::bind(kSig_mish, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_mish;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mish(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -4830,6 +5815,13 @@ PyObject* py_mm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObj
   PyObject* slots[5] = {};
   return tb::bind(kSig_mm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_mm;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mm(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_mat2 = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -4867,6 +5859,14 @@ PyObject* py_mse_loss(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
   PyObject* slots[6] = {};
   return tb::bind(kSig_mse_loss, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_mse_loss;
+    void* t_[3];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mse_loss(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_reduction, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_target = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
@@ -4905,6 +5905,14 @@ PyObject* py_mse_loss_backward(PyObject* module, PyObject* const* args, Py_ssize
   PyObject* slots[7] = {};
   return tb::bind(kSig_mse_loss_backward, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_mse_loss_backward;
+    void* t_[4];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_reduction = tb::arg<tk::Int>(slots[3], sig, 3);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mse_loss_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_reduction, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_target = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -4944,6 +5952,13 @@ PyObject* py_mul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[5] = {};
   return tb::bind(kSig_mul, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_mul;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], false) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mul(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -4981,6 +5996,14 @@ PyObject* py_mul_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t narg
   PyObject* slots[5] = {};
   return tb::bind(kSig_mul_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_mul_Scalar;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mul_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -5018,6 +6041,13 @@ PyObject* py_mv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObj
   PyObject* slots[5] = {};
   return tb::bind(kSig_mv, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_mv;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mv(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_vec = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -5055,6 +6085,16 @@ PyObject* py_nan_to_num(PyObject* module, PyObject* const* args, Py_ssize_t narg
   PyObject* slots[7] = {};
   return tb::bind(kSig_nan_to_num, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_nan_to_num;
+    void* t_[2];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_nan = tb::arg<tk::Optional<tk::Float>>(slots[1], sig, 1, std::nullopt);
+      auto v_posinf = tb::arg<tk::Optional<tk::Float>>(slots[2], sig, 2, std::nullopt);
+      auto v_neginf = tb::arg<tk::Optional<tk::Float>>(slots[3], sig, 3, std::nullopt);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::nan_to_num(tb::TensorRef{t_[0]}, v_nan, v_posinf, v_neginf, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_nan = tb::arg<tk::Optional<tk::Float>>(slots[1], sig, 1, std::nullopt);
     auto v_posinf = tb::arg<tk::Optional<tk::Float>>(slots[2], sig, 2, std::nullopt);
@@ -5094,6 +6134,16 @@ PyObject* py_nansum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
   PyObject* slots[7] = {};
   return tb::bind(kSig_nansum, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_nansum;
+    void* t_[2];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
+      auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+      auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::nansum(tb::TensorRef{t_[0]}, v_dim, v_keepdim, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
@@ -5133,6 +6183,16 @@ PyObject* py_narrow_copy(PyObject* module, PyObject* const* args, Py_ssize_t nar
   PyObject* slots[7] = {};
   return tb::bind(kSig_narrow_copy, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_narrow_copy;
+    void* t_[2];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_start = tb::arg<tk::Int>(slots[2], sig, 2);
+      auto v_length = tb::arg<tk::Int>(slots[3], sig, 3);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::narrow_copy(tb::TensorRef{t_[0]}, v_dim, v_start, v_length, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_start = tb::arg<tk::Int>(slots[2], sig, 2);
@@ -5161,6 +6221,7 @@ const tb::Signature kSig_native_batch_norm{
     .aten_autograd = true,
     .tensor_params = 0x71f,
     .tensor_list_params = 0x0,
+    .optional_tensor_params = 0x1e,
     .aten = "native_batch_norm.out",
     .schema_names = kNames_native_batch_norm,
     .aten_positional = 8,
@@ -5171,6 +6232,16 @@ PyObject* py_native_batch_norm(PyObject* module, PyObject* const* args, Py_ssize
   PyObject* slots[13] = {};
   return tb::bind(kSig_native_batch_norm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_native_batch_norm;
+    void* t_[8];
+    if (tb::lane_open(slots[11], slots[12], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_training = tb::arg<tk::Bool>(slots[5], sig, 5);
+      auto v_momentum = tb::arg<tk::Float>(slots[6], sig, 6);
+      auto v_eps = tb::arg<tk::Float>(slots[7], sig, 7);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::native_batch_norm(tb::TensorRef{t_[0]}, tb::OptionalTensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, tb::OptionalTensorRef{t_[3]}, tb::OptionalTensorRef{t_[4]}, v_training, v_momentum, v_eps, tb::TensorRef{t_[5]}, tb::TensorRef{t_[6]}, tb::TensorRef{t_[7]});
+      });
+      return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
+    }
     auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1);
     auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2);
@@ -5205,6 +6276,7 @@ const tb::Signature kSig_native_group_norm{
     .aten_autograd = true,
     .tensor_params = 0x707,
     .tensor_list_params = 0x0,
+    .optional_tensor_params = 0x6,
     .aten = "native_group_norm.out",
     .schema_names = kNames_native_group_norm,
     .aten_positional = 8,
@@ -5215,6 +6287,18 @@ PyObject* py_native_group_norm(PyObject* module, PyObject* const* args, Py_ssize
   PyObject* slots[13] = {};
   return tb::bind(kSig_native_group_norm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_native_group_norm;
+    void* t_[6];
+    if (tb::lane_open(slots[11], slots[12], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_N = tb::arg<tk::Int>(slots[3], sig, 3);
+      auto v_C = tb::arg<tk::Int>(slots[4], sig, 4);
+      auto v_HxW = tb::arg<tk::Int>(slots[5], sig, 5);
+      auto v_group = tb::arg<tk::Int>(slots[6], sig, 6);
+      auto v_eps = tb::arg<tk::Float>(slots[7], sig, 7);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::native_group_norm(tb::TensorRef{t_[0]}, tb::OptionalTensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, v_N, v_C, v_HxW, v_group, v_eps, tb::TensorRef{t_[3]}, tb::TensorRef{t_[4]}, tb::TensorRef{t_[5]});
+      });
+      return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
+    }
     auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1);
     auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2);
@@ -5249,6 +6333,7 @@ const tb::Signature kSig_native_layer_norm{
     .aten_autograd = true,
     .tensor_params = 0xed,
     .tensor_list_params = 0x0,
+    .optional_tensor_params = 0xc,
     .aten = "native_layer_norm.out",
     .schema_names = kNames_native_layer_norm,
     .aten_positional = 5,
@@ -5259,6 +6344,15 @@ PyObject* py_native_layer_norm(PyObject* module, PyObject* const* args, Py_ssize
   PyObject* slots[10] = {};
   return tb::bind(kSig_native_layer_norm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_native_layer_norm;
+    void* t_[6];
+    if (tb::lane_open(slots[8], slots[9], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_normalized_shape = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
+      auto v_eps = tb::arg<tk::Float>(slots[4], sig, 4);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::native_layer_norm(tb::TensorRef{t_[0]}, v_normalized_shape, tb::OptionalTensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, v_eps, tb::TensorRef{t_[3]}, tb::TensorRef{t_[4]}, tb::TensorRef{t_[5]});
+      });
+      return PyTuple_Pack(3, slots[5], slots[6], slots[7]);
+    }
     auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_normalized_shape = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
     auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2);
@@ -5290,6 +6384,7 @@ const tb::Signature kSig_native_layer_norm_backward{
     .aten_autograd = true,
     .tensor_params = 0x77b,
     .tensor_list_params = 0x0,
+    .optional_tensor_params = 0x60,
     .aten = "native_layer_norm_backward.out",
     .schema_names = kNames_native_layer_norm_backward,
     .aten_positional = 8,
@@ -5300,6 +6395,15 @@ PyObject* py_native_layer_norm_backward(PyObject* module, PyObject* const* args,
   PyObject* slots[13] = {};
   return tb::bind(kSig_native_layer_norm_backward, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_native_layer_norm_backward;
+    void* t_[9];
+    if (tb::lane_open(slots[11], slots[12], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_normalized_shape = tb::arg<tk::IntList<0>>(slots[2], sig, 2);
+      auto v_output_mask = tb::arg<tk::BoolArray<3>>(slots[7], sig, 7);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::native_layer_norm_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_normalized_shape, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]}, tb::OptionalTensorRef{t_[4]}, tb::OptionalTensorRef{t_[5]}, v_output_mask, tb::TensorRef{t_[6]}, tb::TensorRef{t_[7]}, tb::TensorRef{t_[8]});
+      });
+      return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
+    }
     auto v_grad_out = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_input = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_normalized_shape = tb::arg<tk::IntList<0>>(slots[2], sig, 2);
@@ -5345,6 +6449,14 @@ PyObject* py_ne_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[5] = {};
   return tb::bind(kSig_ne_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_ne_Scalar;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::ne_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -5382,6 +6494,13 @@ PyObject* py_ne_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[5] = {};
   return tb::bind(kSig_ne_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_ne_Tensor;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::ne_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -5419,6 +6538,13 @@ PyObject* py_neg(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[4] = {};
   return tb::bind(kSig_neg, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_neg;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::neg(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -5455,6 +6581,13 @@ PyObject* py_nonzero(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
   PyObject* slots[4] = {};
   return tb::bind(kSig_nonzero, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_nonzero;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::nonzero(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -5491,6 +6624,16 @@ PyObject* py_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[7] = {};
   return tb::bind(kSig_norm, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_norm;
+    void* t_[2];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_p = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1);
+      auto v_dim = tb::arg<tk::IntList<1>>(slots[2], sig, 2);
+      auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::norm(tb::TensorRef{t_[0]}, v_p, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_p = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1);
     auto v_dim = tb::arg<tk::IntList<1>>(slots[2], sig, 2);
@@ -5530,6 +6673,13 @@ PyObject* py_outer(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[5] = {};
   return tb::bind(kSig_outer, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_outer;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::outer(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_vec2 = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -5567,6 +6717,14 @@ PyObject* py_pow_Tensor_Scalar(PyObject* module, PyObject* const* args, Py_ssize
   PyObject* slots[5] = {};
   return tb::bind(kSig_pow_Tensor_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_pow_Tensor_Scalar;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_exponent = tb::arg<tk::Scalar>(slots[1], sig, 1);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::pow_Tensor_Scalar(tb::TensorRef{t_[0]}, v_exponent, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_exponent = tb::arg<tk::Scalar>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -5604,6 +6762,13 @@ PyObject* py_pow_Tensor_Tensor(PyObject* module, PyObject* const* args, Py_ssize
   PyObject* slots[5] = {};
   return tb::bind(kSig_pow_Tensor_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_pow_Tensor_Tensor;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::pow_Tensor_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_exponent = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -5641,6 +6806,16 @@ PyObject* py_prod_int(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
   PyObject* slots[7] = {};
   return tb::bind(kSig_prod_int, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_prod_int;
+    void* t_[2];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+      auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::prod_int(tb::TensorRef{t_[0]}, v_dim, v_keepdim, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
@@ -5680,6 +6855,13 @@ PyObject* py_reciprocal(PyObject* module, PyObject* const* args, Py_ssize_t narg
   PyObject* slots[4] = {};
   return tb::bind(kSig_reciprocal, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_reciprocal;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::reciprocal(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -5716,6 +6898,13 @@ PyObject* py_relu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[4] = {};
   return tb::bind(kSig_relu, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_relu;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::relu(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -5752,6 +6941,13 @@ PyObject* py_remainder_Tensor(PyObject* module, PyObject* const* args, Py_ssize_
   PyObject* slots[5] = {};
   return tb::bind(kSig_remainder_Tensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_remainder_Tensor;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::remainder_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -5823,6 +7019,15 @@ PyObject* py_roll(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[6] = {};
   return tb::bind(kSig_roll, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_roll;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_shifts = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
+      auto v_dims = tb::arg<tk::IntList<1>>(slots[2], sig, 2, {});
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::roll(tb::TensorRef{t_[0]}, v_shifts, v_dims, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_shifts = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
     auto v_dims = tb::arg<tk::IntList<1>>(slots[2], sig, 2, {});
@@ -5861,6 +7066,13 @@ PyObject* py_round(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[4] = {};
   return tb::bind(kSig_round, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_round;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::round(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -5897,6 +7109,13 @@ PyObject* py_rsqrt(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[4] = {};
   return tb::bind(kSig_rsqrt, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_rsqrt;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::rsqrt(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -5922,6 +7141,7 @@ const tb::Signature kSig_scaled_dot_product_attention{
     .aten_autograd = false,
     .tensor_params = 0x8f,
     .tensor_list_params = 0x0,
+    .optional_tensor_params = 0x8,
     .torch_function = &kTorchFunction_scaled_dot_product_attention,
 };
 
@@ -5971,6 +7191,14 @@ PyObject* py_scatter_add(PyObject* module, PyObject* const* args, Py_ssize_t nar
   PyObject* slots[7] = {};
   return tb::bind(kSig_scatter_add, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_scatter_add;
+    void* t_[4];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::scatter_add(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -6010,6 +7238,14 @@ PyObject* py_scatter_src(PyObject* module, PyObject* const* args, Py_ssize_t nar
   PyObject* slots[7] = {};
   return tb::bind(kSig_scatter_src, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_scatter_src;
+    void* t_[4];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::scatter_src(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -6049,6 +7285,15 @@ PyObject* py_scatter_value(PyObject* module, PyObject* const* args, Py_ssize_t n
   PyObject* slots[7] = {};
   return tb::bind(kSig_scatter_value, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_scatter_value;
+    void* t_[3];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::scatter_value(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, v_value, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -6088,6 +7333,13 @@ PyObject* py_sgn(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[4] = {};
   return tb::bind(kSig_sgn, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sgn;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sgn(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -6124,6 +7376,13 @@ PyObject* py_sigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
   PyObject* slots[4] = {};
   return tb::bind(kSig_sigmoid, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sigmoid;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sigmoid(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -6159,6 +7418,13 @@ PyObject* py_sigmoid_backward(PyObject* module, PyObject* const* args, Py_ssize_
   PyObject* slots[5] = {};
   return tb::bind(kSig_sigmoid_backward, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sigmoid_backward;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sigmoid_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_grad_input = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -6196,6 +7462,13 @@ PyObject* py_sign(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[4] = {};
   return tb::bind(kSig_sign, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sign;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sign(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -6232,6 +7505,13 @@ PyObject* py_silu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[4] = {};
   return tb::bind(kSig_silu, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_silu;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], false) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::silu(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -6300,6 +7580,13 @@ PyObject* py_silu_backward(PyObject* module, PyObject* const* args, Py_ssize_t n
   PyObject* slots[5] = {};
   return tb::bind(kSig_silu_backward, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_silu_backward;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::silu_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_grad_input = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -6337,6 +7624,13 @@ PyObject* py_sin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[4] = {};
   return tb::bind(kSig_sin, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sin;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sin(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -6373,6 +7667,13 @@ PyObject* py_sinh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[4] = {};
   return tb::bind(kSig_sinh, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sinh;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sinh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -6409,6 +7710,15 @@ PyObject* py_smooth_l1_loss(PyObject* module, PyObject* const* args, Py_ssize_t 
   PyObject* slots[7] = {};
   return tb::bind(kSig_smooth_l1_loss, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_smooth_l1_loss;
+    void* t_[3];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
+      auto v_beta = tb::arg<tk::Float>(slots[3], sig, 3, 1.0);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::smooth_l1_loss(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_reduction, v_beta, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_target = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
@@ -6448,6 +7758,14 @@ PyObject* py_soft_margin_loss(PyObject* module, PyObject* const* args, Py_ssize_
   PyObject* slots[6] = {};
   return tb::bind(kSig_soft_margin_loss, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_soft_margin_loss;
+    void* t_[3];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::soft_margin_loss(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_reduction, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_target = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
@@ -6486,6 +7804,15 @@ PyObject* py_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
   PyObject* slots[6] = {};
   return tb::bind(kSig_softmax, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_softmax;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::softmax(tb::TensorRef{t_[0]}, v_dim, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
@@ -6524,6 +7851,15 @@ PyObject* py_softplus(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
   PyObject* slots[6] = {};
   return tb::bind(kSig_softplus, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_softplus;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_beta = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
+      auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{20}));
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::softplus(tb::TensorRef{t_[0]}, v_beta, v_threshold, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_beta = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
     auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{20}));
@@ -6562,6 +7898,15 @@ PyObject* py_sort_values(PyObject* module, PyObject* const* args, Py_ssize_t nar
   PyObject* slots[7] = {};
   return tb::bind(kSig_sort_values, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sort_values;
+    void* t_[3];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
+      auto v_descending = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sort_values(tb::TensorRef{t_[0]}, v_dim, v_descending, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return PyTuple_Pack(2, slots[3], slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
     auto v_descending = tb::arg<tk::Bool>(slots[2], sig, 2, false);
@@ -6601,6 +7946,13 @@ PyObject* py_sqrt(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[4] = {};
   return tb::bind(kSig_sqrt, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sqrt;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sqrt(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -6637,6 +7989,13 @@ PyObject* py_square(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
   PyObject* slots[4] = {};
   return tb::bind(kSig_square, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_square;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::square(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -6673,6 +8032,16 @@ PyObject* py_std_correction(PyObject* module, PyObject* const* args, Py_ssize_t 
   PyObject* slots[7] = {};
   return tb::bind(kSig_std_correction, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_std_correction;
+    void* t_[2];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
+      auto v_correction = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
+      auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::std_correction(tb::TensorRef{t_[0]}, v_dim, v_correction, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
     auto v_correction = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
@@ -6712,6 +8081,14 @@ PyObject* py_sub(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[6] = {};
   return tb::bind(kSig_sub, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sub;
+    void* t_[3];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sub(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_alpha, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
@@ -6750,6 +8127,15 @@ PyObject* py_sub_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t narg
   PyObject* slots[6] = {};
   return tb::bind(kSig_sub_Scalar, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sub_Scalar;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+      auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sub_Scalar(tb::TensorRef{t_[0]}, v_other, v_alpha, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
@@ -6788,6 +8174,16 @@ PyObject* py_sum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[7] = {};
   return tb::bind(kSig_sum, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sum;
+    void* t_[2];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
+      auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+      auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sum(tb::TensorRef{t_[0]}, v_dim, v_keepdim, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
@@ -6827,6 +8223,14 @@ PyObject* py_sum_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
   PyObject* slots[5] = {};
   return tb::bind(kSig_sum_all, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_sum_all;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sum_all(tb::TensorRef{t_[0]}, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -6864,6 +8268,13 @@ PyObject* py_take(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[5] = {};
   return tb::bind(kSig_take, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_take;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::take(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_index = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -6901,6 +8312,13 @@ PyObject* py_tan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[4] = {};
   return tb::bind(kSig_tan, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_tan;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::tan(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -6937,6 +8355,13 @@ PyObject* py_tanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[4] = {};
   return tb::bind(kSig_tanh, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_tanh;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::tanh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -6972,6 +8397,13 @@ PyObject* py_tanh_backward(PyObject* module, PyObject* const* args, Py_ssize_t n
   PyObject* slots[5] = {};
   return tb::bind(kSig_tanh_backward, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_tanh_backward;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::tanh_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_grad_input = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -7009,6 +8441,15 @@ PyObject* py_threshold(PyObject* module, PyObject* const* args, Py_ssize_t nargs
   PyObject* slots[6] = {};
   return tb::bind(kSig_threshold, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_threshold;
+    void* t_[2];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_threshold = tb::arg<tk::Scalar>(slots[1], sig, 1);
+      auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::threshold(tb::TensorRef{t_[0]}, v_threshold, v_value, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_threshold = tb::arg<tk::Scalar>(slots[1], sig, 1);
     auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
@@ -7047,6 +8488,14 @@ PyObject* py_threshold_backward(PyObject* module, PyObject* const* args, Py_ssiz
   PyObject* slots[6] = {};
   return tb::bind(kSig_threshold_backward, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_threshold_backward;
+    void* t_[3];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::threshold_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_threshold, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2);
@@ -7085,6 +8534,17 @@ PyObject* py_topk(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[9] = {};
   return tb::bind(kSig_topk, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_topk;
+    void* t_[3];
+    if (tb::lane_open(slots[7], slots[8], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_k = tb::arg<tk::Int>(slots[1], sig, 1);
+      auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
+      auto v_largest = tb::arg<tk::Bool>(slots[3], sig, 3, true);
+      auto v_sorted = tb::arg<tk::Bool>(slots[4], sig, 4, true);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::topk(tb::TensorRef{t_[0]}, v_k, v_dim, v_largest, v_sorted, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return PyTuple_Pack(2, slots[5], slots[6]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_k = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
@@ -7126,6 +8586,14 @@ PyObject* py_tril(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[5] = {};
   return tb::bind(kSig_tril, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_tril;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_diagonal = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::tril(tb::TensorRef{t_[0]}, v_diagonal, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_diagonal = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -7163,6 +8631,14 @@ PyObject* py_triu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[5] = {};
   return tb::bind(kSig_triu, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_triu;
+    void* t_[2];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_diagonal = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::triu(tb::TensorRef{t_[0]}, v_diagonal, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_diagonal = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -7200,6 +8676,13 @@ PyObject* py_trunc(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[4] = {};
   return tb::bind(kSig_trunc, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_trunc;
+    void* t_[2];
+    if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::trunc(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
@@ -7236,6 +8719,16 @@ PyObject* py_var_correction(PyObject* module, PyObject* const* args, Py_ssize_t 
   PyObject* slots[7] = {};
   return tb::bind(kSig_var_correction, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_var_correction;
+    void* t_[2];
+    if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+      auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
+      auto v_correction = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
+      auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::var_correction(tb::TensorRef{t_[0]}, v_dim, v_correction, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
     auto v_correction = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
@@ -7275,6 +8768,13 @@ PyObject* py_vdot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
   PyObject* slots[5] = {};
   return tb::bind(kSig_vdot, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_vdot;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::vdot(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -7312,6 +8812,13 @@ PyObject* py_where(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   PyObject* slots[6] = {};
   return tb::bind(kSig_where, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_where;
+    void* t_[4];
+    if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::where(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[3]);
+    }
     auto v_condition = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_other = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -7350,6 +8857,13 @@ PyObject* py_xlogy_OutTensor(PyObject* module, PyObject* const* args, Py_ssize_t
   PyObject* slots[5] = {};
   return tb::bind(kSig_xlogy_OutTensor, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_xlogy_OutTensor;
+    void* t_[3];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::xlogy_OutTensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -7971,6 +9485,12 @@ PyMethodDef kMethods[] = {
      "Call ATen's CPU kernels directly for plain CPU tensors (True, the default) or always go through the dispatcher (False)."},
     {"direct_mode", tb::py_direct_mode, METH_NOARGS,
      "Whether direct kernel mode is on."},
+    {"set_lane", tb::py_set_lane, METH_O,
+     "Let calls whose tensors ATen takes as they are skip the library's core tensors (True, the default) or never (False)."},
+    {"lane", tb::py_lane, METH_NOARGS,
+     "Whether the lane is on."},
+    {"_debug_lane_calls", tb::py_debug_lane_calls, METH_NOARGS,
+     "Test hook: how many calls took the lane so far."},
     {"_debug_keep", tb::py_debug_keep, METH_O,
      "Test hook: keep a C++ copy of a tensor."},
     {"_debug_kept", tb::py_debug_kept, METH_O,

@@ -141,6 +141,14 @@ class Argument:
         """One tensor, not optional: an output or the dispatch tensor."""
         return self.tensors is Tensors.ONE and not self.kind.optional
 
+    @property
+    def lane_ref(self) -> str | None:
+        """The bridge's type of this tensor on the lane (cpp/torch/lane.h);
+        None for anything but one (possibly optional) tensor."""
+        if self.tensors is not Tensors.ONE:
+            return None
+        return "OptionalTensorRef" if self.kind.optional else "TensorRef"
+
 
 @dataclass(frozen=True)
 class CoreSignature:
@@ -158,6 +166,15 @@ class CoreSignature:
     def call(self, *extra: str, prefix: str = "") -> str:
         """`self, out` (+ extra arguments); prefix: `v_self, v_out`."""
         return ", ".join([prefix + a.name for a in self.arguments] + list(extra))
+
+    def lane_decl(self) -> str:
+        """The lane's overload: tensors as the bridge's references."""
+        return ", ".join(
+            f"::infini::ops::torch_bridge::{a.lane_ref} {a.name}"
+            if a.lane_ref
+            else f"{a.core_type} {a.name}"
+            for a in self.arguments
+        )
 
 
 @dataclass(frozen=True)
@@ -213,6 +230,45 @@ class Op:
         pointers, never an at::Tensor, so no ATen worker thread can need the
         GIL to copy a borrowed tensor while the caller holds it."""
         return self.direct_cpu and self.tensor_iterator
+
+    @property
+    def lane(self) -> bool:
+        """Python calls may take the lane (cpp/torch/lane.h): an ATen op
+        whose tensors are single tensors (list elements always own theirs)."""
+        return (
+            not self.composite
+            and self.tensor_list_param_mask == 0
+            and self.tensor_param_mask != 0
+        )
+
+    @property
+    def lane_default(self) -> bool:
+        """A CPU call's default implementation is ATen's: no native CPU kernel."""
+        return "cpu" not in self.native_platforms
+
+    @property
+    def lane_call(self) -> str:
+        """The binding's call of the lane overload: tensor k of the Python
+        parameters is `t_[k]`, the rest their converted values."""
+        index = {
+            a.name: k
+            for k, a in enumerate(
+                a for a in self.python_params if a.tensors is Tensors.ONE
+            )
+        }
+        return ", ".join(
+            f"tb::{a.lane_ref}{{t_[{index[a.name]}]}}" if a.lane_ref else f"v_{a.name}"
+            for a in self.visible
+        )
+
+    @property
+    def optional_tensor_param_mask(self) -> int:
+        """Bit i: Python parameter i takes one tensor or None."""
+        return sum(
+            1 << i
+            for i, a in enumerate(self.python_params)
+            if a.tensors is Tensors.ONE and a.kind.optional
+        )
 
     @property
     def direct_function(self) -> str:

@@ -66,6 +66,28 @@ FUNCTIONS = (
         "() -> bool",
     ),
     ModuleFunction(
+        "set_lane",
+        "tb::py_set_lane",
+        "METH_O",
+        "Let calls whose tensors ATen takes as they are skip the library's "
+        "core tensors (True, the default) or never (False).",
+        "(enabled: bool, /) -> None",
+    ),
+    ModuleFunction(
+        "lane",
+        "tb::py_lane",
+        "METH_NOARGS",
+        "Whether the lane is on.",
+        "() -> bool",
+    ),
+    ModuleFunction(
+        "_debug_lane_calls",
+        "tb::py_debug_lane_calls",
+        "METH_NOARGS",
+        "Test hook: how many calls took the lane so far.",
+        "() -> int",
+    ),
+    ModuleFunction(
         "_debug_keep",
         "tb::py_debug_keep",
         "METH_O",

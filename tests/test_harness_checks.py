@@ -61,7 +61,7 @@ class FakeModule:
     def __init__(self, ops, impl):
         self._ops = {op.name: op for op in ops}
         self._impl = impl
-        self._switches = {"reuse": True, "direct": True}
+        self._switches = {"reuse": True, "direct": True, "lane": True}
 
     def handle_reuse(self):
         return self._switches["reuse"]
@@ -74,6 +74,12 @@ class FakeModule:
 
     def set_direct_mode(self, value):
         self._switches["direct"] = value
+
+    def lane(self):
+        return self._switches["lane"]
+
+    def set_lane(self, value):
+        self._switches["lane"] = value
 
     def __getattr__(self, name):
         op = self._ops[name]

@@ -113,18 +113,6 @@ def _map(value, f):
     return value
 
 
-@contextlib.contextmanager
-def _switches(module, path: str):
-    previous = module.handle_reuse(), module.direct_mode()
-    module.set_handle_reuse(path != "from_blob")
-    module.set_direct_mode(path != "dispatcher")
-    try:
-        yield
-    finally:
-        module.set_handle_reuse(previous[0])
-        module.set_direct_mode(previous[1])
-
-
 def _report(what: str, checked: int, failures: list[str], na: Counter | None = None):
     lines = [f"{what}: {checked} ops checked"]
     for reason, n in sorted((na or Counter()).items()):
@@ -163,7 +151,7 @@ def test_every_output_bumps_its_version_as_pytorch_does(ops, samples):
                 args, outs = harness.fresh(op, sample.args), _outs(sample)
                 before = _versions(sample, args, outs)
                 try:
-                    with _switches(ops, path):
+                    with harness.path_switches(ops, path):
                         _call(ops, sample, args, outs, implementation=impl)
                 except Exception as e:  # noqa: BLE001 - reported
                     failures.append(f"{op.name} {impl}/{path}: {type(e).__name__}: {e}")
@@ -563,7 +551,7 @@ def test_profiler_records_the_aten_op(ops, samples):
             for impl in ops.implementations()[op.name]["cpu"]:
                 for path in harness.PATHS:
                     marker = f"case{k}:{impl}/{path}"
-                    with _switches(ops, path), record_function(marker):
+                    with harness.path_switches(ops, path), record_function(marker):
                         args = harness.fresh(op, sample.args)
                         _call(ops, sample, args, _outs(sample), implementation=impl)
                     cases.append((k, sample, marker))

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "core/core.h"
+#include "torch/lane.h"
 
 namespace infini::ops::torch_bridge {
 
@@ -114,6 +115,11 @@ inline AtenTensor to_aten(const Tensor& t) {
   return AtenTensor(from_blob(t));
 }
 
+// A tensor on the lane (lane.h): the caller's own TensorImpl, borrowed.
+inline AtenTensor to_aten(TensorRef t) noexcept {
+  return AtenTensor(static_cast<c10::TensorImpl*>(t.impl));
+}
+
 // An owning at::Tensor, for containers ATen copies anyway (tensor lists):
 // list elements always arrive with owning handles (see converters.cpp), so
 // this increment never makes torch touch the Python object.
@@ -154,6 +160,11 @@ inline AtenOptionalTensor to_aten(const std::optional<Tensor>& t) {
     return AtenOptionalTensor(impl, t->handle().opaque());
   }
   return AtenOptionalTensor(from_blob(*t));
+}
+
+inline AtenOptionalTensor to_aten(OptionalTensorRef t) noexcept {
+  if (t.impl == nullptr) return AtenOptionalTensor();
+  return AtenOptionalTensor(static_cast<c10::TensorImpl*>(t.impl));
 }
 
 // Holds converted tensors and converts to each list parameter type ATen uses.
@@ -348,6 +359,13 @@ template <class... T>
 bool direct_cpu(const T&... tensors) {
   return g_direct_mode.load(std::memory_order_relaxed) &&
          (direct_cpu_tensor(tensors) && ...) && direct_cpu_context();
+}
+
+// The same on the lane, whose tensors lane_tensors (converters.h) found
+// plain dense CPU tensors that do not require grad: only the call's context
+// is left to check.
+inline bool direct_lane() {
+  return g_direct_mode.load(std::memory_order_relaxed) && direct_cpu_context();
 }
 
 // What ADInplaceOrView does for each written tensor of a call through the

@@ -1,15 +1,20 @@
 // Python -> core converters of the argument kinds (see converters.h).
 #include "torch/converters.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <bit>
 #include <string>
 
 #include "torch/aten_convert.h"
+#include "torch/call.h"
+#include "torch/lane.h"
+#include "torch_tables.h"
 
 namespace infini::ops::torch_bridge {
 
@@ -353,6 +358,90 @@ Implementation unpack_implementation(PyObject* obj, const Signature& sig, int i)
                      std::string(unpack_str(obj, sig, i)) + "'");
   }
   return *parsed;
+}
+
+std::atomic<bool> g_lane{true};
+uint64_t g_lane_calls = 0;
+
+bool lane_open(PyObject* impl, PyObject* stream, bool default_is_aten) noexcept {
+  if (stream != nullptr && stream != Py_None) return false;
+  if (impl == nullptr) return default_is_aten;
+  if (!PyUnicode_Check(impl)) return false;
+  if (PyUnicode_CompareWithASCIIString(impl, "torch") == 0) return true;
+  return default_is_aten && PyUnicode_CompareWithASCIIString(impl, "default") == 0;
+}
+
+namespace {
+
+// The c10 scalar types the library holds (tables::data_type), as a mask.
+constexpr uint64_t held_scalar_types() {
+  uint64_t mask = 0;
+  for (int k = 0; k < static_cast<int>(c10::ScalarType::NumOptions) && k < 64; ++k) {
+    bool held = true;
+    (void)tables::data_type(static_cast<c10::ScalarType>(k), [&held] {
+      held = false;
+      return DataType{};
+    });
+    if (held) mask |= uint64_t{1} << k;
+  }
+  return mask;
+}
+constexpr uint64_t kHeldScalarTypes = held_scalar_types();
+
+// plain_tensor and direct_cpu_tensor (aten_convert.h) for the lane, in a
+// few instructions: exactly the keys of an ordinary dense CPU tensor outside
+// inference mode (an inference tensor lacks the autograd keys; conj and neg
+// bits, Python, functorch and every other wrapper add keys), with storage,
+// no autograd metadata (or metadata that neither requires grad nor carries
+// a tangent), and a dtype the library holds (the general path raises for
+// the others).
+bool lane_tensor(const at::Tensor& t) noexcept {
+  constexpr c10::DispatchKeySet kPlainCpu =
+      c10::DispatchKeySet(c10::DispatchKey::CPU) |
+      c10::DispatchKeySet(c10::DispatchKey::ADInplaceOrView) |
+      c10::DispatchKeySet(c10::DispatchKey::AutogradCPU);
+  constexpr c10::DispatchKeySet kAutocast(c10::DispatchKey::AutocastCPU);
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if ((impl->key_set() - kAutocast) != kPlainCpu || !impl->has_storage()) [[unlikely]] {
+    return false;
+  }
+  if (impl->autograd_meta() != nullptr && (impl->requires_grad() || is_dual(t))) [[unlikely]] {
+    return false;
+  }
+  const auto type = static_cast<unsigned>(t.scalar_type());
+  return type < 64 && ((kHeldScalarTypes >> type) & 1) != 0;
+}
+
+}  // namespace
+
+bool lane_tensors(const Signature& sig, PyObject* const* slots, void** refs) noexcept {
+  if (!g_lane.load(std::memory_order_relaxed) ||
+      !g_handle_reuse.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  int64_t elements = 0;
+  int k = 0;
+  for (uint64_t bits = sig.tensor_params; bits != 0; bits &= bits - 1) {
+    const int i = std::countr_zero(bits);
+    PyObject* obj = slots[i];
+    if (obj == nullptr || obj == Py_None) {
+      if (((sig.optional_tensor_params >> i) & 1) == 0) return false;
+      refs[k++] = nullptr;
+      continue;
+    }
+    if (Py_TYPE(obj) != reinterpret_cast<PyTypeObject*>(THPVariableClass)) return false;
+    const at::Tensor& t = THPVariable_Unpack(obj);
+    if (!lane_tensor(t)) return false;
+    elements += t.unsafeGetTensorImpl()->numel();
+    refs[k++] = t.unsafeGetTensorImpl();
+  }
+  // Keeping the GIL: see lane.h and release_gil_for (call.h).
+  if (elements >= kKeepGilBelowElements ||
+      !(sig.borrow_tensors || at::get_num_threads() == 1)) {
+    return false;
+  }
+  ++g_lane_calls;
+  return true;
 }
 
 }  // namespace infini::ops::torch_bridge

@@ -28,6 +28,7 @@
 #include <string_view>
 
 #include "core/core.h"
+#include "torch/lane.h"
 #include "torch/signature.h"
 #include "torch/small_list.h"
 
@@ -71,6 +72,28 @@ class FloatListArg {
   SmallList<double, 8> items;
   operator std::span<const double>() const { return {items.data(), items.size()}; }
 };
+
+// The lane (lane.h).
+// Whether the arguments besides the tensors allow the lane: no stream, and an
+// implementation the lane serves ("torch"; or the default when the op has no
+// native kernel for the CPU, since every lane tensor is a CPU tensor).
+// Anything else, including a value that is not a valid implementation,
+// takes the general path (which raises for it, in argument order).
+bool lane_open(PyObject* impl, PyObject* stream, bool default_is_aten) noexcept;
+
+// Fills refs (one per tensor parameter, in parameter order) and returns true
+// when every tensor argument is exactly a torch.Tensor that ATen's CPU
+// kernels take as it is (dense, with storage, no functionality key beyond
+// autograd and autocast, not an inference tensor, not requiring grad, not a
+// forward-AD dual, of a dtype the library holds), handle reuse is on, and
+// the call may keep the GIL: fewer than 32,768 elements in all (ATen's grain
+// size: no intra-op parallelism below it) and either an op whose kernel's
+// loops see only raw pointers (Signature::borrow_tensors) or one intra-op
+// thread, so that no other thread can need the GIL to copy a borrowed
+// tensor while this one holds it. False: the general path runs the call.
+bool lane_tensors(const Signature& sig, PyObject* const* slots,
+                  void** refs) noexcept;
+
 
 // The converters of the kinds (converters.cpp). borrow: a tensor's handle
 // holds no reference (the argument's Python object keeps it alive for the

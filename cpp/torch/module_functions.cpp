@@ -89,6 +89,18 @@ PyObject* py_direct_mode(PyObject*, PyObject*) {
   return PyBool_FromLong(g_direct_mode.load(std::memory_order_relaxed));
 }
 
+PyObject* py_set_lane(PyObject*, PyObject* enabled) {
+  return set_switch(g_lane, "set_lane", enabled);
+}
+
+PyObject* py_lane(PyObject*, PyObject*) {
+  return PyBool_FromLong(g_lane.load(std::memory_order_relaxed));
+}
+
+PyObject* py_debug_lane_calls(PyObject*, PyObject*) {
+  return PyLong_FromUnsignedLongLong(g_lane_calls);
+}
+
 bool init_module(PyObject*) {
   // torch first: THPVariableClass must exist before any tensor check.
   PyObject* torch = PyImport_ImportModule("torch");

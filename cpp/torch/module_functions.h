@@ -26,6 +26,9 @@ PyObject* py_set_handle_reuse(PyObject*, PyObject* enabled);
 PyObject* py_handle_reuse(PyObject*, PyObject*);
 PyObject* py_set_direct_mode(PyObject*, PyObject* enabled);
 PyObject* py_direct_mode(PyObject*, PyObject*);
+PyObject* py_set_lane(PyObject*, PyObject* enabled);
+PyObject* py_lane(PyObject*, PyObject*);
+PyObject* py_debug_lane_calls(PyObject*, PyObject*);
 
 // Imports torch (THPVariableClass must exist before any tensor check).
 bool init_module(PyObject* module);

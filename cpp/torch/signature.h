@@ -32,6 +32,8 @@ struct Signature {
   // tensor (bit p: parameter p), parameters that take a list of tensors.
   uint64_t tensor_params = 0;
   uint64_t tensor_list_params = 0;
+  // Of tensor_params, those that take None (`Tensor?`).
+  uint64_t optional_tensor_params = 0;
   // The ATen overload ("add.out") handed to __torch_function__ as
   // torch.ops.aten.<overload>, with arguments under their schema names; null
   // for composites, which hand over the module's own function and the call's

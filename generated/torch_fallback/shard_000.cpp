@@ -65,6 +65,25 @@ void addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
   tb::check_output(out, a_out, "addcmul", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void addcmul(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef tensor1, ::infini::ops::torch_bridge::TensorRef tensor2, const Scalar& value, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_tensor1 = tb::to_aten(tensor1);
+  auto a_tensor2 = tb::to_aten(tensor2);
+  auto a_value = tb::to_aten(value);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::addcmul_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
+    tb::bump_version(a_out);
+  } else {
+    at::addcmul_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
+  }
+}
+
 // any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void any_all(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -81,6 +100,22 @@ void any_all(const Tensor& self, Tensor& out) {
     at::any_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "any_all", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void any_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::any_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::any_out(a_out, a_self);
+  }
 }
 
 // copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -102,6 +137,23 @@ void copysign(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_output(out, a_out, "copysign", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void copysign(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::copysign_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::copysign_out(a_out, a_self, a_other);
+  }
+}
+
 // erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void erf(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -118,6 +170,22 @@ void erf(const Tensor& self, Tensor& out) {
     at::erf_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "erf", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void erf(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::erf_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::erf_out(a_out, a_self);
+  }
 }
 
 // erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -138,6 +206,22 @@ void erfc(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "erfc", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void erfc(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::erfc_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::erfc_out(a_out, a_self);
+  }
+}
+
 // fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void fmod_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -155,6 +239,23 @@ void fmod_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
     at::fmod_out(a_out, a_self, a_other);
   }
   tb::check_output(out, a_out, "fmod_Tensor", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void fmod_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::fmod_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::fmod_out(a_out, a_self, a_other);
+  }
 }
 
 // gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)
@@ -177,6 +278,24 @@ void gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_vi
   tb::check_output(grad_input, a_grad_input, "gelu_backward", "grad_input");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void gelu_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef self, std::string_view approximate, ::infini::ops::torch_bridge::TensorRef grad_input) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_self = tb::to_aten(self);
+  auto a_approximate = tb::to_aten(approximate);
+  auto a_grad_input = tb::to_aten(grad_input);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::gelu_backward_out(a_grad_input, a_grad_output, a_self, a_approximate);
+    tb::bump_version(a_grad_input);
+  } else {
+    at::gelu_backward_out(a_grad_input, a_grad_output, a_self, a_approximate);
+  }
+}
+
 // isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void isnan(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -184,6 +303,13 @@ void isnan(const Tensor& self, Tensor& out) {
   tb::check_overlap("isnan", {&out}, {tb::ptr(self)});
   at::isnan_out(a_out, a_self);
   tb::check_output(out, a_out, "isnan", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void isnan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  at::isnan_out(a_out, a_self);
 }
 
 // logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -205,6 +331,23 @@ void logaddexp2(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_output(out, a_out, "logaddexp2", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void logaddexp2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::logaddexp2_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::logaddexp2_out(a_out, a_self, a_other);
+  }
+}
+
 // mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -224,6 +367,25 @@ void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool 
     at::mean_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
   }
   tb::check_output(out, a_out, "mean", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void mean(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_dtype = tb::to_aten(dtype);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::mean_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+    tb::bump_version(a_out);
+  } else {
+    at::mean_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+  }
 }
 
 // min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)
@@ -249,6 +411,26 @@ void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min
   tb::check_output(min_indices, a_min_indices, "min", "min_indices");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void min(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::TensorRef min, ::infini::ops::torch_bridge::TensorRef min_indices) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_min = tb::to_aten(min);
+  auto a_min_indices = tb::to_aten(min_indices);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::min_out(a_min, a_min_indices, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_min);
+    tb::bump_version(a_min_indices);
+  } else {
+    at::min_out(a_min, a_min_indices, a_self, a_dim, a_keepdim);
+  }
+}
+
 // mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
 void mm(const Tensor& self, const Tensor& mat2, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -266,6 +448,23 @@ void mm(const Tensor& self, const Tensor& mat2, Tensor& out) {
     at::mm_out(a_out, a_self, a_mat2);
   }
   tb::check_output(out, a_out, "mm", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void mm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mat2, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_mat2 = tb::to_aten(mat2);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::mm_out(a_out, a_self, a_mat2);
+    tb::bump_version(a_out);
+  } else {
+    at::mm_out(a_out, a_self, a_mat2);
+  }
 }
 
 // native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
@@ -286,6 +485,22 @@ void native_group_norm(const Tensor& input, const std::optional<Tensor>& weight,
   tb::check_output(out0, a_out0, "native_group_norm", "out0");
   tb::check_output(out1, a_out1, "native_group_norm", "out1");
   tb::check_output(out2, a_out2, "native_group_norm", "out2");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void native_group_norm(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::OptionalTensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, int64_t N, int64_t C, int64_t HxW, int64_t group, double eps, ::infini::ops::torch_bridge::TensorRef out0, ::infini::ops::torch_bridge::TensorRef out1, ::infini::ops::torch_bridge::TensorRef out2) {
+  auto a_input = tb::to_aten(input);
+  auto a_weight = tb::to_aten(weight);
+  auto a_bias = tb::to_aten(bias);
+  auto a_N = tb::to_aten(N);
+  auto a_C = tb::to_aten(C);
+  auto a_HxW = tb::to_aten(HxW);
+  auto a_group = tb::to_aten(group);
+  auto a_eps = tb::to_aten(eps);
+  auto a_out0 = tb::to_aten(out0);
+  auto a_out1 = tb::to_aten(out1);
+  auto a_out2 = tb::to_aten(out2);
+  at::native_group_norm_out(a_out0, a_out1, a_out2, a_input, a_weight, a_bias, a_N, a_C, a_HxW, a_group, a_eps);
 }
 
 // norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
@@ -309,6 +524,25 @@ void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const in
   tb::check_output(out, a_out, "norm", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void norm(::infini::ops::torch_bridge::TensorRef self, const std::optional<Scalar>& p, std::span<const int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_p = tb::to_aten(p);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::norm_out(a_out, a_self, a_p, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::norm_out(a_out, a_self, a_p, a_dim, a_keepdim);
+  }
+}
+
 // std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
 void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -330,6 +564,25 @@ void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
   tb::check_output(out, a_out, "std_correction", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void std_correction(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_correction = tb::to_aten(correction);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::std_out(a_out, a_self, a_dim, a_correction, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::std_out(a_out, a_self, a_dim, a_correction, a_keepdim);
+  }
+}
+
 // xlogy.OutTensor(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void xlogy_OutTensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -347,6 +600,23 @@ void xlogy_OutTensor(const Tensor& self, const Tensor& other, Tensor& out) {
     at::xlogy_out(a_out, a_self, a_other);
   }
   tb::check_output(out, a_out, "xlogy_OutTensor", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void xlogy_OutTensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::xlogy_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::xlogy_out(a_out, a_self, a_other);
+  }
 }
 
 }  // namespace infini::ops::torch_fallback

@@ -53,6 +53,24 @@ void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
   tb::check_output(out, a_out, "amax", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void amax(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::amax_out(a_out, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::amax_out(a_out, a_self, a_dim, a_keepdim);
+  }
+}
+
 // bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void bitwise_or_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -70,6 +88,23 @@ void bitwise_or_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
     at::bitwise_or_out(a_out, a_self, a_other);
   }
   tb::check_output(out, a_out, "bitwise_or_Tensor", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void bitwise_or_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::bitwise_or_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::bitwise_or_out(a_out, a_self, a_other);
+  }
 }
 
 // elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)
@@ -93,6 +128,25 @@ void elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Sca
   tb::check_output(out, a_out, "elu", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void elu(::infini::ops::torch_bridge::TensorRef self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_alpha = tb::to_aten(alpha);
+  auto a_scale = tb::to_aten(scale);
+  auto a_input_scale = tb::to_aten(input_scale);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::elu_out(a_out, a_self, a_alpha, a_scale, a_input_scale);
+    tb::bump_version(a_out);
+  } else {
+    at::elu_out(a_out, a_self, a_alpha, a_scale, a_input_scale);
+  }
+}
+
 // fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void fmin(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -110,6 +164,23 @@ void fmin(const Tensor& self, const Tensor& other, Tensor& out) {
     at::fmin_out(a_out, a_self, a_other);
   }
   tb::check_output(out, a_out, "fmin", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void fmin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::fmin_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::fmin_out(a_out, a_self, a_other);
+  }
 }
 
 // index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)
@@ -142,6 +213,24 @@ void index_select(const Tensor& self, int64_t dim, const Tensor& index, Tensor& 
   tb::check_output(out, a_out, "index_select", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void index_select(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::index_select_out(a_out, a_self, a_dim, a_index);
+    tb::bump_version(a_out);
+  } else {
+    at::index_select_out(a_out, a_self, a_dim, a_index);
+  }
+}
+
 // mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void mul(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -159,6 +248,23 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out) {
     at::mul_out(a_out, a_self, a_other);
   }
   tb::check_output(out, a_out, "mul", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void mul(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::mul_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::mul_out(a_out, a_self, a_other);
+  }
 }
 
 // neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -179,6 +285,22 @@ void neg(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "neg", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void neg(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::neg_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::neg_out(a_out, a_self);
+  }
+}
+
 // outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)
 void outer(const Tensor& self, const Tensor& vec2, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -187,6 +309,14 @@ void outer(const Tensor& self, const Tensor& vec2, Tensor& out) {
   tb::check_overlap("outer", {&out}, {tb::ptr(self), tb::ptr(vec2)});
   at::outer_out(a_out, a_self, a_vec2);
   tb::check_output(out, a_out, "outer", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void outer(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef vec2, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_vec2 = tb::to_aten(vec2);
+  auto a_out = tb::to_aten(out);
+  at::outer_out(a_out, a_self, a_vec2);
 }
 
 // reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -207,6 +337,22 @@ void reciprocal(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "reciprocal", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void reciprocal(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::reciprocal_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::reciprocal_out(a_out, a_self);
+  }
+}
+
 // sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 void sort_values(const Tensor& self, int64_t dim, bool descending, Tensor& values, Tensor& indices) {
   auto a_self = tb::to_aten(self);
@@ -218,6 +364,16 @@ void sort_values(const Tensor& self, int64_t dim, bool descending, Tensor& value
   at::sort_out(a_values, a_indices, a_self, a_dim, a_descending);
   tb::check_output(values, a_values, "sort_values", "values");
   tb::check_output(indices, a_indices, "sort_values", "indices");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void sort_values(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool descending, ::infini::ops::torch_bridge::TensorRef values, ::infini::ops::torch_bridge::TensorRef indices) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_descending = tb::to_aten(descending);
+  auto a_values = tb::to_aten(values);
+  auto a_indices = tb::to_aten(indices);
+  at::sort_out(a_values, a_indices, a_self, a_dim, a_descending);
 }
 
 }  // namespace infini::ops::torch_fallback

@@ -55,6 +55,24 @@ void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
   tb::check_output(out, a_out, "argmax", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void argmax(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::argmax_out(a_out, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::argmax_out(a_out, a_self, a_dim, a_keepdim);
+  }
+}
+
 // asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void asin(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -71,6 +89,22 @@ void asin(const Tensor& self, Tensor& out) {
     at::asin_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "asin", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void asin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::asin_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::asin_out(a_out, a_self);
+  }
 }
 
 // ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
@@ -90,6 +124,23 @@ void ge_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
     at::ge_out(a_out, a_self, a_other);
   }
   tb::check_output(out, a_out, "ge_Scalar", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void ge_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::ge_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::ge_out(a_out, a_self, a_other);
+  }
 }
 
 // kthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
@@ -116,6 +167,27 @@ void kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& 
   tb::check_output(indices, a_indices, "kthvalue", "indices");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void kthvalue(::infini::ops::torch_bridge::TensorRef self, int64_t k, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::TensorRef values, ::infini::ops::torch_bridge::TensorRef indices) {
+  auto a_self = tb::to_aten(self);
+  auto a_k = tb::to_aten(k);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_values = tb::to_aten(values);
+  auto a_indices = tb::to_aten(indices);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::kthvalue_out(a_values, a_indices, a_self, a_k, a_dim, a_keepdim);
+    tb::bump_version(a_values);
+    tb::bump_version(a_indices);
+  } else {
+    at::kthvalue_out(a_values, a_indices, a_self, a_k, a_dim, a_keepdim);
+  }
+}
+
 // le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void le_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -135,6 +207,23 @@ void le_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_output(out, a_out, "le_Tensor", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void le_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::le_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::le_out(a_out, a_self, a_other);
+  }
+}
+
 // matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void matmul(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -143,6 +232,14 @@ void matmul(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_overlap("matmul", {&out}, {tb::ptr(self), tb::ptr(other)});
   at::matmul_out(a_out, a_self, a_other);
   tb::check_output(out, a_out, "matmul", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void matmul(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  at::matmul_out(a_out, a_self, a_other);
 }
 
 // median.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
@@ -168,6 +265,26 @@ void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& va
   tb::check_output(indices, a_indices, "median_dim_values", "indices");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void median_dim_values(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::TensorRef values, ::infini::ops::torch_bridge::TensorRef indices) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_values = tb::to_aten(values);
+  auto a_indices = tb::to_aten(indices);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::median_out(a_values, a_indices, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_values);
+    tb::bump_version(a_indices);
+  } else {
+    at::median_out(a_values, a_indices, a_self, a_dim, a_keepdim);
+  }
+}
+
 // mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void mish(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -184,6 +301,22 @@ void mish(const Tensor& self, Tensor& out) {
     at::mish_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "mish", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void mish(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::mish_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::mish_out(a_out, a_self);
+  }
 }
 
 // pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)
@@ -205,6 +338,23 @@ void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out) 
   tb::check_output(out, a_out, "pow_Tensor_Scalar", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void pow_Tensor_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& exponent, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_exponent = tb::to_aten(exponent);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::pow_out(a_out, a_self, a_exponent);
+    tb::bump_version(a_out);
+  } else {
+    at::pow_out(a_out, a_self, a_exponent);
+  }
+}
+
 // sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void sinh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -221,6 +371,22 @@ void sinh(const Tensor& self, Tensor& out) {
     at::sinh_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "sinh", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void sinh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::sinh_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::sinh_out(a_out, a_self);
+  }
 }
 
 // tanh_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)
@@ -240,6 +406,23 @@ void tanh_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad
     at::tanh_backward_out(a_grad_input, a_grad_output, a_output);
   }
   tb::check_output(grad_input, a_grad_input, "tanh_backward", "grad_input");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void tanh_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef output, ::infini::ops::torch_bridge::TensorRef grad_input) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_output = tb::to_aten(output);
+  auto a_grad_input = tb::to_aten(grad_input);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::tanh_backward_out(a_grad_input, a_grad_output, a_output);
+    tb::bump_version(a_grad_input);
+  } else {
+    at::tanh_backward_out(a_grad_input, a_grad_output, a_output);
+  }
 }
 
 }  // namespace infini::ops::torch_fallback

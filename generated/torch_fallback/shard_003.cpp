@@ -69,6 +69,24 @@ void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& o
   tb::check_output(out, a_out, "_log_softmax", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void _log_softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool half_to_float, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_half_to_float = tb::to_aten(half_to_float);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::_log_softmax_out(a_out, a_self, a_dim, a_half_to_float);
+    tb::bump_version(a_out);
+  } else {
+    at::_log_softmax_out(a_out, a_self, a_dim, a_half_to_float);
+  }
+}
+
 // _log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)
 void _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim, DataType input_dtype, Tensor& out) {
   auto a_grad_output = tb::to_aten(grad_output);
@@ -90,6 +108,25 @@ void _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output,
   tb::check_output(out, a_out, "_log_softmax_backward_data", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void _log_softmax_backward_data(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef output, int64_t dim, DataType input_dtype, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_output = tb::to_aten(output);
+  auto a_dim = tb::to_aten(dim);
+  auto a_input_dtype = tb::to_aten(input_dtype);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::_log_softmax_backward_data_out(a_out, a_grad_output, a_output, a_dim, a_input_dtype);
+    tb::bump_version(a_out);
+  } else {
+    at::_log_softmax_backward_data_out(a_out, a_grad_output, a_output, a_dim, a_input_dtype);
+  }
+}
+
 // bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
 void bmm(const Tensor& self, const Tensor& mat2, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -109,6 +146,23 @@ void bmm(const Tensor& self, const Tensor& mat2, Tensor& out) {
   tb::check_output(out, a_out, "bmm", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void bmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mat2, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_mat2 = tb::to_aten(mat2);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::bmm_out(a_out, a_self, a_mat2);
+    tb::bump_version(a_out);
+  } else {
+    at::bmm_out(a_out, a_self, a_mat2);
+  }
+}
+
 // cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void cosh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -125,6 +179,22 @@ void cosh(const Tensor& self, Tensor& out) {
     at::cosh_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "cosh", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void cosh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::cosh_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::cosh_out(a_out, a_self);
+  }
 }
 
 // cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
@@ -147,6 +217,24 @@ void cumprod(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
   tb::check_output(out, a_out, "cumprod", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void cumprod(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_dtype = tb::to_aten(dtype);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::cumprod_out(a_out, a_self, a_dim, a_dtype);
+    tb::bump_version(a_out);
+  } else {
+    at::cumprod_out(a_out, a_self, a_dim, a_dtype);
+  }
+}
+
 // dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)
 void dot(const Tensor& self, const Tensor& tensor, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -155,6 +243,14 @@ void dot(const Tensor& self, const Tensor& tensor, Tensor& out) {
   tb::check_overlap("dot", {&out}, {tb::ptr(self), tb::ptr(tensor)});
   at::dot_out(a_out, a_self, a_tensor);
   tb::check_output(out, a_out, "dot", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void dot(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef tensor, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_tensor = tb::to_aten(tensor);
+  auto a_out = tb::to_aten(out);
+  at::dot_out(a_out, a_self, a_tensor);
 }
 
 // exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -175,6 +271,22 @@ void exp2(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "exp2", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void exp2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::exp2_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::exp2_out(a_out, a_self);
+  }
+}
+
 // expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void expm1(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -191,6 +303,22 @@ void expm1(const Tensor& self, Tensor& out) {
     at::expm1_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "expm1", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void expm1(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::expm1_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::expm1_out(a_out, a_self);
+  }
 }
 
 // hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -211,6 +339,22 @@ void hardswish(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "hardswish", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void hardswish(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::hardswish_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::hardswish_out(a_out, a_self);
+  }
+}
+
 // linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)
 void linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, Tensor& out) {
   auto a_input = tb::to_aten(input);
@@ -220,6 +364,15 @@ void linear(const Tensor& input, const Tensor& weight, const std::optional<Tenso
   tb::check_overlap("linear", {&out}, {tb::ptr(input), tb::ptr(weight), tb::ptr(bias)});
   at::linear_out(a_out, a_input, a_weight, a_bias);
   tb::check_output(out, a_out, "linear", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void linear(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::TensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_input = tb::to_aten(input);
+  auto a_weight = tb::to_aten(weight);
+  auto a_bias = tb::to_aten(bias);
+  auto a_out = tb::to_aten(out);
+  at::linear_out(a_out, a_input, a_weight, a_bias);
 }
 
 // logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -239,6 +392,23 @@ void logical_and(const Tensor& self, const Tensor& other, Tensor& out) {
     at::logical_and_out(a_out, a_self, a_other);
   }
   tb::check_output(out, a_out, "logical_and", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void logical_and(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::logical_and_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::logical_and_out(a_out, a_self, a_other);
+  }
 }
 
 // max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))
@@ -267,6 +437,29 @@ void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel
   tb::check_output(indices, a_indices, "max_pool2d_with_indices", "indices");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void max_pool2d_with_indices(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, std::span<const int64_t> dilation, bool ceil_mode, ::infini::ops::torch_bridge::TensorRef out, ::infini::ops::torch_bridge::TensorRef indices) {
+  auto a_self = tb::to_aten(self);
+  auto a_kernel_size = tb::to_aten(kernel_size);
+  auto a_stride = tb::to_aten(stride);
+  auto a_padding = tb::to_aten(padding);
+  auto a_dilation = tb::to_aten(dilation);
+  auto a_ceil_mode = tb::to_aten(ceil_mode);
+  auto a_out = tb::to_aten(out);
+  auto a_indices = tb::to_aten(indices);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::max_pool2d_with_indices_out(a_out, a_indices, a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode);
+    tb::bump_version(a_out);
+    tb::bump_version(a_indices);
+  } else {
+    at::max_pool2d_with_indices_out(a_out, a_indices, a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode);
+  }
+}
+
 // mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)
 void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -285,6 +478,24 @@ void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tenso
     at::mse_loss_out(a_out, a_self, a_target, a_reduction);
   }
   tb::check_output(out, a_out, "mse_loss", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void mse_loss(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef target, int64_t reduction, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_target = tb::to_aten(target);
+  auto a_reduction = tb::to_aten(reduction);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::mse_loss_out(a_out, a_self, a_target, a_reduction);
+    tb::bump_version(a_out);
+  } else {
+    at::mse_loss_out(a_out, a_self, a_target, a_reduction);
+  }
 }
 
 // mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)
@@ -308,6 +519,25 @@ void mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tens
   tb::check_output(grad_input, a_grad_input, "mse_loss_backward", "grad_input");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void mse_loss_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef target, int64_t reduction, ::infini::ops::torch_bridge::TensorRef grad_input) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_self = tb::to_aten(self);
+  auto a_target = tb::to_aten(target);
+  auto a_reduction = tb::to_aten(reduction);
+  auto a_grad_input = tb::to_aten(grad_input);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::mse_loss_backward_out(a_grad_input, a_grad_output, a_self, a_target, a_reduction);
+    tb::bump_version(a_grad_input);
+  } else {
+    at::mse_loss_backward_out(a_grad_input, a_grad_output, a_self, a_target, a_reduction);
+  }
+}
+
 // narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)
 void narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -329,6 +559,25 @@ void narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length,
   tb::check_output(out, a_out, "narrow_copy", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void narrow_copy(::infini::ops::torch_bridge::TensorRef self, int64_t dim, int64_t start, int64_t length, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_start = tb::to_aten(start);
+  auto a_length = tb::to_aten(length);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::narrow_copy_out(a_out, a_self, a_dim, a_start, a_length);
+    tb::bump_version(a_out);
+  } else {
+    at::narrow_copy_out(a_out, a_self, a_dim, a_start, a_length);
+  }
+}
+
 // native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
 void native_layer_norm_backward(const Tensor& grad_out, const Tensor& input, std::span<const int64_t> normalized_shape, const Tensor& mean, const Tensor& rstd, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, std::array<bool, 3> output_mask, Tensor& out0, Tensor& out1, Tensor& out2) {
   auto a_grad_out = tb::to_aten(grad_out);
@@ -347,6 +596,22 @@ void native_layer_norm_backward(const Tensor& grad_out, const Tensor& input, std
   tb::check_output(out0, a_out0, "native_layer_norm_backward", "out0");
   tb::check_output(out1, a_out1, "native_layer_norm_backward", "out1");
   tb::check_output(out2, a_out2, "native_layer_norm_backward", "out2");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void native_layer_norm_backward(::infini::ops::torch_bridge::TensorRef grad_out, ::infini::ops::torch_bridge::TensorRef input, std::span<const int64_t> normalized_shape, ::infini::ops::torch_bridge::TensorRef mean, ::infini::ops::torch_bridge::TensorRef rstd, ::infini::ops::torch_bridge::OptionalTensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, std::array<bool, 3> output_mask, ::infini::ops::torch_bridge::TensorRef out0, ::infini::ops::torch_bridge::TensorRef out1, ::infini::ops::torch_bridge::TensorRef out2) {
+  auto a_grad_out = tb::to_aten(grad_out);
+  auto a_input = tb::to_aten(input);
+  auto a_normalized_shape = tb::to_aten(normalized_shape);
+  auto a_mean = tb::to_aten(mean);
+  auto a_rstd = tb::to_aten(rstd);
+  auto a_weight = tb::to_aten(weight);
+  auto a_bias = tb::to_aten(bias);
+  auto a_output_mask = tb::to_aten(output_mask);
+  auto a_out0 = tb::to_aten(out0);
+  auto a_out1 = tb::to_aten(out1);
+  auto a_out2 = tb::to_aten(out2);
+  at::native_layer_norm_backward_out(a_out0, a_out1, a_out2, a_grad_out, a_input, a_normalized_shape, a_mean, a_rstd, a_weight, a_bias, a_output_mask);
 }
 
 // scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -380,6 +645,15 @@ void soft_margin_loss(const Tensor& self, const Tensor& target, int64_t reductio
   tb::check_output(out, a_out, "soft_margin_loss", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void soft_margin_loss(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef target, int64_t reduction, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_target = tb::to_aten(target);
+  auto a_reduction = tb::to_aten(reduction);
+  auto a_out = tb::to_aten(out);
+  at::soft_margin_loss_out(a_out, a_self, a_target, a_reduction);
+}
+
 // softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)
 void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -400,6 +674,24 @@ void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, T
   tb::check_output(out, a_out, "softplus", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void softplus(::infini::ops::torch_bridge::TensorRef self, const Scalar& beta, const Scalar& threshold, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_beta = tb::to_aten(beta);
+  auto a_threshold = tb::to_aten(threshold);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::softplus_out(a_out, a_self, a_beta, a_threshold);
+    tb::bump_version(a_out);
+  } else {
+    at::softplus_out(a_out, a_self, a_beta, a_threshold);
+  }
+}
+
 // tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void tanh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -416,6 +708,22 @@ void tanh(const Tensor& self, Tensor& out) {
     at::tanh_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "tanh", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void tanh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::tanh_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::tanh_out(a_out, a_self);
+  }
 }
 
 }  // namespace infini::ops::torch_fallback

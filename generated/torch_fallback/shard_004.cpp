@@ -52,6 +52,26 @@ void addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, cons
   tb::check_output(out, a_out, "addbmm", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void addbmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef batch1, ::infini::ops::torch_bridge::TensorRef batch2, const Scalar& beta, const Scalar& alpha, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_batch1 = tb::to_aten(batch1);
+  auto a_batch2 = tb::to_aten(batch2);
+  auto a_beta = tb::to_aten(beta);
+  auto a_alpha = tb::to_aten(alpha);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::addbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
+    tb::bump_version(a_out);
+  } else {
+    at::addbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
+  }
+}
+
 // any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -72,6 +92,24 @@ void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
   tb::check_output(out, a_out, "any", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void any(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::any_out(a_out, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::any_out(a_out, a_self, a_dim, a_keepdim);
+  }
+}
+
 // avg_pool1d.out(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True, *, Tensor(a!) out) -> Tensor(a!)
 void avg_pool1d(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -86,6 +124,18 @@ void avg_pool1d(const Tensor& self, std::span<const int64_t> kernel_size, std::s
   tb::check_output(out, a_out, "avg_pool1d", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void avg_pool1d(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_kernel_size = tb::to_aten(kernel_size);
+  auto a_stride = tb::to_aten(stride);
+  auto a_padding = tb::to_aten(padding);
+  auto a_ceil_mode = tb::to_aten(ceil_mode);
+  auto a_count_include_pad = tb::to_aten(count_include_pad);
+  auto a_out = tb::to_aten(out);
+  at::avg_pool1d_out(a_out, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad);
+}
+
 // embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)
 void embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights, int64_t padding_idx, bool scale_grad_by_freq, Tensor& out) {
   auto a_grad_output = tb::to_aten(grad_output);
@@ -97,6 +147,17 @@ void embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, 
   tb::check_overlap("embedding_dense_backward", {&out}, {tb::ptr(grad_output), tb::ptr(indices)});
   at::embedding_dense_backward_out(a_out, a_grad_output, a_indices, a_num_weights, a_padding_idx, a_scale_grad_by_freq);
   tb::check_output(out, a_out, "embedding_dense_backward", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void embedding_dense_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef indices, int64_t num_weights, int64_t padding_idx, bool scale_grad_by_freq, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_indices = tb::to_aten(indices);
+  auto a_num_weights = tb::to_aten(num_weights);
+  auto a_padding_idx = tb::to_aten(padding_idx);
+  auto a_scale_grad_by_freq = tb::to_aten(scale_grad_by_freq);
+  auto a_out = tb::to_aten(out);
+  at::embedding_dense_backward_out(a_out, a_grad_output, a_indices, a_num_weights, a_padding_idx, a_scale_grad_by_freq);
 }
 
 // ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -118,6 +179,23 @@ void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_output(out, a_out, "ne_Tensor", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void ne_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::ne_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::ne_out(a_out, a_self, a_other);
+  }
+}
+
 // round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void round(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -136,6 +214,22 @@ void round(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "round", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void round(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::round_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::round_out(a_out, a_self);
+  }
+}
+
 // sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void sgn(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -152,6 +246,22 @@ void sgn(const Tensor& self, Tensor& out) {
     at::sgn_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "sgn", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void sgn(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::sgn_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::sgn_out(a_out, a_self);
+  }
 }
 
 // tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)
@@ -173,6 +283,23 @@ void tril(const Tensor& self, int64_t diagonal, Tensor& out) {
   tb::check_output(out, a_out, "tril", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void tril(::infini::ops::torch_bridge::TensorRef self, int64_t diagonal, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_diagonal = tb::to_aten(diagonal);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::tril_out(a_out, a_self, a_diagonal);
+    tb::bump_version(a_out);
+  } else {
+    at::tril_out(a_out, a_self, a_diagonal);
+  }
+}
+
 // triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)
 void triu(const Tensor& self, int64_t diagonal, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -190,6 +317,23 @@ void triu(const Tensor& self, int64_t diagonal, Tensor& out) {
     at::triu_out(a_out, a_self, a_diagonal);
   }
   tb::check_output(out, a_out, "triu", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void triu(::infini::ops::torch_bridge::TensorRef self, int64_t diagonal, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_diagonal = tb::to_aten(diagonal);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::triu_out(a_out, a_self, a_diagonal);
+    tb::bump_version(a_out);
+  } else {
+    at::triu_out(a_out, a_self, a_diagonal);
+  }
 }
 
 }  // namespace infini::ops::torch_fallback

@@ -53,6 +53,23 @@ void atan2(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_output(out, a_out, "atan2", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void atan2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::atan2_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::atan2_out(a_out, a_self, a_other);
+  }
+}
+
 // baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -75,6 +92,26 @@ void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, con
   tb::check_output(out, a_out, "baddbmm", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void baddbmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef batch1, ::infini::ops::torch_bridge::TensorRef batch2, const Scalar& beta, const Scalar& alpha, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_batch1 = tb::to_aten(batch1);
+  auto a_batch2 = tb::to_aten(batch2);
+  auto a_beta = tb::to_aten(beta);
+  auto a_alpha = tb::to_aten(alpha);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::baddbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
+    tb::bump_version(a_out);
+  } else {
+    at::baddbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
+  }
+}
+
 // cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void cos(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -91,6 +128,22 @@ void cos(const Tensor& self, Tensor& out) {
     at::cos_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "cos", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void cos(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::cos_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::cos_out(a_out, a_self);
+  }
 }
 
 // eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
@@ -112,6 +165,23 @@ void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   tb::check_output(out, a_out, "eq_Scalar", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void eq_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::eq_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::eq_out(a_out, a_self, a_other);
+  }
+}
+
 // erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void erfinv(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -130,6 +200,22 @@ void erfinv(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "erfinv", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void erfinv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::erfinv_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::erfinv_out(a_out, a_self);
+  }
+}
+
 // flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)
 void flip(const Tensor& self, std::span<const int64_t> dims, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -138,6 +224,14 @@ void flip(const Tensor& self, std::span<const int64_t> dims, Tensor& out) {
   tb::check_overlap("flip", {&out}, {tb::ptr(self)});
   at::flip_out(a_out, a_self, a_dims);
   tb::check_output(out, a_out, "flip", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void flip(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> dims, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dims = tb::to_aten(dims);
+  auto a_out = tb::to_aten(out);
+  at::flip_out(a_out, a_self, a_dims);
 }
 
 // gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)
@@ -159,6 +253,23 @@ void gelu(const Tensor& self, std::string_view approximate, Tensor& out) {
   tb::check_output(out, a_out, "gelu", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void gelu(::infini::ops::torch_bridge::TensorRef self, std::string_view approximate, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_approximate = tb::to_aten(approximate);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::gelu_out(a_out, a_self, a_approximate);
+    tb::bump_version(a_out);
+  } else {
+    at::gelu_out(a_out, a_self, a_approximate);
+  }
+}
+
 // log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void log(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -177,6 +288,22 @@ void log(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "log", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void log(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::log_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::log_out(a_out, a_self);
+  }
+}
+
 // logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 void logsumexp(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -186,6 +313,15 @@ void logsumexp(const Tensor& self, std::span<const int64_t> dim, bool keepdim, T
   tb::check_overlap("logsumexp", {&out}, {tb::ptr(self)});
   at::logsumexp_out(a_out, a_self, a_dim, a_keepdim);
   tb::check_output(out, a_out, "logsumexp", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void logsumexp(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  at::logsumexp_out(a_out, a_self, a_dim, a_keepdim);
 }
 
 // scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
@@ -209,6 +345,25 @@ void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   tb::check_output(out, a_out, "scatter_src", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void scatter_src(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_src = tb::to_aten(src);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_src);
+    tb::bump_version(a_out);
+  } else {
+    at::scatter_out(a_out, a_self, a_dim, a_index, a_src);
+  }
+}
+
 // scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
 void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -230,6 +385,25 @@ void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const S
   tb::check_output(out, a_out, "scatter_value", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void scatter_value(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, const Scalar& value, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_value = tb::to_aten(value);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_value);
+    tb::bump_version(a_out);
+  } else {
+    at::scatter_out(a_out, a_self, a_dim, a_index, a_value);
+  }
+}
+
 // trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void trunc(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -246,6 +420,22 @@ void trunc(const Tensor& self, Tensor& out) {
     at::trunc_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "trunc", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void trunc(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::trunc_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::trunc_out(a_out, a_self);
+  }
 }
 
 }  // namespace infini::ops::torch_fallback

@@ -53,6 +53,22 @@ void abs(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "abs", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void abs(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::abs_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::abs_out(a_out, a_self);
+  }
+}
+
 // bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void bitwise_and_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -70,6 +86,23 @@ void bitwise_and_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
     at::bitwise_and_out(a_out, a_self, a_other);
   }
   tb::check_output(out, a_out, "bitwise_and_Tensor", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void bitwise_and_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::bitwise_and_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::bitwise_and_out(a_out, a_self, a_other);
+  }
 }
 
 // clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -92,6 +125,24 @@ void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const st
   tb::check_output(out, a_out, "clamp_Tensor", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void clamp_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::OptionalTensorRef min, ::infini::ops::torch_bridge::OptionalTensorRef max, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_min = tb::to_aten(min);
+  auto a_max = tb::to_aten(max);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::clamp_out(a_out, a_self, a_min, a_max);
+    tb::bump_version(a_out);
+  } else {
+    at::clamp_out(a_out, a_self, a_min, a_max);
+  }
+}
+
 // digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void digamma(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -108,6 +159,22 @@ void digamma(const Tensor& self, Tensor& out) {
     at::digamma_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "digamma", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void digamma(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::digamma_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::digamma_out(a_out, a_self);
+  }
 }
 
 // maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -129,6 +196,23 @@ void maximum(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_output(out, a_out, "maximum", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void maximum(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::maximum_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::maximum_out(a_out, a_self, a_other);
+  }
+}
+
 // mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 void mul_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -137,6 +221,14 @@ void mul_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   tb::check_overlap("mul_Scalar", {&out}, {tb::ptr(self)});
   at::mul_out(a_out, a_self, a_other);
   tb::check_output(out, a_out, "mul_Scalar", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void mul_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  at::mul_out(a_out, a_self, a_other);
 }
 
 // nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -160,6 +252,25 @@ void nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<dou
   tb::check_output(out, a_out, "nan_to_num", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void nan_to_num(::infini::ops::torch_bridge::TensorRef self, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_nan = tb::to_aten(nan);
+  auto a_posinf = tb::to_aten(posinf);
+  auto a_neginf = tb::to_aten(neginf);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::nan_to_num_out(a_out, a_self, a_nan, a_posinf, a_neginf);
+    tb::bump_version(a_out);
+  } else {
+    at::nan_to_num_out(a_out, a_self, a_nan, a_posinf, a_neginf);
+  }
+}
+
 // remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -179,6 +290,23 @@ void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_output(out, a_out, "remainder_Tensor", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void remainder_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::remainder_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::remainder_out(a_out, a_self, a_other);
+  }
+}
+
 // rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void rsqrt(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -195,6 +323,22 @@ void rsqrt(const Tensor& self, Tensor& out) {
     at::rsqrt_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "rsqrt", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void rsqrt(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::rsqrt_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::rsqrt_out(a_out, a_self);
+  }
 }
 
 // threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
@@ -217,6 +361,24 @@ void threshold(const Tensor& self, const Scalar& threshold, const Scalar& value,
   tb::check_output(out, a_out, "threshold", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void threshold(::infini::ops::torch_bridge::TensorRef self, const Scalar& threshold, const Scalar& value, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_threshold = tb::to_aten(threshold);
+  auto a_value = tb::to_aten(value);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::threshold_out(a_out, a_self, a_threshold, a_value);
+    tb::bump_version(a_out);
+  } else {
+    at::threshold_out(a_out, a_self, a_threshold, a_value);
+  }
+}
+
 // where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void where(const Tensor& condition, const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_condition = tb::to_aten(condition);
@@ -235,6 +397,24 @@ void where(const Tensor& condition, const Tensor& self, const Tensor& other, Ten
     at::where_out(a_out, a_condition, a_self, a_other);
   }
   tb::check_output(out, a_out, "where", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void where(::infini::ops::torch_bridge::TensorRef condition, ::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_condition = tb::to_aten(condition);
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::where_out(a_out, a_condition, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::where_out(a_out, a_condition, a_self, a_other);
+  }
 }
 
 }  // namespace infini::ops::torch_fallback

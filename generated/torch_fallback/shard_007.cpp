@@ -59,6 +59,24 @@ void _softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out) 
   tb::check_output(out, a_out, "_softmax", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void _softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool half_to_float, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_half_to_float = tb::to_aten(half_to_float);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::_softmax_out(a_out, a_self, a_dim, a_half_to_float);
+    tb::bump_version(a_out);
+  } else {
+    at::_softmax_out(a_out, a_self, a_dim, a_half_to_float);
+  }
+}
+
 // add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -77,6 +95,24 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
     at::add_out(a_out, a_self, a_other, a_alpha);
   }
   tb::check_output(out, a_out, "add", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void add(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, const Scalar& alpha, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_alpha = tb::to_aten(alpha);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::add_out(a_out, a_self, a_other, a_alpha);
+    tb::bump_version(a_out);
+  } else {
+    at::add_out(a_out, a_self, a_other, a_alpha);
+  }
 }
 
 // addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
@@ -99,6 +135,26 @@ void addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Sca
     at::addmm_out(a_out, a_self, a_mat1, a_mat2, a_beta, a_alpha);
   }
   tb::check_output(out, a_out, "addmm", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void addmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mat1, ::infini::ops::torch_bridge::TensorRef mat2, const Scalar& beta, const Scalar& alpha, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_mat1 = tb::to_aten(mat1);
+  auto a_mat2 = tb::to_aten(mat2);
+  auto a_beta = tb::to_aten(beta);
+  auto a_alpha = tb::to_aten(alpha);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::addmm_out(a_out, a_self, a_mat1, a_mat2, a_beta, a_alpha);
+    tb::bump_version(a_out);
+  } else {
+    at::addmm_out(a_out, a_self, a_mat1, a_mat2, a_beta, a_alpha);
+  }
 }
 
 // avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -125,6 +181,28 @@ void avg_pool2d(const Tensor& self, std::span<const int64_t> kernel_size, std::s
   tb::check_output(out, a_out, "avg_pool2d", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void avg_pool2d(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_kernel_size = tb::to_aten(kernel_size);
+  auto a_stride = tb::to_aten(stride);
+  auto a_padding = tb::to_aten(padding);
+  auto a_ceil_mode = tb::to_aten(ceil_mode);
+  auto a_count_include_pad = tb::to_aten(count_include_pad);
+  auto a_divisor_override = tb::to_aten(divisor_override);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::avg_pool2d_out(a_out, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override);
+    tb::bump_version(a_out);
+  } else {
+    at::avg_pool2d_out(a_out, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override);
+  }
+}
+
 // bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -144,6 +222,23 @@ void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& 
   tb::check_output(out, a_out, "bitwise_left_shift_Tensor", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void bitwise_left_shift_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::bitwise_left_shift_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::bitwise_left_shift_out(a_out, a_self, a_other);
+  }
+}
+
 // ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void ceil(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -160,6 +255,22 @@ void ceil(const Tensor& self, Tensor& out) {
     at::ceil_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "ceil", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void ceil(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::ceil_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::ceil_out(a_out, a_self);
+  }
 }
 
 // clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)
@@ -181,6 +292,23 @@ void clamp_min(const Tensor& self, const Scalar& min, Tensor& out) {
   tb::check_output(out, a_out, "clamp_min", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void clamp_min(::infini::ops::torch_bridge::TensorRef self, const Scalar& min, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_min = tb::to_aten(min);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::clamp_min_out(a_out, a_self, a_min);
+    tb::bump_version(a_out);
+  } else {
+    at::clamp_min_out(a_out, a_self, a_min);
+  }
+}
+
 // gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 void gt_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -200,6 +328,23 @@ void gt_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   tb::check_output(out, a_out, "gt_Scalar", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void gt_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::gt_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::gt_out(a_out, a_self, a_other);
+  }
+}
+
 // kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void kron(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -208,6 +353,14 @@ void kron(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_overlap("kron", {&out}, {tb::ptr(self), tb::ptr(other)});
   at::kron_out(a_out, a_self, a_other);
   tb::check_output(out, a_out, "kron", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void kron(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  at::kron_out(a_out, a_self, a_other);
 }
 
 // lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)
@@ -230,6 +383,24 @@ void lerp_Tensor(const Tensor& self, const Tensor& end, const Tensor& weight, Te
   tb::check_output(out, a_out, "lerp_Tensor", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void lerp_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef end, ::infini::ops::torch_bridge::TensorRef weight, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_end = tb::to_aten(end);
+  auto a_weight = tb::to_aten(weight);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::lerp_out(a_out, a_self, a_end, a_weight);
+    tb::bump_version(a_out);
+  } else {
+    at::lerp_out(a_out, a_self, a_end, a_weight);
+  }
+}
+
 // lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void lt_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -247,6 +418,23 @@ void lt_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
     at::lt_out(a_out, a_self, a_other);
   }
   tb::check_output(out, a_out, "lt_Tensor", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void lt_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::lt_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::lt_out(a_out, a_self, a_other);
+  }
 }
 
 // masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)
@@ -268,6 +456,23 @@ void masked_select(const Tensor& self, const Tensor& mask, Tensor& out) {
   tb::check_output(out, a_out, "masked_select", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void masked_select(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mask, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_mask = tb::to_aten(mask);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::masked_select_out(a_out, a_self, a_mask);
+    tb::bump_version(a_out);
+  } else {
+    at::masked_select_out(a_out, a_self, a_mask);
+  }
+}
+
 // tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void tan(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -284,6 +489,22 @@ void tan(const Tensor& self, Tensor& out) {
     at::tan_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "tan", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void tan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::tan_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::tan_out(a_out, a_self);
+  }
 }
 
 }  // namespace infini::ops::torch_fallback

@@ -61,6 +61,25 @@ void addcdiv(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
   tb::check_output(out, a_out, "addcdiv", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void addcdiv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef tensor1, ::infini::ops::torch_bridge::TensorRef tensor2, const Scalar& value, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_tensor1 = tb::to_aten(tensor1);
+  auto a_tensor2 = tb::to_aten(tensor2);
+  auto a_value = tb::to_aten(value);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::addcdiv_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
+    tb::bump_version(a_out);
+  } else {
+    at::addcdiv_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
+  }
+}
+
 // amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -81,6 +100,24 @@ void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
   tb::check_output(out, a_out, "amin", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void amin(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::amin_out(a_out, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::amin_out(a_out, a_self, a_dim, a_keepdim);
+  }
+}
+
 // bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void bitwise_not(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -97,6 +134,22 @@ void bitwise_not(const Tensor& self, Tensor& out) {
     at::bitwise_not_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "bitwise_not", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void bitwise_not(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::bitwise_not_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::bitwise_not_out(a_out, a_self);
+  }
 }
 
 // bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -118,6 +171,23 @@ void bitwise_right_shift_Tensor(const Tensor& self, const Tensor& other, Tensor&
   tb::check_output(out, a_out, "bitwise_right_shift_Tensor", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void bitwise_right_shift_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::bitwise_right_shift_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::bitwise_right_shift_out(a_out, a_self, a_other);
+  }
+}
+
 // cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)
 void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out) {
   auto a_tensors = tb::to_aten(tensors);
@@ -135,6 +205,13 @@ void clone(const Tensor& self, Tensor& out) {
   tb::check_overlap("clone", {&out}, {tb::ptr(self)});
   at::clone_out(a_out, a_self, ::std::optional<at::MemoryFormat>(::std::nullopt));
   tb::check_output(out, a_out, "clone", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void clone(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  at::clone_out(a_out, a_self, ::std::optional<at::MemoryFormat>(::std::nullopt));
 }
 
 // eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -156,6 +233,23 @@ void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_output(out, a_out, "eq_Tensor", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void eq_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::eq_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::eq_out(a_out, a_self, a_other);
+  }
+}
+
 // floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void floor_divide(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -173,6 +267,23 @@ void floor_divide(const Tensor& self, const Tensor& other, Tensor& out) {
     at::floor_divide_out(a_out, a_self, a_other);
   }
   tb::check_output(out, a_out, "floor_divide", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void floor_divide(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::floor_divide_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::floor_divide_out(a_out, a_self, a_other);
+  }
 }
 
 // fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -194,6 +305,23 @@ void fmax(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_output(out, a_out, "fmax", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void fmax(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::fmax_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::fmax_out(a_out, a_self, a_other);
+  }
+}
+
 // hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void hardsigmoid(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -210,6 +338,22 @@ void hardsigmoid(const Tensor& self, Tensor& out) {
     at::hardsigmoid_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "hardsigmoid", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void hardsigmoid(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::hardsigmoid_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::hardsigmoid_out(a_out, a_self);
+  }
 }
 
 // index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
@@ -234,6 +378,26 @@ void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tenso
   tb::check_output(out, a_out, "index_add", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void index_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef source, const Scalar& alpha, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_source = tb::to_aten(source);
+  auto a_alpha = tb::to_aten(alpha);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::index_add_out(a_out, a_self, a_dim, a_index, a_source, a_alpha);
+    tb::bump_version(a_out);
+  } else {
+    at::index_add_out(a_out, a_self, a_dim, a_index, a_source, a_alpha);
+  }
+}
+
 // relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void relu(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -241,6 +405,13 @@ void relu(const Tensor& self, Tensor& out) {
   tb::check_overlap("relu", {&out}, {tb::ptr(self)});
   at::relu_out(a_out, a_self);
   tb::check_output(out, a_out, "relu", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void relu(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  at::relu_out(a_out, a_self);
 }
 
 // rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)
@@ -277,6 +448,22 @@ void sqrt(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "sqrt", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void sqrt(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::sqrt_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::sqrt_out(a_out, a_self);
+  }
+}
+
 // var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
 void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -296,6 +483,25 @@ void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
     at::var_out(a_out, a_self, a_dim, a_correction, a_keepdim);
   }
   tb::check_output(out, a_out, "var_correction", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void var_correction(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_correction = tb::to_aten(correction);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::var_out(a_out, a_self, a_dim, a_correction, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::var_out(a_out, a_self, a_dim, a_correction, a_keepdim);
+  }
 }
 
 }  // namespace infini::ops::torch_fallback

@@ -56,6 +56,25 @@ void _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int
   tb::check_output(grad_input, a_grad_input, "_softmax_backward_data", "grad_input");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void _softmax_backward_data(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef output, int64_t dim, DataType input_dtype, ::infini::ops::torch_bridge::TensorRef grad_input) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_output = tb::to_aten(output);
+  auto a_dim = tb::to_aten(dim);
+  auto a_input_dtype = tb::to_aten(input_dtype);
+  auto a_grad_input = tb::to_aten(grad_input);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::_softmax_backward_data_out(a_grad_input, a_grad_output, a_output, a_dim, a_input_dtype);
+    tb::bump_version(a_grad_input);
+  } else {
+    at::_softmax_backward_data_out(a_grad_input, a_grad_output, a_output, a_dim, a_input_dtype);
+  }
+}
+
 // all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void all_all(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -74,6 +93,22 @@ void all_all(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "all_all", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void all_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::all_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::all_out(a_out, a_self);
+  }
+}
+
 // cross.out(Tensor self, Tensor other, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)
 void cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -83,6 +118,15 @@ void cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim, 
   tb::check_overlap("cross", {&out}, {tb::ptr(self), tb::ptr(other)});
   at::cross_out(a_out, a_self, a_other, a_dim);
   tb::check_output(out, a_out, "cross", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void cross(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, std::optional<int64_t> dim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_dim = tb::to_aten(dim);
+  auto a_out = tb::to_aten(out);
+  at::cross_out(a_out, a_self, a_other, a_dim);
 }
 
 // cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
@@ -105,6 +149,24 @@ void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tens
   tb::check_output(out, a_out, "cumsum", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void cumsum(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_dtype = tb::to_aten(dtype);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::cumsum_out(a_out, a_self, a_dim, a_dtype);
+    tb::bump_version(a_out);
+  } else {
+    at::cumsum_out(a_out, a_self, a_dim, a_dtype);
+  }
+}
+
 // div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void div(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -124,6 +186,23 @@ void div(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_output(out, a_out, "div", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void div(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::div_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::div_out(a_out, a_self, a_other);
+  }
+}
+
 // frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void frac(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -140,6 +219,22 @@ void frac(const Tensor& self, Tensor& out) {
     at::frac_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "frac", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void frac(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::frac_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::frac_out(a_out, a_self);
+  }
 }
 
 // max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)
@@ -165,6 +260,26 @@ void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max
   tb::check_output(max_values, a_max_values, "max", "max_values");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void max(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::TensorRef max, ::infini::ops::torch_bridge::TensorRef max_values) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_max = tb::to_aten(max);
+  auto a_max_values = tb::to_aten(max_values);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::max_out(a_max, a_max_values, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_max);
+    tb::bump_version(a_max_values);
+  } else {
+    at::max_out(a_max, a_max_values, a_self, a_dim, a_keepdim);
+  }
+}
+
 // minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void minimum(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -182,6 +297,23 @@ void minimum(const Tensor& self, const Tensor& other, Tensor& out) {
     at::minimum_out(a_out, a_self, a_other);
   }
   tb::check_output(out, a_out, "minimum", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void minimum(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::minimum_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::minimum_out(a_out, a_self, a_other);
+  }
 }
 
 // ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
@@ -203,6 +335,23 @@ void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   tb::check_output(out, a_out, "ne_Scalar", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void ne_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::ne_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::ne_out(a_out, a_self, a_other);
+  }
+}
+
 // silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void silu(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -219,6 +368,22 @@ void silu(const Tensor& self, Tensor& out) {
     at::silu_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "silu", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void silu(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::silu_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::silu_out(a_out, a_self);
+  }
 }
 
 // silu_and_mul(Tensor input, *, Tensor(a!) out) -> Tensor(a!)
@@ -241,6 +406,13 @@ void square(const Tensor& self, Tensor& out) {
   tb::check_overlap("square", {&out}, {tb::ptr(self)});
   at::square_out(a_out, a_self);
   tb::check_output(out, a_out, "square", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void square(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  at::square_out(a_out, a_self);
 }
 
 }  // namespace infini::ops::torch_fallback

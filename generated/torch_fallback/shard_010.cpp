@@ -53,6 +53,24 @@ void clamp(const Tensor& self, const std::optional<Scalar>& min, const std::opti
   tb::check_output(out, a_out, "clamp", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void clamp(::infini::ops::torch_bridge::TensorRef self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_min = tb::to_aten(min);
+  auto a_max = tb::to_aten(max);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::clamp_out(a_out, a_self, a_min, a_max);
+    tb::bump_version(a_out);
+  } else {
+    at::clamp_out(a_out, a_self, a_min, a_max);
+  }
+}
+
 // gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -72,6 +90,23 @@ void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_output(out, a_out, "gt_Tensor", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void gt_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::gt_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::gt_out(a_out, a_self, a_other);
+  }
+}
+
 // hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void hypot(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -89,6 +124,23 @@ void hypot(const Tensor& self, const Tensor& other, Tensor& out) {
     at::hypot_out(a_out, a_self, a_other);
   }
   tb::check_output(out, a_out, "hypot", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void hypot(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::hypot_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::hypot_out(a_out, a_self, a_other);
+  }
 }
 
 // lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)
@@ -111,6 +163,24 @@ void lerp_Scalar(const Tensor& self, const Tensor& end, const Scalar& weight, Te
   tb::check_output(out, a_out, "lerp_Scalar", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void lerp_Scalar(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef end, const Scalar& weight, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_end = tb::to_aten(end);
+  auto a_weight = tb::to_aten(weight);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::lerp_out(a_out, a_self, a_end, a_weight);
+    tb::bump_version(a_out);
+  } else {
+    at::lerp_out(a_out, a_self, a_end, a_weight);
+  }
+}
+
 // log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void log2(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -127,6 +197,22 @@ void log2(const Tensor& self, Tensor& out) {
     at::log2_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "log2", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void log2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::log2_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::log2_out(a_out, a_self);
+  }
 }
 
 // lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
@@ -148,6 +234,23 @@ void lt_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   tb::check_output(out, a_out, "lt_Scalar", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void lt_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::lt_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::lt_out(a_out, a_self, a_other);
+  }
+}
+
 // masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)
 void masked_fill_Tensor(const Tensor& self, const Tensor& mask, const Tensor& value, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -157,6 +260,15 @@ void masked_fill_Tensor(const Tensor& self, const Tensor& mask, const Tensor& va
   tb::check_overlap("masked_fill_Tensor", {&out}, {tb::ptr(self), tb::ptr(mask), tb::ptr(value)});
   at::masked_fill_out(a_out, a_self, a_mask, a_value);
   tb::check_output(out, a_out, "masked_fill_Tensor", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void masked_fill_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mask, ::infini::ops::torch_bridge::TensorRef value, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_mask = tb::to_aten(mask);
+  auto a_value = tb::to_aten(value);
+  auto a_out = tb::to_aten(out);
+  at::masked_fill_out(a_out, a_self, a_mask, a_value);
 }
 
 // native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
@@ -174,6 +286,19 @@ void native_layer_norm(const Tensor& input, std::span<const int64_t> normalized_
   tb::check_output(out0, a_out0, "native_layer_norm", "out0");
   tb::check_output(out1, a_out1, "native_layer_norm", "out1");
   tb::check_output(out2, a_out2, "native_layer_norm", "out2");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void native_layer_norm(::infini::ops::torch_bridge::TensorRef input, std::span<const int64_t> normalized_shape, ::infini::ops::torch_bridge::OptionalTensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, double eps, ::infini::ops::torch_bridge::TensorRef out0, ::infini::ops::torch_bridge::TensorRef out1, ::infini::ops::torch_bridge::TensorRef out2) {
+  auto a_input = tb::to_aten(input);
+  auto a_normalized_shape = tb::to_aten(normalized_shape);
+  auto a_weight = tb::to_aten(weight);
+  auto a_bias = tb::to_aten(bias);
+  auto a_eps = tb::to_aten(eps);
+  auto a_out0 = tb::to_aten(out0);
+  auto a_out1 = tb::to_aten(out1);
+  auto a_out2 = tb::to_aten(out2);
+  at::native_layer_norm_out(a_out0, a_out1, a_out2, a_input, a_normalized_shape, a_weight, a_bias, a_eps);
 }
 
 // sigmoid_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)
@@ -195,6 +320,23 @@ void sigmoid_backward(const Tensor& grad_output, const Tensor& output, Tensor& g
   tb::check_output(grad_input, a_grad_input, "sigmoid_backward", "grad_input");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void sigmoid_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef output, ::infini::ops::torch_bridge::TensorRef grad_input) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_output = tb::to_aten(output);
+  auto a_grad_input = tb::to_aten(grad_input);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::sigmoid_backward_out(a_grad_input, a_grad_output, a_output);
+    tb::bump_version(a_grad_input);
+  } else {
+    at::sigmoid_backward_out(a_grad_input, a_grad_output, a_output);
+  }
+}
+
 // sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void sin(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -213,6 +355,22 @@ void sin(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "sin", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void sin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::sin_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::sin_out(a_out, a_self);
+  }
+}
+
 // softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
 void softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -222,6 +380,15 @@ void softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
   tb::check_overlap("softmax", {&out}, {tb::ptr(self)});
   at::softmax_out(a_out, a_self, a_dim, a_dtype);
   tb::check_output(out, a_out, "softmax", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_dtype = tb::to_aten(dtype);
+  auto a_out = tb::to_aten(out);
+  at::softmax_out(a_out, a_self, a_dim, a_dtype);
 }
 
 }  // namespace infini::ops::torch_fallback

@@ -55,6 +55,26 @@ void addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scala
   tb::check_output(out, a_out, "addmv", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void addmv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mat, ::infini::ops::torch_bridge::TensorRef vec, const Scalar& beta, const Scalar& alpha, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_mat = tb::to_aten(mat);
+  auto a_vec = tb::to_aten(vec);
+  auto a_beta = tb::to_aten(beta);
+  auto a_alpha = tb::to_aten(alpha);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::addmv_out(a_out, a_self, a_mat, a_vec, a_beta, a_alpha);
+    tb::bump_version(a_out);
+  } else {
+    at::addmv_out(a_out, a_self, a_mat, a_vec, a_beta, a_alpha);
+  }
+}
+
 // argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 void argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -73,6 +93,24 @@ void argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
     at::argmin_out(a_out, a_self, a_dim, a_keepdim);
   }
   tb::check_output(out, a_out, "argmin", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void argmin(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::argmin_out(a_out, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::argmin_out(a_out, a_self, a_dim, a_keepdim);
+  }
 }
 
 // bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -94,6 +132,23 @@ void bitwise_xor_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_output(out, a_out, "bitwise_xor_Tensor", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void bitwise_xor_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::bitwise_xor_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::bitwise_xor_out(a_out, a_self, a_other);
+  }
+}
+
 // exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void exp(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -110,6 +165,22 @@ void exp(const Tensor& self, Tensor& out) {
     at::exp_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "exp", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void exp(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::exp_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::exp_out(a_out, a_self);
+  }
 }
 
 // index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)
@@ -142,6 +213,22 @@ void logical_not(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "logical_not", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void logical_not(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::logical_not_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::logical_not_out(a_out, a_self);
+  }
+}
+
 // nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -163,6 +250,25 @@ void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, boo
   tb::check_output(out, a_out, "nansum", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void nansum(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_dtype = tb::to_aten(dtype);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::nansum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+    tb::bump_version(a_out);
+  } else {
+    at::nansum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+  }
+}
+
 // nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void nonzero(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -179,6 +285,22 @@ void nonzero(const Tensor& self, Tensor& out) {
     at::nonzero_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "nonzero", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void nonzero(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::nonzero_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::nonzero_out(a_out, a_self);
+  }
 }
 
 // sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -199,6 +321,22 @@ void sigmoid(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "sigmoid", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void sigmoid(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::sigmoid_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::sigmoid_out(a_out, a_self);
+  }
+}
+
 // take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
 void take(const Tensor& self, const Tensor& index, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -216,6 +354,23 @@ void take(const Tensor& self, const Tensor& index, Tensor& out) {
     at::take_out(a_out, a_self, a_index);
   }
   tb::check_output(out, a_out, "take", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void take(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_index = tb::to_aten(index);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::take_out(a_out, a_self, a_index);
+    tb::bump_version(a_out);
+  } else {
+    at::take_out(a_out, a_self, a_index);
+  }
 }
 
 }  // namespace infini::ops::torch_fallback

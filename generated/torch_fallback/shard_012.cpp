@@ -53,6 +53,25 @@ void adaptive_max_pool2d(const Tensor& self, std::span<const int64_t> output_siz
   tb::check_output(indices, a_indices, "adaptive_max_pool2d", "indices");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void adaptive_max_pool2d(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> output_size, ::infini::ops::torch_bridge::TensorRef out, ::infini::ops::torch_bridge::TensorRef indices) {
+  auto a_self = tb::to_aten(self);
+  auto a_output_size = tb::to_aten(output_size);
+  auto a_out = tb::to_aten(out);
+  auto a_indices = tb::to_aten(indices);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::adaptive_max_pool2d_out(a_out, a_indices, a_self, a_output_size);
+    tb::bump_version(a_out);
+    tb::bump_version(a_indices);
+  } else {
+    at::adaptive_max_pool2d_out(a_out, a_indices, a_self, a_output_size);
+  }
+}
+
 // aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)
 void aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& min, Tensor& max) {
   auto a_self = tb::to_aten(self);
@@ -76,6 +95,26 @@ void aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tenso
   tb::check_output(max, a_max, "aminmax", "max");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void aminmax(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::TensorRef min, ::infini::ops::torch_bridge::TensorRef max) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_min = tb::to_aten(min);
+  auto a_max = tb::to_aten(max);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::aminmax_out(a_min, a_max, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_min);
+    tb::bump_version(a_max);
+  } else {
+    at::aminmax_out(a_min, a_max, a_self, a_dim, a_keepdim);
+  }
+}
+
 // div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)
 void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::string_view> rounding_mode, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -96,6 +135,24 @@ void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::st
   tb::check_output(out, a_out, "div_out_mode", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void div_out_mode(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, std::optional<std::string_view> rounding_mode, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_rounding_mode = tb::to_aten(rounding_mode);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::div_out(a_out, a_self, a_other, a_rounding_mode);
+    tb::bump_version(a_out);
+  } else {
+    at::div_out(a_out, a_self, a_other, a_rounding_mode);
+  }
+}
+
 // log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void log_sigmoid(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -103,6 +160,13 @@ void log_sigmoid(const Tensor& self, Tensor& out) {
   tb::check_overlap("log_sigmoid", {&out}, {tb::ptr(self)});
   at::log_sigmoid_out(a_out, a_self);
   tb::check_output(out, a_out, "log_sigmoid", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void log_sigmoid(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  at::log_sigmoid_out(a_out, a_self);
 }
 
 // logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -124,6 +188,23 @@ void logical_xor(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_output(out, a_out, "logical_xor", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void logical_xor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::logical_xor_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::logical_xor_out(a_out, a_self, a_other);
+  }
+}
+
 // masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
 void masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -135,6 +216,15 @@ void masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value, Te
   tb::check_output(out, a_out, "masked_fill", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void masked_fill(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mask, const Scalar& value, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_mask = tb::to_aten(mask);
+  auto a_value = tb::to_aten(value);
+  auto a_out = tb::to_aten(out);
+  at::masked_fill_out(a_out, a_self, a_mask, a_value);
+}
+
 // mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)
 void mv(const Tensor& self, const Tensor& vec, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -143,6 +233,14 @@ void mv(const Tensor& self, const Tensor& vec, Tensor& out) {
   tb::check_overlap("mv", {&out}, {tb::ptr(self), tb::ptr(vec)});
   at::mv_out(a_out, a_self, a_vec);
   tb::check_output(out, a_out, "mv", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void mv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef vec, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_vec = tb::to_aten(vec);
+  auto a_out = tb::to_aten(out);
+  at::mv_out(a_out, a_self, a_vec);
 }
 
 // smooth_l1_loss.out(Tensor self, Tensor target, int reduction=Mean, float beta=1.0, *, Tensor(a!) out) -> Tensor(a!)
@@ -166,6 +264,25 @@ void smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction,
   tb::check_output(out, a_out, "smooth_l1_loss", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void smooth_l1_loss(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef target, int64_t reduction, double beta, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_target = tb::to_aten(target);
+  auto a_reduction = tb::to_aten(reduction);
+  auto a_beta = tb::to_aten(beta);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::smooth_l1_loss_out(a_out, a_self, a_target, a_reduction, a_beta);
+    tb::bump_version(a_out);
+  } else {
+    at::smooth_l1_loss_out(a_out, a_self, a_target, a_reduction, a_beta);
+  }
+}
+
 // sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -184,6 +301,24 @@ void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
     at::sub_out(a_out, a_self, a_other, a_alpha);
   }
   tb::check_output(out, a_out, "sub", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void sub(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, const Scalar& alpha, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_alpha = tb::to_aten(alpha);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::sub_out(a_out, a_self, a_other, a_alpha);
+    tb::bump_version(a_out);
+  } else {
+    at::sub_out(a_out, a_self, a_other, a_alpha);
+  }
 }
 
 // topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
@@ -209,6 +344,28 @@ void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted,
   }
   tb::check_output(values, a_values, "topk", "values");
   tb::check_output(indices, a_indices, "topk", "indices");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void topk(::infini::ops::torch_bridge::TensorRef self, int64_t k, int64_t dim, bool largest, bool sorted, ::infini::ops::torch_bridge::TensorRef values, ::infini::ops::torch_bridge::TensorRef indices) {
+  auto a_self = tb::to_aten(self);
+  auto a_k = tb::to_aten(k);
+  auto a_dim = tb::to_aten(dim);
+  auto a_largest = tb::to_aten(largest);
+  auto a_sorted = tb::to_aten(sorted);
+  auto a_values = tb::to_aten(values);
+  auto a_indices = tb::to_aten(indices);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::topk_out(a_values, a_indices, a_self, a_k, a_dim, a_largest, a_sorted);
+    tb::bump_version(a_values);
+    tb::bump_version(a_indices);
+  } else {
+    at::topk_out(a_values, a_indices, a_self, a_k, a_dim, a_largest, a_sorted);
+  }
 }
 
 }  // namespace infini::ops::torch_fallback

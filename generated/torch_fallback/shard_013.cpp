@@ -48,6 +48,22 @@ void acos(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "acos", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void acos(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::acos_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::acos_out(a_out, a_self);
+  }
+}
+
 // adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)
 void adaptive_avg_pool2d(const Tensor& self, std::span<const int64_t> output_size, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -65,6 +81,23 @@ void adaptive_avg_pool2d(const Tensor& self, std::span<const int64_t> output_siz
     at::adaptive_avg_pool2d_out(a_out, a_self, a_output_size);
   }
   tb::check_output(out, a_out, "adaptive_avg_pool2d", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void adaptive_avg_pool2d(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> output_size, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_output_size = tb::to_aten(output_size);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::adaptive_avg_pool2d_out(a_out, a_self, a_output_size);
+    tb::bump_version(a_out);
+  } else {
+    at::adaptive_avg_pool2d_out(a_out, a_self, a_output_size);
+  }
 }
 
 // all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
@@ -85,6 +118,24 @@ void all(const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
     at::all_out(a_out, a_self, a_dim, a_keepdim);
   }
   tb::check_output(out, a_out, "all", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void all(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::all_out(a_out, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::all_out(a_out, a_self, a_dim, a_keepdim);
+  }
 }
 
 // gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)
@@ -108,6 +159,25 @@ void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_gr
   tb::check_output(out, a_out, "gather", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void gather(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, bool sparse_grad, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_sparse_grad = tb::to_aten(sparse_grad);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::gather_out(a_out, a_self, a_dim, a_index, a_sparse_grad);
+    tb::bump_version(a_out);
+  } else {
+    at::gather_out(a_out, a_self, a_dim, a_index, a_sparse_grad);
+  }
+}
+
 // log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
 void log_softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -117,6 +187,15 @@ void log_softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype,
   tb::check_overlap("log_softmax", {&out}, {tb::ptr(self)});
   at::log_softmax_out(a_out, a_self, a_dim, a_dtype);
   tb::check_output(out, a_out, "log_softmax", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void log_softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_dtype = tb::to_aten(dtype);
+  auto a_out = tb::to_aten(out);
+  at::log_softmax_out(a_out, a_self, a_dim, a_dtype);
 }
 
 // logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -138,6 +217,23 @@ void logaddexp(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_output(out, a_out, "logaddexp", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void logaddexp(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::logaddexp_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::logaddexp_out(a_out, a_self, a_other);
+  }
+}
+
 // silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)
 void silu_backward(const Tensor& grad_output, const Tensor& self, Tensor& grad_input) {
   auto a_grad_output = tb::to_aten(grad_output);
@@ -155,6 +251,23 @@ void silu_backward(const Tensor& grad_output, const Tensor& self, Tensor& grad_i
     at::silu_backward_out(a_grad_input, a_grad_output, a_self);
   }
   tb::check_output(grad_input, a_grad_input, "silu_backward", "grad_input");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void silu_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef grad_input) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_self = tb::to_aten(self);
+  auto a_grad_input = tb::to_aten(grad_input);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::silu_backward_out(a_grad_input, a_grad_output, a_self);
+    tb::bump_version(a_grad_input);
+  } else {
+    at::silu_backward_out(a_grad_input, a_grad_output, a_self);
+  }
 }
 
 // sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
@@ -178,6 +291,25 @@ void sum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool k
   tb::check_output(out, a_out, "sum", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void sum(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_dtype = tb::to_aten(dtype);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::sum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+    tb::bump_version(a_out);
+  } else {
+    at::sum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+  }
+}
+
 // sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 void sum_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -188,6 +320,14 @@ void sum_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out) {
   tb::check_output(out, a_out, "sum_all", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void sum_all(::infini::ops::torch_bridge::TensorRef self, std::optional<DataType> dtype, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dtype = tb::to_aten(dtype);
+  auto a_out = tb::to_aten(out);
+  at::sum_out(a_out, a_self, a_dtype);
+}
+
 // vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void vdot(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -196,6 +336,14 @@ void vdot(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_overlap("vdot", {&out}, {tb::ptr(self), tb::ptr(other)});
   at::vdot_out(a_out, a_self, a_other);
   tb::check_output(out, a_out, "vdot", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void vdot(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  at::vdot_out(a_out, a_self, a_other);
 }
 
 }  // namespace infini::ops::torch_fallback

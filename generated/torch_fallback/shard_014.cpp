@@ -52,6 +52,22 @@ void asinh(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "asinh", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void asinh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::asinh_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::asinh_out(a_out, a_self);
+  }
+}
+
 // clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)
 void clamp_max(const Tensor& self, const Scalar& max, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -71,6 +87,23 @@ void clamp_max(const Tensor& self, const Scalar& max, Tensor& out) {
   tb::check_output(out, a_out, "clamp_max", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void clamp_max(::infini::ops::torch_bridge::TensorRef self, const Scalar& max, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_max = tb::to_aten(max);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::clamp_max_out(a_out, a_self, a_max);
+    tb::bump_version(a_out);
+  } else {
+    at::clamp_max_out(a_out, a_self, a_max);
+  }
+}
+
 // embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)
 void embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse, Tensor& out) {
   auto a_weight = tb::to_aten(weight);
@@ -82,6 +115,17 @@ void embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx,
   tb::check_overlap("embedding", {&out}, {tb::ptr(weight), tb::ptr(indices)});
   at::embedding_out(a_out, a_weight, a_indices, a_padding_idx, a_scale_grad_by_freq, a_sparse);
   tb::check_output(out, a_out, "embedding", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void embedding(::infini::ops::torch_bridge::TensorRef weight, ::infini::ops::torch_bridge::TensorRef indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_weight = tb::to_aten(weight);
+  auto a_indices = tb::to_aten(indices);
+  auto a_padding_idx = tb::to_aten(padding_idx);
+  auto a_scale_grad_by_freq = tb::to_aten(scale_grad_by_freq);
+  auto a_sparse = tb::to_aten(sparse);
+  auto a_out = tb::to_aten(out);
+  at::embedding_out(a_out, a_weight, a_indices, a_padding_idx, a_scale_grad_by_freq, a_sparse);
 }
 
 // floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -100,6 +144,22 @@ void floor(const Tensor& self, Tensor& out) {
     at::floor_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "floor", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void floor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::floor_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::floor_out(a_out, a_self);
+  }
 }
 
 // hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)
@@ -122,6 +182,24 @@ void hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val, 
   tb::check_output(out, a_out, "hardtanh", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void hardtanh(::infini::ops::torch_bridge::TensorRef self, const Scalar& min_val, const Scalar& max_val, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_min_val = tb::to_aten(min_val);
+  auto a_max_val = tb::to_aten(max_val);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::hardtanh_out(a_out, a_self, a_min_val, a_max_val);
+    tb::bump_version(a_out);
+  } else {
+    at::hardtanh_out(a_out, a_self, a_min_val, a_max_val);
+  }
+}
+
 // leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)
 void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -139,6 +217,23 @@ void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out) {
     at::leaky_relu_out(a_out, a_self, a_negative_slope);
   }
   tb::check_output(out, a_out, "leaky_relu", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void leaky_relu(::infini::ops::torch_bridge::TensorRef self, const Scalar& negative_slope, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_negative_slope = tb::to_aten(negative_slope);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::leaky_relu_out(a_out, a_self, a_negative_slope);
+    tb::bump_version(a_out);
+  } else {
+    at::leaky_relu_out(a_out, a_self, a_negative_slope);
+  }
 }
 
 // lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -159,6 +254,22 @@ void lgamma(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "lgamma", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void lgamma(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::lgamma_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::lgamma_out(a_out, a_self);
+  }
+}
+
 // logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void logical_or(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -176,6 +287,23 @@ void logical_or(const Tensor& self, const Tensor& other, Tensor& out) {
     at::logical_or_out(a_out, a_self, a_other);
   }
   tb::check_output(out, a_out, "logical_or", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void logical_or(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::logical_or_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::logical_or_out(a_out, a_self, a_other);
+  }
 }
 
 // prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
@@ -199,6 +327,25 @@ void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataT
   tb::check_output(out, a_out, "prod_int", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void prod_int(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_dtype = tb::to_aten(dtype);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::prod_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+    tb::bump_version(a_out);
+  } else {
+    at::prod_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
+  }
+}
+
 // roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)
 void roll(const Tensor& self, std::span<const int64_t> shifts, std::span<const int64_t> dims, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -208,6 +355,15 @@ void roll(const Tensor& self, std::span<const int64_t> shifts, std::span<const i
   tb::check_overlap("roll", {&out}, {tb::ptr(self)});
   at::roll_out(a_out, a_self, a_shifts, a_dims);
   tb::check_output(out, a_out, "roll", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void roll(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> shifts, std::span<const int64_t> dims, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_shifts = tb::to_aten(shifts);
+  auto a_dims = tb::to_aten(dims);
+  auto a_out = tb::to_aten(out);
+  at::roll_out(a_out, a_self, a_shifts, a_dims);
 }
 
 // sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -226,6 +382,22 @@ void sign(const Tensor& self, Tensor& out) {
     at::sign_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "sign", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void sign(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::sign_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::sign_out(a_out, a_self);
+  }
 }
 
 }  // namespace infini::ops::torch_fallback

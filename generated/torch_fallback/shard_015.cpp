@@ -58,6 +58,22 @@ void acosh(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "acosh", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void acosh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::acosh_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::acosh_out(a_out, a_self);
+  }
+}
+
 // add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
 void add_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -67,6 +83,15 @@ void add_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Te
   tb::check_overlap("add_Scalar", {&out}, {tb::ptr(self)});
   at::add_out(a_out, a_self, a_other, a_alpha);
   tb::check_output(out, a_out, "add_Scalar", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void add_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, const Scalar& alpha, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_alpha = tb::to_aten(alpha);
+  auto a_out = tb::to_aten(out);
+  at::add_out(a_out, a_self, a_other, a_alpha);
 }
 
 // atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -87,6 +112,22 @@ void atan(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "atan", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void atan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::atan_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::atan_out(a_out, a_self);
+  }
+}
+
 // atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void atanh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -103,6 +144,22 @@ void atanh(const Tensor& self, Tensor& out) {
     at::atanh_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "atanh", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void atanh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::atanh_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::atanh_out(a_out, a_self);
+  }
 }
 
 // ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -124,6 +181,23 @@ void ge_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   tb::check_output(out, a_out, "ge_Tensor", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void ge_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::ge_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::ge_out(a_out, a_self, a_other);
+  }
+}
+
 // glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)
 void glu(const Tensor& self, int64_t dim, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -141,6 +215,23 @@ void glu(const Tensor& self, int64_t dim, Tensor& out) {
     at::glu_out(a_out, a_self, a_dim);
   }
   tb::check_output(out, a_out, "glu", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void glu(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::glu_out(a_out, a_self, a_dim);
+    tb::bump_version(a_out);
+  } else {
+    at::glu_out(a_out, a_self, a_dim);
+  }
 }
 
 // le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
@@ -162,6 +253,23 @@ void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   tb::check_output(out, a_out, "le_Scalar", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void le_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::le_out(a_out, a_self, a_other);
+    tb::bump_version(a_out);
+  } else {
+    at::le_out(a_out, a_self, a_other);
+  }
+}
+
 // log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void log10(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -180,6 +288,22 @@ void log10(const Tensor& self, Tensor& out) {
   tb::check_output(out, a_out, "log10", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void log10(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::log10_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::log10_out(a_out, a_self);
+  }
+}
+
 // log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void log1p(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -196,6 +320,22 @@ void log1p(const Tensor& self, Tensor& out) {
     at::log1p_out(a_out, a_self);
   }
   tb::check_output(out, a_out, "log1p", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void log1p(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::log1p_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::log1p_out(a_out, a_self);
+  }
 }
 
 // native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))
@@ -229,6 +369,33 @@ void native_batch_norm(const Tensor& input, const std::optional<Tensor>& weight,
   tb::check_output(save_invstd, a_save_invstd, "native_batch_norm", "save_invstd");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void native_batch_norm(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::OptionalTensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, ::infini::ops::torch_bridge::OptionalTensorRef running_mean, ::infini::ops::torch_bridge::OptionalTensorRef running_var, bool training, double momentum, double eps, ::infini::ops::torch_bridge::TensorRef out, ::infini::ops::torch_bridge::TensorRef save_mean, ::infini::ops::torch_bridge::TensorRef save_invstd) {
+  auto a_input = tb::to_aten(input);
+  auto a_weight = tb::to_aten(weight);
+  auto a_bias = tb::to_aten(bias);
+  auto a_running_mean = tb::to_aten(running_mean);
+  auto a_running_var = tb::to_aten(running_var);
+  auto a_training = tb::to_aten(training);
+  auto a_momentum = tb::to_aten(momentum);
+  auto a_eps = tb::to_aten(eps);
+  auto a_out = tb::to_aten(out);
+  auto a_save_mean = tb::to_aten(save_mean);
+  auto a_save_invstd = tb::to_aten(save_invstd);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::native_batch_norm_out(a_out, a_save_mean, a_save_invstd, a_input, a_weight, a_bias, a_running_mean, a_running_var, a_training, a_momentum, a_eps);
+    tb::bump_version(a_out);
+    tb::bump_version(a_save_mean);
+    tb::bump_version(a_save_invstd);
+  } else {
+    at::native_batch_norm_out(a_out, a_save_mean, a_save_invstd, a_input, a_weight, a_bias, a_running_mean, a_running_var, a_training, a_momentum, a_eps);
+  }
+}
+
 // pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)
 void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -246,6 +413,23 @@ void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out) 
     at::pow_out(a_out, a_self, a_exponent);
   }
   tb::check_output(out, a_out, "pow_Tensor_Tensor", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void pow_Tensor_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef exponent, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_exponent = tb::to_aten(exponent);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::pow_out(a_out, a_self, a_exponent);
+    tb::bump_version(a_out);
+  } else {
+    at::pow_out(a_out, a_self, a_exponent);
+  }
 }
 
 // scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
@@ -269,6 +453,25 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   tb::check_output(out, a_out, "scatter_add", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void scatter_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_src = tb::to_aten(src);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::scatter_add_out(a_out, a_self, a_dim, a_index, a_src);
+    tb::bump_version(a_out);
+  } else {
+    at::scatter_add_out(a_out, a_self, a_dim, a_index, a_src);
+  }
+}
+
 // sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
 void sub_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -278,6 +481,15 @@ void sub_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Te
   tb::check_overlap("sub_Scalar", {&out}, {tb::ptr(self)});
   at::sub_out(a_out, a_self, a_other, a_alpha);
   tb::check_output(out, a_out, "sub_Scalar", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void sub_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, const Scalar& alpha, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_alpha = tb::to_aten(alpha);
+  auto a_out = tb::to_aten(out);
+  at::sub_out(a_out, a_self, a_other, a_alpha);
 }
 
 // threshold_backward.grad_input(Tensor grad_output, Tensor self, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)
@@ -298,6 +510,24 @@ void threshold_backward(const Tensor& grad_output, const Tensor& self, const Sca
     at::threshold_backward_out(a_grad_input, a_grad_output, a_self, a_threshold);
   }
   tb::check_output(grad_input, a_grad_input, "threshold_backward", "grad_input");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void threshold_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef self, const Scalar& threshold, ::infini::ops::torch_bridge::TensorRef grad_input) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_self = tb::to_aten(self);
+  auto a_threshold = tb::to_aten(threshold);
+  auto a_grad_input = tb::to_aten(grad_input);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::threshold_backward_out(a_grad_input, a_grad_output, a_self, a_threshold);
+    tb::bump_version(a_grad_input);
+  } else {
+    at::threshold_backward_out(a_grad_input, a_grad_output, a_self, a_threshold);
+  }
 }
 
 }  // namespace infini::ops::torch_fallback

@@ -3,6 +3,7 @@ against PyTorch's out= overload and its functional form."""
 
 from __future__ import annotations
 
+import contextlib
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
@@ -39,9 +40,32 @@ VARIANTS = (
     "zero_size",
     "broadcast",
 )
-# reuse: handle reuse, direct kernel mode (the default); from_blob: no handle;
-# dispatcher: handle reuse with direct mode off.
-PATHS = ("reuse", "from_blob", "dispatcher")
+# lane: the default switches at one intra-op thread, where every op with
+# single tensors takes the lane (cpp/torch/lane.h) for these small samples;
+# reuse: handle reuse and direct kernel mode with the lane off (the general
+# path); from_blob: no handle; dispatcher: direct mode off (the lane on, at
+# the default thread count).
+PATHS = ("lane", "reuse", "from_blob", "dispatcher")
+
+
+@contextlib.contextmanager
+def path_switches(module, path: str):
+    """The module's runtime switches (and torch's intra-op threads) of one
+    of PATHS for the duration of the block; restored after."""
+    previous = module.handle_reuse(), module.direct_mode(), module.lane()
+    threads = torch.get_num_threads()
+    module.set_handle_reuse(path != "from_blob")
+    module.set_direct_mode(path != "dispatcher")
+    module.set_lane(path != "reuse")
+    if path == "lane":
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        module.set_handle_reuse(previous[0])
+        module.set_direct_mode(previous[1])
+        module.set_lane(previous[2])
 
 
 # A from_blob call checked for its documented RuntimeError: PyTorch's own
@@ -313,42 +337,37 @@ def _check_variant(
         outcome.notes.append((label, OUT_ONLY))
     for path in PATHS:
         outs = sentinel_outs(wanted, variant == "transposed")
-        previous = module.handle_reuse(), module.direct_mode()
-        module.set_handle_reuse(path != "from_blob")
-        module.set_direct_mode(path != "dispatcher")
         try:
-            our_args = fresh(op, args)
-            if path == "from_blob" and restrided:
-                _expect_from_blob_error(module, op, our_args, outs)
-                outcome.checked.append(f"{label}/{path}")
-                outcome.notes.append((f"{label}/{path}", FROM_BLOB_RESIZE))
-                continue
-            returned = ours(module, op, our_args, outs)
-            got = outs
-            _labelled(got, ref, dtype, "differs from PyTorch's out= overload")
-            if functional:
-                _labelled(got, wanted, dtype, "differs from the functional form")
-            for name in op.mutable_inputs:  # the new states, as PyTorch's
-                what = f"mutated input '{name}' differs from"
-                _labelled(
-                    our_args[name], ref_args[name], dtype, what + " the out= call"
-                )
-                if functional and name in states:
+            with path_switches(module, path):
+                our_args = fresh(op, args)
+                if path == "from_blob" and restrided:
+                    _expect_from_blob_error(module, op, our_args, outs)
+                    outcome.checked.append(f"{label}/{path}")
+                    outcome.notes.append((f"{label}/{path}", FROM_BLOB_RESIZE))
+                    continue
+                returned = ours(module, op, our_args, outs)
+                got = outs
+                _labelled(got, ref, dtype, "differs from PyTorch's out= overload")
+                if functional:
+                    _labelled(got, wanted, dtype, "differs from the functional form")
+                for name in op.mutable_inputs:  # the new states, as PyTorch's
+                    what = f"mutated input '{name}' differs from"
                     _labelled(
-                        our_args[name],
-                        states[name],
-                        dtype,
-                        what + " the functional form",
+                        our_args[name], ref_args[name], dtype, what + " the out= call"
                     )
-            single = outs[0] if len(outs) == 1 else tuple(outs)
-            if len(outs) == 1:
-                assert returned is single, "the call did not return its out"
-            outcome.checked.append(f"{label}/{path}")
+                    if functional and name in states:
+                        _labelled(
+                            our_args[name],
+                            states[name],
+                            dtype,
+                            what + " the functional form",
+                        )
+                single = outs[0] if len(outs) == 1 else tuple(outs)
+                if len(outs) == 1:
+                    assert returned is single, "the call did not return its out"
+                outcome.checked.append(f"{label}/{path}")
         except Exception as e:  # noqa: BLE001 - reported with the case
             outcome.failures.append(f"{label}/{path}: {type(e).__name__}: {e}")
-        finally:
-            module.set_handle_reuse(previous[0])
-            module.set_direct_mode(previous[1])
 
 
 def _flat(values) -> list:

@@ -1,0 +1,34 @@
+#pragma once
+// The lane: a Python call whose tensors ATen can take exactly as they
+// arrived skips the core Tensor altogether. Each tensor argument is passed
+// to the fallback wrapper as the TensorImpl of the caller's torch.Tensor
+// (borrowed: the argument objects keep them alive), which the wrapper hands
+// to the same ATen call the general path makes. Taken only where the general
+// path would reuse every handle and run ATen on them (no native kernel, no
+// from_blob stand-in, no stream), and only where the GIL may stay held for
+// the whole call (lane_tensors): then nothing about the call differs from
+// the general path but the work it skips. Free of torch's and Python's headers; the checks
+// are in converters.h.
+
+#include <atomic>
+#include <cstdint>
+
+namespace infini::ops::torch_bridge {
+
+// Off: every call takes the general path (to test and benchmark it with
+// handles in the same process). Like the other switches, not meant to be
+// flipped while other threads call ops.
+extern std::atomic<bool> g_lane;
+// Calls that took the lane (a test hook); counted with the GIL held.
+extern uint64_t g_lane_calls;
+
+// A tensor argument on the lane: a c10::TensorImpl* the caller keeps alive.
+struct TensorRef {
+  void* impl;
+};
+// A `Tensor?` argument on the lane: null for None.
+struct OptionalTensorRef {
+  void* impl;
+};
+
+}  // namespace infini::ops::torch_bridge
