@@ -61,7 +61,7 @@ PyObject* py__log_softmax(PyObject* module, PyObject* const* args, Py_ssize_t na
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::_log_softmax(v_self, v_dim, v_half_to_float, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -108,7 +108,7 @@ PyObject* py__log_softmax_backward_data(PyObject* module, PyObject* const* args,
     auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_grad_output, v_output, v_out), [&] {
       ::infini::ops::_log_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -155,7 +155,7 @@ PyObject* py__softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::_softmax(v_self, v_dim, v_half_to_float, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -202,7 +202,7 @@ PyObject* py__softmax_backward_data(PyObject* module, PyObject* const* args, Py_
     auto v_grad_input = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_grad_output, v_output, v_grad_input), [&] {
       ::infini::ops::_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_grad_input, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -245,7 +245,7 @@ PyObject* py_abs(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::abs(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
@@ -376,7 +376,7 @@ PyObject* py_adaptive_avg_pool2d(PyObject* module, PyObject* const* args, Py_ssi
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::adaptive_avg_pool2d(v_self, v_output_size, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -422,7 +422,7 @@ PyObject* py_adaptive_max_pool2d(PyObject* module, PyObject* const* args, Py_ssi
     auto v_indices = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out, v_indices), [&] {
       ::infini::ops::adaptive_max_pool2d(v_self, v_output_size, v_out, v_indices, impl_, stream_);
     });
     return PyTuple_Pack(2, slots[2], slots[3]);
@@ -515,7 +515,7 @@ PyObject* py_add_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t narg
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::add_Scalar(v_self, v_other, v_alpha, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -564,7 +564,7 @@ PyObject* py_addbmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
     auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
     const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_batch1, v_batch2, v_out), [&] {
       ::infini::ops::addbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[5]);
@@ -707,7 +707,7 @@ PyObject* py_addmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
     auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
     const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_mat1, v_mat2, v_out), [&] {
       ::infini::ops::addmm(v_self, v_mat1, v_mat2, v_beta, v_alpha, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[5]);
@@ -756,7 +756,7 @@ PyObject* py_addmv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
     auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
     const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_mat, v_vec, v_out), [&] {
       ::infini::ops::addmv(v_self, v_mat, v_vec, v_beta, v_alpha, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[5]);
@@ -803,7 +803,7 @@ PyObject* py_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::all(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -846,7 +846,7 @@ PyObject* py_all_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::all_all(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
@@ -893,7 +893,7 @@ PyObject* py_amax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::amax(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -940,7 +940,7 @@ PyObject* py_amin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::amin(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -988,7 +988,7 @@ PyObject* py_aminmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
     auto v_max = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_min, v_max), [&] {
       ::infini::ops::aminmax(v_self, v_dim, v_keepdim, v_min, v_max, impl_, stream_);
     });
     return PyTuple_Pack(2, slots[3], slots[4]);
@@ -1035,7 +1035,7 @@ PyObject* py_any(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::any(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -1078,7 +1078,7 @@ PyObject* py_any_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::any_all(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
@@ -1125,7 +1125,7 @@ PyObject* py_argmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::argmax(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -1172,7 +1172,7 @@ PyObject* py_argmin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::argmin(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -1441,7 +1441,7 @@ PyObject* py_avg_pool1d(PyObject* module, PyObject* const* args, Py_ssize_t narg
     auto v_out = tb::arg<tk::Tensor>(slots[6], sig, 6);
     const auto impl_ = tb::arg<tk::Implementation>(slots[7], sig, 7, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[8], sig, 8, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::avg_pool1d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[6]);
@@ -1496,7 +1496,7 @@ PyObject* py_avg_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t narg
     auto v_out = tb::arg<tk::Tensor>(slots[7], sig, 7);
     const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::avg_pool2d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[7]);
@@ -1545,7 +1545,7 @@ PyObject* py_baddbmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
     auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
     const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_batch1, v_batch2, v_out), [&] {
       ::infini::ops::baddbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[5]);
@@ -1852,7 +1852,7 @@ PyObject* py_bmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_mat2, v_out), [&] {
       ::infini::ops::bmm(v_self, v_mat2, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -1888,7 +1888,7 @@ PyObject* py_cat(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_tensors, v_out), [&] {
       ::infini::ops::cat(v_tensors, v_dim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -2157,7 +2157,7 @@ PyObject* py_clone(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::clone(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
@@ -2333,7 +2333,7 @@ PyObject* py_cross(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
       ::infini::ops::cross(v_self, v_other, v_dim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -2380,7 +2380,7 @@ PyObject* py_cumprod(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::cumprod(v_self, v_dim, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -2427,7 +2427,7 @@ PyObject* py_cumsum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::cumsum(v_self, v_dim, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -2604,7 +2604,7 @@ PyObject* py_dot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_tensor, v_out), [&] {
       ::infini::ops::dot(v_self, v_tensor, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -2702,7 +2702,7 @@ PyObject* py_embedding(PyObject* module, PyObject* const* args, Py_ssize_t nargs
     auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
     const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_weight, v_indices, v_out), [&] {
       ::infini::ops::embedding(v_weight, v_indices, v_padding_idx, v_scale_grad_by_freq, v_sparse, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[5]);
@@ -2751,7 +2751,7 @@ PyObject* py_embedding_dense_backward(PyObject* module, PyObject* const* args, P
     auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
     const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_grad_output, v_indices, v_out), [&] {
       ::infini::ops::embedding_dense_backward(v_grad_output, v_indices, v_num_weights, v_padding_idx, v_scale_grad_by_freq, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[5]);
@@ -3143,7 +3143,7 @@ PyObject* py_flip(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::flip(v_self, v_dims, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -3230,7 +3230,7 @@ PyObject* py_floor_divide(PyObject* module, PyObject* const* args, Py_ssize_t na
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
       ::infini::ops::floor_divide(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -3453,7 +3453,7 @@ PyObject* py_gather(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
     auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_index, v_out), [&] {
       ::infini::ops::gather(v_self, v_dim, v_index, v_sparse_grad, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -3853,7 +3853,7 @@ PyObject* py_hardswish(PyObject* module, PyObject* const* args, Py_ssize_t nargs
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::hardswish(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
@@ -3900,7 +3900,7 @@ PyObject* py_hardtanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::hardtanh(v_self, v_min_val, v_max_val, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -3981,7 +3981,7 @@ PyObject* py_index(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_indices, v_out), [&] {
       ::infini::ops::index(v_self, v_indices, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -4030,7 +4030,7 @@ PyObject* py_index_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs
     auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
     const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_index, v_source, v_out), [&] {
       ::infini::ops::index_add(v_self, v_dim, v_index, v_source, v_alpha, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[5]);
@@ -4069,7 +4069,7 @@ PyObject* py_index_put(PyObject* module, PyObject* const* args, Py_ssize_t nargs
     auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_indices, v_values, v_out), [&] {
       ::infini::ops::index_put(v_self, v_indices, v_values, v_accumulate, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -4115,7 +4115,7 @@ PyObject* py_index_select(PyObject* module, PyObject* const* args, Py_ssize_t na
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_index, v_out), [&] {
       ::infini::ops::index_select(v_self, v_dim, v_index, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -4158,7 +4158,7 @@ PyObject* py_isnan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::isnan(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
@@ -4202,7 +4202,7 @@ PyObject* py_kron(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
       ::infini::ops::kron(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -4252,7 +4252,7 @@ PyObject* py_kthvalue(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
     auto v_indices = tb::arg<tk::Tensor>(slots[5], sig, 5);
     const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
       ::infini::ops::kthvalue(v_self, v_k, v_dim, v_keepdim, v_values, v_indices, impl_, stream_);
     });
     return PyTuple_Pack(2, slots[4], slots[5]);
@@ -4565,7 +4565,7 @@ PyObject* py_linear(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_input, v_weight, v_bias, v_out), [&] {
       ::infini::ops::linear(v_input, v_weight, v_bias, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -4780,7 +4780,7 @@ PyObject* py_log_sigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nar
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::log_sigmoid(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
@@ -4827,7 +4827,7 @@ PyObject* py_log_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nar
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::log_softmax(v_self, v_dim, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -4959,7 +4959,7 @@ PyObject* py_logical_and(PyObject* module, PyObject* const* args, Py_ssize_t nar
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
       ::infini::ops::logical_and(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -5002,7 +5002,7 @@ PyObject* py_logical_not(PyObject* module, PyObject* const* args, Py_ssize_t nar
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::logical_not(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
@@ -5046,7 +5046,7 @@ PyObject* py_logical_or(PyObject* module, PyObject* const* args, Py_ssize_t narg
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
       ::infini::ops::logical_or(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -5090,7 +5090,7 @@ PyObject* py_logical_xor(PyObject* module, PyObject* const* args, Py_ssize_t nar
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
       ::infini::ops::logical_xor(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -5137,7 +5137,7 @@ PyObject* py_logsumexp(PyObject* module, PyObject* const* args, Py_ssize_t nargs
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::logsumexp(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -5272,7 +5272,7 @@ PyObject* py_masked_fill(PyObject* module, PyObject* const* args, Py_ssize_t nar
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_mask, v_out), [&] {
       ::infini::ops::masked_fill(v_self, v_mask, v_value, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -5317,7 +5317,7 @@ PyObject* py_masked_fill_Tensor(PyObject* module, PyObject* const* args, Py_ssiz
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_mask, v_value, v_out), [&] {
       ::infini::ops::masked_fill_Tensor(v_self, v_mask, v_value, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -5361,7 +5361,7 @@ PyObject* py_masked_select(PyObject* module, PyObject* const* args, Py_ssize_t n
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_mask, v_out), [&] {
       ::infini::ops::masked_select(v_self, v_mask, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -5405,7 +5405,7 @@ PyObject* py_matmul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
       ::infini::ops::matmul(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -5453,7 +5453,7 @@ PyObject* py_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_max_values = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_max, v_max_values), [&] {
       ::infini::ops::max(v_self, v_dim, v_keepdim, v_max, v_max_values, impl_, stream_);
     });
     return PyTuple_Pack(2, slots[3], slots[4]);
@@ -5507,7 +5507,7 @@ PyObject* py_max_pool2d_with_indices(PyObject* module, PyObject* const* args, Py
     auto v_indices = tb::arg<tk::Tensor>(slots[7], sig, 7);
     const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out, v_indices), [&] {
       ::infini::ops::max_pool2d_with_indices(v_self, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, v_out, v_indices, impl_, stream_);
     });
     return PyTuple_Pack(2, slots[6], slots[7]);
@@ -5600,7 +5600,7 @@ PyObject* py_mean(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::mean(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -5648,7 +5648,7 @@ PyObject* py_median_dim_values(PyObject* module, PyObject* const* args, Py_ssize
     auto v_indices = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
       ::infini::ops::median_dim_values(v_self, v_dim, v_keepdim, v_values, v_indices, impl_, stream_);
     });
     return PyTuple_Pack(2, slots[3], slots[4]);
@@ -5696,7 +5696,7 @@ PyObject* py_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_min_indices = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_min, v_min_indices), [&] {
       ::infini::ops::min(v_self, v_dim, v_keepdim, v_min, v_min_indices, impl_, stream_);
     });
     return PyTuple_Pack(2, slots[3], slots[4]);
@@ -5827,7 +5827,7 @@ PyObject* py_mm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_mat2, v_out), [&] {
       ::infini::ops::mm(v_self, v_mat2, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -5920,7 +5920,7 @@ PyObject* py_mse_loss_backward(PyObject* module, PyObject* const* args, Py_ssize
     auto v_grad_input = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_grad_output, v_self, v_target, v_grad_input), [&] {
       ::infini::ops::mse_loss_backward(v_grad_output, v_self, v_target, v_reduction, v_grad_input, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -6009,7 +6009,7 @@ PyObject* py_mul_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t narg
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::mul_Scalar(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -6053,7 +6053,7 @@ PyObject* py_mv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObj
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_vec, v_out), [&] {
       ::infini::ops::mv(v_self, v_vec, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -6102,7 +6102,7 @@ PyObject* py_nan_to_num(PyObject* module, PyObject* const* args, Py_ssize_t narg
     auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::nan_to_num(v_self, v_nan, v_posinf, v_neginf, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -6151,7 +6151,7 @@ PyObject* py_nansum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
     auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::nansum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -6200,7 +6200,7 @@ PyObject* py_narrow_copy(PyObject* module, PyObject* const* args, Py_ssize_t nar
     auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::narrow_copy(v_self, v_dim, v_start, v_length, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -6255,7 +6255,7 @@ PyObject* py_native_batch_norm(PyObject* module, PyObject* const* args, Py_ssize
     auto v_save_invstd = tb::arg<tk::Tensor>(slots[10], sig, 10);
     const auto impl_ = tb::arg<tk::Implementation>(slots[11], sig, 11, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[12], sig, 12, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_input, v_weight, v_bias, v_running_mean, v_running_var, v_out, v_save_mean, v_save_invstd), [&] {
       ::infini::ops::native_batch_norm(v_input, v_weight, v_bias, v_running_mean, v_running_var, v_training, v_momentum, v_eps, v_out, v_save_mean, v_save_invstd, impl_, stream_);
     });
     return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
@@ -6312,7 +6312,7 @@ PyObject* py_native_group_norm(PyObject* module, PyObject* const* args, Py_ssize
     auto v_out2 = tb::arg<tk::Tensor>(slots[10], sig, 10);
     const auto impl_ = tb::arg<tk::Implementation>(slots[11], sig, 11, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[12], sig, 12, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_input, v_weight, v_bias, v_out0, v_out1, v_out2), [&] {
       ::infini::ops::native_group_norm(v_input, v_weight, v_bias, v_N, v_C, v_HxW, v_group, v_eps, v_out0, v_out1, v_out2, impl_, stream_);
     });
     return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
@@ -6363,7 +6363,7 @@ PyObject* py_native_layer_norm(PyObject* module, PyObject* const* args, Py_ssize
     auto v_out2 = tb::arg<tk::Tensor>(slots[7], sig, 7);
     const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_input, v_weight, v_bias, v_out0, v_out1, v_out2), [&] {
       ::infini::ops::native_layer_norm(v_input, v_normalized_shape, v_weight, v_bias, v_eps, v_out0, v_out1, v_out2, impl_, stream_);
     });
     return PyTuple_Pack(3, slots[5], slots[6], slots[7]);
@@ -6417,7 +6417,7 @@ PyObject* py_native_layer_norm_backward(PyObject* module, PyObject* const* args,
     auto v_out2 = tb::arg<tk::Tensor>(slots[10], sig, 10);
     const auto impl_ = tb::arg<tk::Implementation>(slots[11], sig, 11, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[12], sig, 12, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_grad_out, v_input, v_mean, v_rstd, v_weight, v_bias, v_out0, v_out1, v_out2), [&] {
       ::infini::ops::native_layer_norm_backward(v_grad_out, v_input, v_normalized_shape, v_mean, v_rstd, v_weight, v_bias, v_output_mask, v_out0, v_out1, v_out2, impl_, stream_);
     });
     return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
@@ -6592,7 +6592,7 @@ PyObject* py_nonzero(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::nonzero(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
@@ -6641,7 +6641,7 @@ PyObject* py_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::norm(v_self, v_p, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -6685,7 +6685,7 @@ PyObject* py_outer(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_vec2, v_out), [&] {
       ::infini::ops::outer(v_self, v_vec2, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -6823,7 +6823,7 @@ PyObject* py_prod_int(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
     auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::prod_int(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -6909,7 +6909,7 @@ PyObject* py_relu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::relu(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
@@ -6987,7 +6987,7 @@ PyObject* py_rms_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_input, v_weight, v_out), [&] {
       ::infini::ops::rms_norm(v_input, v_weight, v_eps, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -7034,7 +7034,7 @@ PyObject* py_roll(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::roll(v_self, v_shifts, v_dims, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -7159,7 +7159,7 @@ PyObject* py_scaled_dot_product_attention(PyObject* module, PyObject* const* arg
     auto v_out = tb::arg<tk::Tensor>(slots[7], sig, 7);
     const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_query, v_key, v_value, v_attn_mask, v_out), [&] {
       ::infini::ops::scaled_dot_product_attention(v_query, v_key, v_value, v_attn_mask, v_dropout_p, v_is_causal, v_scale, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[7]);
@@ -7206,7 +7206,7 @@ PyObject* py_scatter_add(PyObject* module, PyObject* const* args, Py_ssize_t nar
     auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_index, v_src, v_out), [&] {
       ::infini::ops::scatter_add(v_self, v_dim, v_index, v_src, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -7253,7 +7253,7 @@ PyObject* py_scatter_src(PyObject* module, PyObject* const* args, Py_ssize_t nar
     auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_index, v_src, v_out), [&] {
       ::infini::ops::scatter_src(v_self, v_dim, v_index, v_src, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -7301,7 +7301,7 @@ PyObject* py_scatter_value(PyObject* module, PyObject* const* args, Py_ssize_t n
     auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_index, v_out), [&] {
       ::infini::ops::scatter_value(v_self, v_dim, v_index, v_value, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -7548,7 +7548,7 @@ PyObject* py_silu_and_mul(PyObject* module, PyObject* const* args, Py_ssize_t na
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_input, v_out), [&] {
       ::infini::ops::silu_and_mul(v_input, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
@@ -7772,7 +7772,7 @@ PyObject* py_soft_margin_loss(PyObject* module, PyObject* const* args, Py_ssize_
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_target, v_out), [&] {
       ::infini::ops::soft_margin_loss(v_self, v_target, v_reduction, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -7819,7 +7819,7 @@ PyObject* py_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::softmax(v_self, v_dim, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -7914,7 +7914,7 @@ PyObject* py_sort_values(PyObject* module, PyObject* const* args, Py_ssize_t nar
     auto v_indices = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
       ::infini::ops::sort_values(v_self, v_dim, v_descending, v_values, v_indices, impl_, stream_);
     });
     return PyTuple_Pack(2, slots[3], slots[4]);
@@ -8000,7 +8000,7 @@ PyObject* py_square(PyObject* module, PyObject* const* args, Py_ssize_t nargs, P
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::square(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
@@ -8049,7 +8049,7 @@ PyObject* py_std_correction(PyObject* module, PyObject* const* args, Py_ssize_t 
     auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::std_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -8142,7 +8142,7 @@ PyObject* py_sub_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t narg
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::sub_Scalar(v_self, v_other, v_alpha, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
@@ -8191,7 +8191,7 @@ PyObject* py_sum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
     auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::sum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -8236,7 +8236,7 @@ PyObject* py_sum_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::sum_all(v_self, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -8280,7 +8280,7 @@ PyObject* py_take(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_index, v_out), [&] {
       ::infini::ops::take(v_self, v_index, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -8554,7 +8554,7 @@ PyObject* py_topk(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_indices = tb::arg<tk::Tensor>(slots[6], sig, 6);
     const auto impl_ = tb::arg<tk::Implementation>(slots[7], sig, 7, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[8], sig, 8, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
       ::infini::ops::topk(v_self, v_k, v_dim, v_largest, v_sorted, v_values, v_indices, impl_, stream_);
     });
     return PyTuple_Pack(2, slots[5], slots[6]);
@@ -8599,7 +8599,7 @@ PyObject* py_tril(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::tril(v_self, v_diagonal, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -8644,7 +8644,7 @@ PyObject* py_triu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::triu(v_self, v_diagonal, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -8736,7 +8736,7 @@ PyObject* py_var_correction(PyObject* module, PyObject* const* args, Py_ssize_t 
     auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
     const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
       ::infini::ops::var_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
@@ -8780,7 +8780,7 @@ PyObject* py_vdot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
     const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
       ::infini::ops::vdot(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
@@ -8825,7 +8825,7 @@ PyObject* py_where(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
     const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
     const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-    tb::run(true, [&] {
+    tb::run(tb::release_gil_for(v_condition, v_self, v_other, v_out), [&] {
       ::infini::ops::where(v_condition, v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);

@@ -170,9 +170,11 @@ class CoreSignature:
     def lane_decl(self) -> str:
         """The lane's overload: tensors as the bridge's references."""
         return ", ".join(
-            f"::infini::ops::torch_bridge::{a.lane_ref} {a.name}"
-            if a.lane_ref
-            else f"{a.core_type} {a.name}"
+            (
+                f"::infini::ops::torch_bridge::{a.lane_ref} {a.name}"
+                if a.lane_ref
+                else f"{a.core_type} {a.name}"
+            )
             for a in self.arguments
         )
 
@@ -274,6 +276,11 @@ class Op:
     def direct_function(self) -> str:
         """The CPU kernel entry point, e.g. "at::cpu::add_out"."""
         return "at::cpu::" + (self.aten_function or "").removeprefix("at::")
+
+    @property
+    def tensor_carrying(self) -> tuple[Argument, ...]:
+        """Visible arguments holding tensors: single ones and lists."""
+        return tuple(a for a in self.visible if a.tensors is not Tensors.NONE)
 
     @property
     def tensor_arguments(self) -> tuple[Argument, ...]:

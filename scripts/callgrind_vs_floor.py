@@ -80,7 +80,7 @@ def call_env(build_dir, floor_path, name, config_id, path, which):
     return _stmt(call)
 
 
-def _count(n: int, *key) -> float:
+def _collect(n: int, *key):
     from torch.utils.benchmark import Timer
 
     stmt, _ = call_env(*key)
@@ -89,8 +89,17 @@ def _count(n: int, *key) -> float:
         "from callgrind_vs_floor import call_env\n"
         f"globals().update(call_env(*{key!r})[1])"
     )
-    stats = Timer(stmt, setup=setup).collect_callgrind(number=n, collect_baseline=False)
-    return stats.counts(denoise=True) / n
+    return Timer(stmt, setup=setup).collect_callgrind(number=n, collect_baseline=False)
+
+
+def _functions(ours, floor, n: int, top: int) -> None:
+    """The functions whose own (exclusive) counts differ most, per call."""
+    delta = (
+        ours.as_standardized().stats(inclusive=False)
+        - floor.as_standardized().stats(inclusive=False)
+    ).denoise()
+    for count, fn in sorted(delta, key=lambda t: -abs(t[0]))[:top]:
+        print(f"    {count / n:+8.1f}  {fn[:150]}")
 
 
 def main(argv=None) -> int:
@@ -102,6 +111,13 @@ def main(argv=None) -> int:
     p.add_argument("--dtype", default="float32")
     p.add_argument("--paths", choices=("default", "all"), default="default")
     p.add_argument("--calls", type=int, default=400)
+    p.add_argument(
+        "--functions",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also print the N functions whose counts differ most from the floor's",
+    )
     args = p.parse_args(argv)
 
     from infiniops_codegen.bench import cases, floor
@@ -128,17 +144,21 @@ def main(argv=None) -> int:
         chosen = applicable if args.paths == "all" else (default,)
         for path in chosen:
             key = (args.build_dir, str(floor_path), name, config.id, path)
-            ours = _count(args.calls, *key, "ours")
+            ours_stats = _collect(args.calls, *key, "ours")
+            ours = ours_stats.counts(denoise=True) / args.calls
             if not P.has_floor(path) or not hasattr(
                 floor.load(floor_path), floor.function_name(path, name)
             ):
                 print(f"{config.id:32} {path:10} {ours:8.0f} {'-':>8} {'-':>7}")
                 continue
-            base = _count(args.calls, *key, "floor")
+            floor_stats = _collect(args.calls, *key, "floor")
+            base = floor_stats.counts(denoise=True) / args.calls
             print(
                 f"{config.id:32} {path:10} {ours:8.0f} {base:8.0f} {ours - base:+7.0f}",
                 flush=True,
             )
+            if args.functions:
+                _functions(ours_stats, floor_stats, args.calls, args.functions)
     return 0
 
 

@@ -46,7 +46,9 @@ def test_a_lane_call_is_torchs_call(ops):
     v = o._version
     with threads(1):
         assert took_lane(ops, lambda: ops.mm(x, y.t(), out=torch.empty(4, 4)))
-        assert took_lane(ops, lambda: ops.add(x, y, alpha=2, out=o, implementation="torch"))
+        assert took_lane(
+            ops, lambda: ops.add(x, y, alpha=2, out=o, implementation="torch")
+        )
     torch.testing.assert_close(o, x + 2 * y)
     assert o._version == v + 1  # the version bump of torch's out= call
 

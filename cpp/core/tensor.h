@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -31,16 +32,21 @@ class Tensor {
         dtype_(dtype),
         device_(device),
         handle_(std::move(handle)) {
-    if (shape_.size() != strides_.size()) {
-      throw ValueError("Tensor: shape has " + std::to_string(shape_.size()) +
-                       " dims but strides has " +
-                       std::to_string(strides_.size()));
-    }
-    for (int64_t size : shape_) {
-      if (size < 0) {
-        throw ValueError("Tensor: negative size " + std::to_string(size));
-      }
-    }
+    validate();
+  }
+
+  // The same from the shape and strides as spans, copied straight into
+  // place (no temporary Dims): how a bridge describes a framework tensor.
+  Tensor(void* data, std::span<const int64_t> shape,
+         std::span<const int64_t> strides, DataType dtype, Device device,
+         SourceHandle handle = {})
+      : data_(data),
+        shape_(shape),
+        strides_(strides),
+        dtype_(dtype),
+        device_(device),
+        handle_(std::move(handle)) {
+    validate();
   }
 
   // Row-major (C-contiguous) strides for shape.
@@ -219,6 +225,19 @@ class Tensor {
   }
 
  private:
+  void validate() const {
+    if (shape_.size() != strides_.size()) {
+      throw ValueError("Tensor: shape has " + std::to_string(shape_.size()) +
+                       " dims but strides has " +
+                       std::to_string(strides_.size()));
+    }
+    for (int64_t size : shape_) {
+      if (size < 0) {
+        throw ValueError("Tensor: negative size " + std::to_string(size));
+      }
+    }
+  }
+
   void require_addressable(const char* what) const {
     if (!addressable()) {
       throw ValueError(std::string(what) +

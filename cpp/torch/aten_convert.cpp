@@ -238,8 +238,8 @@ Tensor wrap(const at::Tensor& t, SourceHandle handle) {
   const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
   const auto sizes = impl->sizes();
   const auto strides = impl->strides();
-  return Tensor(t.data_ptr(), Dims(std::span<const int64_t>(sizes.data(), sizes.size())),
-                Dims(std::span<const int64_t>(strides.data(), strides.size())),
+  return Tensor(t.data_ptr(), std::span<const int64_t>(sizes.data(), sizes.size()),
+                std::span<const int64_t>(strides.data(), strides.size()),
                 from_aten(t.scalar_type()), from_aten(t.device()), std::move(handle));
 }
 

@@ -32,30 +32,50 @@ class GilRelease {
   PyThreadState* state_;
 };
 
-// For ops whose tensors arrive with borrowed handles (Signature::
-// borrow_tensors): whether to release the GIL for this call. A small call
-// keeps it: dropping and retaking the GIL costs more than its kernel, and a
-// kernel that copies a borrowed at::Tensor makes torch incref the Python
-// object, which is cheap with the GIL held and a full GIL round trip without.
-// A large call releases it, after its borrowed handles took real references
-// (the Python objects stay alive anyway; this keeps the refcount above one,
-// so such copies never need the GIL).
+// Whether to release the GIL for a call of the general path. A small CPU
+// call keeps it: dropping and retaking the GIL costs more than its kernel,
+// and a kernel that copies a borrowed at::Tensor makes torch incref the
+// Python object, which is cheap with the GIL held and a full GIL round trip
+// without. Keeping it is safe: below ATen's grain size no intra-op worker
+// runs, and where one might (kernels that split work more finely), it can
+// need the GIL only to copy a tensor whose reference count is one: borrowed
+// handles are given to ops whose kernels' loops see raw pointers
+// (Signature::borrow_tensors), every other op's handles own a reference.
+// Any other call (a large one, or one with a tensor off the CPU, whose
+// device may make the call wait) releases it, as PyTorch does, after its
+// borrowed handles took real references (the Python objects stay alive
+// anyway; this keeps the refcount above one, so copies never need the GIL).
 inline constexpr int64_t kKeepGilBelowElements = 32768;  // ATen's grain size
 
-inline int64_t call_numel(const Tensor& t) noexcept { return t.numel(); }
-inline int64_t call_numel(const std::optional<Tensor>& t) noexcept {
-  return t ? t->numel() : 0;
+// (elements, whether every tensor is on the CPU) of one argument.
+inline void tally(const Tensor& t, int64_t& elements, bool& cpu) noexcept {
+  elements += t.numel();
+  cpu = cpu && t.device().type == DeviceType::kCpu;
 }
+inline void tally(const std::optional<Tensor>& t, int64_t& elements, bool& cpu) noexcept {
+  if (t) tally(*t, elements, cpu);
+}
+template <class List>
+  requires requires(const List& l) { l.items.size(); }
+inline void tally(const List& list, int64_t& elements, bool& cpu) noexcept {
+  for (const auto& t : list.items) tally(t, elements, cpu);
+}
+
 inline void own_handle(Tensor& t) {
   if (t.handle().borrowed()) t = Tensor(t);  // a copy owns
 }
 inline void own_handle(std::optional<Tensor>& t) {
   if (t) own_handle(*t);
 }
+template <class List>
+inline void own_handle(List&) noexcept {}  // list elements always own
 
 template <class... T>
 bool release_gil_for(T&... tensors) {
-  if ((call_numel(tensors) + ... + 0) < kKeepGilBelowElements) return false;
+  int64_t elements = 0;
+  bool cpu = true;
+  (tally(tensors, elements, cpu), ...);
+  if (cpu && elements < kKeepGilBelowElements) return false;
   (own_handle(tensors), ...);
   return true;
 }
