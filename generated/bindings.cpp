@@ -1883,6 +1883,16 @@ PyObject* py_cat(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* slots[5] = {};
   return tb::bind(kSig_cat, module, args, nargs, kwnames, slots, [](PyObject* const* slots) -> PyObject* {
     const tb::Signature& sig = kSig_cat;
+    void* t_[1];
+    tb::TensorListRef l_[1];
+    void* items_[tb::kLaneListItems];
+    if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_, l_, items_)) {
+      auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::cat(l_[0], v_dim, tb::TensorRef{t_[0]});
+      });
+      return tb::new_reference(slots[2]);
+    }
     auto v_tensors = tb::arg<tk::TensorList>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);

@@ -93,6 +93,7 @@ void bitwise_xor_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::o
 void bmm(const Tensor& self, const Tensor& mat2, Tensor& out);
 void bmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mat2, ::infini::ops::torch_bridge::TensorRef out);
 void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out);
+void cat(::infini::ops::torch_bridge::TensorListRef tensors, int64_t dim, ::infini::ops::torch_bridge::TensorRef out);
 void ceil(const Tensor& self, Tensor& out);
 void ceil(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out);
 void clamp(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, Tensor& out);

@@ -145,6 +145,9 @@ class Argument:
     def lane_ref(self) -> str | None:
         """The bridge's type of this tensor on the lane (cpp/torch/lane.h);
         None for anything but one (possibly optional) tensor."""
+        if self.tensors is Tensors.LIST:
+            lane_list = not (self.kind.elem_optional or self.is_output or self.mutable)
+            return "TensorListRef" if lane_list else None
         if self.tensors is not Tensors.ONE:
             return None
         return "OptionalTensorRef" if self.kind.optional else "TensorRef"
@@ -236,11 +239,9 @@ class Op:
     @property
     def lane(self) -> bool:
         """Python calls may take the lane (cpp/torch/lane.h): an ATen op
-        whose tensors are single tensors (list elements always own theirs)."""
-        return (
-            not self.composite
-            and self.tensor_list_param_mask == 0
-            and self.tensor_param_mask != 0
+        whose tensors are single tensors or input lists of tensors."""
+        return not self.composite and all(
+            a.lane_ref for a in self.visible if a.tensors is not Tensors.NONE
         )
 
     @property
@@ -249,19 +250,28 @@ class Op:
         return "cpu" not in self.native_platforms
 
     @property
+    def lane_lists(self) -> int:
+        """Tensor-list parameters (each a `l_[k]` of the lane's call)."""
+        return sum(1 for a in self.python_params if a.tensors is Tensors.LIST)
+
+    @property
     def lane_call(self) -> str:
         """The binding's call of the lane overload: tensor k of the Python
-        parameters is `t_[k]`, the rest their converted values."""
-        index = {
-            a.name: k
-            for k, a in enumerate(
-                a for a in self.python_params if a.tensors is Tensors.ONE
-            )
-        }
-        return ", ".join(
-            f"tb::{a.lane_ref}{{t_[{index[a.name]}]}}" if a.lane_ref else f"v_{a.name}"
-            for a in self.visible
-        )
+        parameters is `t_[k]`, tensor list k `l_[k]`, the rest their
+        converted values."""
+        index = {}
+        for kind in (Tensors.ONE, Tensors.LIST):
+            params = (a for a in self.python_params if a.tensors is kind)
+            index.update({a.name: k for k, a in enumerate(params)})
+
+        def arg(a: Argument) -> str:
+            if a.tensors is Tensors.LIST:
+                return f"l_[{index[a.name]}]"
+            if a.lane_ref:
+                return f"tb::{a.lane_ref}{{t_[{index[a.name]}]}}"
+            return f"v_{a.name}"
+
+        return ", ".join(arg(a) for a in self.visible)
 
     @property
     def optional_tensor_param_mask(self) -> int:

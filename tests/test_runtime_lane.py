@@ -78,7 +78,9 @@ def test_which_ops_keep_the_lane_at_several_threads(ops):
         "native_default",
         "native_forced",
         "unsupported_dtype",
-        "list",
+        "list_of_many",
+        "list_element",
+        "optional_list",
     ],
 )
 def test_what_takes_the_general_path(ops, case):
@@ -116,8 +118,16 @@ def test_what_takes_the_general_path(ops, case):
         x = torch.zeros(3, dtype=torch.float8_e5m2fnuz)
         call = lambda: ops.clone(x, out=torch.empty_like(x))  # noqa: E731
         expect_error = TypeError
-    elif case == "list":
-        call = lambda: ops.cat([x, x], out=torch.empty(6))  # noqa: E731
+    elif case == "list_of_many":  # more elements than the lane holds
+        call = lambda: ops.cat([x] * 17, out=torch.empty(51))  # noqa: E731
+    elif case == "list_element":  # one element is not a plain tensor
+        y = torch.randn(3, requires_grad=True)
+        call = lambda: ops.cat([x, y], out=torch.empty(6))  # noqa: E731
+        expect_error = RuntimeError
+    elif case == "optional_list":  # Tensor?[] lists never take the lane
+        call = lambda: ops.index(
+            x, [torch.tensor([0, 2])], out=torch.empty(2)
+        )  # noqa: E731
     with threads(1):
         before = ops._debug_lane_calls()
         if expect_error is not None:
@@ -126,6 +136,19 @@ def test_what_takes_the_general_path(ops, case):
         else:
             call()
         assert ops._debug_lane_calls() == before
+
+
+def test_a_list_on_the_lane(ops):
+    a, b = torch.randn(2, 3), torch.randn(4, 3)
+    out = torch.empty(6, 3)
+    with threads(1):
+        assert took_lane(ops, lambda: ops.cat([a, b], out=out))
+        assert took_lane(ops, lambda: ops.cat((a, b), 0, out=out))
+        with pytest.raises(ValueError):  # what torch.cat raises for it
+            ops.cat([], out=out)
+        with pytest.raises(TypeError):
+            ops.cat([a, "b"], out=out)
+    torch.testing.assert_close(out, torch.cat([a, b]))
 
 
 def test_argument_errors_are_the_general_paths(ops):

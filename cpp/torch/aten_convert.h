@@ -167,6 +167,29 @@ inline AtenOptionalTensor to_aten(OptionalTensorRef t) noexcept {
   return AtenOptionalTensor(static_cast<c10::TensorImpl*>(t.impl));
 }
 
+// A tensor list on the lane: at::Tensors on the caller's TensorImpls that
+// hold no reference (released without a decref, as AtenTensor's).
+class AtenBorrowedList {
+ public:
+  explicit AtenBorrowedList(TensorListRef list) {
+    items.reserve(list.size);
+    for (std::size_t k = 0; k < list.size; ++k) {
+      items.push_back(unowned(static_cast<c10::TensorImpl*>(list.impls[k])));
+    }
+  }
+  ~AtenBorrowedList() {
+    for (at::Tensor& t : items) (void)t.unsafeReleaseTensorImpl();
+  }
+  AtenBorrowedList(const AtenBorrowedList&) = delete;
+  AtenBorrowedList& operator=(const AtenBorrowedList&) = delete;
+  operator at::TensorList() const { return items; }
+  operator at::ITensorListRef() const { return at::TensorList(items); }
+
+  c10::SmallVector<at::Tensor, kLaneListItems> items;
+};
+
+inline AtenBorrowedList to_aten(TensorListRef list) { return AtenBorrowedList(list); }
+
 // Holds converted tensors and converts to each list parameter type ATen uses.
 class AtenTensorList {
  public:

@@ -414,7 +414,8 @@ bool lane_tensor(const at::Tensor& t) noexcept {
 
 }  // namespace
 
-bool lane_tensors(const Signature& sig, PyObject* const* slots, void** refs) noexcept {
+bool lane_tensors(const Signature& sig, PyObject* const* slots, void** refs,
+                  TensorListRef* lists, void** items) noexcept {
   if (!g_lane.load(std::memory_order_relaxed) ||
       !g_handle_reuse.load(std::memory_order_relaxed)) {
     return false;
@@ -436,6 +437,24 @@ bool lane_tensors(const Signature& sig, PyObject* const* slots, void** refs) noe
     refs[k++] = t.unsafeGetTensorImpl();
   }
   // Keeping the GIL: see lane.h and release_gil_for (call.h).
+  std::size_t used = 0;
+  int j = 0;
+  for (uint64_t bits = sig.tensor_list_params; bits != 0; bits &= bits - 1) {
+    PyObject* obj = slots[std::countr_zero(bits)];
+    if (obj == nullptr || !(PyList_CheckExact(obj) || PyTuple_CheckExact(obj))) return false;
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
+    if (static_cast<std::size_t>(n) > kLaneListItems - used) return false;
+    PyObject** elements_of = PySequence_Fast_ITEMS(obj);
+    lists[j++] = {items + used, static_cast<std::size_t>(n)};
+    for (Py_ssize_t e = 0; e < n; ++e) {
+      PyObject* item = elements_of[e];
+      if (Py_TYPE(item) != reinterpret_cast<PyTypeObject*>(THPVariableClass)) return false;
+      const at::Tensor& t = THPVariable_Unpack(item);
+      if (!lane_tensor(t)) return false;
+      elements += t.unsafeGetTensorImpl()->numel();
+      items[used++] = t.unsafeGetTensorImpl();
+    }
+  }
   if (elements >= kKeepGilBelowElements ||
       !(sig.borrow_tensors || at::get_num_threads() == 1)) {
     return false;

@@ -81,7 +81,9 @@ class FloatListArg {
 // takes the general path (which raises for it, in argument order).
 bool lane_open(PyObject* impl, PyObject* stream, bool default_is_aten) noexcept;
 
-// Fills refs (one per tensor parameter, in parameter order) and returns true
+// Fills refs (one per tensor parameter, in parameter order) and lists (one
+// per tensor-list parameter, elements stored in items, kLaneListItems at
+// most) and returns true
 // when every tensor argument is exactly a torch.Tensor that ATen's CPU
 // kernels take as it is (dense, with storage, no functionality key beyond
 // autograd and autocast, not an inference tensor, not requiring grad, not a
@@ -91,8 +93,8 @@ bool lane_open(PyObject* impl, PyObject* stream, bool default_is_aten) noexcept;
 // loops see only raw pointers (Signature::borrow_tensors) or one intra-op
 // thread, so that no other thread can need the GIL to copy a borrowed
 // tensor while this one holds it. False: the general path runs the call.
-bool lane_tensors(const Signature& sig, PyObject* const* slots,
-                  void** refs) noexcept;
+bool lane_tensors(const Signature& sig, PyObject* const* slots, void** refs,
+                  TensorListRef* lists = nullptr, void** items = nullptr) noexcept;
 
 
 // The converters of the kinds (converters.cpp). borrow: a tensor's handle

@@ -11,6 +11,7 @@
 // are in converters.h.
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 namespace infini::ops::torch_bridge {
@@ -30,5 +31,16 @@ struct TensorRef {
 struct OptionalTensorRef {
   void* impl;
 };
+// A `Tensor[]` input on the lane: its elements' TensorImpls, which the
+// caller's list keeps alive (the GIL, held for the whole lane call, keeps
+// any other thread from changing the list).
+struct TensorListRef {
+  void* const* impls;
+  std::size_t size;
+};
+
+// How many list elements a lane call takes in all (the binding's storage);
+// a call with more takes the general path.
+inline constexpr std::size_t kLaneListItems = 16;
 
 }  // namespace infini::ops::torch_bridge

@@ -198,6 +198,14 @@ void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out) {
   tb::check_output(out, a_out, "cat", "out");
 }
 
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void cat(::infini::ops::torch_bridge::TensorListRef tensors, int64_t dim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_tensors = tb::to_aten(tensors);
+  auto a_dim = tb::to_aten(dim);
+  auto a_out = tb::to_aten(out);
+  at::cat_out(a_out, a_tensors, a_dim);
+}
+
 // clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)
 void clone(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
