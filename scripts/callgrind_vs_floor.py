@@ -3,23 +3,31 @@
 
     python scripts/callgrind_vs_floor.py [--build-dir build] [--paths all]
         [--ops abs,add,...] [--size 1] [--dtype float32] [--calls 400]
+        [--functions N]
 
 For each op, the configuration `tiny/<op>/<size>/<dtype>` of the bench is
 made (the same tensors the bench times), and each path that applies (only
-the default one unless --paths all) is run under callgrind next to its floor:
-the library's call forced onto the path as the bench forces it, and the
-floor's function. One intra-op thread, as in the bench. Prints one line per
-op and path: ours, floor, ours - floor (instructions per call, the Python
-loop included in both, so the difference is the library's own).
+the default one unless --paths all) is counted next to its floor: the
+library's call forced onto the path as the bench forces it, and the floor's
+function. One intra-op thread, as in the bench. Prints one line per op and
+path: ours, floor, ours - floor (instructions per call; the Python loop is
+in both, so the difference is the library's own). --functions N adds the N
+functions whose own counts differ most between the two.
 
-The floors are built (or found) as the bench builds them, under
+Everything runs in one process under valgrind (callgrind collects only
+around each loop of calls, and dumps after it), so that torch is imported
+once. The floors are built (or found) as the bench builds them, under
 <before-build-dir>/bench-floor/.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPRESENTATIVE = (
@@ -47,9 +55,8 @@ def _stmt(call) -> tuple[str, dict]:
     return f"f({', '.join(parts)})", env
 
 
-def call_env(build_dir, floor_path, name, config_id, path, which):
-    """(statement, its globals) of one variant; run in callgrind's process
-    too (its globals must be made there)."""
+def _call(build_dir, floor_path, name, config_id, path, which):
+    """The bench's call of one variant."""
     import torch
 
     from infiniops_codegen.bench import calls, cases, floor
@@ -59,7 +66,6 @@ def call_env(build_dir, floor_path, name, config_id, path, which):
     from infiniops_codegen.manifest import of_build
     from infiniops_codegen.runtime import load
 
-    torch.set_num_threads(1)
     op = of_build(build_dir).by_name()[name]
     config = {c.id: c for c in cases.select(False, {name})}[config_id]
     default, _ = timed_paths(config, op)
@@ -67,39 +73,58 @@ def call_env(build_dir, floor_path, name, config_id, path, which):
     outputs = [torch.empty_like(w) for w in reference.expected(op, values)]
     if which == "floor":
         fn = getattr(floor.load(Path(floor_path)), floor.function_name(path, name))
-        call = calls.floor(fn, op, values, outputs)
-    else:
-        module = load(build_dir)
-        setting = P.setting(path, default)
-        module.set_handle_reuse(setting.handle_reuse)
-        module.set_direct_mode(setting.direct_mode)
-        call = calls.ours(
-            getattr(module, name), op, values, outputs, setting.implementation
-        )
-    call()  # first-use work (interned names, lookups) stays out of the count
-    return _stmt(call)
-
-
-def _collect(n: int, *key):
-    from torch.utils.benchmark import Timer
-
-    stmt, _ = call_env(*key)
-    setup = (
-        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
-        "from callgrind_vs_floor import call_env\n"
-        f"globals().update(call_env(*{key!r})[1])"
+        return calls.floor(fn, op, values, outputs), None
+    module = load(build_dir)
+    setting = P.setting(path, default)
+    call = calls.ours(
+        getattr(module, name), op, values, outputs, setting.implementation
     )
-    return Timer(stmt, setup=setup).collect_callgrind(number=n, collect_baseline=False)
+    return call, (module, setting)
 
 
-def _functions(ours, floor, n: int, top: int) -> None:
-    """The functions whose own (exclusive) counts differ most, per call."""
-    delta = (
-        ours.as_standardized().stats(inclusive=False)
-        - floor.as_standardized().stats(inclusive=False)
-    ).denoise()
-    for count, fn in sorted(delta, key=lambda t: -abs(t[0]))[:top]:
-        print(f"    {count / n:+8.1f}  {fn[:150]}")
+def child(spec: str) -> None:
+    """Under valgrind: count each variant's loop, one dump each."""
+    import torch
+
+    torch.set_num_threads(1)
+    job = json.loads(Path(spec).read_text())
+    for key in job["variants"]:
+        call, switches = _call(*key)
+        stmt, env = _stmt(call)
+        source = f"def loop(n):\n    for _ in range(n):\n        {stmt}\n"
+        exec(source, env)
+        if switches is not None:
+            module, setting = switches
+            module.set_handle_reuse(setting.handle_reuse)
+            module.set_direct_mode(setting.direct_mode)
+        env["loop"](20)  # first-use work stays out of the count
+        torch._C._valgrind_toggle()
+        env["loop"](job["calls"])
+        torch._C._valgrind_toggle_and_dump_stats()
+        if switches is not None:
+            switches[0].set_handle_reuse(True)
+            switches[0].set_direct_mode(True)
+
+
+def _total(dump: Path) -> int:
+    text = dump.read_text(errors="replace")
+    m = re.search(r"^(?:totals|summary):\s*(\d+)", text, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def _per_function(dump: Path) -> dict[str, int]:
+    out = subprocess.run(
+        ["callgrind_annotate", "--inclusive=no", "--threshold=100", str(dump)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    counts = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+(.*)$", line)
+        if m and not m.group(2).startswith("PROGRAM TOTALS"):
+            counts[m.group(2).strip()] = int(m.group(1).replace(",", ""))
+    return counts
 
 
 def main(argv=None) -> int:
@@ -118,7 +143,12 @@ def main(argv=None) -> int:
         metavar="N",
         help="also print the N functions whose counts differ most from the floor's",
     )
+    p.add_argument("--keep", metavar="DIR", help="keep the callgrind dumps in DIR")
+    p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.child:
+        child(args.child)
+        return 0
 
     from infiniops_codegen.bench import cases, floor
     from infiniops_codegen.bench import paths as P
@@ -132,33 +162,72 @@ def main(argv=None) -> int:
         Path(args.before_build_dir) / "bench-floor",
         echo=lambda line: print(line, file=sys.stderr),
     )
+    floor_module = floor.load(floor_path)
     configs = {c.id: c for c in cases.select(False, set(names))}
-    print(f"{'config':32} {'path':10} {'ours':>8} {'floor':>8} {'over':>7}")
+    rows = []  # (config id, path, index of ours, index of the floor or None)
+    variants = []
     for name in names:
-        op = entries[name]
         config = configs.get(f"tiny/{name}/{args.size}/{args.dtype}")
         if config is None:
             print(f"{name}: no configuration tiny/{name}/{args.size}/{args.dtype}")
             continue
-        default, applicable = timed_paths(config, op)
-        chosen = applicable if args.paths == "all" else (default,)
-        for path in chosen:
-            key = (args.build_dir, str(floor_path), name, config.id, path)
-            ours_stats = _collect(args.calls, *key, "ours")
-            ours = ours_stats.counts(denoise=True) / args.calls
-            if not P.has_floor(path) or not hasattr(
-                floor.load(floor_path), floor.function_name(path, name)
-            ):
-                print(f"{config.id:32} {path:10} {ours:8.0f} {'-':>8} {'-':>7}")
+        default, applicable = timed_paths(config, entries[name])
+        for path in applicable if args.paths == "all" else (default,):
+            key = [args.build_dir, str(floor_path), name, config.id, path]
+            variants.append(key + ["ours"])
+            ours = len(variants) - 1
+            has = P.has_floor(path) and hasattr(
+                floor_module, floor.function_name(path, name)
+            )
+            if has:
+                variants.append(key + ["floor"])
+            rows.append((config.id, path, ours, len(variants) - 1 if has else None))
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or scratch
+        Path(tmp).mkdir(parents=True, exist_ok=True)
+        spec = Path(tmp) / "job.json"
+        spec.write_text(json.dumps({"variants": variants, "calls": args.calls}))
+        out = Path(tmp) / "callgrind.out"
+        subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={out}",
+                "--instr-atstart=yes",
+                "--collect-atstart=no",
+                "--dump-instr=no",
+                sys.executable,
+                __file__,
+                "--child",
+                str(spec),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        dumps = sorted(
+            Path(tmp).glob("callgrind.out.*"), key=lambda d: int(d.name.split(".")[-1])
+        )
+        if len(dumps) != len(variants):
+            print(f"expected {len(variants)} dumps, found {len(dumps)}")
+            return 1
+        n = args.calls
+        print(f"{'config':32} {'path':10} {'ours':>8} {'floor':>8} {'over':>7}")
+        for config_id, path, i, j in rows:
+            ours = _total(dumps[i]) / n
+            if j is None:
+                print(f"{config_id:32} {path:10} {ours:8.0f} {'-':>8} {'-':>7}")
                 continue
-            floor_stats = _collect(args.calls, *key, "floor")
-            base = floor_stats.counts(denoise=True) / args.calls
+            base = _total(dumps[j]) / n
             print(
-                f"{config.id:32} {path:10} {ours:8.0f} {base:8.0f} {ours - base:+7.0f}",
-                flush=True,
+                f"{config_id:32} {path:10} {ours:8.0f} {base:8.0f} {ours - base:+7.0f}"
             )
             if args.functions:
-                _functions(ours_stats, floor_stats, args.calls, args.functions)
+                a, b = _per_function(dumps[i]), _per_function(dumps[j])
+                delta = {f: a.get(f, 0) - b.get(f, 0) for f in set(a) | set(b)}
+                top = sorted(delta.items(), key=lambda t: -abs(t[1]))[: args.functions]
+                for fn, d in top:
+                    print(f"    {d / n:+8.1f}  {fn[:150]}")
     return 0
 
 
