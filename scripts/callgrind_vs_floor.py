@@ -55,6 +55,24 @@ def _stmt(call) -> tuple[str, dict]:
     return f"f({', '.join(parts)})", env
 
 
+def _configs(op) -> dict:
+    """The bench's configurations of op: the table's, else those derived
+    from the harness's samples (as `bench --ops` derives them)."""
+    from infiniops_codegen.bench import cases, derive
+
+    found = cases.select(False, {op.name}) or derive.derive(op, False)
+    return {c.id: c for c in found}
+
+
+def _pick(configs: dict, name: str, size: str, dtype: str):
+    """tiny/<name>/<size>/<dtype>, else the first derived one of the dtype."""
+    wanted = configs.get(f"tiny/{name}/{size}/{dtype}")
+    if wanted is not None:
+        return wanted
+    derived = [c for c in configs.values() if "[sample]" in c.id and c.dtype == dtype]
+    return derived[0] if derived else None
+
+
 def _call(build_dir, floor_path, name, config_id, path, which):
     """The bench's call of one variant."""
     import torch
@@ -67,7 +85,7 @@ def _call(build_dir, floor_path, name, config_id, path, which):
     from infiniops_codegen.runtime import load
 
     op = of_build(build_dir).by_name()[name]
-    config = {c.id: c for c in cases.select(False, {name})}[config_id]
+    config = _configs(op)[config_id]
     default, _ = timed_paths(config, op)
     values = cases.materialise(config)
     outputs = [torch.empty_like(w) for w in reference.expected(op, values)]
@@ -112,6 +130,20 @@ def _total(dump: Path) -> int:
     return int(m.group(1)) if m else 0
 
 
+# The interpreter's frames below the timed loop: collection starts and stops
+# inside them, so callgrind books the whole loop on them.
+_OUTER_FRAMES = (
+    "(below main)",
+    "python.c:main",
+    "pythonrun.c:",
+    "Modules/main.c:",
+    "libc-start.c:",
+    "libc_start_call_main.h:",
+    "PyEval_EvalCode",
+    "???:0x",
+)
+
+
 def _per_function(dump: Path) -> dict[str, int]:
     out = subprocess.run(
         ["callgrind_annotate", "--inclusive=no", "--threshold=100", str(dump)],
@@ -119,11 +151,17 @@ def _per_function(dump: Path) -> dict[str, int]:
         text=True,
         check=True,
     ).stdout
-    counts = {}
+    counts: dict[str, int] = {}
     for line in out.splitlines():
         m = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+(.*)$", line)
-        if m and not m.group(2).startswith("PROGRAM TOTALS"):
-            counts[m.group(2).strip()] = int(m.group(1).replace(",", ""))
+        if not m or m.group(2).startswith("PROGRAM TOTALS"):
+            continue
+        # One name for a function whichever object has it (an inlined
+        # kernel in the floor and in the module).
+        name = re.sub(r" \[[^]]*\]$", "", m.group(2).strip())
+        if any(frame in name for frame in _OUTER_FRAMES):
+            continue
+        counts[name] = counts.get(name, 0) + int(m.group(1).replace(",", ""))
     return counts
 
 
@@ -163,11 +201,10 @@ def main(argv=None) -> int:
         echo=lambda line: print(line, file=sys.stderr),
     )
     floor_module = floor.load(floor_path)
-    configs = {c.id: c for c in cases.select(False, set(names))}
     rows = []  # (config id, path, index of ours, index of the floor or None)
     variants = []
     for name in names:
-        config = configs.get(f"tiny/{name}/{args.size}/{args.dtype}")
+        config = _pick(_configs(entries[name]), name, args.size, args.dtype)
         if config is None:
             print(f"{name}: no configuration tiny/{name}/{args.size}/{args.dtype}")
             continue

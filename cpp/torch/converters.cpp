@@ -151,7 +151,56 @@ Scalar scalar_from_tensor(PyObject* obj, const Signature& sig, int i) {
 
 }  // namespace
 
+namespace {
+
+// The c10 scalar types the library holds (tables::data_type), as a mask.
+constexpr uint64_t held_scalar_types() {
+  uint64_t mask = 0;
+  for (int k = 0; k < static_cast<int>(c10::ScalarType::NumOptions) && k < 64; ++k) {
+    bool held = true;
+    (void)tables::data_type(static_cast<c10::ScalarType>(k), [&held] {
+      held = false;
+      return DataType{};
+    });
+    if (held) mask |= uint64_t{1} << k;
+  }
+  return mask;
+}
+constexpr uint64_t kHeldScalarTypes = held_scalar_types();
+
+// plain_tensor and direct_cpu_tensor (aten_convert.h) for the lane, in a
+// few instructions: exactly the keys of an ordinary dense CPU tensor outside
+// inference mode (an inference tensor lacks the autograd keys; conj and neg
+// bits, Python, functorch and every other wrapper add keys), with storage,
+// no autograd metadata (or metadata that neither requires grad nor carries
+// a tangent), and a dtype the library holds (the general path raises for
+// the others).
+bool lane_tensor(const at::Tensor& t) noexcept {
+  constexpr c10::DispatchKeySet kPlainCpu =
+      c10::DispatchKeySet(c10::DispatchKey::CPU) |
+      c10::DispatchKeySet(c10::DispatchKey::ADInplaceOrView) |
+      c10::DispatchKeySet(c10::DispatchKey::AutogradCPU);
+  constexpr c10::DispatchKeySet kAutocast(c10::DispatchKey::AutocastCPU);
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if ((impl->key_set() - kAutocast) != kPlainCpu || !impl->has_storage()) [[unlikely]] {
+    return false;
+  }
+  if (impl->autograd_meta() != nullptr && (impl->requires_grad() || is_dual(t))) [[unlikely]] {
+    return false;
+  }
+  const auto type = static_cast<unsigned>(t.scalar_type());
+  return type < 64 && ((kHeldScalarTypes >> type) & 1) != 0;
+}
+
+}  // namespace
+
 Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i, bool borrow) {
+  if (Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(THPVariableClass)) [[likely]] {
+    // The common case first, in a few instructions: a plain CPU tensor
+    // (see lane_tensor) has nothing for the checks below to find.
+    const at::Tensor& t = THPVariable_Unpack(obj);
+    if (lane_tensor(t)) [[likely]] return borrow ? from_aten_borrowed(t) : from_aten(t);
+  }
   if (!THPVariable_Check(obj)) wrong_type(obj, sig, i, "Tensor");
   const at::Tensor& t = THPVariable_Unpack(obj);
   const bool needs_autograd = t.requires_grad() && at::GradMode::is_enabled();
@@ -371,48 +420,6 @@ bool lane_open(PyObject* impl, PyObject* stream, bool default_is_aten) noexcept 
   return default_is_aten && PyUnicode_CompareWithASCIIString(impl, "default") == 0;
 }
 
-namespace {
-
-// The c10 scalar types the library holds (tables::data_type), as a mask.
-constexpr uint64_t held_scalar_types() {
-  uint64_t mask = 0;
-  for (int k = 0; k < static_cast<int>(c10::ScalarType::NumOptions) && k < 64; ++k) {
-    bool held = true;
-    (void)tables::data_type(static_cast<c10::ScalarType>(k), [&held] {
-      held = false;
-      return DataType{};
-    });
-    if (held) mask |= uint64_t{1} << k;
-  }
-  return mask;
-}
-constexpr uint64_t kHeldScalarTypes = held_scalar_types();
-
-// plain_tensor and direct_cpu_tensor (aten_convert.h) for the lane, in a
-// few instructions: exactly the keys of an ordinary dense CPU tensor outside
-// inference mode (an inference tensor lacks the autograd keys; conj and neg
-// bits, Python, functorch and every other wrapper add keys), with storage,
-// no autograd metadata (or metadata that neither requires grad nor carries
-// a tangent), and a dtype the library holds (the general path raises for
-// the others).
-bool lane_tensor(const at::Tensor& t) noexcept {
-  constexpr c10::DispatchKeySet kPlainCpu =
-      c10::DispatchKeySet(c10::DispatchKey::CPU) |
-      c10::DispatchKeySet(c10::DispatchKey::ADInplaceOrView) |
-      c10::DispatchKeySet(c10::DispatchKey::AutogradCPU);
-  constexpr c10::DispatchKeySet kAutocast(c10::DispatchKey::AutocastCPU);
-  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
-  if ((impl->key_set() - kAutocast) != kPlainCpu || !impl->has_storage()) [[unlikely]] {
-    return false;
-  }
-  if (impl->autograd_meta() != nullptr && (impl->requires_grad() || is_dual(t))) [[unlikely]] {
-    return false;
-  }
-  const auto type = static_cast<unsigned>(t.scalar_type());
-  return type < 64 && ((kHeldScalarTypes >> type) & 1) != 0;
-}
-
-}  // namespace
 
 bool lane_tensors(const Signature& sig, PyObject* const* slots, void** refs,
                   TensorListRef* lists, void** items) noexcept {
