@@ -40,7 +40,8 @@ class GilRelease {
 // runs, and where one might (kernels that split work more finely), it can
 // need the GIL only to copy a tensor whose reference count is one: borrowed
 // handles are given to ops whose kernels' loops see raw pointers
-// (Signature::borrow_tensors), every other op's handles own a reference.
+// (Signature::borrow_tensors), or to any op at one intra-op thread (no
+// worker at all); every other handle owns a reference.
 // Any other call (a large one, or one with a tensor off the CPU, whose
 // device may make the call wait) releases it, as PyTorch does, after its
 // borrowed handles took real references (the Python objects stay alive

@@ -199,7 +199,12 @@ Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i, bool borrow) {
     // The common case first, in a few instructions: a plain CPU tensor
     // (see lane_tensor) has nothing for the checks below to find.
     const at::Tensor& t = THPVariable_Unpack(obj);
-    if (lane_tensor(t)) [[likely]] return borrow ? from_aten_borrowed(t) : from_aten(t);
+    if (lane_tensor(t)) [[likely]] {
+      // At one intra-op thread no worker can copy a borrowed tensor while
+      // the caller holds the GIL (call.h): every op may borrow, and skip
+      // the Python object's incref and decref an owning handle costs.
+      return borrow || at::get_num_threads() == 1 ? from_aten_borrowed(t) : from_aten(t);
+    }
   }
   if (!THPVariable_Check(obj)) wrong_type(obj, sig, i, "Tensor");
   const at::Tensor& t = THPVariable_Unpack(obj);
