@@ -142,7 +142,7 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
       switch (key_.device().type) {
 #ifdef WITH_CPU
         case DeviceType::kCpu:
-          if (native_applies(impl_, key_, {{DataType::kFloat32, 16384}, {DataType::kFloat16, 128}, {DataType::kBFloat16, 512}})) {
+          if (native_applies(impl_, key_, {{DataType::kFloat32, 2048}, {DataType::kFloat16, 32}, {DataType::kBFloat16, 512}})) {
             const torch_fallback::ProfileScope profile_("aten::add");
             ran_ = true;
             if (native::cpu::add(self, other, alpha, out)) {
@@ -1764,7 +1764,7 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
       switch (key_.device().type) {
 #ifdef WITH_CPU
         case DeviceType::kCpu:
-          if (native_applies(impl_, key_, {{DataType::kFloat32, 16384}, {DataType::kFloat16, 128}, {DataType::kBFloat16, 512}})) {
+          if (native_applies(impl_, key_, {{DataType::kFloat32, 1024}, {DataType::kFloat16, 32}, {DataType::kBFloat16, 512}})) {
             const torch_fallback::ProfileScope profile_("aten::mul");
             ran_ = true;
             if (native::cpu::mul(self, other, out)) {
@@ -2268,7 +2268,7 @@ void silu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
       switch (key_.device().type) {
 #ifdef WITH_CPU
         case DeviceType::kCpu:
-          if (native_applies(impl_, key_, {{DataType::kFloat32, 256}, {DataType::kFloat16, 128}, {DataType::kBFloat16, 128}})) {
+          if (native_applies(impl_, key_, {{DataType::kFloat32, 64}, {DataType::kFloat16, 32}, {DataType::kBFloat16, 64}})) {
             const torch_fallback::ProfileScope profile_("aten::silu");
             ran_ = true;
             if (native::cpu::silu(self, out)) {

@@ -113,7 +113,7 @@ def test_list_op_shows_signature_and_implementations(runner, helpers):
     assert "topk.values(Tensor self, SymInt k" in result.output
     add = helpers.invoke(runner, "list", "--op", "add").output
     assert re.search(
-        r"^\s+cpu\s+native \(float32 up to 16384 elements, float16 up to 128 "
+        r"^\s+cpu\s+native \(float32 up to 2048 elements, float16 up to 32 "
         r"elements, bfloat16 up to 512 elements\), torch$",
         add,
         re.M,

@@ -38,7 +38,7 @@ def test_reads_the_committed_manifest_typed():
         "float16",
         "bfloat16",
     )
-    assert add.implementations.native_limit("cpu", "float32") == 16384
+    assert add.implementations.native_limit("cpu", "float32") == 2048
     assert add.implementations.native_limit("nvidia", "float32") is None
     assert add.implementations.torch == m.platforms  # "all"
     assert m.op("rms_norm").composite and m.op("rms_norm").aten is None
