@@ -1,7 +1,7 @@
 """Correctness harness: every op in the built module's manifest, for each
 dtype PyTorch's CPU kernel supports, on contiguous, transposed, step-sliced,
-expanded, 0-dim, zero-size and broadcast inputs, on the handle-reuse, from_blob
-and dispatcher paths, against PyTorch's out= overload and its functional form;
+expanded, 0-dim, zero-size and broadcast inputs, on the lane, handle-reuse,
+from_blob and dispatcher paths, against PyTorch's out= overload and its functional form;
 outputs start filled with sentinels, inputs the op writes are compared too.
 
 One test per op x dtype. A dtype that tests/skips.yaml skips, or in which
