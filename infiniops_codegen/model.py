@@ -252,7 +252,7 @@ class Op:
     @property
     def lane_lists(self) -> int:
         """Tensor-list parameters (each a `l_[k]` of the lane's call)."""
-        return sum(1 for a in self.python_params if a.tensors is Tensors.LIST)
+        return self.tensor_list_param_mask.bit_count()
 
     @property
     def lane_call(self) -> str:
@@ -276,11 +276,7 @@ class Op:
     @property
     def optional_tensor_param_mask(self) -> int:
         """Bit i: Python parameter i takes one tensor or None."""
-        return sum(
-            1 << i
-            for i, a in enumerate(self.python_params)
-            if a.tensors is Tensors.ONE and a.kind.optional
-        )
+        return self._param_mask(Tensors.ONE, optional=True)
 
     @property
     def direct_function(self) -> str:
@@ -422,11 +418,16 @@ class Op:
         that are not out=): their writes count like an output's."""
         return tuple(a for a in self.inputs if a.mutable and not a.hidden)
 
-    def _param_mask(self, tensors: Tensors) -> int:
+    def _param_mask(self, tensors: Tensors, optional: bool | None = None) -> int:
+        """Bit i: Python parameter i holds these tensors (and, when
+        optional is given, is an optional kind or not)."""
         if len(self.python_params) > 62:  # a uint64_t with implementation, stream
             raise ValueError(f"{self.name}: more than 62 parameters")
-        params = enumerate(self.python_params)
-        return sum(1 << i for i, a in params if a.tensors is tensors)
+        return sum(
+            1 << i
+            for i, a in enumerate(self.python_params)
+            if a.tensors is tensors and optional in (None, a.kind.optional)
+        )
 
     @property
     def tensor_param_mask(self) -> int:

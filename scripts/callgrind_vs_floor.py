@@ -42,19 +42,6 @@ REPRESENTATIVE = (
 )
 
 
-def _stmt(call) -> tuple[str, dict]:
-    """The call spelled out (as the bench's timed loop spells it)."""
-    env = {"f": call.func}
-    parts = []
-    for i, a in enumerate(call.args):
-        env[f"a{i}"] = a
-        parts.append(f"a{i}")
-    for i, (k, v) in enumerate(call.kwargs):
-        env[f"k{i}"] = v
-        parts.append(f"{k}=k{i}")
-    return f"f({', '.join(parts)})", env
-
-
 def _configs(op) -> dict:
     """The bench's configurations of op: the table's, else those derived
     from the harness's samples (as `bench --ops` derives them)."""
@@ -108,7 +95,7 @@ def child(spec: str) -> None:
     job = json.loads(Path(spec).read_text())
     for key in job["variants"]:
         call, switches = _call(*key)
-        stmt, env = _stmt(call)
+        stmt, env = call.spelled()
         source = f"def loop(n):\n    for _ in range(n):\n        {stmt}\n"
         exec(source, env)
         if switches is not None:
@@ -188,7 +175,7 @@ def main(argv=None) -> int:
         child(args.child)
         return 0
 
-    from infiniops_codegen.bench import cases, floor
+    from infiniops_codegen.bench import floor
     from infiniops_codegen.bench import paths as P
     from infiniops_codegen.bench.runner import timed_paths
     from infiniops_codegen.manifest import of_build

@@ -56,12 +56,9 @@ def test_a_lane_call_is_torchs_call(ops):
 def test_which_ops_keep_the_lane_at_several_threads(ops):
     """Several intra-op threads: only ops whose kernels' loops see raw
     pointers (TensorIterator) keep the GIL, so only they take the lane."""
-    if torch.get_num_threads() < 2:
-        with threads(2):
-            if torch.get_num_threads() < 2:
-                pytest.skip("torch cannot use two intra-op threads here")
     x, o = torch.randn(3), torch.empty(3)
     with threads(2):
+        assert torch.get_num_threads() == 2
         assert not took_lane(ops, lambda: ops.abs(x, out=o))  # not TensorIterator
         assert took_lane(ops, lambda: ops.sqrt(x.abs(), out=o))  # TensorIterator
 
@@ -109,7 +106,7 @@ def test_what_takes_the_general_path(ops, case):
         with threads(1):
             assert took_lane(ops, call)  # stream=None is no stream
         call = lambda: ops.exp(x, out=o, stream=0)  # noqa: E731
-        expect_error = (TypeError, ValueError, RuntimeError)
+        expect_error = ValueError  # the CPU has no streams in this build
     elif case == "native_default":
         call = lambda: ops.add(x, x, out=o)  # noqa: E731 - the native kernel
     elif case == "native_forced":

@@ -10,6 +10,7 @@
 
 #include <bit>
 #include <string>
+#include <string_view>
 
 #include "torch/aten_convert.h"
 #include "torch/call.h"
@@ -192,6 +193,14 @@ bool lane_tensor(const at::Tensor& t) noexcept {
   return type < 64 && ((kHeldScalarTypes >> type) & 1) != 0;
 }
 
+// Whether a call's tensors may borrow while it keeps the GIL: no intra-op
+// worker can then copy one (which would need the GIL the caller holds) when
+// the op's kernel loops see only raw pointers (Signature::borrow_tensors) or
+// there is one intra-op thread (call.h).
+bool may_borrow(const Signature& sig) {
+  return sig.borrow_tensors || at::get_num_threads() == 1;
+}
+
 }  // namespace
 
 Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i, bool borrow) {
@@ -200,10 +209,9 @@ Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i, bool borrow) {
     // (see lane_tensor) has nothing for the checks below to find.
     const at::Tensor& t = THPVariable_Unpack(obj);
     if (lane_tensor(t)) [[likely]] {
-      // At one intra-op thread no worker can copy a borrowed tensor while
-      // the caller holds the GIL (call.h): every op may borrow, and skip
-      // the Python object's incref and decref an owning handle costs.
-      return borrow || at::get_num_threads() == 1 ? from_aten_borrowed(t) : from_aten(t);
+      // Where may_borrow, every op borrows and skips the Python object's
+      // incref and decref an owning handle costs.
+      return borrow || may_borrow(sig) ? from_aten_borrowed(t) : from_aten(t);
     }
   }
   if (!THPVariable_Check(obj)) wrong_type(obj, sig, i, "Tensor");
@@ -421,10 +429,30 @@ bool lane_open(PyObject* impl, PyObject* stream, bool default_is_aten) noexcept 
   if (stream != nullptr && stream != Py_None) return false;
   if (impl == nullptr) return default_is_aten;
   if (!PyUnicode_Check(impl)) return false;
-  if (PyUnicode_CompareWithASCIIString(impl, "torch") == 0) return true;
-  return default_is_aten && PyUnicode_CompareWithASCIIString(impl, "default") == 0;
+  Py_ssize_t size = 0;
+  const char* text = PyUnicode_AsUTF8AndSize(impl, &size);
+  if (text == nullptr) {
+    PyErr_Clear();  // the general path raises for it
+    return false;
+  }
+  const auto parsed = parse_implementation(std::string_view(text, size));
+  return parsed == Implementation::kTorch ||
+         (default_is_aten && parsed == Implementation::kDefault);
 }
 
+namespace {
+
+// One tensor of a lane call: its TensorImpl, or null when it is not a
+// lane tensor; adds its elements.
+void* lane_item(PyObject* obj, int64_t& elements) noexcept {
+  if (Py_TYPE(obj) != reinterpret_cast<PyTypeObject*>(THPVariableClass)) return nullptr;
+  const at::Tensor& t = THPVariable_Unpack(obj);
+  if (!lane_tensor(t)) return nullptr;
+  elements += t.unsafeGetTensorImpl()->numel();
+  return t.unsafeGetTensorImpl();
+}
+
+}  // namespace
 
 bool lane_tensors(const Signature& sig, PyObject* const* slots, void** refs,
                   TensorListRef* lists, void** items) noexcept {
@@ -442,13 +470,9 @@ bool lane_tensors(const Signature& sig, PyObject* const* slots, void** refs,
       refs[k++] = nullptr;
       continue;
     }
-    if (Py_TYPE(obj) != reinterpret_cast<PyTypeObject*>(THPVariableClass)) return false;
-    const at::Tensor& t = THPVariable_Unpack(obj);
-    if (!lane_tensor(t)) return false;
-    elements += t.unsafeGetTensorImpl()->numel();
-    refs[k++] = t.unsafeGetTensorImpl();
+    refs[k] = lane_item(obj, elements);
+    if (refs[k++] == nullptr) return false;
   }
-  // Keeping the GIL: see lane.h and release_gil_for (call.h).
   std::size_t used = 0;
   int j = 0;
   for (uint64_t bits = sig.tensor_list_params; bits != 0; bits &= bits - 1) {
@@ -459,18 +483,12 @@ bool lane_tensors(const Signature& sig, PyObject* const* slots, void** refs,
     PyObject** elements_of = PySequence_Fast_ITEMS(obj);
     lists[j++] = {items + used, static_cast<std::size_t>(n)};
     for (Py_ssize_t e = 0; e < n; ++e) {
-      PyObject* item = elements_of[e];
-      if (Py_TYPE(item) != reinterpret_cast<PyTypeObject*>(THPVariableClass)) return false;
-      const at::Tensor& t = THPVariable_Unpack(item);
-      if (!lane_tensor(t)) return false;
-      elements += t.unsafeGetTensorImpl()->numel();
-      items[used++] = t.unsafeGetTensorImpl();
+      items[used] = lane_item(elements_of[e], elements);
+      if (items[used++] == nullptr) return false;
     }
   }
-  if (elements >= kKeepGilBelowElements ||
-      !(sig.borrow_tensors || at::get_num_threads() == 1)) {
-    return false;
-  }
+  // The lane keeps the GIL with borrowed tensors (lane.h, call.h).
+  if (elements >= kKeepGilBelowElements || !may_borrow(sig)) return false;
   ++g_lane_calls;
   return true;
 }

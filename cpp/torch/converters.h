@@ -83,8 +83,8 @@ bool lane_open(PyObject* impl, PyObject* stream, bool default_is_aten) noexcept;
 
 // Fills refs (one per tensor parameter, in parameter order) and lists (one
 // per tensor-list parameter, elements stored in items, kLaneListItems at
-// most) and returns true
-// when every tensor argument is exactly a torch.Tensor that ATen's CPU
+// most) and returns true when every tensor argument is exactly a
+// torch.Tensor that ATen's CPU
 // kernels take as it is (dense, with storage, no functionality key beyond
 // autograd and autocast, not an inference tensor, not requiring grad, not a
 // forward-AD dual, of a dtype the library holds), handle reuse is on, and
@@ -95,7 +95,6 @@ bool lane_open(PyObject* impl, PyObject* stream, bool default_is_aten) noexcept;
 // tensor while this one holds it. False: the general path runs the call.
 bool lane_tensors(const Signature& sig, PyObject* const* slots, void** refs,
                   TensorListRef* lists = nullptr, void** items = nullptr) noexcept;
-
 
 // The converters of the kinds (converters.cpp). borrow: a tensor's handle
 // holds no reference (the argument's Python object keeps it alive for the

@@ -7,8 +7,8 @@
 // path would reuse every handle and run ATen on them (no native kernel, no
 // from_blob stand-in, no stream), and only where the GIL may stay held for
 // the whole call (lane_tensors): then nothing about the call differs from
-// the general path but the work it skips. Free of torch's and Python's headers; the checks
-// are in converters.h.
+// the general path but the work it skips. Free of torch's and Python's
+// headers; the checks are in converters.h.
 
 #include <atomic>
 #include <cstddef>

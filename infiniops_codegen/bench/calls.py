@@ -29,6 +29,20 @@ class Call:
     def __call__(self):
         return self.func(*self.args, **dict(self.kwargs))
 
+    def spelled(self) -> tuple[str, dict]:
+        """The call as an expression over local names, `f(a0, a1, out=k0)`,
+        and the values of those names (so that a loop can run it with no
+        tuple or dict built per call)."""
+        env = {"f": self.func}
+        parts = []
+        for i, value in enumerate(self.args):
+            env[f"a{i}"] = value
+            parts.append(f"a{i}")
+        for i, (key, value) in enumerate(self.kwargs):
+            env[f"k{i}"] = value
+            parts.append(f"{key}=k{i}")
+        return f"f({', '.join(parts)})", env
+
 
 def _inputs_and_attrs(op: Op, values: dict):
     """(positional values, [(manifest.Argument, value)] of given keyword-only ones)."""
@@ -120,23 +134,18 @@ def timed_loop(call: Call, sync=None):
     itertools.repeat: no int object per iteration, no allocation at all).
     sync: called once after the calls, inside the timed span (a device's
     synchronize: asynchronous calls are timed to their end)."""
-    names = [f"a{i}" for i in range(len(call.args))]
-    kw_names = [f"k{i}" for i in range(len(call.kwargs))]
-    parts = names + [f"{k}={v}" for (k, _), v in zip(call.kwargs, kw_names)]
-    params = ", ".join(["f", "clock", "repeat", "sync"] + names + kw_names)
+    expression, env = call.spelled()
+    params = ", ".join(["clock", "repeat", "sync", *env])
     source = (
         f"def make({params}):\n"
         "    def loop(n):\n"
         "        t0 = clock()\n"
         "        for _ in repeat(None, n):\n"
-        f"            f({', '.join(parts)})\n"
+        f"            {expression}\n"
         + ("        sync()\n" if sync is not None else "")
         + "        return clock() - t0\n"
         "    return loop\n"
     )
     namespace: dict = {}
     exec(compile(source, "<bench loop>", "exec"), namespace)
-    values = list(call.args) + [v for _, v in call.kwargs]
-    return namespace["make"](
-        call.func, perf_counter_ns, itertools.repeat, sync, *values
-    )
+    return namespace["make"](perf_counter_ns, itertools.repeat, sync, *env.values())

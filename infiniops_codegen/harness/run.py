@@ -3,8 +3,7 @@ against PyTorch's out= overload and its functional form."""
 
 from __future__ import annotations
 
-import contextlib
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import torch
@@ -48,7 +47,7 @@ VARIANTS = (
 PATHS = ("lane", "reuse", "from_blob", "dispatcher")
 
 
-@contextlib.contextmanager
+@contextmanager
 def path_switches(module, path: str):
     """The module's runtime switches (and torch's intra-op threads) of one
     of PATHS for the duration of the block; restored after."""
