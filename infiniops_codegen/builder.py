@@ -21,20 +21,13 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import manifest as manifest_reader
 from . import pipeline, writer
-from .locations import (
-    DEFAULT_BUILD_DIR,
-    DEFAULT_OUT,
-    DEFAULT_SPECS,
-    MANIFEST,
-    MODULE_NAME,
-    REPO_ROOT,
-    find_module,
-)
+from . import project as projects
+from .locations import MANIFEST, MODULE_NAME, PACKAGE_DIR, SUPPORT_DIR, find_module
 from .platforms import load_platforms
 
 OPT_LEVELS = ("0", "1", "2", "3", "s")
@@ -48,10 +41,11 @@ class BuildError(Exception):
 
 @dataclass(frozen=True)
 class BuildRequest:
-    """What `infiniops-codegen build` takes (its options, by the same names)."""
+    """What `infiniops-codegen build` takes (its options, by the same names).
+    build_dir and spec_dir default to the project's (project.current())."""
 
-    build_dir: Path = DEFAULT_BUILD_DIR
-    spec_dir: Path = DEFAULT_SPECS
+    build_dir: Path | None = None
+    spec_dir: Path | None = None
     ops: str | None = None  # --ops: None (the default set), "all", names, @file
     opt_level: str = "3"
     jobs: int = os.cpu_count() or 1
@@ -60,6 +54,7 @@ class BuildRequest:
     platforms: tuple[str, ...] = ("cpu",)
     compile_only: bool = False
     kernel_compilers: tuple[tuple[str, str], ...] = ()  # (platform, compiler)
+    project: projects.Project | None = None  # None: project.current()
 
 
 @dataclass(frozen=True)
@@ -95,6 +90,7 @@ class Built:
 class BuildConfig:
     build_dir: Path
     generated_dir: Path
+    kernel_root: Path | None = None  # the project's native kernels
     opt_level: str = "3"
     jobs: int = os.cpu_count() or 1
     ccache: bool = True
@@ -107,6 +103,8 @@ class BuildConfig:
         args = [
             f"-DINFINI_OPS_TORCH_OPT_LEVEL={self.opt_level}",
             f"-DINFINI_OPS_GENERATED_DIR={self.generated_dir.resolve()}",
+            "-DINFINI_OPS_KERNEL_ROOT="
+            + (str(self.kernel_root.resolve()) if self.kernel_root else ""),
             f"-DPython_EXECUTABLE={sys.executable}",
         ]
         launcher = shutil.which("ccache") if self.ccache else None
@@ -145,13 +143,27 @@ def configure(config: BuildConfig, echo) -> None:
         except ValueError:
             pass
     config.build_dir.mkdir(parents=True, exist_ok=True)
+    _forget_other_source(config.build_dir, echo)
     echo(f"configuring {config.build_dir} (-O{config.opt_level})")
-    cmd = ["cmake", "-S", str(REPO_ROOT), "-B", str(config.build_dir), "-G", "Ninja"]
+    cmd = ["cmake", "-S", str(SUPPORT_DIR), "-B", str(config.build_dir), "-G", "Ninja"]
     proc = subprocess.run(cmd + args, capture_output=True, text=True)
     if proc.returncode != 0:
         stamp.unlink(missing_ok=True)
         raise BuildError("CMake configure failed:\n" + _cmake_error(proc))
     stamp.write_text(json.dumps(args))
+
+
+def _forget_other_source(build_dir: Path, echo) -> None:
+    """A build directory configured from another copy of the tool's CMake
+    project (an older layout, or the tool installed elsewhere since): CMake
+    refuses to reuse its cache, so start the configuration afresh. Objects
+    stay; Ninja rebuilds what the new configuration changes."""
+    home = _cmake_cache(build_dir).get("CMAKE_HOME_DIRECTORY")
+    if home is None or Path(home).resolve() == SUPPORT_DIR.resolve():
+        return
+    echo(f"  {build_dir} was configured from {home}; configuring it afresh")
+    (build_dir / "CMakeCache.txt").unlink(missing_ok=True)
+    shutil.rmtree(build_dir / "CMakeFiles", ignore_errors=True)
 
 
 def _cmake_error(proc: subprocess.CompletedProcess) -> str:
@@ -181,17 +193,32 @@ def compile_all(
         m = _PROGRESS.match(line)
         if m:
             steps = int(m.group(2))
-            echo(f"[{m.group(1)}/{m.group(2)}] {_short_step(line[m.end():])}")
+            step = _short_step(line[m.end() :])
+            if step is not None:
+                echo(f"[{m.group(1)}/{m.group(2)}] {step}")
     if proc.wait() != 0:
         raise BuildError(_compile_error(output, shard_ops))
     return steps
 
 
-def _short_step(text: str) -> str:
-    """'Building CXX object CMakeFiles/x.dir/generated/a.cpp.o' -> 'compile a.cpp'."""
+def _short_step(text: str) -> str | None:
+    """'Building CXX object CMakeFiles/x.dir/generated/a.cpp.o' -> 'compile
+    a.cpp'; None for Ninja's own bookkeeping (the glob re-check)."""
+    if text.startswith("Re-checking globbed directories"):
+        return None
     m = re.match(r"Building (?:CXX|CUDA|VENDORCXX) object .*?\.dir/(.*)\.o$", text)
     if m:
-        return f"compile {m.group(1)}"
+        # Sources outside the tool's CMake project (the project's generated
+        # sources and kernels) appear as their absolute path without its "/".
+        name = m.group(1)
+        if Path("/" + name).is_file():
+            name = _rel(Path("/" + name))
+        return f"compile {name}"
+    m = re.match(
+        r"Building CXX object CMakeFiles/(\w+)\.dir/cmake_pch\.hxx\.gch$", text
+    )
+    if m:
+        return f"precompile the common header of {m.group(1)}"
     return text
 
 
@@ -236,7 +263,7 @@ def smoke_check(build_dir: Path, op_count: int) -> str:
     )
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")])
+        filter(None, [str(PACKAGE_DIR.parent), env.get("PYTHONPATH")])
     )
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env
@@ -246,14 +273,25 @@ def smoke_check(build_dir: Path, op_count: int) -> str:
     return proc.stdout.strip()
 
 
-def generated_dir_for(request: BuildRequest) -> Path:
-    """Only the default set of the default specs lives in the committed
-    generated/; anything else is generated inside the build directory."""
-    selection = pipeline.parse_selection(request.ops)[0]
-    default_set = selection == "default" and (
-        Path(request.spec_dir).resolve() == DEFAULT_SPECS.resolve()
+def resolved(request: BuildRequest) -> BuildRequest:
+    """request with its project, build_dir and spec_dir filled in."""
+    project = request.project or projects.current()
+    return replace(
+        request,
+        project=project,
+        build_dir=Path(request.build_dir or project.build_dir),
+        spec_dir=Path(request.spec_dir or project.specs),
     )
-    return DEFAULT_OUT if default_set else Path(request.build_dir) / "generated"
+
+
+def generated_dir_for(request: BuildRequest) -> Path:
+    """Where a build's sources are generated (project.Project.generated_dir:
+    the committed generated/ only for the project's default set)."""
+    request = resolved(request)
+    default_set = pipeline.parse_selection(request.ops)[0] == "default"
+    return request.project.generated_dir(
+        request.spec_dir, default_set, request.build_dir
+    )
 
 
 def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResult:
@@ -265,7 +303,8 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
     writer.ForeignFileError (a file without the @generated line in the way)
     and BuildError (configure, compile or smoke check failed)."""
     start = time.perf_counter()
-    build_dir = Path(request.build_dir)
+    request = resolved(request)
+    build_dir = request.build_dir
     try:
         gen = pipeline.generate(Path(request.spec_dir), request.ops)
     except OSError as e:
@@ -281,6 +320,7 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
     config = BuildConfig(
         build_dir=build_dir,
         generated_dir=gen_dir,
+        kernel_root=request.project.kernels,
         opt_level=request.opt_level,
         jobs=request.jobs,
         ccache=request.ccache,

@@ -14,8 +14,9 @@ from pathlib import Path
 import click
 
 from . import __version__, builder, pipeline, writer
+from . import project as projects
 from .errors import SpecErrors
-from .locations import DEFAULT_BUILD_DIR, DEFAULT_OUT, MANIFEST, REPO_ROOT
+from .locations import MANIFEST
 from .resolve import SelectionError
 from .schema_db import torch_version
 
@@ -35,12 +36,24 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
-def default_out(selection: str) -> Path:
-    """Only the default set lives in generated/ (committed); other selections
-    go under build/ so they never make the committed tree stale."""
-    if selection == "default":
-        return DEFAULT_OUT
-    return REPO_ROOT / "build" / f"generated-{selection}"
+def project(ctx: click.Context) -> projects.Project:
+    """The project this run works on (--project, else the nearest at or above
+    the working directory), made current for the library; exit 2 when there
+    is none."""
+    obj = ctx.ensure_object(dict)
+    if obj.get("project") is None:
+        try:
+            named = obj.get("project_dir")
+            found = projects.load(named) if named else projects.discover()
+        except projects.ProjectError as e:
+            error(str(e))
+            sys.exit(EXIT_USAGE)
+        except OSError as e:
+            error(f"cannot read the project's pyproject.toml: {e}")
+            sys.exit(EXIT_USAGE)
+        projects.use(found)
+        obj["project"] = found
+    return obj["project"]
 
 
 def run_generation(spec_dir: Path, ops: str | None) -> pipeline.Generation:
@@ -79,9 +92,18 @@ def write_or_exit(files: dict[str, str], out: Path) -> writer.Comparison:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", is_flag=True, help="Say more about each step.")
+@click.option(
+    "--project",
+    "project_dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    default=None,
+    help="The project to work on [default: the nearest directory at or above "
+    "the working directory whose pyproject.toml has a [tool.infiniops-codegen] "
+    "table].",
+)
 @click.version_option(version=__version__, prog_name="infiniops-codegen")
 @click.pass_context
-def main(ctx: click.Context, verbose: bool) -> None:
+def main(ctx: click.Context, verbose: bool, project_dir: Path | None) -> None:
     """Generate PyTorch fallbacks for an operator library from YAML op specs.
 
     \b
@@ -96,7 +118,8 @@ def main(ctx: click.Context, verbose: bool) -> None:
     failed; 2 usage or spec error. Errors are red on a terminal (NO_COLOR=1
     turns colour off). -v/--verbose works before or after the command.
     """
-    ctx.obj = {"verbose": verbose}
+    ctx.obj = {"verbose": verbose, "project_dir": project_dir}
+    projects.use(None)  # each run finds its own (tests invoke main repeatedly)
     if os.environ.get("NO_COLOR"):  # https://no-color.org
         ctx.color = False
 
@@ -122,9 +145,8 @@ SPECS_OPTION = click.option(
     "--specs",
     "spec_dir",
     type=click.Path(path_type=Path, file_okay=False),
-    default=pipeline.DEFAULT_SPECS,
-    show_default="op_specs/",
-    help="Directory of op spec YAML files.",
+    default=None,
+    help="Directory of op spec YAML files [default: the project's, op_specs/].",
 )
 OPS_OPTION = click.option(
     "--ops",
@@ -143,8 +165,15 @@ OPS_OPTION = click.option(
     "out_dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="Output directory [default: generated/ for the default op set, "
-    "build/generated-<selection>/ otherwise].",
+    help="Output directory [default: the project's generated/ for its default "
+    "op set, <build dir>/generated/ for anything else, as with 'build'].",
+)
+@click.option(
+    "--build-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The build directory whose generated/ takes a non-default generation "
+    "[default: the project's, build/].",
 )
 @click.option(
     "--check",
@@ -153,18 +182,31 @@ OPS_OPTION = click.option(
 )
 @VERBOSE_OPTION
 @click.pass_context
-def generate(ctx, spec_dir: Path, ops: str | None, out_dir: Path | None, check: bool):
+def generate(
+    ctx,
+    spec_dir: Path | None,
+    ops: str | None,
+    out_dir: Path | None,
+    build_dir: Path | None,
+    check: bool,
+):
     """Render op specs into C++ sources, a .pyi stub and a manifest.
 
     \b
     Examples:
       infiniops-codegen generate
       infiniops-codegen generate --check
-      infiniops-codegen generate --ops all    # -> build/generated-all/
+      infiniops-codegen generate --ops all    # -> build/generated/
     """
     start = time.perf_counter()
+    # With both --specs and --out given, no project is needed.
+    proj = project(ctx) if spec_dir is None or out_dir is None else None
+    spec_dir = spec_dir or proj.specs
     gen = run_generation(spec_dir, ops)
-    out = out_dir or default_out(pipeline.parse_selection(ops)[0])
+    default_set = pipeline.parse_selection(ops)[0] == "default"
+    out = out_dir or proj.generated_dir(
+        spec_dir, default_set, build_dir or proj.build_dir
+    )
     if check:
         sys.exit(_check(gen, out))
     result = write_or_exit(gen.files, out)
@@ -205,7 +247,7 @@ def generate(ctx, spec_dir: Path, ops: str | None, out_dir: Path | None, check: 
     "--build-dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="Build directory [default: build/].",
+    help="Build directory [default: the project's, build/].",
 )
 @click.option(
     "-j",
@@ -276,8 +318,10 @@ def build(
       infiniops-codegen build --ops add,mul,rms_norm --build-dir build-small
     """
     platforms, compilers = _platform_options(platform_list, kernel_compilers)
+    proj = project(ctx)
     request = builder.BuildRequest(
-        build_dir=build_dir or DEFAULT_BUILD_DIR,
+        project=proj,
+        build_dir=build_dir,
         spec_dir=spec_dir,
         ops=ops,
         opt_level=opt_level,
@@ -412,7 +456,7 @@ def _check(gen: pipeline.Generation, out: Path) -> int:
     default=None,
     help="The build timed as 'before' (the from_blob path through the "
     "dispatcher, implementation='torch'); built with --opt-level 0 when "
-    "missing [default: build-O0/].",
+    "missing [default: <the project's build dir>/bench-before-O0/].",
 )
 @click.option(
     "--threads",
@@ -449,6 +493,7 @@ def bench(ctx, quick, ops, out_dir, after_build_dir, before_build_dir, threads, 
     """
     from .bench.main import BenchError, BenchUsageError, run_bench
 
+    project(ctx)
     names = None
     if ops is not None:
         names = {n.strip() for n in ops.split(",") if n.strip()}
@@ -489,7 +534,7 @@ _STATUS_COLOURS = {"native": "green", "torch": None, "missing": "red"}
     "manifest_path",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Read this manifest [default: generated/manifest.json].",
+    help="Read this manifest [default: the project's generated/manifest.json].",
 )
 @VERBOSE_OPTION
 @click.pass_context
@@ -509,7 +554,7 @@ def list_ops(ctx, op_name, as_json, build_dir, manifest_path):
     from . import coverage, manifest as manifest_reader
 
     if manifest_path is None:
-        manifest_path = (build_dir or DEFAULT_OUT) / MANIFEST
+        manifest_path = (build_dir or project(ctx).generated) / MANIFEST
     try:
         manifest = manifest_reader.read(manifest_path)
         details = coverage.op_details(manifest, op_name) if op_name else None

@@ -1,17 +1,19 @@
-"""Where things are: the repository's directories, the built module's name
-and its files in a build directory. No imports beyond the standard library,
-so that `runtime.load()` and the tools reading a build need nothing of the
-generator (jinja2, torchgen)."""
+"""Where the tool's own files are, the built module's name and its files in
+a build directory. No imports beyond the standard library, so that
+`runtime.load()` and the tools reading a build need nothing of the generator
+(jinja2, torchgen). The user's directories are the project's (project.py).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SPECS = REPO_ROOT / "op_specs"
-DEFAULT_OUT = REPO_ROOT / "generated"  # the default op set (committed)
-DEFAULT_BUILD_DIR = REPO_ROOT / "build"
-TEMPLATE_DIR = REPO_ROOT / "templates"
+PACKAGE_DIR = Path(__file__).resolve().parent
+# Shipped with the tool (package data), the same for every project: the
+# CMake project, the core, runtime and torch bridge sources, the kernels'
+# helper headers.
+SUPPORT_DIR = PACKAGE_DIR / "support"
+TEMPLATE_DIR = PACKAGE_DIR / "templates"
 
 MODULE_NAME = "infiniops"  # the built Python module
 MANIFEST = "manifest.json"  # in a generated directory and in a build directory

@@ -22,7 +22,7 @@ from typing import Mapping
 
 from .arg_kinds import BY_NAME as KINDS
 from .arg_kinds import ArgKind
-from .locations import DEFAULT_OUT, MANIFEST
+from .locations import MANIFEST
 
 # Argument roles (model.Role values).
 INPUT, ATTRIBUTE, OUTPUT, HIDDEN = "input", "attribute", "output", "hidden"
@@ -178,8 +178,13 @@ def of_build(build_dir: str | Path) -> Manifest:
     return read(Path(build_dir) / MANIFEST)
 
 
-def generated(directory: str | Path = DEFAULT_OUT) -> Manifest:
-    """The manifest of a generated directory (default: the committed one)."""
+def generated(directory: str | Path | None = None) -> Manifest:
+    """The manifest of a generated directory (default: the project's
+    committed one)."""
+    if directory is None:
+        from .project import current
+
+        directory = current().generated
     return read(Path(directory) / MANIFEST)
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import SpecError, SpecErrors
-from .locations import DEFAULT_OUT, DEFAULT_SPECS, REPO_ROOT  # noqa: F401
+
 from .model import OpSet
 from .render import render
 from .resolve import build_opset

@@ -17,16 +17,25 @@ from pathlib import Path
 
 # Standard library only: loading a build imports nothing of the generator
 # (jinja2, torchgen), and not torch either (the module imports it itself).
-from .locations import DEFAULT_BUILD_DIR, MODULE_NAME, find_module
+from .locations import MODULE_NAME, find_module
+from .project import ProjectError
+from .project import current as current_project
 
 
 def load(build_dir: str | os.PathLike | None = None):
     """Import the module built in build_dir (default: $INFINIOPS_BUILD_DIR or
-    build/ in the repository). Loading the same directory twice returns the
-    same module object."""
-    directory = Path(
-        build_dir or os.environ.get("INFINIOPS_BUILD_DIR") or DEFAULT_BUILD_DIR
-    )
+    the build directory of the project at or above the working directory).
+    Loading the same directory twice returns the same module object."""
+    directory = build_dir or os.environ.get("INFINIOPS_BUILD_DIR")
+    if not directory:
+        try:
+            directory = current_project().build_dir
+        except ProjectError as e:
+            raise ImportError(
+                f"{e}; or pass the build directory: load('path/to/build')",
+                name=MODULE_NAME,
+            ) from None
+    directory = Path(directory)
     path = find_module(directory)
     if path is None:
         raise ImportError(

@@ -155,7 +155,7 @@ def _per_function(dump: Path) -> dict[str, int]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--build-dir", default="build")
-    p.add_argument("--before-build-dir", default="build-O0")
+    p.add_argument("--before-build-dir", default="build/bench-before-O0")
     p.add_argument("--ops", default=",".join(REPRESENTATIVE))
     p.add_argument("--size", default="1")
     p.add_argument("--dtype", default="float32")

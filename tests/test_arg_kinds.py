@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from infiniops_codegen import arg_kinds
+from infiniops_codegen.locations import SUPPORT_DIR
 from infiniops_codegen.schema_types import TypeInfo
 
 REPO = Path(__file__).resolve().parent.parent
@@ -60,7 +61,7 @@ def test_every_kind_has_a_converter_the_api_takes(tmp_path):
             "-std=c++20",
             "-fsyntax-only",
             "-I",
-            str(REPO / "cpp"),
+            str(SUPPORT_DIR / "cpp"),
             "-I",
             str(REPO / "generated"),
             "-I",

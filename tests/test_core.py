@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from infiniops_codegen.dtypes import load_dtypes
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CPP_DIR = REPO_ROOT / "cpp"
+CPP_DIR = SUPPORT_DIR / "cpp"
 CORE_DIR = CPP_DIR / "core"
 KERNEL_DIR = CPP_DIR / "kernels" / "cpu"
 CPP_TEST_DIR = REPO_ROOT / "tests" / "cpp"

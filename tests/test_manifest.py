@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from infiniops_codegen import manifest, module_api, pipeline
-from infiniops_codegen.locations import DEFAULT_OUT
+from infiniops_codegen.locations import TEMPLATE_DIR
 
 REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO / "generated"
 FIXTURES = REPO / "tests" / "fixtures"
 
 
@@ -148,7 +149,7 @@ def test_the_manifest_signature_is_the_stubs(where, basic_specs):
 def test_the_stub_template_lays_out_the_shared_signature():
     """The stub's op parameters come from python_signature(), never from a
     second loop over the arguments."""
-    text = (REPO / "templates" / "module.pyi.j2").read_text()
+    text = (TEMPLATE_DIR / "module.pyi.j2").read_text()
     assert "python_signature(op)" in text
     assert "a.py_type" not in text and "a.py_name" not in text
 
@@ -257,5 +258,6 @@ def test_runtime_load_imports_no_generator_module(ops):
     assert loaded == [
         "infiniops_codegen",
         "infiniops_codegen.locations",
+        "infiniops_codegen.project",
         "infiniops_codegen.runtime",
     ]

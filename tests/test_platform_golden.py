@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from infiniops_codegen import pipeline
+from infiniops_codegen.locations import SUPPORT_DIR
 from infiniops_codegen.platforms import load_platforms
 
 GOLDEN = Path(__file__).resolve().parent / "fixtures" / "golden" / "basic"
@@ -195,7 +196,7 @@ def test_platforms_cmake_carries_the_table():
 
 def test_cmake_reads_every_platform_variable_it_is_given():
     text = golden("platforms.cmake")
-    cmake = (GOLDEN.parents[3] / "CMakeLists.txt").read_text()
+    cmake = (SUPPORT_DIR / "CMakeLists.txt").read_text()
     keys = set(re.findall(r"set\(INFINI_OPS_PLATFORM_[a-z0-9]+_([A-Z_]+) ", text))
     assert {"FLAG", "DEFAULT", "CUDA_TOOLKIT"} <= keys
     unread = sorted(k for k in keys if f"INFINI_OPS_PLATFORM_${{_p}}_{k}" not in cmake)
@@ -215,6 +216,6 @@ def test_generate_produces_every_platform(tmp_path, runner, helpers):
     assert result.exit_code == 0, result.output
     for rel in ("stream_guards.cpp", "stream_guards.h", "platforms.cmake"):
         assert (out / rel).read_text(encoding="utf-8") == golden(rel)
-    committed = (pipeline.DEFAULT_OUT / "stream_guards.cpp").read_text()
+    committed = (GOLDEN.parents[3] / "generated" / "stream_guards.cpp").read_text()
     for p in STREAM_PLATFORMS:
         assert f"#ifdef {p.flag}" in committed and p.stream.guard in committed

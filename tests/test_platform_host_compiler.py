@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from infiniops_codegen.builder import BuildConfig
+from infiniops_codegen.locations import SUPPORT_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "fake_vendor_cxx.sh"
@@ -67,6 +68,7 @@ def _configure(base: Path, platform: str, cxx: str | None = None):
     config = BuildConfig(
         build_dir=build,
         generated_dir=generated,
+        kernel_root=ROOT / "cpp" / "kernels",  # the cpu kernels of this project
         ccache=False,
         platforms=("cpu", platform),
         compile_only=True,  # the vendor torch build is not here to link
@@ -76,7 +78,7 @@ def _configure(base: Path, platform: str, cxx: str | None = None):
             *([f"-DCMAKE_CXX_COMPILER={cxx}"] if cxx else []),
         ),
     )
-    cmd = ["cmake", "-S", str(ROOT), "-B", str(build), "-G", "Ninja"]
+    cmd = ["cmake", "-S", str(SUPPORT_DIR), "-B", str(build), "-G", "Ninja"]
     proc = subprocess.run(
         cmd + config.cmake_args(),
         cwd=ROOT,

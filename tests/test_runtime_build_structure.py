@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from infiniops_codegen.locations import SUPPORT_DIR
 from runtime_conftest_helpers import REPO, build_dir, opt_flags, subprocess_env
 
 GENERATED = REPO / "generated"
@@ -40,12 +41,12 @@ def _unity_sources(path: Path) -> list[Path]:
 
 def _kind(file: str, generated: Path = GENERATED) -> str:
     path = Path(file).resolve()
-    if path.parent == (REPO / "cpp" / "torch").resolve():
+    if path.parent == (SUPPORT_DIR / "cpp" / "torch").resolve():
         return "bridge"
     # the bridge's Python-facing files compile as one unity TU
     if _is_unity(path):
         if all(
-            s.parent == (REPO / "cpp" / "torch").resolve() for s in _unity_sources(path)
+            s.parent == (SUPPORT_DIR / "cpp" / "torch").resolve() for s in _unity_sources(path)
         ):
             return "bridge"
     if path.parent == (generated / "torch_fallback").resolve():
@@ -73,7 +74,7 @@ def _last_opt(entry: dict) -> str:
 
 def _expected_sources() -> dict[str, set[Path]]:
     return {
-        "bridge": set((REPO / "cpp" / "torch").glob("*.cpp")),
+        "bridge": set((SUPPORT_DIR / "cpp" / "torch").glob("*.cpp")),
         "wrapper": set((GENERATED / "torch_fallback").glob("*.cpp")),
         "dispatch": {GENERATED / "ops.cpp"},
         "bindings": {GENERATED / "bindings.cpp"},
@@ -197,11 +198,12 @@ def _configure(directory: Path, level: str) -> subprocess.CompletedProcess:
     cmd = [
         "cmake",
         "-S",
-        str(REPO),
+        str(SUPPORT_DIR),
         "-B",
         str(directory),
         "-G",
         "Ninja",
+        f"-DINFINI_OPS_GENERATED_DIR={REPO / 'generated'}",
         f"-DINFINI_OPS_TORCH_OPT_LEVEL={level}",
         f"-DPython_EXECUTABLE={sys.executable}",
         "-DCMAKE_CXX_COMPILER_LAUNCHER=",

@@ -18,7 +18,8 @@ from pathlib import Path
 from .. import builder
 from ..errors import SpecErrors
 from ..manifest import ManifestError
-from ..locations import REPO_ROOT
+from .. import project as projects
+from ..locations import PACKAGE_DIR
 from ..resolve import SelectionError
 from ..writer import ForeignFileError
 
@@ -53,37 +54,47 @@ def _build(build_dir: Path, opt_level: str, ops: list[str] | None, echo) -> None
         raise BuildFailed(f"building {build_dir} failed: {e}") from None
 
 
-SOURCE_GLOBS = (
-    "cpp/**/*",
-    "templates/*",
-    "op_specs/*.yaml",
-    "CMakeLists.txt",
-    "infiniops_codegen/*.py",
-)
+def _files(root: Path, *globs: str) -> list[Path]:
+    return [p for g in globs for p in root.glob(g) if p.is_file()]
+
+
+def _sources() -> list[Path]:
+    """What a build is made from: the tool's generator, templates and support
+    sources, and the project's specs and native kernels."""
+    project = projects.current()
+    return (
+        _files(PACKAGE_DIR, "*.py", "templates/*", "support/**/*")
+        + _files(project.specs, "*.yaml")
+        + _files(project.kernels, "**/*")
+    )
 
 
 def newest_source() -> float:
     """The latest modification time among what a build is made from."""
-    return max(
-        (p.stat().st_mtime for g in SOURCE_GLOBS for p in REPO_ROOT.glob(g)),
-        default=0.0,
+    return max((p.stat().st_mtime for p in _sources()), default=0.0)
+
+
+def _module_inputs() -> list[Path]:
+    """What the compiled module is made of (generated/ follows the specs and
+    the templates; `build` regenerates it first): a module older than one of
+    these is stale, and a no-op `build` after a change elsewhere leaves it as
+    it is."""
+    project = projects.current()
+    return (
+        _files(PACKAGE_DIR, "support/**/*")
+        + _files(project.kernels, "**/*")
+        + _files(project.generated, "**/*")
     )
-
-
-# What the compiled module is made of (generated/ follows op_specs/ and the
-# templates; `build` regenerates it first): a module older than one of these
-# is stale, and a no-op `build` after a change elsewhere leaves it as it is.
-MODULE_INPUTS = ("cpp/**/*", "generated/**/*", "cmake/**/*", "CMakeLists.txt")
 
 
 def stale_inputs(module: Path) -> list[str]:
     """Module inputs modified after the module was built."""
     built = module.stat().st_mtime
+    project = projects.current()
     return sorted(
-        str(p.relative_to(REPO_ROOT))
-        for g in MODULE_INPUTS
-        for p in REPO_ROOT.glob(g)
-        if p.is_file() and p.stat().st_mtime > built
+        project.rel(p) if project.rel(p) != str(p) else str(p.relative_to(PACKAGE_DIR))
+        for p in _module_inputs()
+        if p.stat().st_mtime > built
     )
 
 

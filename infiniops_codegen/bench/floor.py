@@ -23,8 +23,8 @@ shapes, or looks for modes: those are the library's cost.
 
 The source is rendered from the manifest and torchgen's C++ signature of each
 out= overload (schema_db) by the generator's own renderer
-(templates/bench_floor.cpp.j2), and compiled by the project's CMake project
-(CMakeLists.txt, target infiniops_bench_floor: the same torch discovery,
+(templates/bench_floor.cpp.j2), and compiled by the tool's CMake project
+(support/CMakeLists.txt, target infiniops_bench_floor: the same torch discovery,
 flags and CPU kernel objects as the module) in a build directory of its own,
 cached by a hash of everything that goes into it: a second run loads the
 cached .so.
@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import builder
-from ..locations import DEFAULT_OUT, REPO_ROOT
+from .. import project as projects
+from ..locations import SUPPORT_DIR
 from ..arg_kinds import FloorCode, Tensors
 from ..manifest import HIDDEN, OUTPUT, Argument, Op
 from ..render import render_template
@@ -51,9 +52,7 @@ from ..schema_types import AtenSchema
 from . import paths as P
 
 TEMPLATE = "bench_floor.cpp.j2"  # in templates/
-TARGET = "infiniops_bench_floor"  # in CMakeLists.txt
-CPP_DIR = REPO_ROOT / "cpp"
-KERNEL_DIR = CPP_DIR / "kernels" / "cpu"
+TARGET = "infiniops_bench_floor"  # in support/CMakeLists.txt
 
 
 class FloorError(Exception):
@@ -279,12 +278,16 @@ def _digest(source: str, generated_dir: Path, with_native: bool) -> str:
     interpreter and torch, and (with native floors) the kernel sources, the
     core headers and the generated kernel declarations."""
     h = hashlib.sha256(source.encode())
-    h.update((REPO_ROOT / "CMakeLists.txt").read_bytes())
+    h.update((SUPPORT_DIR / "CMakeLists.txt").read_bytes())
     h.update(
         f"{sys.executable}\0{torch_version()}\0{os.environ.get('CXX', '')}".encode()
     )
     if with_native:
-        files = sorted(KERNEL_DIR.glob("*")) + sorted((CPP_DIR / "core").glob("*.h"))
+        kernels = projects.current().kernels / "cpu"
+        files = sorted(kernels.glob("*")) + sorted(
+            (SUPPORT_DIR / "cpp" / "core").glob("*.h")
+        )
+        files += sorted((SUPPORT_DIR / "cpp" / "kernels" / "cpu").glob("*.h"))
         files.append(Path(generated_dir) / "native_kernels.h")
         files += sorted(Path(generated_dir).glob("*_table.h"))
         for f in files:
@@ -294,11 +297,14 @@ def _digest(source: str, generated_dir: Path, with_native: bool) -> str:
 
 
 def build(
-    ops: list[Op], cache_dir: Path, echo=print, generated_dir: Path = DEFAULT_OUT
+    ops: list[Op], cache_dir: Path, echo=print, generated_dir: Path | None = None
 ) -> tuple[Path, list[str]]:
     """Compile (or find cached) the floors of these ops; returns the .so path
     and what was left out. generated_dir: the generated sources the CMake
-    project is configured with (the native kernels' declarations)."""
+    project is configured with (the native kernels' declarations; default:
+    the project's generated/)."""
+    project = projects.current()
+    generated_dir = Path(generated_dir or project.generated)
     probe, left_out = render(ops)
     with_native = "native__" in probe
     module = f"infiniops_bench_floor_{_digest(probe, generated_dir, with_native)}"
@@ -316,7 +322,8 @@ def build(
     )
     config = builder.BuildConfig(
         build_dir=cache_dir / "cmake",
-        generated_dir=Path(generated_dir),
+        generated_dir=generated_dir,
+        kernel_root=project.kernels,
         jobs=os.cpu_count() or 1,
         extra_cmake_args=(
             f"-DINFINI_OPS_BENCH_FLOOR_SOURCE={source.resolve()}",

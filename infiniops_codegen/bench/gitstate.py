@@ -10,12 +10,9 @@ from pathlib import Path
 # Untracked files count as a modification only where a build reads them.
 BUILD_INPUTS = (
     "cpp/",
-    "cmake/",
-    "templates/",
     "op_specs/",
     "generated/",
     "infiniops_codegen/",
-    "CMakeLists.txt",
     "pyproject.toml",
 )
 

@@ -11,11 +11,20 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from .. import project as projects
 from ..builder import Built
-from ..locations import DEFAULT_OUT, REPO_ROOT
 from . import builds, cases, derive, floor, gitstate, plot, report, runner
 
-PUBLISHED = REPO_ROOT / "docs" / "perf"  # the committed copy
+
+def published() -> Path:
+    """The committed copy of the results: docs/perf/ of the project."""
+    return projects.current().root / "docs" / "perf"
+
+
+def default_before_dir() -> Path:
+    """The bench's own before build: inside the project's build directory,
+    never in the source tree."""
+    return projects.current().build_dir / "bench-before-O0"
 
 
 class BenchError(Exception):
@@ -37,11 +46,8 @@ def _cpu_model() -> str:
 
 
 def _rel(path: Path) -> str:
-    """Relative to the repository when inside it (bench.json is committed)."""
-    try:
-        return str(Path(path).resolve().relative_to(REPO_ROOT.resolve()))
-    except ValueError:
-        return str(path)
+    """Relative to the project when inside it (bench.json is committed)."""
+    return projects.current().rel(path)
 
 
 def _build_meta(info: Built, state: dict) -> dict:
@@ -59,25 +65,25 @@ def _build_meta(info: Built, state: dict) -> dict:
 
 def publishing(out: Path) -> bool:
     """Is out the committed copy (docs/perf/)?"""
-    return Path(out).resolve() == PUBLISHED.resolve()
+    return Path(out).resolve() == published().resolve()
 
 
 def check_publishable(git: dict, after: Built | None) -> None:
     """docs/perf/ must come from an unmodified tree, built from it."""
     if git.get("modified"):
         raise BenchUsageError(
-            f"refusing to write {_rel(PUBLISHED)}/ from a modified tree "
+            f"refusing to write {_rel(published())}/ from a modified tree "
             f"({', '.join(git['changes'][:8])}): commit or stash first, or pass "
             "another --out"
         )
     if git.get("commit") in (None, "unknown"):
         raise BenchUsageError(
-            f"refusing to write {_rel(PUBLISHED)}/: the git commit is unknown"
+            f"refusing to write {_rel(published())}/: the git commit is unknown"
         )
     stale = builds.stale_inputs(after.module) if after is not None else []
     if stale:
         raise BenchUsageError(
-            f"refusing to write {_rel(PUBLISHED)}/: {_rel(after.build_dir)} is "
+            f"refusing to write {_rel(published())}/: {_rel(after.build_dir)} is "
             f"older than {', '.join(stale[:5])}; run 'infiniops-codegen build' first"
         )
 
@@ -124,13 +130,16 @@ def run_bench(
     if ops is not None and not ops:
         raise BenchUsageError("--ops names no op")
     device = _check_device(device)
-    git = gitstate.state(REPO_ROOT, ignore=_bench_outputs(out))
+    root = projects.current().root
+    git = gitstate.state(root, ignore=_bench_outputs(out))
     if publishing(out):
         check_publishable(git, None)
     after_dir = Path(
-        after_build_dir or os.environ.get("INFINIOPS_BUILD_DIR") or REPO_ROOT / "build"
+        after_build_dir
+        or os.environ.get("INFINIOPS_BUILD_DIR")
+        or projects.current().build_dir
     )
-    before_dir = Path(before_build_dir or REPO_ROOT / "build-O0")
+    before_dir = Path(before_build_dir or default_before_dir())
     try:
         after = builds.ensure_after(after_dir, echo)
     except builds.BuildFailed as e:
@@ -155,7 +164,7 @@ def run_bench(
             [entries[name] for name in sorted(needed)],
             before_dir / "bench-floor",
             echo,
-            after.generated_dir or DEFAULT_OUT,
+            after.generated_dir,
         )
     except builds.BuildFailed as e:
         raise BenchError(str(e)) from None
@@ -182,7 +191,7 @@ def run_bench(
     outcomes, states = runner.run_all(configs, entries, params, plan, echo, verbose)
     rows = [report.config_row(o) for o in outcomes]
     summary = report.summarise(rows)
-    git_after = gitstate.state(REPO_ROOT, ignore=_bench_outputs(out))
+    git_after = gitstate.state(root, ignore=_bench_outputs(out))
     if git_after != git:
         echo("warning: the git state changed during the run (recorded in meta)")
 

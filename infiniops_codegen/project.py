@@ -1,0 +1,202 @@
+"""The user's project: the directory tree the tool generates and builds for.
+
+A project is a directory whose pyproject.toml has a `[tool.infiniops-codegen]`
+table; the tool works on the nearest one at or above the working directory,
+or on the one `--project DIR` names. The table says where the project keeps
+its parts, every path relative to the project and inside it:
+
+    [tool.infiniops-codegen]
+    specs = "op_specs"         # op spec YAML files
+    generated = "generated"    # the default op set's sources (committed)
+    kernels = "cpp/kernels"    # native kernels: <kernels>/<platform>/*.cc, ...
+    build-dir = "build"        # the default build directory
+
+(all optional; these are the defaults). What is not the user's (templates,
+the CMake project, the core and torch bridge sources) ships with the tool
+(locations.SUPPORT_DIR).
+
+Where generation goes, for `generate` and `build` alike: the default op set
+of the project's own specs into the project's `generated/`; anything else
+(another selection, other specs) into `<build dir>/generated/`. The tool
+writes nowhere else unless told (`generate --out`).
+
+Standard library only (tomllib), like locations.py: `runtime.load()` uses it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the 3.10 dependency of pyproject.toml
+    import tomli as tomllib
+
+MARKER = "pyproject.toml"
+TABLE = "infiniops-codegen"  # [tool.infiniops-codegen]
+# key -> default, all relative to the project root
+KEYS = {
+    "specs": "op_specs",
+    "generated": "generated",
+    "kernels": "cpp/kernels",
+    "build-dir": "build",
+}
+
+
+class ProjectError(Exception):
+    """No project, or a malformed table; the message is for people
+    (`path:line:col: ...` where the table is at fault)."""
+
+
+@dataclass(frozen=True)
+class Project:
+    root: Path
+    specs: Path  # op spec YAML files
+    generated: Path  # the default op set's generated sources (committed)
+    kernels: Path  # native kernels, one directory per platform
+    build_dir: Path  # the default build directory
+
+    def generated_dir(self, spec_dir: Path, default_set: bool, build_dir: Path) -> Path:
+        """Where a generation goes (the one rule of the module docstring)."""
+        if default_set and Path(spec_dir).resolve() == self.specs.resolve():
+            return self.generated
+        return Path(build_dir) / "generated"
+
+    def rel(self, path: Path) -> str:
+        """path as shown to people: relative to the project when inside it."""
+        try:
+            return str(Path(path).resolve().relative_to(self.root.resolve()))
+        except ValueError:
+            return str(path)
+
+
+def _table_line(text: str, key: str | None) -> tuple[int, int]:
+    """(line, col) of `key = ...` inside the [tool.infiniops-codegen] table,
+    or of the table's header when key is None or not found: tomllib gives no
+    positions, and the table is a few lines people wrote by hand."""
+    header = None
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if line.startswith("["):
+            if header is not None:
+                break
+            if line.replace(" ", "") in (f"[tool.{TABLE}]", f'[tool."{TABLE}"]'):
+                header = n
+            continue
+        if header is not None and key is not None:
+            name = line.split("=", 1)[0].strip().strip('"')
+            if "=" in line and name == key:
+                return n, raw.index(line[0]) + 1
+    return (header or 1), 1
+
+
+def _relative(value: object, key: str, where: str) -> PurePosixPath:
+    if not isinstance(value, str) or not value.strip():
+        raise ProjectError(
+            f"{where}: '{key}' must be a path string, e.g. {KEYS[key]!r}"
+        )
+    path = PurePosixPath(value.replace("\\", "/"))
+    if path.is_absolute() or ":" in path.parts[0]:
+        raise ProjectError(
+            f"{where}: '{key}' = {value!r} is absolute; paths in the table are "
+            "relative to the project (the directory of pyproject.toml)"
+        )
+    if ".." in path.parts:
+        raise ProjectError(
+            f"{where}: '{key}' = {value!r} leaves the project ('..'); the tool "
+            "only reads and writes inside it"
+        )
+    return path
+
+
+def _table(pyproject: Path) -> tuple[dict, str] | None:
+    """The [tool.infiniops-codegen] table and the file's text; None when the
+    file has no such table. ProjectError when it is not valid TOML."""
+    text = pyproject.read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        # "... (at line 2, column 11)": the position is only in the text
+        # before Python 3.14.
+        m = re.search(r"\s*\(at line (\d+), column (\d+)\)$", str(e))
+        line, col = (m.group(1), m.group(2)) if m else (1, 1)
+        what = str(e)[: m.start()] if m else str(e)
+        raise ProjectError(f"{pyproject}:{line}:{col}: not valid TOML: {what}") from None
+    table = data.get("tool", {}).get(TABLE)
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        line, col = _table_line(text, None)
+        raise ProjectError(f"{pyproject}:{line}:{col}: [tool.{TABLE}] must be a table")
+    return table, text
+
+
+def load(root: Path) -> Project:
+    """The project at root; ProjectError when root has no marker or the
+    table is malformed."""
+    root = Path(root).resolve()
+    pyproject = root / MARKER
+    found = _table(pyproject) if pyproject.is_file() else None
+    if found is None:
+        raise ProjectError(
+            f"{root} is not an infiniops-codegen project: it needs a {MARKER} "
+            f"with a [tool.{TABLE}] table (docs/projects.md)"
+        )
+    table, text = found
+    paths = {}
+    for key, value in table.items():
+        line, col = _table_line(text, key)
+        where = f"{pyproject}:{line}:{col}"
+        if key not in KEYS:
+            raise ProjectError(
+                f"{where}: unknown key '{key}' in [tool.{TABLE}]; "
+                f"known: {', '.join(KEYS)}"
+            )
+        paths[key] = _relative(value, key, where)
+    resolved = {k: root / paths.get(k, PurePosixPath(d)) for k, d in KEYS.items()}
+    return Project(
+        root=root,
+        specs=resolved["specs"],
+        generated=resolved["generated"],
+        kernels=resolved["kernels"],
+        build_dir=resolved["build-dir"],
+    )
+
+
+def find(start: Path | None = None) -> Project:
+    """The nearest project at or above start (default: the working directory)."""
+    start = Path(start or Path.cwd()).resolve()
+    for directory in (start, *start.parents):
+        pyproject = directory / MARKER
+        if pyproject.is_file() and _table(pyproject) is not None:
+            return load(directory)
+    raise ProjectError(
+        f"no infiniops-codegen project at or above {start}: run inside one (a "
+        f"directory whose {MARKER} has a [tool.{TABLE}] table) or pass "
+        "--project DIR"
+    )
+
+
+_current: Project | None = None
+
+
+def use(project: Project | None) -> None:
+    """Make project the current one (the CLI's --project); None forgets it."""
+    global _current
+    _current = project
+
+
+def discover() -> Project:
+    """The project named by $INFINIOPS_PROJECT, else the nearest at or above
+    the working directory."""
+    named = os.environ.get("INFINIOPS_PROJECT")
+    return load(Path(named)) if named else find()
+
+
+def current() -> Project:
+    """The project the tool works on: the one use() set, else discover()."""
+    return _current if _current is not None else discover()
