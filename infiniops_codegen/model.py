@@ -218,6 +218,14 @@ class Op:
     reference: str | None = None  # composites: Python reference expression
     direct_cpu: bool = False  # may call at::cpu::<fn> directly, skipping the dispatcher
     tensor_iterator: bool = False  # ATen kernel structured on TensorIteratorBase
+    fallback_line: int = 0  # composites: the line of the body's first line in source
+
+    @property
+    def fallback_line_directive(self) -> str:
+        """`#line` naming the body's place in its spec file, so the compiler
+        reports errors in the body there (relative, as in generated headers)."""
+        escaped = self.source.replace("\\", "\\\\").replace('"', '\\"')
+        return f'#line {self.fallback_line} "{escaped}"'
 
     @property
     def aten_autograd(self) -> bool:

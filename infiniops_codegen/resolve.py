@@ -141,8 +141,27 @@ def _arguments(schema: AtenSchema, spec: OpSpec) -> tuple[Argument, ...]:
             )
         seen[a.py_name] = a.name
     if not any(a.is_output for a in args):
+        if spec.signature is not None:
+            raise _OpError(spec.at("signature"), _missing_out(schema))
         raise _OpError(spec.where, f"{schema.name} has no out= argument")
     return tuple(args)
+
+
+def _missing_out(schema: AtenSchema) -> str:
+    """A composite signature without an out= argument: what to write."""
+    unmarked = [
+        a.name
+        for a in schema.args
+        if a.kwarg_only and a.type.base == "Tensor" and not a.is_write
+    ]
+    name = unmarked[-1] if unmarked else "out"
+    what = f"'{name}' lacks" if unmarked else "missing"
+    return (
+        f"composite signature has no out= argument: {what} the out annotation; "
+        f"mark the output 'Tensor(a!) {name}' after '*' and return it, e.g. "
+        f"'{schema.base}(Tensor input, *, Tensor(a!) {name}) -> Tensor(a!)' "
+        "(an out= argument is a keyword-only Tensor with a write annotation)"
+    )
 
 
 # Hint keys that are not argument names: per-argument tensor shapes and
@@ -244,6 +263,7 @@ def _op(spec: OpSpec, db: SchemaDB, name: str) -> Op:
         aten_function=None if composite else f"at::{schema.cpp_name}",
         cpp_order=schema.cpp_order,
         fallback_body=spec.fallback.rstrip() if composite else None,
+        fallback_line=spec.fallback_line if composite else 0,
         native=_native(spec, args),
         hints=spec.hints,
         shard=0,

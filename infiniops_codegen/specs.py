@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import keyword
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +66,7 @@ class OpSpec:
     name: str | None = None
     signature: str | None = None
     fallback: str | None = None
+    fallback_line: int = 0  # composites: the spec line of the body's first line
     reference: str | None = None  # composites: Python expression for the harness
     uses: tuple[str, ...] = ()
     rename: tuple[tuple[str, str], ...] = ()
@@ -96,10 +98,14 @@ def _suggest(word: str, choices) -> str:
 class _Reader:
     """Validates one file's node tree, collecting every problem it finds."""
 
-    def __init__(self, display: str, source: str, errors: list[SpecError]):
+    def __init__(
+        self, display: str, source: str, errors: list[SpecError], text: str = ""
+    ):
         self.display = display
         self.source = source
         self.errors = errors
+        # The file's lines as YAML counts them (for body_line).
+        self.lines = re.split(r"\r\n|[\r\n\x85\u2028\u2029]", text)
 
     def where(self, node: Node) -> Where:
         return Where(self.display, node.line, node.col)
@@ -116,14 +122,39 @@ class _Reader:
         self.fail(node, f"{what} must be {_ARTICLE[kind]}, got {got}")
         return False
 
-    def string(self, node: Node, what: str) -> str | None:
+    def string(self, node: Node, what: str, one_line: bool = True) -> str | None:
+        """A non-empty string; `one_line` (names, overloads, platforms,
+        dtypes) also rejects a plain scalar YAML joined from several lines."""
         if node.kind == "scalar" and isinstance(node.value, str) and node.value.strip():
+            if one_line and node.fold is not None:
+                self.folded(node)
+                return None
             return node.value
         got = "empty" if node.value in (None, "") else type(node.value).__name__
         if node.kind != "scalar":
             got = f"a {node.kind}"
         self.fail(node, f"{what} must be a non-empty string, got {got}")
         return None
+
+    def folded(self, node: Node) -> None:
+        """Report a name YAML read from several lines, at the line that
+        continues it: almost surely an indentation mistake."""
+        fold = node.fold
+        joined = " ".join(node.value.split())  # one line, as YAML folds it
+        if fold.item:
+            both = "both" if fold.lines == 2 else f"these {fold.lines} lines"
+            message = (
+                "this list item is indented more than the item above it, so "
+                f"YAML read {both} as one name '{joined}'; indent it like "
+                "the item above"
+            )
+        else:
+            message = (
+                f"this line continues the name on line {node.line}, so YAML "
+                f"read them as one name '{joined}'; a name must fit on "
+                "one line (fix the indentation, or start a new item with '- ')"
+            )
+        self.errors.append(SpecError(self.display, fold.line, fold.col, message))
 
     def check_keys(self, node: Node, allowed, what: str) -> None:
         for key, key_node in node.keys.items():
@@ -155,7 +186,8 @@ class _Reader:
         fields: dict = {}
         for key in ("aten", "signature", "fallback", "reference"):
             if key in v:
-                fields[key] = self.string(v[key], f"'{key}'")
+                # Signatures, bodies and expressions may span lines.
+                fields[key] = self.string(v[key], f"'{key}'", one_line=key == "aten")
         if "name" in v:
             fields["name"] = self.identifier(v["name"], "'name'")
         if "uses" in v:
@@ -166,6 +198,8 @@ class _Reader:
             fields["native"] = self.native(v["native"])
         if "hints" in v and self.expect(v["hints"], "mapping", "'hints'"):
             fields["hints"] = tuple(sorted(v["hints"].plain().items()))
+        if "fallback" in v:
+            fields["fallback_line"] = self.body_line(v["fallback"])
         ok = self.shape(node, fields)
         # A bad string value was reported above; the entry must not reach the
         # resolver without it (no 'aten' nor 'signature', a None body).
@@ -175,6 +209,13 @@ class _Reader:
         fields = {k: x for k, x in fields.items() if x is not None}
         spec = OpSpec(self.source, self.where(node), places=places, **fields)
         return spec if ok else None
+
+    def body_line(self, node: Node) -> int:
+        """The line of a body's first text line: a block scalar (`|`, `>`)
+        starts on the line after its indicator, any other on its own."""
+        line = self.lines[node.line - 1] if node.line <= len(self.lines) else ""
+        block = line[node.col - 1 : node.col] in ("|", ">")
+        return node.line + 1 if block else node.line
 
     def shape(self, node: Node, fields: dict) -> bool:
         """Either an ATen overload or a composite (signature + fallback)."""
@@ -383,7 +424,7 @@ def read_specs(spec_dir: Path, errors: list[SpecError]) -> SpecSet:
         root = load_yaml(text, display, errors)
         if root is None or root.value is None:
             continue
-        reader = _Reader(display, source, errors)
+        reader = _Reader(display, source, errors, text)
         if not reader.expect(root, "mapping", "a spec file"):
             continue
         reader.check_keys(root, TOP_KEYS, "a spec file")

@@ -626,10 +626,12 @@ void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const 
   auto a_out = tb::to_aten(out);
   tb::check_overlap("scaled_dot_product_attention", {&out}, {tb::ptr(query), tb::ptr(key), tb::ptr(value), tb::ptr(attn_mask)});
   [](at::Tensor & out, const at::Tensor & query, const at::Tensor & key, const at::Tensor & value, const ::std::optional<at::Tensor> & attn_mask, double dropout_p, bool is_causal, ::std::optional<double> scale) {
+#line 29 "op_specs/composite.yaml"
     auto result = at::scaled_dot_product_attention(query, key, value, attn_mask,
                                                    dropout_p, is_causal, scale);
     out.resize_(result.sizes());
     out.copy_(result);
+#line 635 "torch_fallback/shard_003.cpp"
   }(a_out, a_query, a_key, a_value, a_attn_mask, a_dropout_p, a_is_causal, a_scale);
   tb::check_output(out, a_out, "scaled_dot_product_attention", "out");
 }

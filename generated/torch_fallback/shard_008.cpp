@@ -430,10 +430,12 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
   auto a_out = tb::to_aten(out);
   tb::check_overlap("rms_norm", {&out}, {tb::ptr(input), tb::ptr(weight)});
   [](at::Tensor & out, const at::Tensor & input, const at::Tensor & weight, double eps) {
+#line 11 "op_specs/composite.yaml"
     // Normalise over the last dimension, as the LLM kernels do.
     const int64_t last = input.size(-1);
     out.resize_(input.sizes());
     out.copy_(at::rms_norm(input, {last}, weight, eps));
+#line 439 "torch_fallback/shard_008.cpp"
   }(a_out, a_input, a_weight, a_eps);
   tb::check_output(out, a_out, "rms_norm", "out");
 }

@@ -392,9 +392,11 @@ void silu_and_mul(const Tensor& input, Tensor& out) {
   auto a_out = tb::to_aten(out);
   tb::check_overlap("silu_and_mul", {&out}, {tb::ptr(input)});
   [](at::Tensor & out, const at::Tensor & input) {
+#line 21 "op_specs/composite.yaml"
     // input is [..., 2d]: silu of the first half times the second half.
     const int64_t d = input.size(-1) / 2;
     at::mul_out(out, at::silu(input.narrow(-1, 0, d)), input.narrow(-1, d, d));
+#line 400 "torch_fallback/shard_009.cpp"
   }(a_out, a_input);
   tb::check_output(out, a_out, "silu_and_mul", "out");
 }
