@@ -25,3 +25,7 @@ set(INFINI_OPS_GENERATED_DISPATCH_SOURCES
 set(INFINI_OPS_GENERATED_BINDING_SOURCES
     "${CMAKE_CURRENT_LIST_DIR}/bindings.cpp"
 )
+# Ops with a native kernel, per platform: CMakeLists.txt compiles the kernel
+# source of each (<kernels>/<platform>/<op>.<ext>) and no other.
+set(INFINI_OPS_NATIVE_OPS_cpu add mul rms_norm silu silu_and_mul)
+set(INFINI_OPS_NATIVE_OPS_nvidia add rms_norm silu_and_mul)

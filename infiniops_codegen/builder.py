@@ -55,6 +55,12 @@ class BuildRequest:
     compile_only: bool = False
     kernel_compilers: tuple[tuple[str, str], ...] = ()  # (platform, compiler)
     project: projects.Project | None = None  # None: project.current()
+    # A distributed compiler front (distcc, sccache, ...) and its arguments,
+    # before the C++ compiler (behind ccache when ccache is used).
+    compiler_launcher: tuple[str, ...] = ()
+    # Overwrite generated files edited by hand (writer.HandEditedError
+    # otherwise, before anything is configured or compiled).
+    force: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,21 @@ class BuildConfig:
     platforms: tuple[str, ...] = ("cpu",)  # names from data/platforms.yaml
     compile_only: bool = False  # objects only: no module, no smoke check
     kernel_compilers: tuple[tuple[str, str], ...] = ()  # (platform, compiler)
+    compiler_launcher: tuple[str, ...] = ()  # BuildRequest.compiler_launcher
+
+    def launcher(self) -> str:
+        """CMAKE_CXX_COMPILER_LAUNCHER: ccache when wanted and installed (the
+        distributed front then runs behind it, as its CCACHE_PREFIX, so hits
+        stay local), else the front alone, else nothing."""
+        ccache = shutil.which("ccache") if self.ccache else None
+        if not ccache:
+            return ";".join(self.compiler_launcher)
+        # Without this sloppiness ccache refuses TUs that use the PCH.
+        sloppiness = "pch_defines,time_macros,include_file_mtime,include_file_ctime"
+        env = ["env", f"CCACHE_SLOPPINESS={sloppiness}"]
+        if self.compiler_launcher:
+            env.append("CCACHE_PREFIX=" + " ".join(self.compiler_launcher))
+        return ";".join([*env, ccache])
 
     def cmake_args(self) -> list[str]:
         args = [
@@ -107,12 +128,7 @@ class BuildConfig:
             + (str(self.kernel_root.resolve()) if self.kernel_root else ""),
             f"-DPython_EXECUTABLE={sys.executable}",
         ]
-        launcher = shutil.which("ccache") if self.ccache else None
-        if launcher:
-            # Without this sloppiness ccache refuses TUs that use the PCH.
-            sloppiness = "pch_defines,time_macros,include_file_mtime,include_file_ctime"
-            launcher = f"env;CCACHE_SLOPPINESS={sloppiness};{launcher}"
-        args.append(f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher or ''}")
+        args.append(f"-DCMAKE_CXX_COMPILER_LAUNCHER={self.launcher()}")
         for p in load_platforms():
             args.append(f"-D{p.flag}={'ON' if p.name in self.platforms else 'OFF'}")
         for name, compiler in self.kernel_compilers:
@@ -300,7 +316,9 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
 
     Raises SpecErrors (spec problems), resolve.SelectionError (an unknown
     --ops name), OSError (an unreadable --ops file, an unwritable directory),
-    writer.ForeignFileError (a file without the @generated line in the way)
+    writer.ForeignFileError (a file without the @generated line in the way;
+    its subclass writer.HandEditedError: a generated file edited by hand, unless
+    request.force)
     and BuildError (configure, compile or smoke check failed)."""
     start = time.perf_counter()
     request = resolved(request)
@@ -311,7 +329,7 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
         raise OSError(f"cannot read an --ops file: {e}") from None
     gen_dir = generated_dir_for(request)
     try:
-        written = writer.write(gen.files, gen_dir)
+        written = writer.write(gen.files, gen_dir, force=request.force)
     except OSError as e:
         raise OSError(f"cannot write {gen_dir}: {e}") from None
     changed = len(written.stale) + len(written.missing) + len(written.extra)
@@ -327,12 +345,13 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
         platforms=request.platforms,
         compile_only=request.compile_only,
         kernel_compilers=request.kernel_compilers,
+        compiler_launcher=request.compiler_launcher,
     )
     shard_ops = {s.file: [op.name for op in s.ops] for s in gen.opset.shards}
     if verbose:
         echo(
             f"  build dir {_rel(build_dir)}/, wrappers -O{request.opt_level}, "
-            f"{request.jobs} jobs, ccache {'on' if request.ccache else 'off'}"
+            f"{request.jobs} jobs, compiler launcher '{config.launcher() or 'none'}'"
         )
         for shard, ops in shard_ops.items():
             echo(f"  {shard}: {', '.join(ops)}")

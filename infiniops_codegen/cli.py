@@ -79,12 +79,38 @@ def _generation_failed(e: SpecErrors | SelectionError) -> None:
     sys.exit(EXIT_USAGE)
 
 
-def write_or_exit(files: dict[str, str], out: Path) -> writer.Comparison:
-    try:
-        return writer.write(files, out)
-    except writer.ForeignFileError as e:
+def _shown(path: Path, proj: projects.Project | None) -> str:
+    """A directory as shown to people: relative to the project root when
+    inside it (generated/), else to the working directory, else absolute."""
+    if proj is not None:
+        shown = proj.rel(path)
+        if not Path(shown).is_absolute():
+            return Path(shown).as_posix()
+    return Path(_rel(path)).as_posix()
+
+
+def _refused(
+    e: writer.ForeignFileError, proj: projects.Project | None, spec_dir: Path
+) -> None:
+    """A write the generator refused (writer.write): one line, exit 2."""
+    if isinstance(e, writer.HandEditedError):
+        error(e.describe(_shown(e.out_dir, proj), f"{_shown(spec_dir, proj)}/"))
+    else:
         error(str(e))
-        sys.exit(EXIT_USAGE)
+    sys.exit(EXIT_USAGE)
+
+
+def write_or_exit(
+    files: dict[str, str],
+    out: Path,
+    force: bool,
+    proj: projects.Project | None,
+    spec_dir: Path,
+) -> writer.Comparison:
+    try:
+        return writer.write(files, out, force=force)
+    except writer.ForeignFileError as e:
+        _refused(e, proj, spec_dir)
     except OSError as e:
         error(f"cannot write {out}: {e}")
         sys.exit(EXIT_USAGE)
@@ -148,6 +174,11 @@ SPECS_OPTION = click.option(
     default=None,
     help="Directory of op spec YAML files [default: the project's, op_specs/].",
 )
+FORCE_OPTION = click.option(
+    "--force",
+    is_flag=True,
+    help="Overwrite generated files that were edited by hand (the edit is lost).",
+)
 OPS_OPTION = click.option(
     "--ops",
     default=None,
@@ -178,8 +209,10 @@ OPS_OPTION = click.option(
 @click.option(
     "--check",
     is_flag=True,
-    help="Write nothing; exit 1 listing every stale, missing or extra file.",
+    help="Write nothing; exit 1 listing every stale, missing or extra file "
+    "and every generated file edited by hand (-v: the whole diff).",
 )
+@FORCE_OPTION
 @VERBOSE_OPTION
 @click.pass_context
 def generate(
@@ -189,8 +222,12 @@ def generate(
     out_dir: Path | None,
     build_dir: Path | None,
     check: bool,
+    force: bool,
 ):
     """Render op specs into C++ sources, a .pyi stub and a manifest.
+
+    A generated file edited by hand is not overwritten without --force: the
+    change belongs in the specs or the templates.
 
     \b
     Examples:
@@ -208,8 +245,9 @@ def generate(
         spec_dir, default_set, build_dir or proj.build_dir
     )
     if check:
-        sys.exit(_check(gen, out))
-    result = write_or_exit(gen.files, out)
+        fix = _fix_command(ctx)
+        sys.exit(_check(gen, out, proj, spec_dir, fix, ctx.obj["verbose"]))
+    result = write_or_exit(gen.files, out, force, proj, spec_dir)
     elapsed = time.perf_counter() - start
     opset = gen.opset
     click.echo(
@@ -264,6 +302,14 @@ def generate(
     help="Use ccache as the compiler launcher when it is installed.",
 )
 @click.option(
+    "--compiler-launcher",
+    default=None,
+    metavar="CMD",
+    help="A distributed compiler front before the C++ compiler, e.g. 'distcc' "
+    "or 'sccache' (with its arguments, shell-quoted); behind ccache when "
+    "ccache is used (docs/building.md: a multi-machine build).",
+)
+@click.option(
     "--smoke/--no-smoke",
     default=True,
     show_default=True,
@@ -294,6 +340,7 @@ def generate(
     help="The compiler of a platform's native kernels (default: platforms.yaml, "
     "e.g. metax=mxcc); repeatable.",
 )
+@FORCE_OPTION
 @VERBOSE_OPTION
 @click.pass_context
 def build(
@@ -304,12 +351,17 @@ def build(
     build_dir,
     jobs,
     ccache,
+    compiler_launcher,
     smoke,
     platform_list,
     compile_only,
     kernel_compilers,
+    force,
 ):
     """Generate (if specs or templates changed), configure and compile.
+
+    A generated file edited by hand stops the build before anything is
+    configured (--force overwrites it).
 
     \b
     Examples:
@@ -331,14 +383,15 @@ def build(
         platforms=platforms,
         compile_only=compile_only,
         kernel_compilers=compilers,
+        compiler_launcher=_launcher_option(compiler_launcher),
+        force=force,
     )
     try:
         result = builder.build(request, click.echo, verbose=ctx.obj["verbose"])
     except (SpecErrors, SelectionError) as e:
         _generation_failed(e)
     except writer.ForeignFileError as e:
-        error(str(e))
-        sys.exit(EXIT_USAGE)
+        _refused(e, proj, spec_dir or proj.specs)
     except builder.BuildError as e:
         error(str(e))
         sys.exit(EXIT_DIFF)
@@ -357,6 +410,24 @@ def build(
         f"{len(result.ops)} ops, {result.steps} build steps in "
         f"{result.seconds:.1f} s" + (f"; smoke: {result.smoke}" if result.smoke else "")
     )
+
+
+def _launcher_option(value: str | None) -> tuple[str, ...]:
+    """--compiler-launcher as argv; exit 2 when its program is not found."""
+    if not value:
+        return ()
+    import shlex
+    import shutil
+
+    try:
+        argv = tuple(shlex.split(value))
+    except ValueError as e:
+        error(f"--compiler-launcher {value!r}: {e}")
+        sys.exit(EXIT_USAGE)
+    if not argv or shutil.which(argv[0]) is None:
+        error(f"--compiler-launcher: '{argv[0] if argv else value}' is not on PATH")
+        sys.exit(EXIT_USAGE)
+    return argv
 
 
 def _platform_options(
@@ -392,35 +463,113 @@ def _recorded_torch_version(out: Path) -> str | None:
         return None
 
 
-def _check(gen: pipeline.Generation, out: Path) -> int:
+DIFF_LIMIT = 200  # diff lines --check shows in all (-v: every line)
+
+
+def _fix_command(ctx: click.Context) -> str:
+    """The `generate` command that brings the checked directory up to date:
+    this one's options without --check."""
+    import shlex
+
+    words = ["infiniops-codegen"]
+    root = ctx.parent.params.get("project_dir") if ctx.parent else None
+    if root is not None:
+        words += ["--project", str(root)]
+    words.append("generate")
+    for name, option in (
+        ("spec_dir", "--specs"),
+        ("ops", "--ops"),
+        ("out_dir", "--out"),
+        ("build_dir", "--build-dir"),
+    ):
+        if ctx.params.get(name) is not None:
+            words += [option, str(ctx.params[name])]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _check(
+    gen: pipeline.Generation,
+    out: Path,
+    proj: projects.Project | None,
+    spec_dir: Path,
+    fix: str,
+    verbose: bool = False,
+) -> int:
+    """--check: the summary and the fix first, then one line per file (paths
+    as shown from the project root), then the diffs, capped (-v: all)."""
     cmp = writer.compare(gen.files, out)
+    shown = _shown(out, proj)
+    if cmp.clean:
+        click.echo(f"{shown}/ is up to date ({len(cmp.unchanged)} files)")
+        return 0
+    edited = set(cmp.edited)
+    stale = [rel for rel in cmp.stale if rel not in edited]
+    extra = [rel for rel in cmp.extra if rel not in edited]
+    counts = [
+        f"{len(stale)} stale",
+        f"{len(cmp.missing)} missing",
+        f"{len(extra)} extra",
+    ]
+    if edited:
+        counts.insert(0, f"{len(edited)} edited by hand")
+    if cmp.foreign:
+        counts.append(f"{len(cmp.foreign)} not generated")
+
+    def say(line: str, colour: str = "red") -> None:  # the summary and the fix
+        click.secho(line, fg=colour, err=True)
+
+    say(f"{shown}/ is out of date: {', '.join(counts)} (of {len(gen.files)} files)")
+    if edited:
+        names = ", ".join(f"{shown}/{rel}" for rel in cmp.edited)
+        was = "was" if len(edited) == 1 else "were"
+        say(
+            f"{names} {was} edited by hand: generated files are rewritten from the "
+            f"specs and templates; put the change in {_shown(spec_dir, proj)}/ or "
+            "the templates, "
+            f"then run '{fix} --force' (which discards the edit)"
+        )
+    if cmp.foreign:
+        say(
+            f"files without the '{writer.MARKER}' line are in the way: move them "
+            f"away or delete them, then run '{fix}'"
+        )
+    if not edited and not cmp.foreign:
+        say(f"run '{fix}' to update it")
     recorded = _recorded_torch_version(out)
     installed = torch_version()
     if recorded is not None and recorded != installed:
-        click.secho(
-            f"note: {_rel(out)}/ was generated with torch {recorded}, but torch "
+        say(
+            f"note: {shown}/ was generated with torch {recorded}, but torch "
             f"{installed} is installed; schemas may differ because of that",
-            fg="yellow",
-            err=True,
+            "yellow",
         )
-    if cmp.clean:
-        click.echo(f"{_rel(out)}/ is up to date ({len(cmp.unchanged)} files)")
-        return 0
-    for rel in cmp.stale:
-        click.echo(f"stale: {rel}")
-        click.echo(writer.unified_diff(gen.files, out, rel), nl=False)
+    for rel in cmp.edited:
+        click.echo(f"edited by hand: {shown}/{rel}")
+    for rel in stale:
+        click.echo(f"stale: {shown}/{rel}")
     for rel in cmp.missing:
-        click.echo(f"missing: {rel}")
-    for rel in cmp.extra:
-        click.echo(f"extra: {rel} (generated earlier, no longer produced)")
+        click.echo(f"missing: {shown}/{rel}")
+    for rel in extra:
+        click.echo(f"extra: {shown}/{rel} (generated earlier, no longer produced)")
     for rel in cmp.foreign:
-        click.echo(f"not generated: {rel} (exists without the @generated line)")
-    n = len(cmp.stale) + len(cmp.missing) + len(cmp.extra) + len(cmp.foreign)
-    click.secho(
-        f"{_rel(out)}/ is out of date ({n} files); run 'infiniops-codegen generate'",
-        fg="red",
-        err=True,
-    )
+        click.echo(f"not generated: {shown}/{rel} (exists without the @generated line)")
+    budget = None if verbose else DIFF_LIMIT
+    cut_lines = cut_files = 0
+    for rel in [r for r in cmp.stale if r in edited] + stale:
+        lines = writer.diff_lines(gen.files, out, rel, f"{shown}/{rel}")
+        if budget is not None:
+            shown_lines, budget = lines[:budget], max(0, budget - len(lines))
+            if len(shown_lines) < len(lines):
+                cut_lines += len(lines) - len(shown_lines)
+                cut_files += 1
+            lines = shown_lines
+        click.echo("".join(lines), nl=False)
+    if cut_lines:
+        noun = "file" if cut_files == 1 else "files"
+        click.echo(
+            f"... {cut_lines} more diff lines not shown ({cut_files} {noun}; "
+            "-v shows them all)"
+        )
     return EXIT_DIFF
 
 
@@ -522,6 +671,21 @@ _STATUS_COLOURS = {"native": "green", "torch": None, "missing": "red"}
 
 @main.command("list")
 @click.option("--op", "op_name", default=None, metavar="NAME", help="Show one op.")
+@click.option(
+    "--available",
+    is_flag=True,
+    help="List the ATen out= overloads the generator can express that the "
+    "specs do not have yet (what a spec line may name); needs no build.",
+)
+@click.option(
+    "--match",
+    "pattern",
+    default=None,
+    metavar="TEXT",
+    help="With --available: only overloads whose name contains TEXT, or "
+    "matches it as a glob ('*', '?', '[...]'); case-insensitive.",
+)
+@SPECS_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @click.option(
     "--build-dir",
@@ -538,9 +702,12 @@ _STATUS_COLOURS = {"native": "green", "torch": None, "missing": "red"}
 )
 @VERBOSE_OPTION
 @click.pass_context
-def list_ops(ctx, op_name, as_json, build_dir, manifest_path):
+def list_ops(
+    ctx, op_name, available, pattern, spec_dir, as_json, build_dir, manifest_path
+):
     """The coverage matrix: op x platform -> native kernel, torch fallback or
-    missing, from a manifest (nothing is built).
+    missing, from a manifest (nothing is built). With --available: the ATen
+    out= overloads that could be added to the specs.
 
     \b
     Examples:
@@ -548,11 +715,33 @@ def list_ops(ctx, op_name, as_json, build_dir, manifest_path):
       infiniops-codegen list --json
       infiniops-codegen list --op add           # signature and implementations
       infiniops-codegen list --build-dir build-small
+      infiniops-codegen list --available --match hypot
     """
     import json
 
     from . import coverage, manifest as manifest_reader
 
+    if available:
+        others = [
+            name
+            for name, given in (
+                ("--op", op_name),
+                ("--build-dir", build_dir),
+                ("--manifest", manifest_path),
+            )
+            if given is not None
+        ]
+        if others:
+            error(f"--available reads the specs, not a manifest: drop {others[0]}")
+            sys.exit(EXIT_USAGE)
+        _list_available(ctx, spec_dir, pattern, as_json)
+        return
+    if pattern is not None or spec_dir is not None:
+        error(
+            f"{'--match' if pattern is not None else '--specs'} only applies to "
+            "--available (the ATen out= overloads not in the specs)"
+        )
+        sys.exit(EXIT_USAGE)
     if manifest_path is None:
         manifest_path = (build_dir or project(ctx).generated) / MANIFEST
     try:
@@ -581,6 +770,65 @@ def list_ops(ctx, op_name, as_json, build_dir, manifest_path):
 
         for line in coverage.matrix_table(manifest, style):
             click.echo(line)
+
+
+def _list_available(
+    ctx: click.Context, spec_dir: Path | None, pattern: str | None, as_json: bool
+) -> None:
+    """list --available: what `--ops all` adds to the specs (every expressible
+    out= overload they do not name), filtered by --match."""
+    import json
+
+    from . import coverage
+
+    proj = project(ctx) if spec_dir is None else None
+    spec_dir = spec_dir or proj.specs
+    try:
+        opset = pipeline.load_opset(spec_dir, "all")
+    except (SpecErrors, SelectionError) as e:
+        _generation_failed(e)
+    rows = coverage.available(opset.ops)
+    shown = [r for r in rows if coverage.matches(r.aten, pattern)]
+    # overloads the specs already have that the pattern names: say so, rather
+    # than a bare "0" for someone looking for an op the set already has
+    present = sorted(
+        op.aten
+        for op in opset.ops
+        if op.aten and op.source != "<all>" and coverage.matches(op.aten, pattern)
+    )
+    specs = f"{_shown(spec_dir, proj)}/"
+    if as_json:
+        data = {
+            "specs": specs,
+            "torch_version": opset.torch_version,
+            "match": pattern,
+            "count": len(shown),
+            "available": len(rows),
+            "overloads": [r._asdict() for r in shown],
+        }
+        if pattern is not None:
+            data["in_specs"] = present
+        click.echo(json.dumps(data, indent=1))
+        return
+    for line in coverage.available_lines(shown):
+        click.echo(line)
+    if pattern is None:
+        click.echo(
+            f"{len(rows)} expressible ATen out= overloads are not in {specs}; "
+            "add one as a line '- <overload>' of a spec file (docs/adding-an-op.md)"
+        )
+    else:
+        click.echo(
+            f"{len(shown)} of the {len(rows)} expressible ATen out= overloads not "
+            f"in {specs} match '{pattern}'"
+            + ("; add one as a line '- <overload>' of a spec file" if shown else "")
+        )
+        if present:
+            more = f" and {len(present) - 5} more" if len(present) > 5 else ""
+            click.echo(f"already in {specs}: {', '.join(present[:5])}{more}")
+    if ctx.obj["verbose"]:
+        for e in opset.exclusions:
+            click.echo(f"  not expressible: {e.aten}: {e.reason}", err=True)
 
 
 if __name__ == "__main__":

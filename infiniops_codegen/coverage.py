@@ -8,7 +8,9 @@ functions: a typed manifest in, rows and text out.
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .manifest import Manifest, Op
 
@@ -136,4 +138,48 @@ def op_text(details: dict) -> list[str]:
                 ]
             shown.append(f"{n} ({', '.join(dtypes)})" if dtypes else n)
         lines.append(f"    {p:<{width}}  {', '.join(shown) or MISSING}")
+    return lines
+
+
+# --- list --available ------------------------------------------------------
+
+
+class Available(NamedTuple):
+    """An ATen out= overload the generator can express and the specs lack."""
+
+    aten: str  # what a spec line names, e.g. "hypot.out"
+    name: str  # the module function it would be (resolve.default_name)
+    schema: str
+
+
+def available(ops) -> list[Available]:
+    """The ops `--ops all` adds to the specs (model ops whose source is
+    "<all>"), by overload name. Takes the model's ops (resolve.build_opset)."""
+    return sorted(
+        (Available(op.aten, op.name, op.schema) for op in ops if op.source == "<all>"),
+        key=lambda a: a.aten,
+    )
+
+
+def matches(aten: str, pattern: str | None) -> bool:
+    """--match: pattern is a substring of the overload name, or a glob when
+    it has '*', '?' or '['; case-insensitive."""
+    if pattern is None:
+        return True
+    name, pattern = aten.lower(), pattern.lower()
+    if any(c in pattern for c in "*?["):
+        return fnmatch.fnmatchcase(name, pattern)
+    return pattern in name
+
+
+def available_lines(rows: list[Available]) -> list[str]:
+    """One line each: the overload name, then its schema's arguments and
+    return (the schema without its leading name)."""
+    width = min(max([len(r.aten) for r in rows] + [0]), 32)
+    lines = []
+    for r in rows:
+        rest = (
+            r.schema[len(r.aten) :] if r.schema.startswith(r.aten + "(") else r.schema
+        )
+        lines.append(f"{r.aten:<{width}}  {rest}")
     return lines

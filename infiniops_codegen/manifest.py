@@ -133,6 +133,9 @@ class Manifest:
     shard_size: int
     ops: tuple[Op, ...]  # sorted by name
     exclusions: tuple[Exclusion, ...]
+    # relative path -> content hash (render.content_hash) of every file the
+    # generation wrote besides the manifest; empty in older manifests
+    files: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -214,7 +217,33 @@ def from_data(data: object, path: Path | None = None) -> Manifest:
             Exclusion(r.get(e, "aten", str, "an exclusion"), e.get("reason", ""))
             for e in data.get("exclusions") or ()
         ),
+        files=_files(r, data),
     )
+
+
+def _files(r: "_Reader", data: dict) -> dict[str, str]:
+    files = r.get(data, "files", dict, "the manifest", None) or {}
+    for rel, digest in files.items():
+        if not isinstance(digest, str):
+            raise ManifestError(
+                f"{r.where}: 'files' entry '{rel}' is a {type(digest).__name__}, "
+                "not a hash string"
+            )
+    return dict(files)
+
+
+def recorded_hashes(directory: str | Path) -> dict[str, str]:
+    """The "files" hashes of a generated directory's manifest, read on their
+    own (the rest of the manifest may be stale or of another version); {}
+    when there is no readable manifest or it records none."""
+    try:
+        data = json.loads((Path(directory) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict):
+        return {}
+    return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 _MISSING = object()

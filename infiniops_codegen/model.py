@@ -519,6 +519,18 @@ class OpSet:
         return tuple(TorchDeviceType(t, tuple(ps)) for t, ps in groups.items())
 
     @property
+    def native_kernel_ops(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """(platform, names of the ops with a native kernel on it), in table
+        order, platforms without one left out: a build compiles the kernel
+        sources of these ops only (<kernels>/<platform>/<op>.<ext>)."""
+        result = []
+        for p in self.platforms:
+            names = tuple(op.name for op in self.ops if p.name in op.native_platforms)
+            if names:
+                result.append((p.name, names))
+        return tuple(result)
+
+    @property
     def stream_platforms(self) -> tuple[Platform, ...]:
         """Platforms with streams: each gets a guard in the generated code."""
         return tuple(p for p in self.platforms if p.stream is not None)

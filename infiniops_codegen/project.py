@@ -125,7 +125,9 @@ def _table(pyproject: Path) -> tuple[dict, str] | None:
         m = re.search(r"\s*\(at line (\d+), column (\d+)\)$", str(e))
         line, col = (m.group(1), m.group(2)) if m else (1, 1)
         what = str(e)[: m.start()] if m else str(e)
-        raise ProjectError(f"{pyproject}:{line}:{col}: not valid TOML: {what}") from None
+        raise ProjectError(
+            f"{pyproject}:{line}:{col}: not valid TOML: {what}"
+        ) from None
     table = data.get("tool", {}).get(TABLE)
     if table is None:
         return None

@@ -4,6 +4,11 @@ The generator owns exactly the files whose first line carries the marker;
 it rewrites only changed files (so mtimes, and builds, stay put) and removes
 owned files it no longer produces. Anything else in the directory is left
 alone.
+
+The manifest records a hash of every other file it generated ("files",
+render.content_hash). An owned file whose content no longer matches its
+recorded hash was edited by hand after generation: writing over it (or
+removing it) would lose that work, so `write` refuses unless forced.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .render import MARKER
+from .locations import MANIFEST
+from .manifest import recorded_hashes
+from .render import MARKER, content_hash
 
 
 @dataclass
@@ -23,6 +30,9 @@ class Comparison:
     extra: list[str] = field(default_factory=list)  # owned, no longer rendered
     unchanged: list[str] = field(default_factory=list)
     foreign: list[str] = field(default_factory=list)  # a path we produce, not ours
+    # stale or extra files whose content is not what was generated (the hash
+    # the on-disk manifest recorded): edited by hand since
+    edited: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -71,33 +81,64 @@ def compare(files: dict[str, str], out_dir: Path) -> Comparison:
         else:
             result.unchanged.append(rel)
     result.extra = [rel for rel in owned_files(out_dir) if rel not in files]
+    recorded = recorded_hashes(out_dir) if result.stale or result.extra else {}
+    result.edited = [
+        rel
+        for rel in sorted(result.stale + result.extra)
+        if rel != MANIFEST and rel in recorded and _hash(out_dir / rel) != recorded[rel]
+    ]
     return result
 
 
-def write(files: dict[str, str], out_dir: Path) -> Comparison:
+def _hash(path: Path) -> str | None:
+    try:
+        return content_hash(path.read_bytes())
+    except OSError:
+        return None
+
+
+def write(files: dict[str, str], out_dir: Path, force: bool = False) -> Comparison:
     """Bring out_dir in line with `files`; returns what was changed.
 
-    Raises ForeignFileError, writing nothing, when a file the generator
-    would produce exists without the marker: it is someone else's."""
+    Raises, writing nothing, ForeignFileError when a file the generator
+    would produce exists without the marker (it is someone else's), and
+    HandEditedError when a generated file it would rewrite or remove was
+    edited by hand since (unless force: the edit is then discarded)."""
     result = compare(files, out_dir)
     if result.foreign:
         raise ForeignFileError(out_dir, result.foreign)
-    for rel in result.stale + result.missing:
+    if result.edited and not force:
+        raise HandEditedError(out_dir, result.edited)
+    changed = result.stale + result.missing
+    for rel in changed:
         path = out_dir / rel
         if path.exists() and rel in result.missing:
             raise FileExistsError(f"{path} exists but is not readable text")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(files[rel], encoding="utf-8")
-        os.replace(tmp, path)
+    # The manifest last: were a run cut short, a file still holding its old
+    # content must not look edited against hashes of the new one.
+    for rel in [r for r in changed if r != MANIFEST]:
+        _write(out_dir / rel, files[rel])
     for rel in result.extra:
         (out_dir / rel).unlink()
         _prune_empty_dirs((out_dir / rel).parent, out_dir)
+    if MANIFEST in changed:
+        _write(out_dir / MANIFEST, files[MANIFEST])
     return result
 
 
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 class ForeignFileError(Exception):
+    """A file the generator will not overwrite: it lacks the marker line.
+    (HandEditedError, a generated file edited by hand, is one too.)"""
+
     def __init__(self, out_dir: Path, paths: list[str]):
+        self.out_dir = out_dir
         self.paths = paths
         names = ", ".join(str(out_dir / p) for p in paths)
         super().__init__(
@@ -106,26 +147,50 @@ class ForeignFileError(Exception):
         )
 
 
+class HandEditedError(ForeignFileError):
+    """Generated files edited by hand since they were generated (their
+    content differs from the hash the manifest recorded)."""
+
+    def __init__(self, out_dir: Path, paths: list[str]):
+        self.out_dir = out_dir
+        self.paths = paths
+        Exception.__init__(self, self.describe(_shown(out_dir)))
+
+    def describe(self, shown_dir: str, specs: str = "the op specs") -> str:
+        """The message, naming the files as shown_dir/<path>."""
+        names = ", ".join(f"{shown_dir}/{p}" for p in self.paths)
+        was = "was" if len(self.paths) == 1 else "were"
+        return (
+            f"{names} {was} edited by hand after generation, and generating "
+            "would overwrite the edit: generated files are rewritten from the specs "
+            f"and templates, so put the change in {specs} or the templates, or "
+            "pass --force to discard the edit"
+        )
+
+
+def _shown(path: Path) -> str:
+    """path relative to the working directory when inside it."""
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def _prune_empty_dirs(directory: Path, stop: Path) -> None:
     while directory != stop and directory.is_dir() and not any(directory.iterdir()):
         directory.rmdir()
         directory = directory.parent
 
 
-def unified_diff(
-    files: dict[str, str], out_dir: Path, rel: str, limit: int = 40
-) -> str:
-    """A short diff from the file on disk to what would be generated."""
+def diff_lines(files: dict[str, str], out_dir: Path, rel: str, shown: str) -> list[str]:
+    """The unified diff from the file on disk to what would be generated,
+    one line each (with its newline), naming the file as `shown`."""
     current = _read(out_dir / rel) or ""
-    lines = list(
-        difflib.unified_diff(
-            current.splitlines(keepends=True),
-            files.get(rel, "").splitlines(keepends=True),
-            fromfile=f"{rel} (on disk)",
-            tofile=f"{rel} (generated)",
-            n=2,
-        )
+    lines = difflib.unified_diff(
+        current.splitlines(keepends=True),
+        files.get(rel, "").splitlines(keepends=True),
+        fromfile=f"{shown} (on disk)",
+        tofile=f"{shown} (generated)",
+        n=2,
     )
-    if len(lines) > limit:
-        lines = lines[:limit] + [f"... ({len(lines) - limit} more diff lines)\n"]
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return [line if line.endswith("\n") else line + "\n" for line in lines]

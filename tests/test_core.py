@@ -23,11 +23,13 @@ import torch
 import torch.nn.functional as F
 
 from infiniops_codegen.dtypes import load_dtypes
+from infiniops_codegen.locations import SUPPORT_DIR
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CPP_DIR = SUPPORT_DIR / "cpp"
 CORE_DIR = CPP_DIR / "core"
-KERNEL_DIR = CPP_DIR / "kernels" / "cpu"
+KERNEL_DIR = CPP_DIR / "kernels" / "cpu"  # the kernels' helper headers (the tool's)
+KERNEL_SOURCE_DIR = REPO_ROOT / "cpp" / "kernels" / "cpu"  # this project's kernels
 CPP_TEST_DIR = REPO_ROOT / "tests" / "cpp"
 GENERATED_DIR = REPO_ROOT / "generated"
 INCLUDES = ["-I", str(CPP_DIR), "-I", str(GENERATED_DIR)]
@@ -84,14 +86,17 @@ def _run(cmd, **kwargs):
 def test_header_lists_are_complete():
     assert sorted(p.name for p in CORE_DIR.glob("*.h")) == sorted(CORE_HEADERS)
     assert sorted(p.name for p in KERNEL_DIR.glob("*.h")) == sorted(KERNEL_HEADERS)
-    assert sorted(p.name for p in KERNEL_DIR.glob("*.cc")) == sorted(KERNEL_SOURCES)
+    assert sorted(p.name for p in KERNEL_SOURCE_DIR.glob("*.cc")) == sorted(
+        KERNEL_SOURCES
+    )
 
 
 @pytest.mark.parametrize(
     "path",
     [CORE_DIR / h for h in CORE_HEADERS]
     + [GENERATED_DIR / h for h in CORE_TABLES]
-    + [KERNEL_DIR / name for name in KERNEL_HEADERS + KERNEL_SOURCES],
+    + [KERNEL_DIR / name for name in KERNEL_HEADERS]
+    + [KERNEL_SOURCE_DIR / name for name in KERNEL_SOURCES],
     ids=lambda p: str(p.relative_to(REPO_ROOT)),
 )
 def test_no_framework_includes(path):
@@ -134,7 +139,7 @@ def test_kernel_header_compiles_alone(header):
 PROGRAMS = {
     "core_test": [CPP_TEST_DIR / "core_test.cc"],
     "kernels_test": [CPP_TEST_DIR / "kernels_test.cc"]
-    + [KERNEL_DIR / name for name in KERNEL_SOURCES],
+    + [KERNEL_SOURCE_DIR / name for name in KERNEL_SOURCES],
 }
 
 
@@ -210,7 +215,7 @@ def kernels_lib(tmp_path_factory):
             *INCLUDES,
             *KERNEL_FLAGS,
             str(CPP_TEST_DIR / "kernels_capi.cc"),
-            *(str(KERNEL_DIR / name) for name in KERNEL_SOURCES),
+            *(str(KERNEL_SOURCE_DIR / name) for name in KERNEL_SOURCES),
             "-o",
             str(library),
         ],

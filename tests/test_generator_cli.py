@@ -16,8 +16,10 @@ OWNED_LINE = f"// {MARKER} from basic/ops.yaml — do not edit\n"
 
 
 @pytest.fixture
-def out(tmp_path, basic_specs, runner, helpers):
-    """An output dir freshly generated from the basic fixture."""
+def out(tmp_path, basic_specs, runner, helpers, monkeypatch):
+    """An output dir freshly generated from the basic fixture; the working
+    directory is tmp_path, so --check names its files out/<path>."""
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "out"
     result = helpers.invoke(runner, "generate", "--specs", basic_specs, "--out", out)
     assert result.exit_code == 0, result.output
@@ -61,11 +63,11 @@ def test_check_names_an_edited_file_with_a_diff(out, basic_specs, runner, helper
     path.write_text(path.read_text() + "// hand edit\n")
     result = check(runner, helpers, basic_specs, out)
     assert result.exit_code == 1, result.output
-    assert "stale: ops.cpp" in result.output
-    assert "--- ops.cpp (on disk)" in result.output
-    assert "+++ ops.cpp (generated)" in result.output
+    assert "edited by hand: out/ops.cpp" in result.output
+    assert "--- out/ops.cpp (on disk)" in result.output
+    assert "+++ out/ops.cpp (generated)" in result.output
     assert "\n-// hand edit\n" in result.output
-    assert "stale: ops.h" not in result.output
+    assert "out/ops.h" not in result.output
     # --check writes nothing
     after = helpers.tree(out)
     assert after["ops.cpp"].endswith(b"// hand edit\n")
@@ -78,7 +80,7 @@ def test_check_reports_an_extra_owned_file(out, basic_specs, runner, helpers):
     (out / "torch_fallback" / "shard_077.cpp").write_text(OWNED_LINE + "int x;\n")
     result = check(runner, helpers, basic_specs, out)
     assert result.exit_code == 1, result.output
-    assert "extra: torch_fallback/shard_077.cpp" in result.output
+    assert "extra: out/torch_fallback/shard_077.cpp" in result.output
     assert (out / "torch_fallback" / "shard_077.cpp").exists()  # check only
 
 
@@ -86,7 +88,7 @@ def test_check_reports_a_missing_file(out, basic_specs, runner, helpers):
     (out / "ops.h").unlink()
     result = check(runner, helpers, basic_specs, out)
     assert result.exit_code == 1, result.output
-    assert "missing: ops.h" in result.output
+    assert "missing: out/ops.h" in result.output
     assert not (out / "ops.h").exists()
 
 
@@ -96,9 +98,17 @@ def test_check_lists_every_problem_at_once(out, basic_specs, runner, helpers):
     (out / "old.h").write_text(OWNED_LINE)
     result = check(runner, helpers, basic_specs, out)
     assert result.exit_code == 1
-    for line in ("stale: bindings.cpp", "missing: ops.h", "extra: old.h"):
-        assert line in result.output
-    assert "(3 files)" in result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith(
+        "out/ is out of date: 1 edited by hand, 0 stale, 1 missing, 1 extra (of "
+    )
+    # bindings.cpp's content is not what was generated: a hand edit
+    for line in (
+        "edited by hand: out/bindings.cpp",
+        "missing: out/ops.h",
+        "extra: out/old.h (generated earlier, no longer produced)",
+    ):
+        assert line in lines
 
 
 def test_files_it_does_not_own_are_left_alone(out, basic_specs, runner, helpers):
@@ -115,10 +125,19 @@ def test_files_it_does_not_own_are_left_alone(out, basic_specs, runner, helpers)
     assert result.exit_code == 0, result.output
     assert "NOTES" not in result.output and "local.cpp" not in result.output
     # generate that rewrites and removes owned files still leaves them alone
+    # (--force: ops.h, rewritten here, no longer has its generated content)
     (out / "ops.h").write_text(OWNED_LINE)
     (out / "gone.h").write_text(OWNED_LINE)
     result = helpers.invoke(
-        runner, "generate", "--specs", basic_specs, "--out", out, "--ops", "abs"
+        runner,
+        "generate",
+        "--specs",
+        basic_specs,
+        "--out",
+        out,
+        "--ops",
+        "abs",
+        "--force",
     )
     assert result.exit_code == 0, result.output
     for path, text in mine.items():
@@ -152,7 +171,7 @@ def test_check_says_when_the_torch_version_differs(out, basic_specs, runner, hel
     path.write_text(path.read_text().replace(f'"{recorded}"', '"2.0.0+old"'))
     result = check(runner, helpers, basic_specs, out)
     assert result.exit_code == 1
-    assert "stale: manifest.json" in result.output
+    assert "stale: out/manifest.json" in result.output
     assert "generated with torch 2.0.0+old" in result.output
     assert f"torch {torch_version()} is installed" in result.output
 

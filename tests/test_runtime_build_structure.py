@@ -46,7 +46,8 @@ def _kind(file: str, generated: Path = GENERATED) -> str:
     # the bridge's Python-facing files compile as one unity TU
     if _is_unity(path):
         if all(
-            s.parent == (SUPPORT_DIR / "cpp" / "torch").resolve() for s in _unity_sources(path)
+            s.parent == (SUPPORT_DIR / "cpp" / "torch").resolve()
+            for s in _unity_sources(path)
         ):
             return "bridge"
     if path.parent == (generated / "torch_fallback").resolve():
@@ -204,6 +205,7 @@ def _configure(directory: Path, level: str) -> subprocess.CompletedProcess:
         "-G",
         "Ninja",
         f"-DINFINI_OPS_GENERATED_DIR={REPO / 'generated'}",
+        f"-DINFINI_OPS_KERNEL_ROOT={REPO / 'cpp' / 'kernels'}",
         f"-DINFINI_OPS_TORCH_OPT_LEVEL={level}",
         f"-DPython_EXECUTABLE={sys.executable}",
         "-DCMAKE_CXX_COMPILER_LAUNCHER=",
@@ -247,7 +249,11 @@ def test_builder_configure_passes_the_level(tmp_path):
     from infiniops_codegen import builder
 
     config = builder.BuildConfig(
-        build_dir=tmp_path / "b", generated_dir=GENERATED, opt_level="s", ccache=False
+        build_dir=tmp_path / "b",
+        generated_dir=GENERATED,
+        kernel_root=REPO / "cpp" / "kernels",
+        opt_level="s",
+        ccache=False,
     )
     lines: list[str] = []
     builder.configure(config, lines.append)
