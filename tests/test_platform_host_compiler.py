@@ -29,6 +29,7 @@ FAKE = ROOT / "tests" / "fake_vendor_cxx.sh"
 SPEC = """
 ops:
   - {aten: add.out, native: [metax, moore]}
+  - {aten: mul.out, native: [cpu]}
   - abs.out
 """
 # A kernel in plain C++ (the fake compiler is g++): declines every call, so
@@ -68,7 +69,7 @@ def _configure(base: Path, platform: str, cxx: str | None = None):
     config = BuildConfig(
         build_dir=build,
         generated_dir=generated,
-        kernel_root=ROOT / "cpp" / "kernels",  # the cpu kernels of this project
+        kernel_root=ROOT / "cpp" / "kernels",  # this project's cpu kernel of mul
         ccache=False,
         platforms=("cpu", platform),
         compile_only=True,  # the vendor torch build is not here to link
