@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import manifest as manifest_reader
-from . import pipeline, writer
+from . import extensions, pipeline, writer
 from . import project as projects
 from .locations import MANIFEST, MODULE_NAME, PACKAGE_DIR, SUPPORT_DIR, find_module
 from .platforms import load_platforms
@@ -58,6 +58,8 @@ class BuildRequest:
     # A distributed compiler front (distcc, sccache, ...) and its arguments,
     # before the C++ compiler (behind ccache when ccache is used).
     compiler_launcher: tuple[str, ...] = ()
+    # Extension directories (extensions.py): their ops join the build.
+    extensions: tuple[Path, ...] = ()
     # Overwrite generated files edited by hand (writer.HandEditedError
     # otherwise, before anything is configured or compiled).
     force: bool = False
@@ -97,6 +99,7 @@ class BuildConfig:
     build_dir: Path
     generated_dir: Path
     kernel_root: Path | None = None  # the project's native kernels
+    extension_kernels: tuple[tuple[str, Path], ...] = ()  # (extension, its kernels)
     opt_level: str = "3"
     jobs: int = os.cpu_count() or 1
     ccache: bool = True
@@ -126,6 +129,8 @@ class BuildConfig:
             f"-DINFINI_OPS_GENERATED_DIR={self.generated_dir.resolve()}",
             "-DINFINI_OPS_KERNEL_ROOT="
             + (str(self.kernel_root.resolve()) if self.kernel_root else ""),
+            "-DINFINI_OPS_EXTENSION_KERNEL_ROOTS="
+            + ";".join(f"{n}={Path(d).resolve()}" for n, d in self.extension_kernels),
             f"-DPython_EXECUTABLE={sys.executable}",
         ]
         args.append(f"-DCMAKE_CXX_COMPILER_LAUNCHER={self.launcher()}")
@@ -304,7 +309,9 @@ def generated_dir_for(request: BuildRequest) -> Path:
     """Where a build's sources are generated (project.Project.generated_dir:
     the committed generated/ only for the project's default set)."""
     request = resolved(request)
-    default_set = pipeline.parse_selection(request.ops)[0] == "default"
+    default_set = (
+        pipeline.parse_selection(request.ops)[0] == "default" and not request.extensions
+    )
     return request.project.generated_dir(
         request.spec_dir, default_set, request.build_dir
     )
@@ -323,8 +330,9 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
     start = time.perf_counter()
     request = resolved(request)
     build_dir = request.build_dir
+    exts = extensions.load_all(request.extensions)  # SpecErrors, located
     try:
-        gen = pipeline.generate(Path(request.spec_dir), request.ops)
+        gen = pipeline.generate(Path(request.spec_dir), request.ops, exts)
     except OSError as e:
         raise OSError(f"cannot read an --ops file: {e}") from None
     gen_dir = generated_dir_for(request)
@@ -339,6 +347,7 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
         build_dir=build_dir,
         generated_dir=gen_dir,
         kernel_root=request.project.kernels,
+        extension_kernels=tuple((e.name, e.kernels) for e in exts),
         opt_level=request.opt_level,
         jobs=request.jobs,
         ccache=request.ccache,

@@ -56,10 +56,14 @@ def project(ctx: click.Context) -> projects.Project:
     return obj["project"]
 
 
-def run_generation(spec_dir: Path, ops: str | None) -> pipeline.Generation:
+def run_generation(
+    spec_dir: Path, ops: str | None, extension_dirs: tuple[Path, ...] = ()
+) -> pipeline.Generation:
     """Generate, turning spec problems into exit code 2 with located lines."""
+    from . import extensions
+
     try:
-        return pipeline.generate(spec_dir, ops)
+        return pipeline.generate(spec_dir, ops, extensions.load_all(extension_dirs))
     except (SpecErrors, SelectionError) as e:
         _generation_failed(e)
     except OSError as e:
@@ -179,6 +183,16 @@ FORCE_OPTION = click.option(
     is_flag=True,
     help="Overwrite generated files that were edited by hand (the edit is lost).",
 )
+EXTENSION_OPTION = click.option(
+    "--extension",
+    "extension_dirs",
+    multiple=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    metavar="DIR",
+    help="An extension: a directory with infiniops-extension.yaml, its own op "
+    "specs and native kernels; all its ops join the build (repeatable; "
+    "docs/extensions.md).",
+)
 OPS_OPTION = click.option(
     "--ops",
     default=None,
@@ -213,6 +227,7 @@ OPS_OPTION = click.option(
     "and every generated file edited by hand (-v: the whole diff).",
 )
 @FORCE_OPTION
+@EXTENSION_OPTION
 @VERBOSE_OPTION
 @click.pass_context
 def generate(
@@ -223,6 +238,7 @@ def generate(
     build_dir: Path | None,
     check: bool,
     force: bool,
+    extension_dirs: tuple[Path, ...],
 ):
     """Render op specs into C++ sources, a .pyi stub and a manifest.
 
@@ -239,8 +255,8 @@ def generate(
     # With both --specs and --out given, no project is needed.
     proj = project(ctx) if spec_dir is None or out_dir is None else None
     spec_dir = spec_dir or proj.specs
-    gen = run_generation(spec_dir, ops)
-    default_set = pipeline.parse_selection(ops)[0] == "default"
+    gen = run_generation(spec_dir, ops, extension_dirs)
+    default_set = pipeline.parse_selection(ops)[0] == "default" and not extension_dirs
     out = out_dir or proj.generated_dir(
         spec_dir, default_set, build_dir or proj.build_dir
     )
@@ -341,6 +357,7 @@ def generate(
     "e.g. metax=mxcc); repeatable.",
 )
 @FORCE_OPTION
+@EXTENSION_OPTION
 @VERBOSE_OPTION
 @click.pass_context
 def build(
@@ -357,6 +374,7 @@ def build(
     compile_only,
     kernel_compilers,
     force,
+    extension_dirs,
 ):
     """Generate (if specs or templates changed), configure and compile.
 
@@ -384,6 +402,7 @@ def build(
         compile_only=compile_only,
         kernel_compilers=compilers,
         compiler_launcher=_launcher_option(compiler_launcher),
+        extensions=tuple(extension_dirs),
         force=force,
     )
     try:

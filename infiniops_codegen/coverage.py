@@ -88,6 +88,12 @@ def matrix_table(manifest: Manifest, style=lambda text, status: text) -> list[st
             f"  {p:<{max(widths)}}  {c[NATIVE]} native, {c[TORCH]} torch, "
             f"{c[MISSING]} missing"
         )
+    by_extension: dict[str, list[str]] = {}
+    for op in manifest.ops:
+        if op.extension:
+            by_extension.setdefault(op.extension, []).append(op.name)
+    for name, ops in sorted(by_extension.items()):
+        lines.append(f"extension {name}: {len(ops)} ops ({', '.join(sorted(ops))})")
     return lines
 
 
@@ -106,6 +112,7 @@ def op_details(manifest: Manifest, name: str) -> dict:
         "aten": op.aten,
         "composite": op.composite,
         "source": op.source,
+        "extension": op.extension or None,
         "schema": op.schema,
         "python": op.python_signature
         or "(not in this manifest: it predates signatures; regenerate it)",
@@ -120,7 +127,8 @@ def op_details(manifest: Manifest, name: str) -> dict:
 def op_text(details: dict) -> list[str]:
     kind = "composite" if details["composite"] else f"ATen {details['aten']}"
     lines = [
-        f"{details['name']}  ({kind}, from {details['source']})",
+        f"{details['name']}  ({kind}, from {details['source']}"
+        + (f", extension {details['extension']})" if details.get("extension") else ")"),
         f"  python:  {details['python']}",
         f"  schema:  {details['schema']}",
         "  implementations:",

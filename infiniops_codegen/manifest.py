@@ -87,6 +87,7 @@ class Op:
     reference: str | None  # a composite's reference expression
     shard: int
     hints: Mapping = field(hash=False, compare=False)  # the spec's harness hints
+    extension: str = ""  # the extension that defines the op ("": the project)
 
     @property
     def visible(self) -> tuple[Argument, ...]:
@@ -339,4 +340,5 @@ def _op(r: _Reader, entry, index: int, platforms) -> Op:
         reference=r.get(entry, "reference", str, what, None),
         shard=r.get(entry, "shard", int, what, 0),
         hints=dict(r.get(entry, "hints", dict, what, None) or {}),
+        extension=r.get(entry, "extension", str, what, ""),
     )

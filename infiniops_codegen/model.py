@@ -219,6 +219,7 @@ class Op:
     direct_cpu: bool = False  # may call at::cpu::<fn> directly, skipping the dispatcher
     tensor_iterator: bool = False  # ATen kernel structured on TensorIteratorBase
     fallback_line: int = 0  # composites: the line of the body's first line in source
+    extension: str = ""  # the extension that defines the op ("": the project)
 
     @property
     def fallback_line_directive(self) -> str:
@@ -525,7 +526,12 @@ class OpSet:
         sources of these ops only (<kernels>/<platform>/<op>.<ext>)."""
         result = []
         for p in self.platforms:
-            names = tuple(op.name for op in self.ops if p.name in op.native_platforms)
+            # op@extension: the kernel is in that extension's kernels directory
+            names = tuple(
+                f"{op.name}@{op.extension}" if op.extension else op.name
+                for op in self.ops
+                if p.name in op.native_platforms
+            )
             if names:
                 result.append((p.name, names))
         return tuple(result)

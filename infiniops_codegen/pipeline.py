@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import SpecError, SpecErrors
+from .extensions import Extension
 
 from .model import OpSet
 from .render import render
@@ -46,12 +47,22 @@ def _names_from_file(path: Path) -> list[str]:
 
 
 def load_opset(
-    spec_dir: Path, ops: str | None = None, db: SchemaDB | None = None
+    spec_dir: Path,
+    ops: str | None = None,
+    db: SchemaDB | None = None,
+    extensions: tuple[Extension, ...] = (),
 ) -> OpSet:
+    """The model of spec_dir's ops (a selection of them), plus every op of
+    the extensions (extensions.py)."""
     if not spec_dir.is_dir():
         raise SpecErrors([SpecError(str(spec_dir), 1, 1, "spec directory not found")])
     errors: list[SpecError] = []
     specs = read_specs(spec_dir, errors)
+    for ext in extensions:
+        more = read_specs(ext.specs, errors, extension=ext.name)
+        specs = replace(
+            specs, ops=specs.ops + more.ops, sources=specs.sources + more.sources
+        )
     selection, names = parse_selection(ops)
     if selection == "all":  # hints for the ops only the full set builds
         specs = replace(specs, all_hints=read_all_hints(spec_dir, errors))
@@ -64,6 +75,8 @@ def load_opset(
     return opset
 
 
-def generate(spec_dir: Path, ops: str | None = None) -> Generation:
-    opset = load_opset(spec_dir, ops)
+def generate(
+    spec_dir: Path, ops: str | None = None, extensions: tuple[Extension, ...] = ()
+) -> Generation:
+    opset = load_opset(spec_dir, ops, extensions=extensions)
     return Generation(opset, render(opset))

@@ -53,6 +53,7 @@ def manifest_data(opset: OpSet) -> dict:
                 "aten": op.aten,
                 "composite": op.composite,
                 "source": op.source,
+                **({"extension": op.extension} if op.extension else {}),
                 "schema": op.schema,
                 # as the .pyi stub declares it (the same rendering)
                 "python_signature": python_signature(op).text(),

@@ -257,6 +257,7 @@ def _op(spec: OpSpec, db: SchemaDB, name: str) -> Op:
         name=name,
         aten=None if composite else schema.name,
         source=spec.source,
+        extension=spec.extension,
         schema=schema.schema,
         arguments=args,
         headers=tuple(sorted(set(spec.uses))) if composite else (schema.header,),
@@ -352,7 +353,8 @@ def build_opset(
         unknown = sorted(wanted - {op.name for op in ops})
         if unknown:
             raise SelectionError(unknown, sorted(op.name for op in ops))
-        ops = [op for op in ops if op.name in wanted]
+        # An extension's ops are all built: --extension asked for them.
+        ops = [op for op in ops if op.name in wanted or op.extension]
     ops.sort(key=lambda op: op.name)
     count = shard_count(len(ops), specs.shard_size)
     ops = [_finish(op, shard_of(op.name, count), specs.direct_cpu) for op in ops]

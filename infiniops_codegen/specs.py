@@ -10,7 +10,7 @@ import difflib
 import keyword
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import SpecError
@@ -68,6 +68,7 @@ class OpSpec:
     fallback: str | None = None
     fallback_line: int = 0  # composites: the spec line of the body's first line
     reference: str | None = None  # composites: Python expression for the harness
+    extension: str = ""  # the extension the spec comes from ("": the project)
     uses: tuple[str, ...] = ()
     rename: tuple[tuple[str, str], ...] = ()
     native: tuple[NativeSpec, ...] = ()
@@ -407,13 +408,17 @@ def read_all_hints(spec_dir: Path, errors: list[SpecError]) -> tuple[OpSpec, ...
     return tuple(result)
 
 
-def read_specs(spec_dir: Path, errors: list[SpecError]) -> SpecSet:
-    """Read every *.yaml in spec_dir (sorted by name, so order is stable)."""
+def read_specs(spec_dir: Path, errors: list[SpecError], extension: str = "") -> SpecSet:
+    """Read every *.yaml in spec_dir (sorted by name, so order is stable).
+    extension: the name of the extension spec_dir belongs to (its files are
+    recorded as `<extension>/<dir>/<file>`; settings are the project's)."""
     ops: list[OpSpec] = []
     settings: dict = {}  # name -> (value, where)
     sources = []
     for path in spec_files(spec_dir):
         source = f"{spec_dir.name}/{path.name}"
+        if extension:
+            source = f"{extension}/{source}"
         sources.append(source)
         display = display_path(path)
         try:
@@ -432,8 +437,15 @@ def read_specs(spec_dir: Path, errors: list[SpecError]) -> SpecSet:
             for node in root.value["ops"].value:
                 spec = reader.op(node)
                 if spec is not None:
-                    ops.append(spec)
-        if "settings" in root.value:
+                    ops.append(
+                        replace(spec, extension=extension) if extension else spec
+                    )
+        if "settings" in root.value and extension:
+            node = root.keys["settings"]
+            reader.fail(
+                node, "settings belong to the project's specs, not to an extension"
+            )
+        elif "settings" in root.value:
             for key, (value, where) in reader.settings(root.value["settings"]).items():
                 if key in settings:
                     first = settings[key][1]
