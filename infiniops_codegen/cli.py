@@ -606,10 +606,10 @@ def _check(
     "--out",
     "out_dir",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path("bench-results"),
-    show_default=True,
-    help="Where bench.json, bench.md and bench.png go. docs/perf/ (the "
-    "committed copy) is refused from a modified tree or a stale build.",
+    default=None,
+    help="Where bench.json, bench.md and bench.png go [default: "
+    "<the project's build dir>/bench-results/]. docs/perf/ (the committed "
+    "copy) is refused from a modified tree or a stale build.",
 )
 @click.option(
     "--after-build-dir",
@@ -661,7 +661,8 @@ def bench(ctx, quick, ops, out_dir, after_build_dir, before_build_dir, threads, 
     """
     from .bench.main import BenchError, BenchUsageError, run_bench
 
-    project(ctx)
+    proj = project(ctx)
+    out_dir = out_dir or proj.build_dir / "bench-results"
     names = None
     if ops is not None:
         names = {n.strip() for n in ops.split(",") if n.strip()}

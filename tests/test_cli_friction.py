@@ -464,3 +464,23 @@ def test_bench_and_build_pass_verbose_on(where, monkeypatch, runner, helpers):
         args = ["-v", name] if where == "before" else [name, "-v"]
         helpers.invoke(runner, "--project", REPO, *args)
     assert seen == {"bench": True, "build": True}
+
+
+# --- Item 7: the build's progress lines ----------------------------------------
+
+
+def test_build_progress_shows_steps_not_ninja_bookkeeping(tmp_path):
+    """Ninja's raw lines become short steps: the glob re-check is not shown,
+    the precompiled header is named as such, sources outside the tool's CMake
+    project (the project's generated files and kernels) by their path."""
+    from infiniops_codegen import builder
+
+    shown = builder._short_step
+    assert shown("Re-checking globbed directories...") is None
+    pch = "Building CXX object CMakeFiles/infiniops_wrappers.dir/cmake_pch.hxx.gch"
+    assert shown(pch) == "precompile the common header of infiniops_wrappers"
+    kernel = REPO / "cpp" / "kernels" / "cpu" / "add.cc"
+    line = f"Building CXX object CMakeFiles/infiniops_kernels_cpu.dir{kernel}.o"
+    step = shown(line)
+    assert step.startswith("compile ") and step.endswith("cpp/kernels/cpu/add.cc")
+    assert "Building" not in step and ".o" not in step

@@ -116,7 +116,7 @@ def run_bench(
     *,
     quick: bool = False,
     ops: set[str] | None = None,
-    out: Path = Path("bench-results"),
+    out: Path | None = None,
     after_build_dir: Path | None = None,
     before_build_dir: Path | None = None,
     threads: int = 1,
@@ -127,6 +127,7 @@ def run_bench(
     """Run the sweep; returns the JSON document written to out/bench.json.
     Raises BenchUsageError (before timing anything) or BenchError."""
     start = time.perf_counter()
+    out = Path(out or projects.current().build_dir / "bench-results")
     if ops is not None and not ops:
         raise BenchUsageError("--ops names no op")
     device = _check_device(device)
