@@ -14,8 +14,12 @@ before=$(git -C "$repo" status --porcelain=v1 -uall)
 step() { echo "== wheel check: $1 ($SECONDS s)"; }
 
 step "build the wheel"
-rm -rf "$work/dist"
-python -m pip wheel -q --no-deps --no-build-isolation "$repo" -w "$work/dist"
+# From a copy of the tracked files: setuptools writes build/ and *.egg-info
+# into the tree it builds, and this checkout's build/ is CMake's.
+rm -rf "$work/dist" "$work/src"
+mkdir -p "$work/src"
+git -C "$repo" ls-files -z | (cd "$repo" && tar --null -T - -cf -) | tar -xf - -C "$work/src"
+python -m pip wheel -q --no-deps --no-build-isolation "$work/src" -w "$work/dist"
 
 step "install it in a fresh virtual environment"
 rm -rf "$work/venv"
