@@ -142,3 +142,5 @@ CALL_KEYWORDS = (
     ("implementation", 'Implementation = "default"'),
     ("stream", "StreamLike | None = None"),
 )
+# Their defaults, as Python literals (the builtins' text signatures).
+CALL_DEFAULTS = {"implementation": '"default"', "stream": "None"}

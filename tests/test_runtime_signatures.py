@@ -1,0 +1,51 @@
+"""Visible signatures (issue 16, point 4): every op of the built module
+carries CPython's text signature, so inspect.signature() and help() show its
+Python parameters, kinds and defaults: the same as the manifest's
+python_signature (which the .pyi stub declares)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import pydoc
+
+from infiniops_codegen import manifest as manifest_reader
+
+
+def _expected(text: str) -> list[tuple[str, str, object]]:
+    """(name, kind, default) of each parameter of a python_signature text."""
+    fn = ast.parse(f"def {text.split(' -> ')[0]}: ...").body[0]
+    args = fn.args
+    result = []
+    defaults = [None] * (len(args.args) - len(args.defaults)) + list(args.defaults)
+    for a, d in zip(args.args, defaults):
+        value = inspect.Parameter.empty if d is None else ast.literal_eval(d)
+        result.append((a.arg, "POSITIONAL_OR_KEYWORD", value))
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        value = inspect.Parameter.empty if d is None else ast.literal_eval(d)
+        result.append((a.arg, "KEYWORD_ONLY", value))
+    return result
+
+
+def test_every_op_has_its_signature(ops):
+    manifest = manifest_reader.of_build(ops.__file__.rsplit("/", 1)[0])
+    assert len(manifest.ops) == len(ops.implementations())
+    for op in manifest.ops:
+        signature = inspect.signature(getattr(ops, op.name))
+        got = [(p.name, p.kind.name, p.default) for p in signature.parameters.values()]
+        assert got == _expected(op.python_signature), op.name
+
+
+def test_inspect_and_help_show_it(ops):
+    assert str(inspect.signature(ops.add)) == (
+        "(input, other, *, alpha=1, out, implementation='default', stream=None)"
+    )
+    text = pydoc.render_doc(ops.add, renderer=pydoc.plaintext)
+    assert (
+        "add(input, other, *, alpha=1, out, implementation='default', stream=None)"
+        in text
+    )
+    assert (
+        "add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out)" in text
+    )
+    assert ops.add.__doc__.startswith("add.out(Tensor self")  # the schema stays the doc
