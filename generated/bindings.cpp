@@ -388,6 +388,7 @@ const char* const kNames_adaptive_max_pool2d[] = {"input", "output_size", "out",
 const char* const kSchemaNames_adaptive_max_pool2d[] = {"self", "output_size", "out", "indices"};
 PyObject* kKeys_adaptive_max_pool2d[6] = {};
 PyObject* kTorchFunction_adaptive_max_pool2d = nullptr;
+const int kOuts_adaptive_max_pool2d[] = {2, 3};
 const tb::Signature kSig_adaptive_max_pool2d{
     .op = "adaptive_max_pool2d",
     .names = kNames_adaptive_max_pool2d,
@@ -402,6 +403,8 @@ const tb::Signature kSig_adaptive_max_pool2d{
     .schema_names = kSchemaNames_adaptive_max_pool2d,
     .aten_positional = 2,
     .torch_function = &kTorchFunction_adaptive_max_pool2d,
+    .out_params = kOuts_adaptive_max_pool2d,
+    .num_outs = 2,
 };
 
 PyObject* py_adaptive_max_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -414,7 +417,7 @@ PyObject* py_adaptive_max_pool2d(PyObject* module, PyObject* const* args, Py_ssi
       tb::run(false, [&] {
         ::infini::ops::torch_fallback::adaptive_max_pool2d(tb::TensorRef{t_[0]}, v_output_size, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
       });
-      return PyTuple_Pack(2, slots[2], slots[3]);
+      return tb::pack_outputs(sig, {slots[2], slots[3]});
     }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
@@ -425,7 +428,7 @@ PyObject* py_adaptive_max_pool2d(PyObject* module, PyObject* const* args, Py_ssi
     tb::run(tb::release_gil_for(v_self, v_out, v_indices), [&] {
       ::infini::ops::adaptive_max_pool2d(v_self, v_output_size, v_out, v_indices, impl_, stream_);
     });
-    return PyTuple_Pack(2, slots[2], slots[3]);
+    return tb::pack_outputs(sig, {slots[2], slots[3]});
   });
 }
 
@@ -952,6 +955,8 @@ const char* const kNames_aminmax[] = {"input", "dim", "keepdim", "min", "max", "
 const char* const kSchemaNames_aminmax[] = {"self", "dim", "keepdim", "min", "max"};
 PyObject* kKeys_aminmax[7] = {};
 PyObject* kTorchFunction_aminmax = nullptr;
+const int kOuts_aminmax[] = {3, 4};
+PyObject* kReturnType_aminmax = nullptr;
 const tb::Signature kSig_aminmax{
     .op = "aminmax",
     .names = kNames_aminmax,
@@ -966,6 +971,10 @@ const tb::Signature kSig_aminmax{
     .schema_names = kSchemaNames_aminmax,
     .aten_positional = 1,
     .torch_function = &kTorchFunction_aminmax,
+    .out_params = kOuts_aminmax,
+    .num_outs = 2,
+    .return_type = "aminmax_out",
+    .return_type_object = &kReturnType_aminmax,
 };
 
 PyObject* py_aminmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -979,7 +988,7 @@ PyObject* py_aminmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
       tb::run(false, [&] {
         ::infini::ops::torch_fallback::aminmax(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
       });
-      return PyTuple_Pack(2, slots[3], slots[4]);
+      return tb::pack_outputs(sig, {slots[3], slots[4]});
     }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
@@ -991,7 +1000,7 @@ PyObject* py_aminmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, 
     tb::run(tb::release_gil_for(v_self, v_min, v_max), [&] {
       ::infini::ops::aminmax(v_self, v_dim, v_keepdim, v_min, v_max, impl_, stream_);
     });
-    return PyTuple_Pack(2, slots[3], slots[4]);
+    return tb::pack_outputs(sig, {slots[3], slots[4]});
   });
 }
 
@@ -4224,6 +4233,8 @@ const char* const kNames_kthvalue[] = {"input", "k", "dim", "keepdim", "values",
 const char* const kSchemaNames_kthvalue[] = {"self", "k", "dim", "keepdim", "values", "indices"};
 PyObject* kKeys_kthvalue[8] = {};
 PyObject* kTorchFunction_kthvalue = nullptr;
+const int kOuts_kthvalue[] = {4, 5};
+PyObject* kReturnType_kthvalue = nullptr;
 const tb::Signature kSig_kthvalue{
     .op = "kthvalue",
     .names = kNames_kthvalue,
@@ -4238,6 +4249,10 @@ const tb::Signature kSig_kthvalue{
     .schema_names = kSchemaNames_kthvalue,
     .aten_positional = 4,
     .torch_function = &kTorchFunction_kthvalue,
+    .out_params = kOuts_kthvalue,
+    .num_outs = 2,
+    .return_type = "kthvalue_out",
+    .return_type_object = &kReturnType_kthvalue,
 };
 
 PyObject* py_kthvalue(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -4252,7 +4267,7 @@ PyObject* py_kthvalue(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
       tb::run(false, [&] {
         ::infini::ops::torch_fallback::kthvalue(tb::TensorRef{t_[0]}, v_k, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
       });
-      return PyTuple_Pack(2, slots[4], slots[5]);
+      return tb::pack_outputs(sig, {slots[4], slots[5]});
     }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_k = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -4265,7 +4280,7 @@ PyObject* py_kthvalue(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
     tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
       ::infini::ops::kthvalue(v_self, v_k, v_dim, v_keepdim, v_values, v_indices, impl_, stream_);
     });
-    return PyTuple_Pack(2, slots[4], slots[5]);
+    return tb::pack_outputs(sig, {slots[4], slots[5]});
   });
 }
 
@@ -5427,6 +5442,8 @@ const char* const kNames_max[] = {"input", "dim", "keepdim", "max", "max_values"
 const char* const kSchemaNames_max[] = {"self", "dim", "keepdim", "max", "max_values"};
 PyObject* kKeys_max[7] = {};
 PyObject* kTorchFunction_max = nullptr;
+const int kOuts_max[] = {3, 4};
+PyObject* kReturnType_max = nullptr;
 const tb::Signature kSig_max{
     .op = "max",
     .names = kNames_max,
@@ -5441,6 +5458,10 @@ const tb::Signature kSig_max{
     .schema_names = kSchemaNames_max,
     .aten_positional = 3,
     .torch_function = &kTorchFunction_max,
+    .out_params = kOuts_max,
+    .num_outs = 2,
+    .return_type = "max_out",
+    .return_type_object = &kReturnType_max,
 };
 
 PyObject* py_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5454,7 +5475,7 @@ PyObject* py_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
       tb::run(false, [&] {
         ::infini::ops::torch_fallback::max(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
       });
-      return PyTuple_Pack(2, slots[3], slots[4]);
+      return tb::pack_outputs(sig, {slots[3], slots[4]});
     }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -5466,7 +5487,7 @@ PyObject* py_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
     tb::run(tb::release_gil_for(v_self, v_max, v_max_values), [&] {
       ::infini::ops::max(v_self, v_dim, v_keepdim, v_max, v_max_values, impl_, stream_);
     });
-    return PyTuple_Pack(2, slots[3], slots[4]);
+    return tb::pack_outputs(sig, {slots[3], slots[4]});
   });
 }
 
@@ -5475,6 +5496,7 @@ const char* const kNames_max_pool2d_with_indices[] = {"input", "kernel_size", "s
 const char* const kSchemaNames_max_pool2d_with_indices[] = {"self", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "out", "indices"};
 PyObject* kKeys_max_pool2d_with_indices[10] = {};
 PyObject* kTorchFunction_max_pool2d_with_indices = nullptr;
+const int kOuts_max_pool2d_with_indices[] = {6, 7};
 const tb::Signature kSig_max_pool2d_with_indices{
     .op = "max_pool2d_with_indices",
     .names = kNames_max_pool2d_with_indices,
@@ -5489,6 +5511,8 @@ const tb::Signature kSig_max_pool2d_with_indices{
     .schema_names = kSchemaNames_max_pool2d_with_indices,
     .aten_positional = 6,
     .torch_function = &kTorchFunction_max_pool2d_with_indices,
+    .out_params = kOuts_max_pool2d_with_indices,
+    .num_outs = 2,
 };
 
 PyObject* py_max_pool2d_with_indices(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5505,7 +5529,7 @@ PyObject* py_max_pool2d_with_indices(PyObject* module, PyObject* const* args, Py
       tb::run(false, [&] {
         ::infini::ops::torch_fallback::max_pool2d_with_indices(tb::TensorRef{t_[0]}, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
       });
-      return PyTuple_Pack(2, slots[6], slots[7]);
+      return tb::pack_outputs(sig, {slots[6], slots[7]});
     }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_kernel_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
@@ -5520,7 +5544,7 @@ PyObject* py_max_pool2d_with_indices(PyObject* module, PyObject* const* args, Py
     tb::run(tb::release_gil_for(v_self, v_out, v_indices), [&] {
       ::infini::ops::max_pool2d_with_indices(v_self, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, v_out, v_indices, impl_, stream_);
     });
-    return PyTuple_Pack(2, slots[6], slots[7]);
+    return tb::pack_outputs(sig, {slots[6], slots[7]});
   });
 }
 
@@ -5622,6 +5646,8 @@ const char* const kNames_median_dim_values[] = {"input", "dim", "keepdim", "valu
 const char* const kSchemaNames_median_dim_values[] = {"self", "dim", "keepdim", "values", "indices"};
 PyObject* kKeys_median_dim_values[7] = {};
 PyObject* kTorchFunction_median_dim_values = nullptr;
+const int kOuts_median_dim_values[] = {3, 4};
+PyObject* kReturnType_median_dim_values = nullptr;
 const tb::Signature kSig_median_dim_values{
     .op = "median_dim_values",
     .names = kNames_median_dim_values,
@@ -5636,6 +5662,10 @@ const tb::Signature kSig_median_dim_values{
     .schema_names = kSchemaNames_median_dim_values,
     .aten_positional = 3,
     .torch_function = &kTorchFunction_median_dim_values,
+    .out_params = kOuts_median_dim_values,
+    .num_outs = 2,
+    .return_type = "median_out",
+    .return_type_object = &kReturnType_median_dim_values,
 };
 
 PyObject* py_median_dim_values(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5649,7 +5679,7 @@ PyObject* py_median_dim_values(PyObject* module, PyObject* const* args, Py_ssize
       tb::run(false, [&] {
         ::infini::ops::torch_fallback::median_dim_values(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
       });
-      return PyTuple_Pack(2, slots[3], slots[4]);
+      return tb::pack_outputs(sig, {slots[3], slots[4]});
     }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -5661,7 +5691,7 @@ PyObject* py_median_dim_values(PyObject* module, PyObject* const* args, Py_ssize
     tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
       ::infini::ops::median_dim_values(v_self, v_dim, v_keepdim, v_values, v_indices, impl_, stream_);
     });
-    return PyTuple_Pack(2, slots[3], slots[4]);
+    return tb::pack_outputs(sig, {slots[3], slots[4]});
   });
 }
 
@@ -5670,6 +5700,8 @@ const char* const kNames_min[] = {"input", "dim", "keepdim", "min", "min_indices
 const char* const kSchemaNames_min[] = {"self", "dim", "keepdim", "min", "min_indices"};
 PyObject* kKeys_min[7] = {};
 PyObject* kTorchFunction_min = nullptr;
+const int kOuts_min[] = {3, 4};
+PyObject* kReturnType_min = nullptr;
 const tb::Signature kSig_min{
     .op = "min",
     .names = kNames_min,
@@ -5684,6 +5716,10 @@ const tb::Signature kSig_min{
     .schema_names = kSchemaNames_min,
     .aten_positional = 3,
     .torch_function = &kTorchFunction_min,
+    .out_params = kOuts_min,
+    .num_outs = 2,
+    .return_type = "min_out",
+    .return_type_object = &kReturnType_min,
 };
 
 PyObject* py_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5697,7 +5733,7 @@ PyObject* py_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
       tb::run(false, [&] {
         ::infini::ops::torch_fallback::min(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
       });
-      return PyTuple_Pack(2, slots[3], slots[4]);
+      return tb::pack_outputs(sig, {slots[3], slots[4]});
     }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -5709,7 +5745,7 @@ PyObject* py_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
     tb::run(tb::release_gil_for(v_self, v_min, v_min_indices), [&] {
       ::infini::ops::min(v_self, v_dim, v_keepdim, v_min, v_min_indices, impl_, stream_);
     });
-    return PyTuple_Pack(2, slots[3], slots[4]);
+    return tb::pack_outputs(sig, {slots[3], slots[4]});
   });
 }
 
@@ -6221,6 +6257,7 @@ PyObject* py_narrow_copy(PyObject* module, PyObject* const* args, Py_ssize_t nar
 const char* const kNames_native_batch_norm[] = {"input", "weight", "bias", "running_mean", "running_var", "training", "momentum", "eps", "out", "save_mean", "save_invstd", "implementation", "stream"};
 PyObject* kKeys_native_batch_norm[13] = {};
 PyObject* kTorchFunction_native_batch_norm = nullptr;
+const int kOuts_native_batch_norm[] = {8, 9, 10};
 const tb::Signature kSig_native_batch_norm{
     .op = "native_batch_norm",
     .names = kNames_native_batch_norm,
@@ -6236,6 +6273,8 @@ const tb::Signature kSig_native_batch_norm{
     .schema_names = kNames_native_batch_norm,
     .aten_positional = 8,
     .torch_function = &kTorchFunction_native_batch_norm,
+    .out_params = kOuts_native_batch_norm,
+    .num_outs = 3,
 };
 
 PyObject* py_native_batch_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6250,7 +6289,7 @@ PyObject* py_native_batch_norm(PyObject* module, PyObject* const* args, Py_ssize
       tb::run(false, [&] {
         ::infini::ops::torch_fallback::native_batch_norm(tb::TensorRef{t_[0]}, tb::OptionalTensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, tb::OptionalTensorRef{t_[3]}, tb::OptionalTensorRef{t_[4]}, v_training, v_momentum, v_eps, tb::TensorRef{t_[5]}, tb::TensorRef{t_[6]}, tb::TensorRef{t_[7]});
       });
-      return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
+      return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
     }
     auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1);
@@ -6268,7 +6307,7 @@ PyObject* py_native_batch_norm(PyObject* module, PyObject* const* args, Py_ssize
     tb::run(tb::release_gil_for(v_input, v_weight, v_bias, v_running_mean, v_running_var, v_out, v_save_mean, v_save_invstd), [&] {
       ::infini::ops::native_batch_norm(v_input, v_weight, v_bias, v_running_mean, v_running_var, v_training, v_momentum, v_eps, v_out, v_save_mean, v_save_invstd, impl_, stream_);
     });
-    return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
+    return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
   });
 }
 
@@ -6276,6 +6315,7 @@ PyObject* py_native_batch_norm(PyObject* module, PyObject* const* args, Py_ssize
 const char* const kNames_native_group_norm[] = {"input", "weight", "bias", "N", "C", "HxW", "group", "eps", "out0", "out1", "out2", "implementation", "stream"};
 PyObject* kKeys_native_group_norm[13] = {};
 PyObject* kTorchFunction_native_group_norm = nullptr;
+const int kOuts_native_group_norm[] = {8, 9, 10};
 const tb::Signature kSig_native_group_norm{
     .op = "native_group_norm",
     .names = kNames_native_group_norm,
@@ -6291,6 +6331,8 @@ const tb::Signature kSig_native_group_norm{
     .schema_names = kNames_native_group_norm,
     .aten_positional = 8,
     .torch_function = &kTorchFunction_native_group_norm,
+    .out_params = kOuts_native_group_norm,
+    .num_outs = 3,
 };
 
 PyObject* py_native_group_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6307,7 +6349,7 @@ PyObject* py_native_group_norm(PyObject* module, PyObject* const* args, Py_ssize
       tb::run(false, [&] {
         ::infini::ops::torch_fallback::native_group_norm(tb::TensorRef{t_[0]}, tb::OptionalTensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, v_N, v_C, v_HxW, v_group, v_eps, tb::TensorRef{t_[3]}, tb::TensorRef{t_[4]}, tb::TensorRef{t_[5]});
       });
-      return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
+      return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
     }
     auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1);
@@ -6325,7 +6367,7 @@ PyObject* py_native_group_norm(PyObject* module, PyObject* const* args, Py_ssize
     tb::run(tb::release_gil_for(v_input, v_weight, v_bias, v_out0, v_out1, v_out2), [&] {
       ::infini::ops::native_group_norm(v_input, v_weight, v_bias, v_N, v_C, v_HxW, v_group, v_eps, v_out0, v_out1, v_out2, impl_, stream_);
     });
-    return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
+    return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
   });
 }
 
@@ -6333,6 +6375,7 @@ PyObject* py_native_group_norm(PyObject* module, PyObject* const* args, Py_ssize
 const char* const kNames_native_layer_norm[] = {"input", "normalized_shape", "weight", "bias", "eps", "out0", "out1", "out2", "implementation", "stream"};
 PyObject* kKeys_native_layer_norm[10] = {};
 PyObject* kTorchFunction_native_layer_norm = nullptr;
+const int kOuts_native_layer_norm[] = {5, 6, 7};
 const tb::Signature kSig_native_layer_norm{
     .op = "native_layer_norm",
     .names = kNames_native_layer_norm,
@@ -6348,6 +6391,8 @@ const tb::Signature kSig_native_layer_norm{
     .schema_names = kNames_native_layer_norm,
     .aten_positional = 5,
     .torch_function = &kTorchFunction_native_layer_norm,
+    .out_params = kOuts_native_layer_norm,
+    .num_outs = 3,
 };
 
 PyObject* py_native_layer_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6361,7 +6406,7 @@ PyObject* py_native_layer_norm(PyObject* module, PyObject* const* args, Py_ssize
       tb::run(false, [&] {
         ::infini::ops::torch_fallback::native_layer_norm(tb::TensorRef{t_[0]}, v_normalized_shape, tb::OptionalTensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, v_eps, tb::TensorRef{t_[3]}, tb::TensorRef{t_[4]}, tb::TensorRef{t_[5]});
       });
-      return PyTuple_Pack(3, slots[5], slots[6], slots[7]);
+      return tb::pack_outputs(sig, {slots[5], slots[6], slots[7]});
     }
     auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_normalized_shape = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
@@ -6376,7 +6421,7 @@ PyObject* py_native_layer_norm(PyObject* module, PyObject* const* args, Py_ssize
     tb::run(tb::release_gil_for(v_input, v_weight, v_bias, v_out0, v_out1, v_out2), [&] {
       ::infini::ops::native_layer_norm(v_input, v_normalized_shape, v_weight, v_bias, v_eps, v_out0, v_out1, v_out2, impl_, stream_);
     });
-    return PyTuple_Pack(3, slots[5], slots[6], slots[7]);
+    return tb::pack_outputs(sig, {slots[5], slots[6], slots[7]});
   });
 }
 
@@ -6384,6 +6429,7 @@ PyObject* py_native_layer_norm(PyObject* module, PyObject* const* args, Py_ssize
 const char* const kNames_native_layer_norm_backward[] = {"grad_out", "input", "normalized_shape", "mean", "rstd", "weight", "bias", "output_mask", "out0", "out1", "out2", "implementation", "stream"};
 PyObject* kKeys_native_layer_norm_backward[13] = {};
 PyObject* kTorchFunction_native_layer_norm_backward = nullptr;
+const int kOuts_native_layer_norm_backward[] = {8, 9, 10};
 const tb::Signature kSig_native_layer_norm_backward{
     .op = "native_layer_norm_backward",
     .names = kNames_native_layer_norm_backward,
@@ -6399,6 +6445,8 @@ const tb::Signature kSig_native_layer_norm_backward{
     .schema_names = kNames_native_layer_norm_backward,
     .aten_positional = 8,
     .torch_function = &kTorchFunction_native_layer_norm_backward,
+    .out_params = kOuts_native_layer_norm_backward,
+    .num_outs = 3,
 };
 
 PyObject* py_native_layer_norm_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6412,7 +6460,7 @@ PyObject* py_native_layer_norm_backward(PyObject* module, PyObject* const* args,
       tb::run(false, [&] {
         ::infini::ops::torch_fallback::native_layer_norm_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_normalized_shape, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]}, tb::OptionalTensorRef{t_[4]}, tb::OptionalTensorRef{t_[5]}, v_output_mask, tb::TensorRef{t_[6]}, tb::TensorRef{t_[7]}, tb::TensorRef{t_[8]});
       });
-      return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
+      return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
     }
     auto v_grad_out = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_input = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -6430,7 +6478,7 @@ PyObject* py_native_layer_norm_backward(PyObject* module, PyObject* const* args,
     tb::run(tb::release_gil_for(v_grad_out, v_input, v_mean, v_rstd, v_weight, v_bias, v_out0, v_out1, v_out2), [&] {
       ::infini::ops::native_layer_norm_backward(v_grad_out, v_input, v_normalized_shape, v_mean, v_rstd, v_weight, v_bias, v_output_mask, v_out0, v_out1, v_out2, impl_, stream_);
     });
-    return PyTuple_Pack(3, slots[8], slots[9], slots[10]);
+    return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
   });
 }
 
@@ -7888,6 +7936,8 @@ const char* const kNames_sort_values[] = {"input", "dim", "descending", "values"
 const char* const kSchemaNames_sort_values[] = {"self", "dim", "descending", "values", "indices"};
 PyObject* kKeys_sort_values[7] = {};
 PyObject* kTorchFunction_sort_values = nullptr;
+const int kOuts_sort_values[] = {3, 4};
+PyObject* kReturnType_sort_values = nullptr;
 const tb::Signature kSig_sort_values{
     .op = "sort_values",
     .names = kNames_sort_values,
@@ -7902,6 +7952,10 @@ const tb::Signature kSig_sort_values{
     .schema_names = kSchemaNames_sort_values,
     .aten_positional = 3,
     .torch_function = &kTorchFunction_sort_values,
+    .out_params = kOuts_sort_values,
+    .num_outs = 2,
+    .return_type = "sort_out",
+    .return_type_object = &kReturnType_sort_values,
 };
 
 PyObject* py_sort_values(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -7915,7 +7969,7 @@ PyObject* py_sort_values(PyObject* module, PyObject* const* args, Py_ssize_t nar
       tb::run(false, [&] {
         ::infini::ops::torch_fallback::sort_values(tb::TensorRef{t_[0]}, v_dim, v_descending, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
       });
-      return PyTuple_Pack(2, slots[3], slots[4]);
+      return tb::pack_outputs(sig, {slots[3], slots[4]});
     }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
@@ -7927,7 +7981,7 @@ PyObject* py_sort_values(PyObject* module, PyObject* const* args, Py_ssize_t nar
     tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
       ::infini::ops::sort_values(v_self, v_dim, v_descending, v_values, v_indices, impl_, stream_);
     });
-    return PyTuple_Pack(2, slots[3], slots[4]);
+    return tb::pack_outputs(sig, {slots[3], slots[4]});
   });
 }
 
@@ -8524,6 +8578,8 @@ const char* const kNames_topk[] = {"input", "k", "dim", "largest", "sorted", "va
 const char* const kSchemaNames_topk[] = {"self", "k", "dim", "largest", "sorted", "values", "indices"};
 PyObject* kKeys_topk[9] = {};
 PyObject* kTorchFunction_topk = nullptr;
+const int kOuts_topk[] = {5, 6};
+PyObject* kReturnType_topk = nullptr;
 const tb::Signature kSig_topk{
     .op = "topk",
     .names = kNames_topk,
@@ -8538,6 +8594,10 @@ const tb::Signature kSig_topk{
     .schema_names = kSchemaNames_topk,
     .aten_positional = 5,
     .torch_function = &kTorchFunction_topk,
+    .out_params = kOuts_topk,
+    .num_outs = 2,
+    .return_type = "topk_out",
+    .return_type_object = &kReturnType_topk,
 };
 
 PyObject* py_topk(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -8553,7 +8613,7 @@ PyObject* py_topk(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
       tb::run(false, [&] {
         ::infini::ops::torch_fallback::topk(tb::TensorRef{t_[0]}, v_k, v_dim, v_largest, v_sorted, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
       });
-      return PyTuple_Pack(2, slots[5], slots[6]);
+      return tb::pack_outputs(sig, {slots[5], slots[6]});
     }
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_k = tb::arg<tk::Int>(slots[1], sig, 1);
@@ -8567,7 +8627,7 @@ PyObject* py_topk(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
     tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
       ::infini::ops::topk(v_self, v_k, v_dim, v_largest, v_sorted, v_values, v_indices, impl_, stream_);
     });
-    return PyTuple_Pack(2, slots[5], slots[6]);
+    return tb::pack_outputs(sig, {slots[5], slots[6]});
   });
 }
 

@@ -259,7 +259,7 @@ def aminmax(
     max: Tensor,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> tuple[Tensor, Tensor]:
+) -> torch.return_types.aminmax_out:
     """aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)"""
 
 def any(
@@ -1009,7 +1009,7 @@ def kthvalue(
     indices: Tensor,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> tuple[Tensor, Tensor]:
+) -> torch.return_types.kthvalue_out:
     """kthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"""
 
 def le_Scalar(
@@ -1281,7 +1281,7 @@ def max(
     max_values: Tensor,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> tuple[Tensor, Tensor]:
+) -> torch.return_types.max_out:
     """max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)"""
 
 def max_pool2d_with_indices(
@@ -1330,7 +1330,7 @@ def median_dim_values(
     indices: Tensor,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> tuple[Tensor, Tensor]:
+) -> torch.return_types.median_out:
     """median.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"""
 
 def min(
@@ -1342,7 +1342,7 @@ def min(
     min_indices: Tensor,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> tuple[Tensor, Tensor]:
+) -> torch.return_types.min_out:
     """min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)"""
 
 def minimum(
@@ -1880,7 +1880,7 @@ def sort_values(
     indices: Tensor,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> tuple[Tensor, Tensor]:
+) -> torch.return_types.sort_out:
     """sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"""
 
 def sqrt(
@@ -2028,7 +2028,7 @@ def topk(
     indices: Tensor,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> tuple[Tensor, Tensor]:
+) -> torch.return_types.topk_out:
     """topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"""
 
 def tril(

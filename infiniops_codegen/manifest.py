@@ -88,6 +88,7 @@ class Op:
     shard: int
     hints: Mapping = field(hash=False, compare=False)  # the spec's harness hints
     extension: str = ""  # the extension that defines the op ("": the project)
+    return_type: str | None = None  # torch.return_types.<name> of the outputs
 
     @property
     def visible(self) -> tuple[Argument, ...]:
@@ -341,4 +342,5 @@ def _op(r: _Reader, entry, index: int, platforms) -> Op:
         shard=r.get(entry, "shard", int, what, 0),
         hints=dict(r.get(entry, "hints", dict, what, None) or {}),
         extension=r.get(entry, "extension", str, what, ""),
+        return_type=r.get(entry, "return_type", str, what, None),
     )

@@ -214,6 +214,9 @@ class Op:
     shard: int
     cpu_kernel: bool  # ATen has a CPU kernel entry (at::cpu::...)
     functional: str | None = None  # ATen functional overload, e.g. "add.Tensor"
+    # torch.return_types.<name> torch's out= call returns (several named
+    # outputs); None: a plain tuple (or the one output itself)
+    return_type: str | None = None
     tags: tuple[str, ...] = ()  # ATen tags, e.g. nondeterministic_seeded
     reference: str | None = None  # composites: Python reference expression
     direct_cpu: bool = False  # may call at::cpu::<fn> directly, skipping the dispatcher
@@ -390,10 +393,13 @@ class Op:
 
     @property
     def py_return(self) -> str:
-        """Return annotation: the out argument(s), returned as passed."""
+        """Return annotation: the out argument(s), returned as passed (several
+        in torch's structseq where torch returns one)."""
         outs = self.outputs
         if len(outs) == 1:
             return outs[0].py_type
+        if self.return_type:
+            return f"torch.return_types.{self.return_type}"
         return "tuple[" + ", ".join(a.py_type for a in outs) + "]"
 
     @property

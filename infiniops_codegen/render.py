@@ -54,6 +54,8 @@ def manifest_data(opset: OpSet) -> dict:
                 "composite": op.composite,
                 "source": op.source,
                 **({"extension": op.extension} if op.extension else {}),
+                # torch.return_types.<name> of several named outputs
+                **({"return_type": op.return_type} if op.return_type else {}),
                 "schema": op.schema,
                 # as the .pyi stub declares it (the same rendering)
                 "python_signature": python_signature(op).text(),

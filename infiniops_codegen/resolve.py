@@ -271,6 +271,7 @@ def _op(spec: OpSpec, db: SchemaDB, name: str) -> Op:
         cpu_kernel=schema.cpu_kernel,
         tensor_iterator=schema.tensor_iterator,
         functional=schema.functional,
+        return_type=schema.return_type,
         tags=schema.tags,
         reference=spec.reference,
     )

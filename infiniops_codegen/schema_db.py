@@ -19,7 +19,7 @@ from pathlib import Path
 from .schema_types import AtenSchema, SchemaArg, TypeInfo
 
 # Bump when the extracted records change shape or meaning.
-CACHE_FORMAT = 6
+CACHE_FORMAT = 7
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,18 @@ def _extract(f, cpu_kernel: bool, functional: str | None) -> AtenSchema:
         schema=str(func),
         functional=functional,
         tags=tuple(sorted(f.tags)),
+        return_type=_return_type(func),
     )
+
+
+def _return_type(func) -> str | None:
+    """torch.return_types.<base>_out: what torch's Python API returns from
+    an out= overload whose returns are all named (torchgen's structseq rule)."""
+    from torchgen.api.python import structseq_fieldnames
+
+    if not func.is_out_fn() or not structseq_fieldnames(func.returns):
+        return None
+    return f"{func.name.name.base}_out"
 
 
 def schema_from_signature(text: str) -> AtenSchema:

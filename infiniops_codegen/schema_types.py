@@ -47,6 +47,9 @@ class AtenSchema:
     tensor_iterator: bool  # structured on TensorIteratorBase
     schema: str  # str(FunctionSchema), for humans only
     functional: str | None = None  # functional overload, e.g. "add.Tensor"
+    # torch.return_types.<name> that torch returns from this out= overload
+    # (a structseq with the schema's return names); None: a plain tuple.
+    return_type: str | None = None
     tags: tuple[
         str, ...
     ] = ()  # native_functions.yaml tags (nondeterministic_seeded, ...)

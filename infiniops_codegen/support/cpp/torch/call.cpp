@@ -47,6 +47,30 @@ void WarningScope::set_in_exception() noexcept {
   }
 }
 
+PyObject* pack_outputs(const Signature& sig, std::initializer_list<PyObject*> outputs) {
+  PyTypeObject* type = nullptr;
+  if (sig.return_type != nullptr) {
+    PyObject*& cached = *sig.return_type_object;
+    if (cached == nullptr) {
+      PyObject* types = PyImport_ImportModule("torch.return_types");
+      if (types == nullptr) return nullptr;
+      cached = PyObject_GetAttrString(types, sig.return_type);  // kept for good
+      Py_DECREF(types);
+      if (cached == nullptr) return nullptr;
+    }
+    type = reinterpret_cast<PyTypeObject*>(cached);
+  }
+  PyObject* result = type != nullptr ? PyStructSequence_New(type)
+                                     : PyTuple_New(static_cast<Py_ssize_t>(outputs.size()));
+  if (result == nullptr) return nullptr;
+  Py_ssize_t k = 0;
+  for (PyObject* obj : outputs) {
+    Py_INCREF(obj);
+    PyTuple_SET_ITEM(result, k++, obj);  // a structseq is a tuple
+  }
+  return result;
+}
+
 void raise_python_error(const Signature& sig) noexcept {
   try {
     throw;

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 
 #include "core/core.h"
@@ -104,6 +105,11 @@ inline PyObject* new_reference(PyObject* obj) {
   Py_INCREF(obj);
   return obj;
 }
+
+// The outputs of a several-output op, as torch's out= call returns them:
+// torch.return_types.<sig.return_type> (its field names) where torch has
+// one, else a plain tuple. Null with a Python error on failure.
+PyObject* pack_outputs(const Signature& sig, std::initializer_list<PyObject*> outputs);
 
 // Call inside `catch (...)`: sets the Python exception PyTorch would raise
 // (c10::IndexError -> IndexError, ...; core errors likewise).

@@ -47,6 +47,14 @@ struct Signature {
   // default (null-terminated; null: none): passed to the overload as None.
   const char* const* aten_none = nullptr;
   PyObject** torch_function = nullptr;  // resolved on first use (GIL held)
+  // Ops with several outputs: their parameters (indices), which `out=` may
+  // give as one tuple or list, as torch's out= takes them...
+  const int* out_params = nullptr;
+  int num_outs = 0;
+  // ...and the torch.return_types.<name> they are returned as (torch's
+  // structseq, field names and all); null: a plain tuple.
+  const char* return_type = nullptr;
+  PyObject** return_type_object = nullptr;  // resolved on first use (GIL held)
 };
 
 // "op(): argument 'name'", the start of every argument error.
