@@ -108,7 +108,7 @@ def test_list_op_shows_signature_and_implementations(runner, helpers):
         "topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, "
         "sorted: bool = True, *, values: Tensor, indices: Tensor, "
         'implementation: Implementation = "default", '
-        "stream: StreamLike | None = None) -> tuple[Tensor, Tensor]"
+        "stream: StreamLike | None = None) -> torch.return_types.topk_out"
     )
     assert "topk.values(Tensor self, SymInt k" in result.output
     add = helpers.invoke(runner, "list", "--op", "add").output
