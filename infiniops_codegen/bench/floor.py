@@ -72,6 +72,9 @@ class FloorFunction:
     decls: tuple[str, ...]
     body: tuple[str, ...]
     outputs: tuple[int, ...]  # argument indices of the outputs (the return value)
+    # torch.return_types.<name> several outputs are returned in (as the
+    # library and torch return them); None: a plain tuple
+    return_type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,7 @@ def aten_functions(op: Op, schema: AtenSchema) -> list[FloorFunction]:
             tuple(decls),
             tuple(body),
             u.output_indices,
+            op.return_type,
         )
 
     result = []
@@ -217,6 +221,7 @@ def native_function(op: Op) -> FloorFunction:
         tuple(decls),
         tuple(body),
         tuple(outputs),
+        op.return_type,
     )
 
 
