@@ -109,11 +109,15 @@ class BuildConfig:
     kernel_compilers: tuple[tuple[str, str], ...] = ()  # (platform, compiler)
     compiler_launcher: tuple[str, ...] = ()  # BuildRequest.compiler_launcher
 
+    def uses_ccache(self) -> str | None:
+        """ccache's path when the build uses it (wanted and installed)."""
+        return shutil.which("ccache") if self.ccache else None
+
     def launcher(self) -> str:
         """CMAKE_CXX_COMPILER_LAUNCHER: ccache when wanted and installed (the
         distributed front then runs behind it, as its CCACHE_PREFIX, so hits
         stay local), else the front alone, else nothing."""
-        ccache = shutil.which("ccache") if self.ccache else None
+        ccache = self.uses_ccache()
         if not ccache:
             return ";".join(self.compiler_launcher)
         # Without this sloppiness ccache refuses TUs that use the PCH.
@@ -134,6 +138,12 @@ class BuildConfig:
             f"-DPython_EXECUTABLE={sys.executable}",
         ]
         args.append(f"-DCMAKE_CXX_COMPILER_LAUNCHER={self.launcher()}")
+        if self.compiler_launcher and self.uses_ccache():
+            # ccache compiles a TU that uses a precompiled header with
+            # -fpch-preprocess, whose output names the .gch, which a helper
+            # machine does not have (the shards then fail to compile there).
+            # Helpers parse the full headers anyway, so nothing is lost.
+            args.append("-DINFINI_OPS_PCH=OFF")
         for p in load_platforms():
             args.append(f"-D{p.flag}={'ON' if p.name in self.platforms else 'OFF'}")
         for name, compiler in self.kernel_compilers:

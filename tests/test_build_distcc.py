@@ -84,3 +84,52 @@ def test_every_compile_goes_through_the_daemon(distccd, tmp_path, monkeypatch):
     assert any("shard_000.cpp" in l for l in served), served
     assert any("kernels/cpu/add.cc" in l for l in served), served
     assert not any("kernels/cpu/mul.cc" in l for l in served), served
+
+
+def test_behind_ccache_the_front_is_its_prefix_and_the_pch_is_off(monkeypatch):
+    """With ccache, the front runs as its CCACHE_PREFIX (hits stay local),
+    and the precompiled header is off: ccache's PCH mode names the .gch in
+    what it sends, which a helper does not have."""
+    monkeypatch.setattr(builder.shutil, "which", lambda tool: f"/usr/bin/{tool}")
+    config = builder.BuildConfig(
+        build_dir=Path("b"), generated_dir=Path("g"), compiler_launcher=("distcc",)
+    )
+    args = config.cmake_args()
+    launcher = next(a for a in args if a.startswith("-DCMAKE_CXX_COMPILER_LAUNCHER="))
+    assert launcher.endswith(";CCACHE_PREFIX=distcc;/usr/bin/ccache")
+    assert "-DINFINI_OPS_PCH=OFF" in args
+    plain = builder.BuildConfig(build_dir=Path("b"), generated_dir=Path("g"))
+    assert "-DINFINI_OPS_PCH=OFF" not in plain.cmake_args()  # ccache alone keeps it
+    alone = builder.BuildConfig(
+        build_dir=Path("b"),
+        generated_dir=Path("g"),
+        ccache=False,
+        compiler_launcher=("distcc",),
+    )
+    assert "-DCMAKE_CXX_COMPILER_LAUNCHER=distcc" in alone.cmake_args()
+    assert "-DINFINI_OPS_PCH=OFF" not in alone.cmake_args()  # distcc alone keeps it
+
+
+@requires("ccache")
+def test_behind_ccache_misses_travel_and_hits_stay(distccd, tmp_path, monkeypatch):
+    port, log = distccd
+    monkeypatch.setenv("DISTCC_HOSTS", f"127.0.0.1:{port}/2")
+    monkeypatch.setenv("DISTCC_FALLBACK", "0")
+    monkeypatch.setenv("CCACHE_DIR", str(tmp_path / "ccache"))
+    request = builder.BuildRequest(
+        project=project.load(REPO),
+        build_dir=tmp_path / "build",
+        ops="abs,add",
+        ccache=True,
+        compiler_launcher=("distcc",),
+        jobs=2,
+    )
+    result = builder.build(request, echo=lambda line: None)
+    assert result.smoke.startswith("add ok"), result.smoke
+    served = sum("COMPILE_OK" in l for l in log.read_text().splitlines())
+    assert served >= 6, log.read_text()[-2000:]  # bridge, shard, ops, bindings, ...
+    subprocess.run(["ninja", "-C", str(tmp_path / "build"), "-t", "clean"], check=True)
+    again = builder.build(request, echo=lambda line: None)
+    assert again.smoke.startswith("add ok")
+    after = sum("COMPILE_OK" in l for l in log.read_text().splitlines())
+    assert after == served, "a rebuild from ccache's hits sent compiles to the daemon"
