@@ -28,6 +28,7 @@ from . import manifest as manifest_reader
 from . import extensions, pipeline, writer
 from . import project as projects
 from .locations import MANIFEST, MODULE_NAME, PACKAGE_DIR, SUPPORT_DIR, find_module
+from .locations import shown as _rel
 from .platforms import load_platforms
 
 OPT_LEVELS = ("0", "1", "2", "3", "s")
@@ -426,11 +427,3 @@ def _cmake_cache(build_dir: Path) -> dict[str, str]:
         if m:
             values[m.group(1)] = m.group(2)
     return values
-
-
-def _rel(path: Path) -> str:
-    """As the user would type it: relative to the working directory if inside."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)

@@ -17,6 +17,7 @@ from . import __version__, builder, pipeline, writer
 from . import project as projects
 from .errors import SpecErrors
 from .locations import MANIFEST
+from .locations import shown as _rel
 from .resolve import SelectionError
 from .schema_db import torch_version
 
@@ -27,13 +28,6 @@ EXIT_USAGE = 2
 def error(message: str) -> None:
     """One line on stderr; red on a terminal, plain otherwise."""
     click.secho(f"error: {message}", fg="red", err=True)
-
-
-def _rel(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def project(ctx: click.Context) -> projects.Project:
@@ -256,9 +250,15 @@ def generate(
     proj = project(ctx) if spec_dir is None or out_dir is None else None
     spec_dir = spec_dir or proj.specs
     gen = run_generation(spec_dir, ops, extension_dirs)
-    default_set = pipeline.parse_selection(ops)[0] == "default" and not extension_dirs
-    out = out_dir or proj.generated_dir(
-        spec_dir, default_set, build_dir or proj.build_dir
+    # The rule `build` follows (builder.generated_dir_for).
+    out = out_dir or builder.generated_dir_for(
+        builder.BuildRequest(
+            project=proj,
+            spec_dir=spec_dir,
+            ops=ops,
+            build_dir=build_dir,
+            extensions=tuple(extension_dirs),
+        )
     )
     if check:
         fix = _fix_command(ctx)

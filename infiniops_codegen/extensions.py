@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import keyword
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from .errors import SpecError, SpecErrors
+from .project import inside
+from .specs import display_path as _display
 from .yaml_nodes import Node, load_yaml
 
 MANIFEST_NAME = "infiniops-extension.yaml"
@@ -37,12 +39,6 @@ class Extension:
     root: Path
     specs: Path
     kernels: Path
-
-
-def _display(path: Path) -> str:
-    from .specs import display_path
-
-    return display_path(path)
 
 
 def load(directory: Path) -> Extension:
@@ -111,17 +107,11 @@ def load(directory: Path) -> Extension:
     for key, default in DEFAULTS.items():
         text = values.get(key, default)
         at = node.value.get(key, node)
-        rel = PurePosixPath(text.replace("\\", "/"))
-        if rel.is_absolute() or ":" in rel.parts[0]:
-            fail(
-                at,
-                f"'{key}' = '{text}' is absolute; paths are relative to the extension",
-            )
+        try:
+            paths[key] = root / inside(text, key, "extension")
+        except ValueError as e:
+            fail(at, str(e))
             continue
-        if ".." in rel.parts:
-            fail(at, f"'{key}' = '{text}' leaves the extension ('..')")
-            continue
-        paths[key] = root / rel
         if key == "specs" and not paths[key].is_dir():
             fail(at, f"the extension's specs directory '{text}' does not exist")
     if errors:

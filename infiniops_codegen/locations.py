@@ -19,6 +19,15 @@ MODULE_NAME = "infiniops"  # the built Python module
 MANIFEST = "manifest.json"  # in a generated directory and in a build directory
 
 
+def shown(path: Path) -> str:
+    """path as the user would type it: relative to the working directory
+    when inside it, else as given."""
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def find_module(build_dir: Path) -> Path | None:
     """The built module in build_dir, None when there is none."""
     build_dir = Path(build_dir)

@@ -94,23 +94,28 @@ def _table_line(text: str, key: str | None) -> tuple[int, int]:
     return (header or 1), 1
 
 
+def inside(text: str, key: str, root: str) -> PurePosixPath:
+    """text as a path relative to root that stays inside it; ValueError
+    saying what is wrong otherwise (project tables, extension manifests)."""
+    path = PurePosixPath(text.replace("\\", "/"))
+    if path.is_absolute() or ":" in path.parts[0]:
+        raise ValueError(
+            f"'{key}' = '{text}' is absolute; paths are relative to the {root}"
+        )
+    if ".." in path.parts:
+        raise ValueError(f"'{key}' = '{text}' leaves the {root} ('..')")
+    return path
+
+
 def _relative(value: object, key: str, where: str) -> PurePosixPath:
     if not isinstance(value, str) or not value.strip():
         raise ProjectError(
             f"{where}: '{key}' must be a path string, e.g. {KEYS[key]!r}"
         )
-    path = PurePosixPath(value.replace("\\", "/"))
-    if path.is_absolute() or ":" in path.parts[0]:
-        raise ProjectError(
-            f"{where}: '{key}' = {value!r} is absolute; paths in the table are "
-            "relative to the project (the directory of pyproject.toml)"
-        )
-    if ".." in path.parts:
-        raise ProjectError(
-            f"{where}: '{key}' = {value!r} leaves the project ('..'); the tool "
-            "only reads and writes inside it"
-        )
-    return path
+    try:
+        return inside(value, key, "project")
+    except ValueError as e:
+        raise ProjectError(f"{where}: {e}") from None
 
 
 def _table(pyproject: Path) -> tuple[dict, str] | None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .locations import MANIFEST
+from .locations import shown as _shown
 from .manifest import recorded_hashes
 from .render import MARKER, content_hash
 
@@ -166,14 +167,6 @@ class HandEditedError(ForeignFileError):
             f"and templates, so put the change in {specs} or the templates, or "
             "pass --force to discard the edit"
         )
-
-
-def _shown(path: Path) -> str:
-    """path relative to the working directory when inside it."""
-    try:
-        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def _prune_empty_dirs(directory: Path, stop: Path) -> None:

@@ -88,14 +88,19 @@ def _module_inputs() -> list[Path]:
 
 
 def stale_inputs(module: Path) -> list[str]:
-    """Module inputs modified after the module was built."""
+    """Module inputs modified after the module was built: relative to the
+    project, or to the tool's package for its own files outside it."""
     built = module.stat().st_mtime
     project = projects.current()
-    return sorted(
-        project.rel(p) if project.rel(p) != str(p) else str(p.relative_to(PACKAGE_DIR))
-        for p in _module_inputs()
-        if p.stat().st_mtime > built
-    )
+
+    def shown(p: Path) -> str:
+        return (
+            str(p.relative_to(PACKAGE_DIR))
+            if not p.is_relative_to(project.root)
+            else project.rel(p)
+        )
+
+    return sorted(shown(p) for p in _module_inputs() if p.stat().st_mtime > built)
 
 
 def ensure_before(
