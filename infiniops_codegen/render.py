@@ -120,6 +120,20 @@ def _manifest(opset: OpSet, hashes: dict[str, str]) -> str:
     return "{" + text[1:].lstrip("\n ") + "\n"
 
 
+# Stands for the `#line` that returns to the generated file after a
+# composite's body; its number is known only once the file is rendered.
+RESUME_LINE = "#line @resume@"
+
+
+def resume_lines(text: str, name: str) -> str:
+    """text with each RESUME_LINE set to `#line <its next line> "name"`."""
+    lines = text.split("\n")
+    for k, line in enumerate(lines):
+        if line == RESUME_LINE:
+            lines[k] = f'#line {k + 2} "{name}"'
+    return "\n".join(lines)
+
+
 def render(opset: OpSet) -> dict[str, str]:
     """Relative path -> content of every generated file."""
     env = _environment()
@@ -153,9 +167,15 @@ def render(opset: OpSet) -> dict[str, str]:
     }
     for shard in opset.shards:
         label = ", ".join(sorted({op.source for op in shard.ops}))
-        files[shard.file] = env.get_template("torch_fallback_shard.cpp.j2").render(
-            opset=opset, module=MODULE_NAME, source=label, comment="//", shard=shard
+        text = env.get_template("torch_fallback_shard.cpp.j2").render(
+            opset=opset,
+            module=MODULE_NAME,
+            source=label,
+            comment="//",
+            shard=shard,
+            resume_line=RESUME_LINE,
         )
+        files[shard.file] = resume_lines(text, shard.file)
     hashes = {rel: content_hash(text) for rel, text in files.items()}
     files[MANIFEST] = _manifest(opset, hashes)
     return dict(sorted(files.items()))
