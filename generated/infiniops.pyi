@@ -34,7 +34,7 @@ def _log_softmax(
     dim: int,
     half_to_float: bool,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -46,7 +46,7 @@ def _log_softmax_backward_data(
     dim: int,
     input_dtype: torch.dtype,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -57,7 +57,7 @@ def _softmax(
     dim: int,
     half_to_float: bool,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -69,7 +69,7 @@ def _softmax_backward_data(
     dim: int,
     input_dtype: torch.dtype,
     *,
-    grad_input: Tensor,
+    grad_input: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -78,7 +78,7 @@ def _softmax_backward_data(
 def abs(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -87,7 +87,7 @@ def abs(
 def acos(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -96,7 +96,7 @@ def acos(
 def acosh(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -106,7 +106,7 @@ def adaptive_avg_pool2d(
     input: Tensor,
     output_size: int | Sequence[int],
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -116,8 +116,8 @@ def adaptive_max_pool2d(
     input: Tensor,
     output_size: int | Sequence[int],
     *,
-    out: Tensor,
-    indices: Tensor,
+    out: Tensor | None = None,
+    indices: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor]:
@@ -128,7 +128,7 @@ def add(
     other: Tensor,
     *,
     alpha: Number = 1,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -139,7 +139,7 @@ def add_Scalar(
     other: Number,
     alpha: Number = 1,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -152,7 +152,7 @@ def addbmm(
     *,
     beta: Number = 1,
     alpha: Number = 1,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -164,7 +164,7 @@ def addcdiv(
     tensor2: Tensor,
     *,
     value: Number = 1,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -176,7 +176,7 @@ def addcmul(
     tensor2: Tensor,
     *,
     value: Number = 1,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -189,7 +189,7 @@ def addmm(
     *,
     beta: Number = 1,
     alpha: Number = 1,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -202,7 +202,7 @@ def addmv(
     *,
     beta: Number = 1,
     alpha: Number = 1,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -213,7 +213,7 @@ def all(
     dim: int,
     keepdim: bool = False,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -222,7 +222,7 @@ def all(
 def all_all(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -233,7 +233,7 @@ def amax(
     dim: int | Sequence[int] = [],
     keepdim: bool = False,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -244,7 +244,7 @@ def amin(
     dim: int | Sequence[int] = [],
     keepdim: bool = False,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -255,8 +255,8 @@ def aminmax(
     *,
     dim: int | None = None,
     keepdim: bool = False,
-    min: Tensor,
-    max: Tensor,
+    min: Tensor | None = None,
+    max: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> torch.return_types.aminmax_out:
@@ -267,7 +267,7 @@ def any(
     dim: int,
     keepdim: bool = False,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -276,7 +276,7 @@ def any(
 def any_all(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -287,7 +287,7 @@ def argmax(
     dim: int | None = None,
     keepdim: bool = False,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -298,7 +298,7 @@ def argmin(
     dim: int | None = None,
     keepdim: bool = False,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -307,7 +307,7 @@ def argmin(
 def asin(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -316,7 +316,7 @@ def asin(
 def asinh(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -325,7 +325,7 @@ def asinh(
 def atan(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -335,7 +335,7 @@ def atan2(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -344,7 +344,7 @@ def atan2(
 def atanh(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -358,7 +358,7 @@ def avg_pool1d(
     ceil_mode: bool = False,
     count_include_pad: bool = True,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -373,7 +373,7 @@ def avg_pool2d(
     count_include_pad: bool = True,
     divisor_override: int | None = None,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -386,7 +386,7 @@ def baddbmm(
     *,
     beta: Number = 1,
     alpha: Number = 1,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -396,7 +396,7 @@ def bitwise_and_Tensor(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -406,7 +406,7 @@ def bitwise_left_shift_Tensor(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -415,7 +415,7 @@ def bitwise_left_shift_Tensor(
 def bitwise_not(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -425,7 +425,7 @@ def bitwise_or_Tensor(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -435,7 +435,7 @@ def bitwise_right_shift_Tensor(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -445,7 +445,7 @@ def bitwise_xor_Tensor(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -455,7 +455,7 @@ def bmm(
     input: Tensor,
     mat2: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -465,7 +465,7 @@ def cat(
     tensors: Sequence[Tensor],
     dim: int = 0,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -474,7 +474,7 @@ def cat(
 def ceil(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -485,7 +485,7 @@ def clamp(
     min: Number | None = None,
     max: Number | None = None,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -496,7 +496,7 @@ def clamp_Tensor(
     min: Tensor | None = None,
     max: Tensor | None = None,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -506,7 +506,7 @@ def clamp_max(
     input: Tensor,
     max: Number,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -516,7 +516,7 @@ def clamp_min(
     input: Tensor,
     min: Number,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -525,7 +525,7 @@ def clamp_min(
 def clone(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -535,7 +535,7 @@ def copysign(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -544,7 +544,7 @@ def copysign(
 def cos(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -553,7 +553,7 @@ def cos(
 def cosh(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -564,7 +564,7 @@ def cross(
     other: Tensor,
     dim: int | None = None,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -575,7 +575,7 @@ def cumprod(
     dim: int,
     *,
     dtype: torch.dtype | None = None,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -586,7 +586,7 @@ def cumsum(
     dim: int,
     *,
     dtype: torch.dtype | None = None,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -595,7 +595,7 @@ def cumsum(
 def digamma(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -605,7 +605,7 @@ def div(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -616,7 +616,7 @@ def div_out_mode(
     other: Tensor,
     *,
     rounding_mode: str | None,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -626,7 +626,7 @@ def dot(
     input: Tensor,
     tensor: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -638,7 +638,7 @@ def elu(
     scale: Number = 1,
     input_scale: Number = 1,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -651,7 +651,7 @@ def embedding(
     scale_grad_by_freq: bool = False,
     sparse: bool = False,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -664,7 +664,7 @@ def embedding_dense_backward(
     padding_idx: int,
     scale_grad_by_freq: bool,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -674,7 +674,7 @@ def eq_Scalar(
     input: Tensor,
     other: Number,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -684,7 +684,7 @@ def eq_Tensor(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -693,7 +693,7 @@ def eq_Tensor(
 def erf(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -702,7 +702,7 @@ def erf(
 def erfc(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -711,7 +711,7 @@ def erfc(
 def erfinv(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -720,7 +720,7 @@ def erfinv(
 def exp(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -729,7 +729,7 @@ def exp(
 def exp2(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -738,7 +738,7 @@ def exp2(
 def expm1(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -748,7 +748,7 @@ def flip(
     input: Tensor,
     dims: int | Sequence[int],
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -757,7 +757,7 @@ def flip(
 def floor(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -767,7 +767,7 @@ def floor_divide(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -777,7 +777,7 @@ def fmax(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -787,7 +787,7 @@ def fmin(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -797,7 +797,7 @@ def fmod_Tensor(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -806,7 +806,7 @@ def fmod_Tensor(
 def frac(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -818,7 +818,7 @@ def gather(
     index: Tensor,
     *,
     sparse_grad: bool = False,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -828,7 +828,7 @@ def ge_Scalar(
     input: Tensor,
     other: Number,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -838,7 +838,7 @@ def ge_Tensor(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -848,7 +848,7 @@ def gelu(
     input: Tensor,
     *,
     approximate: str = 'none',
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -859,7 +859,7 @@ def gelu_backward(
     input: Tensor,
     *,
     approximate: str = 'none',
-    grad_input: Tensor,
+    grad_input: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -869,7 +869,7 @@ def glu(
     input: Tensor,
     dim: int = -1,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -879,7 +879,7 @@ def gt_Scalar(
     input: Tensor,
     other: Number,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -889,7 +889,7 @@ def gt_Tensor(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -898,7 +898,7 @@ def gt_Tensor(
 def hardsigmoid(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -907,7 +907,7 @@ def hardsigmoid(
 def hardswish(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -918,7 +918,7 @@ def hardtanh(
     min_val: Number = -1,
     max_val: Number = 1,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -928,7 +928,7 @@ def hypot(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -951,7 +951,7 @@ def index_add(
     source: Tensor,
     *,
     alpha: Number = 1,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -974,7 +974,7 @@ def index_select(
     dim: int,
     index: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -983,7 +983,7 @@ def index_select(
 def isnan(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -993,7 +993,7 @@ def kron(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1005,8 +1005,8 @@ def kthvalue(
     dim: int = -1,
     keepdim: bool = False,
     *,
-    values: Tensor,
-    indices: Tensor,
+    values: Tensor | None = None,
+    indices: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> torch.return_types.kthvalue_out:
@@ -1016,7 +1016,7 @@ def le_Scalar(
     input: Tensor,
     other: Number,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1026,7 +1026,7 @@ def le_Tensor(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1036,7 +1036,7 @@ def leaky_relu(
     input: Tensor,
     negative_slope: Number = 0.01,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1047,7 +1047,7 @@ def lerp_Scalar(
     end: Tensor,
     weight: Number,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1058,7 +1058,7 @@ def lerp_Tensor(
     end: Tensor,
     weight: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1067,7 +1067,7 @@ def lerp_Tensor(
 def lgamma(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1078,7 +1078,7 @@ def linear(
     weight: Tensor,
     bias: Tensor | None = None,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1087,7 +1087,7 @@ def linear(
 def log(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1096,7 +1096,7 @@ def log(
 def log10(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1105,7 +1105,7 @@ def log10(
 def log1p(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1114,7 +1114,7 @@ def log1p(
 def log2(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1123,7 +1123,7 @@ def log2(
 def log_sigmoid(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1134,7 +1134,7 @@ def log_softmax(
     dim: int,
     dtype: torch.dtype | None = None,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1144,7 +1144,7 @@ def logaddexp(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1154,7 +1154,7 @@ def logaddexp2(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1164,7 +1164,7 @@ def logical_and(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1173,7 +1173,7 @@ def logical_and(
 def logical_not(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1183,7 +1183,7 @@ def logical_or(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1193,7 +1193,7 @@ def logical_xor(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1204,7 +1204,7 @@ def logsumexp(
     dim: int | Sequence[int],
     keepdim: bool = False,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1214,7 +1214,7 @@ def lt_Scalar(
     input: Tensor,
     other: Number,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1224,7 +1224,7 @@ def lt_Tensor(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1235,7 +1235,7 @@ def masked_fill(
     mask: Tensor,
     value: Number,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1246,7 +1246,7 @@ def masked_fill_Tensor(
     mask: Tensor,
     value: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1256,7 +1256,7 @@ def masked_select(
     input: Tensor,
     mask: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1266,7 +1266,7 @@ def matmul(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1277,8 +1277,8 @@ def max(
     dim: int,
     keepdim: bool = False,
     *,
-    max: Tensor,
-    max_values: Tensor,
+    max: Tensor | None = None,
+    max_values: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> torch.return_types.max_out:
@@ -1292,8 +1292,8 @@ def max_pool2d_with_indices(
     dilation: int | Sequence[int] = [1, 1],
     ceil_mode: bool = False,
     *,
-    out: Tensor,
-    indices: Tensor,
+    out: Tensor | None = None,
+    indices: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor]:
@@ -1303,7 +1303,7 @@ def maximum(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1315,7 +1315,7 @@ def mean(
     keepdim: bool = False,
     *,
     dtype: torch.dtype | None = None,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1326,8 +1326,8 @@ def median_dim_values(
     dim: int,
     keepdim: bool = False,
     *,
-    values: Tensor,
-    indices: Tensor,
+    values: Tensor | None = None,
+    indices: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> torch.return_types.median_out:
@@ -1338,8 +1338,8 @@ def min(
     dim: int,
     keepdim: bool = False,
     *,
-    min: Tensor,
-    min_indices: Tensor,
+    min: Tensor | None = None,
+    min_indices: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> torch.return_types.min_out:
@@ -1349,7 +1349,7 @@ def minimum(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1358,7 +1358,7 @@ def minimum(
 def mish(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1368,7 +1368,7 @@ def mm(
     input: Tensor,
     mat2: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1379,7 +1379,7 @@ def mse_loss(
     target: Tensor,
     reduction: int = 1,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1391,7 +1391,7 @@ def mse_loss_backward(
     target: Tensor,
     reduction: int,
     *,
-    grad_input: Tensor,
+    grad_input: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1401,7 +1401,7 @@ def mul(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1411,7 +1411,7 @@ def mul_Scalar(
     input: Tensor,
     other: Number,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1421,7 +1421,7 @@ def mv(
     input: Tensor,
     vec: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1433,7 +1433,7 @@ def nan_to_num(
     posinf: float | None = None,
     neginf: float | None = None,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1445,7 +1445,7 @@ def nansum(
     keepdim: bool = False,
     *,
     dtype: torch.dtype | None = None,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1457,7 +1457,7 @@ def narrow_copy(
     start: int,
     length: int,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1473,9 +1473,9 @@ def native_batch_norm(
     momentum: float,
     eps: float,
     *,
-    out: Tensor,
-    save_mean: Tensor,
-    save_invstd: Tensor,
+    out: Tensor | None = None,
+    save_mean: Tensor | None = None,
+    save_invstd: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
@@ -1491,9 +1491,9 @@ def native_group_norm(
     group: int,
     eps: float,
     *,
-    out0: Tensor,
-    out1: Tensor,
-    out2: Tensor,
+    out0: Tensor | None = None,
+    out1: Tensor | None = None,
+    out2: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
@@ -1506,9 +1506,9 @@ def native_layer_norm(
     bias: Tensor | None,
     eps: float,
     *,
-    out0: Tensor,
-    out1: Tensor,
-    out2: Tensor,
+    out0: Tensor | None = None,
+    out1: Tensor | None = None,
+    out2: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
@@ -1524,9 +1524,9 @@ def native_layer_norm_backward(
     bias: Tensor | None,
     output_mask: Sequence[bool],
     *,
-    out0: Tensor,
-    out1: Tensor,
-    out2: Tensor,
+    out0: Tensor | None = None,
+    out1: Tensor | None = None,
+    out2: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
@@ -1536,7 +1536,7 @@ def ne_Scalar(
     input: Tensor,
     other: Number,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1546,7 +1546,7 @@ def ne_Tensor(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1555,7 +1555,7 @@ def ne_Tensor(
 def neg(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1564,7 +1564,7 @@ def neg(
 def nonzero(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1576,7 +1576,7 @@ def norm(
     dim: int | Sequence[int],
     keepdim: bool = False,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1586,7 +1586,7 @@ def outer(
     input: Tensor,
     vec2: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1596,7 +1596,7 @@ def pow_Tensor_Scalar(
     input: Tensor,
     exponent: Number,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1606,7 +1606,7 @@ def pow_Tensor_Tensor(
     input: Tensor,
     exponent: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1618,7 +1618,7 @@ def prod_int(
     keepdim: bool = False,
     *,
     dtype: torch.dtype | None = None,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1627,7 +1627,7 @@ def prod_int(
 def reciprocal(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1636,7 +1636,7 @@ def reciprocal(
 def relu(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1646,7 +1646,7 @@ def remainder_Tensor(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1657,7 +1657,7 @@ def rms_norm(
     weight: Tensor,
     eps: float = 1e-06,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1668,7 +1668,7 @@ def roll(
     shifts: int | Sequence[int],
     dims: int | Sequence[int] = [],
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1677,7 +1677,7 @@ def roll(
 def round(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1686,7 +1686,7 @@ def round(
 def rsqrt(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1701,7 +1701,7 @@ def scaled_dot_product_attention(
     is_causal: bool = False,
     scale: float | None = None,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1713,7 +1713,7 @@ def scatter_add(
     index: Tensor,
     src: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1725,7 +1725,7 @@ def scatter_src(
     index: Tensor,
     src: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1737,7 +1737,7 @@ def scatter_value(
     index: Tensor,
     value: Number,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1746,7 +1746,7 @@ def scatter_value(
 def sgn(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1755,7 +1755,7 @@ def sgn(
 def sigmoid(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1765,7 +1765,7 @@ def sigmoid_backward(
     grad_output: Tensor,
     output: Tensor,
     *,
-    grad_input: Tensor,
+    grad_input: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1774,7 +1774,7 @@ def sigmoid_backward(
 def sign(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1783,7 +1783,7 @@ def sign(
 def silu(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1792,7 +1792,7 @@ def silu(
 def silu_and_mul(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1802,7 +1802,7 @@ def silu_backward(
     grad_output: Tensor,
     input: Tensor,
     *,
-    grad_input: Tensor,
+    grad_input: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1811,7 +1811,7 @@ def silu_backward(
 def sin(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1820,7 +1820,7 @@ def sin(
 def sinh(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1832,7 +1832,7 @@ def smooth_l1_loss(
     reduction: int = 1,
     beta: float = 1.0,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1843,7 +1843,7 @@ def soft_margin_loss(
     target: Tensor,
     reduction: int = 1,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1854,7 +1854,7 @@ def softmax(
     dim: int,
     dtype: torch.dtype | None = None,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1865,7 +1865,7 @@ def softplus(
     beta: Number = 1,
     threshold: Number = 20,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1876,8 +1876,8 @@ def sort_values(
     dim: int = -1,
     descending: bool = False,
     *,
-    values: Tensor,
-    indices: Tensor,
+    values: Tensor | None = None,
+    indices: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> torch.return_types.sort_out:
@@ -1886,7 +1886,7 @@ def sort_values(
 def sqrt(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1895,7 +1895,7 @@ def sqrt(
 def square(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1907,7 +1907,7 @@ def std_correction(
     *,
     correction: Number | None = None,
     keepdim: bool = False,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1918,7 +1918,7 @@ def sub(
     other: Tensor,
     *,
     alpha: Number = 1,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1929,7 +1929,7 @@ def sub_Scalar(
     other: Number,
     alpha: Number = 1,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1941,7 +1941,7 @@ def sum(
     keepdim: bool = False,
     *,
     dtype: torch.dtype | None = None,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1951,7 +1951,7 @@ def sum_all(
     input: Tensor,
     *,
     dtype: torch.dtype | None = None,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1961,7 +1961,7 @@ def take(
     input: Tensor,
     index: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1970,7 +1970,7 @@ def take(
 def tan(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1979,7 +1979,7 @@ def tan(
 def tanh(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -1989,7 +1989,7 @@ def tanh_backward(
     grad_output: Tensor,
     output: Tensor,
     *,
-    grad_input: Tensor,
+    grad_input: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -2000,7 +2000,7 @@ def threshold(
     threshold: Number,
     value: Number,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -2011,7 +2011,7 @@ def threshold_backward(
     input: Tensor,
     threshold: Number,
     *,
-    grad_input: Tensor,
+    grad_input: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -2024,8 +2024,8 @@ def topk(
     largest: bool = True,
     sorted: bool = True,
     *,
-    values: Tensor,
-    indices: Tensor,
+    values: Tensor | None = None,
+    indices: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> torch.return_types.topk_out:
@@ -2035,7 +2035,7 @@ def tril(
     input: Tensor,
     diagonal: int = 0,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -2045,7 +2045,7 @@ def triu(
     input: Tensor,
     diagonal: int = 0,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -2054,7 +2054,7 @@ def triu(
 def trunc(
     input: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -2066,7 +2066,7 @@ def var_correction(
     *,
     correction: Number | None = None,
     keepdim: bool = False,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -2076,7 +2076,7 @@ def vdot(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -2087,7 +2087,7 @@ def where(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:
@@ -2097,7 +2097,7 @@ def xlogy_OutTensor(
     input: Tensor,
     other: Tensor,
     *,
-    out: Tensor,
+    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
 ) -> Tensor:

@@ -7,6 +7,7 @@ from enum import Enum
 
 from .arg_kinds import ArgKind, Tensors
 from .dtypes import DType, load_dtypes, spec_dtypes
+from .schema_types import FunctionalCall
 
 
 class Role(str, Enum):
@@ -223,6 +224,102 @@ class Op:
     tensor_iterator: bool = False  # ATen kernel structured on TensorIteratorBase
     fallback_line: int = 0  # composites: the line of the body's first line in source
     extension: str = ""  # the extension that defines the op ("": the project)
+    # How a call without out= runs ATen's functional overload (None: it
+    # has none that takes this op's arguments and returns its outputs).
+    functional_call: FunctionalCall | None = None
+    # A Tensor parameter takes a Python number (torch's add, sub, mul, ...).
+    numbers_as_tensors: bool = False
+
+    @property
+    def no_out(self) -> bool:
+        """A call may leave the outputs out: they are allocated as torch's
+        call without out= allocates them. ATen ops with a functional twin
+        (its outputs and shapes are torch's) and composites (outputs of the
+        first input's dtype and device, shaped by the body); in both, every
+        output one tensor and every other tensor argument one the binding
+        can hand over as it arrived (lane.h's references)."""
+        if not (self.functional_call or self.composite):
+            return False
+        if self.composite and self.first_input is None:
+            return False
+        if not all(a.is_tensor for a in self.outputs):
+            return False
+        return all(a.lane_ref for a in self.visible if a.tensors is not Tensors.NONE)
+
+    @property
+    def first_input(self) -> Argument | None:
+        """The first input that is one tensor: a composite's outputs take
+        its dtype and device when its body cannot run on meta tensors."""
+        return next((a for a in self.inputs if a.is_tensor and not a.hidden), None)
+
+    @property
+    def call_params(self) -> tuple[Argument, ...]:
+        """The arguments of a call without out=: the visible ones but the
+        outputs."""
+        return tuple(a for a in self.visible if not a.is_output)
+
+    @property
+    def call_decl(self) -> str:
+        """Parameters of the no-out fallbacks (tensors as lane references),
+        then the Results they fill."""
+        params = CoreSignature(self.call_params).lane_decl()
+        results = "::infini::ops::torch_bridge::Results& results"
+        return f"{params}, {results}" if params else results
+
+    @property
+    def call_args(self) -> str:
+        """The binding's call of a no-out fallback: tensor k is `c_[k]`
+        (the lane's numbering), tensor list k `cl_[k]`, then `r_`."""
+        return ", ".join(self._call_args())
+
+    def _call_args(self):
+        index = {}
+        for kind in (Tensors.ONE, Tensors.LIST):
+            params = (a for a in self.python_params if a.tensors is kind)
+            index.update({a.name: k for k, a in enumerate(params)})
+        for a in self.call_params:
+            if a.tensors is Tensors.LIST:
+                yield f"cl_[{index[a.name]}]"
+            elif a.lane_ref:
+                yield f"tb::{a.lane_ref}{{c_[{index[a.name]}]}}"
+            else:
+                yield f"v_{a.name}"
+        yield "r_"
+
+    @property
+    def functional_aten_call(self) -> str:
+        """The arguments of the functional overload's C++ call: the out=
+        call's without the outputs (same order: outputs lead an _out call)."""
+        return ", ".join(
+            a.hidden_value if a.hidden else f"a_{a.name}"
+            for a in self.aten_arguments
+            if not a.is_output
+        )
+
+    @property
+    def meta_aten_call(self) -> str:
+        """The same on meta stand-ins of the tensors (`m_<name>`)."""
+        return ", ".join(
+            (
+                a.hidden_value
+                if a.hidden
+                else (f"m_{a.name}" if a.tensors is not Tensors.NONE else f"a_{a.name}")
+            )
+            for a in self.aten_arguments
+            if not a.is_output
+        )
+
+    @property
+    def meta_body_call(self) -> str:
+        """A composite body's call on meta stand-ins, outputs included."""
+        return ", ".join(
+            (
+                a.hidden_value
+                if a.hidden
+                else (f"m_{a.name}" if a.tensors is not Tensors.NONE else f"a_{a.name}")
+            )
+            for a in self.aten_arguments
+        )
 
     @property
     def fallback_line_directive(self) -> str:
@@ -445,6 +542,17 @@ class Op:
         )
 
     @property
+    def number_tensor_param_mask(self) -> int:
+        """Bit i: Python parameter i takes a Python number for its tensor
+        (numbers_as_tensors; inputs only)."""
+        outs = {a.name for a in self.outputs}
+        return sum(
+            1 << i
+            for i, a in enumerate(self.python_params)
+            if a.tensors is Tensors.ONE and a.name not in outs
+        )
+
+    @property
     def tensor_param_mask(self) -> int:
         """Bit i: Python parameter i takes one tensor (__torch_function__)."""
         return self._param_mask(Tensors.ONE)
@@ -511,6 +619,15 @@ class OpSet:
     sources: tuple[str, ...]  # spec files read
     exclusions: tuple[Exclusion, ...]  # out= overloads not expressible
     dtypes: tuple[DType, ...] = field(default_factory=load_dtypes)  # enum order
+    # The module's torch-like functions (overloads.PyFunction), by name.
+    functions: tuple = ()
+
+    @property
+    def overloaded_functions(self) -> tuple:
+        """Functions that choose among signatures (the rest are one op's
+        binding under the function's name)."""
+        return tuple(f for f in self.functions if f.direct is None)
+
 
     def dtypes_of(self, kind: str) -> tuple[DType, ...]:
         """The dtypes of one kind ("bool", "integral", ...), in enum order."""

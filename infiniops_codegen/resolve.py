@@ -15,6 +15,7 @@ from . import arg_kinds, module_api
 from .arg_kinds import Tensors
 from .errors import SpecError, SpecErrors
 from .model import Argument, Default, Exclusion, NativeImpl, Op, OpSet, Role
+from .overloads import python_functions
 from .platforms import load_platforms
 from .schema_db import SchemaDB, schema_from_signature
 from .schema_types import AtenSchema, SchemaArg
@@ -271,6 +272,7 @@ def _op(spec: OpSpec, db: SchemaDB, name: str) -> Op:
         cpu_kernel=schema.cpu_kernel,
         tensor_iterator=schema.tensor_iterator,
         functional=schema.functional,
+        functional_call=schema.functional_call,
         return_type=schema.return_type,
         tags=schema.tags,
         reference=spec.reference,
@@ -359,9 +361,11 @@ def build_opset(
     ops.sort(key=lambda op: op.name)
     count = shard_count(len(ops), specs.shard_size)
     ops = [_finish(op, shard_of(op.name, count), specs.direct_cpu) for op in ops]
+    ops, functions = _functions(ops, db, taken)
     label = selection if selection != "names" else ",".join(sorted(names or ()))
     return OpSet(
         ops=tuple(ops),
+        functions=functions,
         platforms=load_platforms(),
         torch_version=db.torch_version,
         shard_count=count,
@@ -370,6 +374,39 @@ def build_opset(
         sources=specs.sources,
         exclusions=tuple(exclusions),
     )
+
+
+def _functions(ops: list[Op], db: SchemaDB, taken: dict[str, Where]):
+    """The module's torch-like functions (overloads.py), and the ops with
+    the numbers-as-tensors rule of the function they serve. An op may not
+    take the name of a function it does not serve."""
+    functions = python_functions(ops, db)
+    numbers = {
+        o.op.name
+        for f in functions
+        for o in f.overloads
+        if o.op and o.numbers_as_tensors
+    }
+    ops = [replace(op, numbers_as_tensors=op.name in numbers) for op in ops]
+    by_name = {op.name: op for op in ops}
+    errors = []
+    for f in functions:
+        op = by_name.get(f.name)
+        if op is not None and all(
+            o.op is None or o.op.name != op.name for o in f.overloads
+        ):
+            served = ", ".join(sorted({o.op.name for o in f.overloads if o.op}))
+            where = taken.get(op.name) or Where(op.source, 1, 1)
+            errors.append(
+                where.error(
+                    f"op name '{op.name}' is the name of torch's Python function "
+                    f"'{f.name}', which this build serves with {served}; give the "
+                    "op another name"
+                )
+            )
+    if errors:
+        raise SpecErrors(errors)
+    return ops, python_functions(ops, db)
 
 
 class SelectionError(Exception):

@@ -13,13 +13,20 @@ import importlib.metadata
 import importlib.util
 import os
 import pickle
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from .schema_types import AtenSchema, SchemaArg, TypeInfo
+from .schema_types import (
+    AtenSchema,
+    FunctionalCall,
+    PyOverload,
+    PyParam,
+    SchemaArg,
+    TypeInfo,
+)
 
 # Bump when the extracted records change shape or meaning.
-CACHE_FORMAT = 7
+CACHE_FORMAT = 8
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,10 @@ class SchemaDB:
     out_overloads: dict[str, AtenSchema]  # "add.out" -> schema
     all_names: frozenset[str]  # every function name, e.g. "add.Tensor"
     headers: frozenset[str]  # every per-operator header stem
+    # torch's Python functions (torch.*, torch.nn.functional's ATen ones,
+    # torch.linalg.*, ...) by name: their signatures in the order torch's
+    # argument parser tries them.
+    python_overloads: dict[str, tuple[PyOverload, ...]] = field(default_factory=dict)
 
     def suggestions(self, name: str, limit: int = 3) -> list[str]:
         import difflib
@@ -99,8 +110,8 @@ def _build(yaml_dir: Path, version: str) -> SchemaDB:
     cpu = parsed.backend_indices[DispatchKey.CPU]
     # The functional overload with the same signature as each out= overload
     # (torch.ops.aten.<functional> is the harness's second reference).
-    functional = {
-        f.func.signature(): str(f.func.name)
+    functionals = {
+        f.func.signature(): f
         for f in parsed.native_functions
         if f.func.kind() == SchemaKind.functional
     }
@@ -112,11 +123,154 @@ def _build(yaml_dir: Path, version: str) -> SchemaDB:
         headers.add(f.root_name)
         if f.func.kind() != SchemaKind.out or f.manual_cpp_binding:
             continue
+        functional = functionals.get(f.func.signature())
         outs[str(f.func.name)] = _extract(
-            f, cpu.has_kernel(f), functional.get(f.func.signature())
+            f,
+            cpu.has_kernel(f),
+            str(functional.func.name) if functional else None,
+            _functional_call(f, functional, cpu) if functional else None,
         )
     return SchemaDB(
-        version, dict(sorted(outs.items())), frozenset(names), frozenset(headers)
+        version,
+        dict(sorted(outs.items())),
+        frozenset(names),
+        frozenset(headers),
+        _python_overloads(parsed.native_functions),
+    )
+
+
+def _functional_call(out, f, cpu) -> FunctionalCall | None:
+    """How a call without out= runs `f`, the functional twin of the out=
+    overload `out`: only where it returns exactly one plain tensor per output
+    and takes no TensorOptions pack (its C++ call then takes the out=
+    overload's other arguments in the same order)."""
+    from torchgen.api.python import structseq_fieldnames
+    from torchgen.api.types import CppSignatureGroup
+    from torchgen.context import native_function_manager
+    from torchgen.model import BaseTy, BaseType
+
+    returns = f.func.returns
+    if len(returns) != len(out.func.arguments.out) or f.func.arguments.tensor_options:
+        return None
+    if any(r.type != BaseType(BaseTy.Tensor) for r in returns):
+        return None
+    with native_function_manager(f):
+        name = CppSignatureGroup.from_native_function(f, method=False).signature.name()
+    # A structured functional's CPU entry is generated from its out= kernel.
+    cpu_kernel = cpu.has_kernel(f) or (
+        f.structured_delegate == out.func.name and cpu.has_kernel(out)
+    )
+    structseq = len(returns) > 1 and structseq_fieldnames(returns)
+    return FunctionalCall(
+        name, bool(cpu_kernel), str(f.func.name.name.base) if structseq else None
+    )
+
+
+# The Python modules whose functions torch's codegen binds (torch.*,
+# torch._C._nn, _linalg, _special, _fft), as gen_python_functions does.
+_PYTHON_MODULES = (None, "nn", "linalg", "special", "fft")
+
+
+def _python_overloads(native_functions) -> dict[str, tuple[PyOverload, ...]]:
+    """torch's Python functions by name, each signature in the order the
+    argument parser tries them: torchgen's own grouping (functional with its
+    out= twin) and sorting, deprecated signatures left out."""
+    import torch
+    from torchgen.api.python import PythonSignatureNativeFunctionPair, signature
+    from torchgen.context import native_function_manager
+    from torchgen.model import Variant
+    from torchgen.packaged.autograd import gen_python_functions as gpf
+
+    by_name: dict[str, list] = {}
+    for f in native_functions:
+        if (
+            f.python_module not in _PYTHON_MODULES
+            or not gpf.should_generate_py_binding(f)
+        ):
+            continue
+        if f.python_module is None and Variant.function not in f.variants:
+            continue
+        with native_function_manager(f):
+            pair = PythonSignatureNativeFunctionPair(signature(f, method=False), f)
+        by_name.setdefault(str(f.func.name.name), []).append(pair)
+    result = {}
+    for name, pairs in sorted(by_name.items()):
+        try:
+            groups = gpf.group_overloads(pairs, symint=True)
+        except RuntimeError:  # torch binds no such set either
+            continue
+        numbers = bool(torch._C._should_allow_numbers_as_tensors(name))
+        result[name] = tuple(_py_overload(g, numbers) for g in groups)
+    return result
+
+
+def _py_overload(group, numbers_as_tensors: bool) -> PyOverload:
+    sig = group.signature
+    positional = len(sig.input_args)
+    params = tuple(
+        _py_param(a, kwarg_only=i >= positional) for i, a in enumerate(sig.arguments())
+    )
+    return PyOverload(
+        text=sig.signature_str(symint=True),
+        params=params,
+        functional=str(group.base.func.name),
+        out=str(group.outplace.func.name) if group.outplace else None,
+        numbers_as_tensors=numbers_as_tensors,
+    )
+
+
+# Schema base types -> the bridge's checks (cpp/torch/overloads.h).
+_MATCH = {
+    "Tensor": "Tensor",
+    "Scalar": "Scalar",
+    "int": "Int",
+    "SymInt": "Int",
+    "float": "Float",
+    "bool": "Bool",
+    "str": "Str",
+    "ScalarType": "Dtype",
+    "Generator": "Generator",
+    "Layout": "Layout",
+    "Device": "Device",
+    "MemoryFormat": "MemoryFormat",
+    "Dimname": "Dimname",
+}
+_LIST_MATCH = {
+    "Tensor": "TensorList",
+    "int": "IntList",
+    "SymInt": "IntList",
+    "float": "FloatList",
+    "Scalar": "ScalarList",
+    "bool": "BoolList",
+    "Dimname": "DimnameList",
+}
+
+
+def _py_param(a, kwarg_only: bool) -> PyParam:
+    from torchgen.model import BaseType, ListType, OptionalType
+
+    t = a.type
+    optional = isinstance(t, OptionalType)
+    inner = t.elem if optional else t
+    size = 0
+    if isinstance(inner, ListType):
+        elem = inner.elem.elem if isinstance(inner.elem, OptionalType) else inner.elem
+        base = elem.name.name if isinstance(elem, BaseType) else str(elem)
+        match = _LIST_MATCH.get(base, "Any")
+        size = inner.size or 0
+    else:
+        base = inner.name.name if isinstance(inner, BaseType) else str(inner)
+        match = _MATCH.get(base, "Any")
+    # The parser's keyword for `Tensor self` is `input` (torchgen's
+    # PythonArgument.argument_str: a Tensor outside methods).
+    renamed = a.name == "self" and match == "Tensor"
+    return PyParam(
+        name="input" if renamed else a.name,
+        match=match,
+        size=size,
+        allow_none=optional or a.default == "None",
+        has_default=a.default is not None,
+        kwarg_only=kwarg_only,
     )
 
 
@@ -158,7 +312,9 @@ def _schema_args(func, cpp_types: dict[str, tuple[str, str | None]]):
     return tuple(result)
 
 
-def _extract(f, cpu_kernel: bool, functional: str | None) -> AtenSchema:
+def _extract(
+    f, cpu_kernel: bool, functional: str | None, functional_call=None
+) -> AtenSchema:
     from torchgen.api.types import CppSignatureGroup
     from torchgen.context import native_function_manager
 
@@ -187,6 +343,7 @@ def _extract(f, cpu_kernel: bool, functional: str | None) -> AtenSchema:
         functional=functional,
         tags=tuple(sorted(f.tags)),
         return_type=_return_type(func),
+        functional_call=functional_call,
     )
 
 

@@ -35,6 +35,42 @@ class SchemaArg:
 
 
 @dataclass(frozen=True)
+class FunctionalCall:
+    """How a call without out= computes the outputs: ATen's functional
+    overload, which takes the out= overload's other arguments in the same
+    order and returns one tensor per output."""
+
+    cpp_name: str  # at::<cpp_name>(...), e.g. "add"
+    cpu_kernel: bool  # at::cpu::<cpp_name> exists (a CPU kernel entry)
+    return_type: str | None  # torch.return_types.<name>; None: one tensor or a tuple
+
+
+@dataclass(frozen=True)
+class PyParam:
+    """A parameter of torch's Python signature, as its argument parser
+    checks it (torch/csrc/utils/python_arg_parser.cpp)."""
+
+    name: str
+    match: str  # the bridge's check of a value (overloads.h): "Tensor", "IntList", ...
+    size: int = 0  # N of `int[N]` (one int stands for N) or of `Tensor[N] out`
+    allow_none: bool = False
+    has_default: bool = False
+    kwarg_only: bool = False
+
+
+@dataclass(frozen=True)
+class PyOverload:
+    """One signature of a torch Python function, as torchgen groups and
+    orders them (gen_python_functions.group_overloads)."""
+
+    text: str  # torch's own spelling: "add(Tensor input, Tensor other, *, ...)"
+    params: tuple[PyParam, ...]  # positional ones, then keyword-only (out= too)
+    functional: str  # "add.Tensor"
+    out: str | None  # the out= overload torch pairs with it; None: no out=
+    numbers_as_tensors: bool  # torch takes a Python number for a Tensor
+
+
+@dataclass(frozen=True)
 class AtenSchema:
     name: str  # "add.out"
     base: str  # "add"
@@ -50,6 +86,10 @@ class AtenSchema:
     # torch.return_types.<name> that torch returns from this out= overload
     # (a structseq with the schema's return names); None: a plain tuple.
     return_type: str | None = None
+    # The functional overload as a call without out= makes it (None: no
+    # such call): its ATen C++ function, whether at::cpu:: has it, and the
+    # torch.return_types.<name> of its several named results.
+    functional_call: FunctionalCall | None = None
     tags: tuple[
         str, ...
     ] = ()  # native_functions.yaml tags (nondeterministic_seeded, ...)

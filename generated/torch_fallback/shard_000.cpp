@@ -84,6 +84,46 @@ void addcmul(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   }
 }
 
+namespace no_out {
+
+// addcmul() without out=: ATen's functional addcmul, as torch's own call runs it.
+void addcmul(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef tensor1, ::infini::ops::torch_bridge::TensorRef tensor2, const Scalar& value, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_tensor1 = tb::to_aten(tensor1);
+  auto a_tensor2 = tb::to_aten(tensor2);
+  auto a_value = tb::to_aten(value);
+  if (tb::direct_cpu(a_self, a_tensor1, a_tensor2)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::addcmul(a_self, a_tensor1, a_tensor2, a_value));
+    return;
+  }
+  tb::give(results, at::addcmul(a_self, a_tensor1, a_tensor2, a_value));
+}
+
+// addcmul() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool addcmul_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef tensor1, ::infini::ops::torch_bridge::TensorRef tensor2, const Scalar& value, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_tensor1 = tb::to_aten(tensor1);
+  auto a_tensor2 = tb::to_aten(tensor2);
+  auto a_value = tb::to_aten(value);
+  const auto device = tb::output_device(a_self, a_tensor1, a_tensor2);
+  if (!tb::meta_allowed(a_self, a_tensor1, a_tensor2)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_tensor1 = tb::to_meta(a_tensor1);
+  auto m_tensor2 = tb::to_meta(a_tensor2);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::addcmul(m_self, m_tensor1, m_tensor2, a_value), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void any_all(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -117,6 +157,38 @@ void any_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
     at::any_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// any_all() without out=: ATen's functional any, as torch's own call runs it.
+void any_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::any(a_self));
+    return;
+  }
+  tb::give(results, at::any(a_self));
+}
+
+// any_all() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool any_all_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::any(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void copysign(const Tensor& self, const Tensor& other, Tensor& out) {
@@ -154,6 +226,41 @@ void copysign(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_
   }
 }
 
+namespace no_out {
+
+// copysign() without out=: ATen's functional copysign.Tensor, as torch's own call runs it.
+void copysign(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::copysign(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::copysign(a_self, a_other));
+}
+
+// copysign() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool copysign_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::copysign(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void erf(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -188,6 +295,38 @@ void erf(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   }
 }
 
+namespace no_out {
+
+// erf() without out=: ATen's functional erf, as torch's own call runs it.
+void erf(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::erf(a_self));
+    return;
+  }
+  tb::give(results, at::erf(a_self));
+}
+
+// erf() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool erf_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::erf(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void erfc(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -221,6 +360,38 @@ void erfc(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     at::erfc_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// erfc() without out=: ATen's functional erfc, as torch's own call runs it.
+void erfc(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::erfc(a_self));
+    return;
+  }
+  tb::give(results, at::erfc(a_self));
+}
+
+// erfc() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool erfc_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::erfc(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void fmod_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
@@ -257,6 +428,41 @@ void fmod_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
     at::fmod_out(a_out, a_self, a_other);
   }
 }
+
+namespace no_out {
+
+// fmod_Tensor() without out=: ATen's functional fmod.Tensor, as torch's own call runs it.
+void fmod_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::fmod(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::fmod(a_self, a_other));
+}
+
+// fmod_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool fmod_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::fmod(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)
 void gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_view approximate, Tensor& grad_input) {
@@ -296,6 +502,43 @@ void gelu_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini:
   }
 }
 
+namespace no_out {
+
+// gelu_backward() without out=: ATen's functional gelu_backward, as torch's own call runs it.
+void gelu_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef self, std::string_view approximate, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_self = tb::to_aten(self);
+  auto a_approximate = tb::to_aten(approximate);
+  if (tb::direct_cpu(a_grad_output, a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::gelu_backward(a_grad_output, a_self, a_approximate));
+    return;
+  }
+  tb::give(results, at::gelu_backward(a_grad_output, a_self, a_approximate));
+}
+
+// gelu_backward() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool gelu_backward_allocate(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef self, std::string_view approximate, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_self = tb::to_aten(self);
+  auto a_approximate = tb::to_aten(approximate);
+  const auto device = tb::output_device(a_grad_output, a_self);
+  if (!tb::meta_allowed(a_grad_output, a_self)) return false;
+  auto m_grad_output = tb::to_meta(a_grad_output);
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::gelu_backward(m_grad_output, m_self, a_approximate), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void isnan(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -311,6 +554,33 @@ void isnan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_out = tb::to_aten(out);
   at::isnan_out(a_out, a_self);
 }
+
+namespace no_out {
+
+// isnan() without out=: ATen's functional isnan, as torch's own call runs it.
+void isnan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  tb::give(results, at::isnan(a_self));
+}
+
+// isnan() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool isnan_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::isnan(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void logaddexp2(const Tensor& self, const Tensor& other, Tensor& out) {
@@ -347,6 +617,41 @@ void logaddexp2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torc
     at::logaddexp2_out(a_out, a_self, a_other);
   }
 }
+
+namespace no_out {
+
+// logaddexp2() without out=: ATen's functional logaddexp2, as torch's own call runs it.
+void logaddexp2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::logaddexp2(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::logaddexp2(a_self, a_other));
+}
+
+// logaddexp2() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool logaddexp2_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::logaddexp2(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out) {
@@ -387,6 +692,44 @@ void mean(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<c
     at::mean_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
   }
 }
+
+namespace no_out {
+
+// mean() without out=: ATen's functional mean.dim, as torch's own call runs it.
+void mean(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_dtype = tb::to_aten(dtype);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::mean(a_self, a_dim, a_keepdim, a_dtype));
+    return;
+  }
+  tb::give(results, at::mean(a_self, a_dim, a_keepdim, a_dtype));
+}
+
+// mean() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool mean_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_dtype = tb::to_aten(dtype);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::mean(m_self, a_dim, a_keepdim, a_dtype), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)
 void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min_indices) {
@@ -431,6 +774,42 @@ void min(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
   }
 }
 
+namespace no_out {
+
+// min() without out=: ATen's functional min.dim, as torch's own call runs it.
+void min(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::min(a_self, a_dim, a_keepdim));
+    return;
+  }
+  tb::give(results, at::min(a_self, a_dim, a_keepdim));
+}
+
+// min() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool min_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::min(m_self, a_dim, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
 void mm(const Tensor& self, const Tensor& mat2, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -467,6 +846,41 @@ void mm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge
   }
 }
 
+namespace no_out {
+
+// mm() without out=: ATen's functional mm, as torch's own call runs it.
+void mm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mat2, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_mat2 = tb::to_aten(mat2);
+  if (tb::direct_cpu(a_self, a_mat2)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::mm(a_self, a_mat2));
+    return;
+  }
+  tb::give(results, at::mm(a_self, a_mat2));
+}
+
+// mm() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool mm_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mat2, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_mat2 = tb::to_aten(mat2);
+  const auto device = tb::output_device(a_self, a_mat2);
+  if (!tb::meta_allowed(a_self, a_mat2)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_mat2 = tb::to_meta(a_mat2);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::mm(m_self, m_mat2), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
 void native_group_norm(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, int64_t N, int64_t C, int64_t HxW, int64_t group, double eps, Tensor& out0, Tensor& out1, Tensor& out2) {
   auto a_input = tb::to_aten(input);
@@ -502,6 +916,49 @@ void native_group_norm(::infini::ops::torch_bridge::TensorRef input, ::infini::o
   auto a_out2 = tb::to_aten(out2);
   at::native_group_norm_out(a_out0, a_out1, a_out2, a_input, a_weight, a_bias, a_N, a_C, a_HxW, a_group, a_eps);
 }
+
+namespace no_out {
+
+// native_group_norm() without out=: ATen's functional native_group_norm, as torch's own call runs it.
+void native_group_norm(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::OptionalTensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, int64_t N, int64_t C, int64_t HxW, int64_t group, double eps, ::infini::ops::torch_bridge::Results& results) {
+  auto a_input = tb::to_aten(input);
+  auto a_weight = tb::to_aten(weight);
+  auto a_bias = tb::to_aten(bias);
+  auto a_N = tb::to_aten(N);
+  auto a_C = tb::to_aten(C);
+  auto a_HxW = tb::to_aten(HxW);
+  auto a_group = tb::to_aten(group);
+  auto a_eps = tb::to_aten(eps);
+  tb::give(results, at::native_group_norm(a_input, a_weight, a_bias, a_N, a_C, a_HxW, a_group, a_eps));
+}
+
+// native_group_norm() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool native_group_norm_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::OptionalTensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, int64_t N, int64_t C, int64_t HxW, int64_t group, double eps, ::infini::ops::torch_bridge::Results& results) {
+  auto a_input = tb::to_aten(input);
+  auto a_weight = tb::to_aten(weight);
+  auto a_bias = tb::to_aten(bias);
+  auto a_N = tb::to_aten(N);
+  auto a_C = tb::to_aten(C);
+  auto a_HxW = tb::to_aten(HxW);
+  auto a_group = tb::to_aten(group);
+  auto a_eps = tb::to_aten(eps);
+  const auto device = tb::output_device(a_input, a_weight, a_bias);
+  if (!tb::meta_allowed(a_input, a_weight, a_bias)) return false;
+  auto m_input = tb::to_meta(a_input);
+  auto m_weight = tb::to_meta(a_weight);
+  auto m_bias = tb::to_meta(a_bias);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::native_group_norm(m_input, m_weight, m_bias, a_N, a_C, a_HxW, a_group, a_eps), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const int64_t> dim, bool keepdim, Tensor& out) {
@@ -543,6 +1000,44 @@ void norm(::infini::ops::torch_bridge::TensorRef self, const std::optional<Scala
   }
 }
 
+namespace no_out {
+
+// norm() without out=: ATen's functional norm.ScalarOpt_dim, as torch's own call runs it.
+void norm(::infini::ops::torch_bridge::TensorRef self, const std::optional<Scalar>& p, std::span<const int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_p = tb::to_aten(p);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::norm(a_self, a_p, a_dim, a_keepdim));
+    return;
+  }
+  tb::give(results, at::norm(a_self, a_p, a_dim, a_keepdim));
+}
+
+// norm() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool norm_allocate(::infini::ops::torch_bridge::TensorRef self, const std::optional<Scalar>& p, std::span<const int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_p = tb::to_aten(p);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::norm(m_self, a_p, a_dim, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
 void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -583,6 +1078,44 @@ void std_correction(::infini::ops::torch_bridge::TensorRef self, std::optional<s
   }
 }
 
+namespace no_out {
+
+// std_correction() without out=: ATen's functional std.correction, as torch's own call runs it.
+void std_correction(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_correction = tb::to_aten(correction);
+  auto a_keepdim = tb::to_aten(keepdim);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::std(a_self, a_dim, a_correction, a_keepdim));
+    return;
+  }
+  tb::give(results, at::std(a_self, a_dim, a_correction, a_keepdim));
+}
+
+// std_correction() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool std_correction_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_correction = tb::to_aten(correction);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::std(m_self, a_dim, a_correction, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // xlogy.OutTensor(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void xlogy_OutTensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -618,5 +1151,40 @@ void xlogy_OutTensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops:
     at::xlogy_out(a_out, a_self, a_other);
   }
 }
+
+namespace no_out {
+
+// xlogy_OutTensor() without out=: ATen's functional xlogy.Tensor, as torch's own call runs it.
+void xlogy_OutTensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::xlogy(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::xlogy(a_self, a_other));
+}
+
+// xlogy_OutTensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool xlogy_OutTensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::xlogy(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 }  // namespace infini::ops::torch_fallback

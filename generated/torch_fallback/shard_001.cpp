@@ -71,6 +71,42 @@ void amax(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> 
   }
 }
 
+namespace no_out {
+
+// amax() without out=: ATen's functional amax, as torch's own call runs it.
+void amax(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::amax(a_self, a_dim, a_keepdim));
+    return;
+  }
+  tb::give(results, at::amax(a_self, a_dim, a_keepdim));
+}
+
+// amax() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool amax_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::amax(m_self, a_dim, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void bitwise_or_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -106,6 +142,41 @@ void bitwise_or_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::op
     at::bitwise_or_out(a_out, a_self, a_other);
   }
 }
+
+namespace no_out {
+
+// bitwise_or_Tensor() without out=: ATen's functional bitwise_or.Tensor, as torch's own call runs it.
+void bitwise_or_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::bitwise_or(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::bitwise_or(a_self, a_other));
+}
+
+// bitwise_or_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool bitwise_or_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::bitwise_or(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)
 void elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale, Tensor& out) {
@@ -147,6 +218,44 @@ void elu(::infini::ops::torch_bridge::TensorRef self, const Scalar& alpha, const
   }
 }
 
+namespace no_out {
+
+// elu() without out=: ATen's functional elu, as torch's own call runs it.
+void elu(::infini::ops::torch_bridge::TensorRef self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_alpha = tb::to_aten(alpha);
+  auto a_scale = tb::to_aten(scale);
+  auto a_input_scale = tb::to_aten(input_scale);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::elu(a_self, a_alpha, a_scale, a_input_scale));
+    return;
+  }
+  tb::give(results, at::elu(a_self, a_alpha, a_scale, a_input_scale));
+}
+
+// elu() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool elu_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_alpha = tb::to_aten(alpha);
+  auto a_scale = tb::to_aten(scale);
+  auto a_input_scale = tb::to_aten(input_scale);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::elu(m_self, a_alpha, a_scale, a_input_scale), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void fmin(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -182,6 +291,41 @@ void fmin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     at::fmin_out(a_out, a_self, a_other);
   }
 }
+
+namespace no_out {
+
+// fmin() without out=: ATen's functional fmin, as torch's own call runs it.
+void fmin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::fmin(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::fmin(a_self, a_other));
+}
+
+// fmin() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool fmin_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::fmin(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)
 void index(const Tensor& self, std::span<const std::optional<Tensor>> indices, Tensor& out) {
@@ -231,6 +375,43 @@ void index_select(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::in
   }
 }
 
+namespace no_out {
+
+// index_select() without out=: ATen's functional index_select, as torch's own call runs it.
+void index_select(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  if (tb::direct_cpu(a_self, a_index)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::index_select(a_self, a_dim, a_index));
+    return;
+  }
+  tb::give(results, at::index_select(a_self, a_dim, a_index));
+}
+
+// index_select() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool index_select_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  const auto device = tb::output_device(a_self, a_index);
+  if (!tb::meta_allowed(a_self, a_index)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_index = tb::to_meta(a_index);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::index_select(m_self, a_dim, m_index), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void mul(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -267,6 +448,41 @@ void mul(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   }
 }
 
+namespace no_out {
+
+// mul() without out=: ATen's functional mul.Tensor, as torch's own call runs it.
+void mul(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::mul(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::mul(a_self, a_other));
+}
+
+// mul() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool mul_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::mul(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void neg(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -301,6 +517,38 @@ void neg(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   }
 }
 
+namespace no_out {
+
+// neg() without out=: ATen's functional neg, as torch's own call runs it.
+void neg(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::neg(a_self));
+    return;
+  }
+  tb::give(results, at::neg(a_self));
+}
+
+// neg() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool neg_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::neg(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)
 void outer(const Tensor& self, const Tensor& vec2, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -318,6 +566,36 @@ void outer(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_out = tb::to_aten(out);
   at::outer_out(a_out, a_self, a_vec2);
 }
+
+namespace no_out {
+
+// outer() without out=: ATen's functional outer, as torch's own call runs it.
+void outer(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef vec2, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_vec2 = tb::to_aten(vec2);
+  tb::give(results, at::outer(a_self, a_vec2));
+}
+
+// outer() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool outer_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef vec2, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_vec2 = tb::to_aten(vec2);
+  const auto device = tb::output_device(a_self, a_vec2);
+  if (!tb::meta_allowed(a_self, a_vec2)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_vec2 = tb::to_meta(a_vec2);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::outer(m_self, m_vec2), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void reciprocal(const Tensor& self, Tensor& out) {
@@ -353,6 +631,38 @@ void reciprocal(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torc
   }
 }
 
+namespace no_out {
+
+// reciprocal() without out=: ATen's functional reciprocal, as torch's own call runs it.
+void reciprocal(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::reciprocal(a_self));
+    return;
+  }
+  tb::give(results, at::reciprocal(a_self));
+}
+
+// reciprocal() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool reciprocal_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::reciprocal(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 void sort_values(const Tensor& self, int64_t dim, bool descending, Tensor& values, Tensor& indices) {
   auto a_self = tb::to_aten(self);
@@ -375,5 +685,36 @@ void sort_values(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool 
   auto a_indices = tb::to_aten(indices);
   at::sort_out(a_values, a_indices, a_self, a_dim, a_descending);
 }
+
+namespace no_out {
+
+// sort_values() without out=: ATen's functional sort, as torch's own call runs it.
+void sort_values(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool descending, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_descending = tb::to_aten(descending);
+  tb::give(results, at::sort(a_self, a_dim, a_descending));
+}
+
+// sort_values() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool sort_values_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool descending, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_descending = tb::to_aten(descending);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::sort(m_self, a_dim, a_descending), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 }  // namespace infini::ops::torch_fallback

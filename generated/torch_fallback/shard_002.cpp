@@ -73,6 +73,42 @@ void argmax(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> 
   }
 }
 
+namespace no_out {
+
+// argmax() without out=: ATen's functional argmax, as torch's own call runs it.
+void argmax(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::argmax(a_self, a_dim, a_keepdim));
+    return;
+  }
+  tb::give(results, at::argmax(a_self, a_dim, a_keepdim));
+}
+
+// argmax() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool argmax_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::argmax(m_self, a_dim, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void asin(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -106,6 +142,38 @@ void asin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     at::asin_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// asin() without out=: ATen's functional asin, as torch's own call runs it.
+void asin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::asin(a_self));
+    return;
+  }
+  tb::give(results, at::asin(a_self));
+}
+
+// asin() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool asin_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::asin(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 void ge_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
@@ -142,6 +210,40 @@ void ge_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
     at::ge_out(a_out, a_self, a_other);
   }
 }
+
+namespace no_out {
+
+// ge_Scalar() without out=: ATen's functional ge.Scalar, as torch's own call runs it.
+void ge_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::ge(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::ge(a_self, a_other));
+}
+
+// ge_Scalar() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool ge_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::ge(m_self, a_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // kthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 void kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& values, Tensor& indices) {
@@ -188,6 +290,39 @@ void kthvalue(::infini::ops::torch_bridge::TensorRef self, int64_t k, int64_t di
   }
 }
 
+namespace no_out {
+
+// kthvalue() without out=: ATen's functional kthvalue, as torch's own call runs it.
+void kthvalue(::infini::ops::torch_bridge::TensorRef self, int64_t k, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_k = tb::to_aten(k);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  tb::give(results, at::kthvalue(a_self, a_k, a_dim, a_keepdim));
+}
+
+// kthvalue() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool kthvalue_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t k, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_k = tb::to_aten(k);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::kthvalue(m_self, a_k, a_dim, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void le_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -224,6 +359,41 @@ void le_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   }
 }
 
+namespace no_out {
+
+// le_Tensor() without out=: ATen's functional le.Tensor, as torch's own call runs it.
+void le_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::le(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::le(a_self, a_other));
+}
+
+// le_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool le_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::le(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void matmul(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -241,6 +411,36 @@ void matmul(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_br
   auto a_out = tb::to_aten(out);
   at::matmul_out(a_out, a_self, a_other);
 }
+
+namespace no_out {
+
+// matmul() without out=: ATen's functional matmul, as torch's own call runs it.
+void matmul(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  tb::give(results, at::matmul(a_self, a_other));
+}
+
+// matmul() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool matmul_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::matmul(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // median.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& values, Tensor& indices) {
@@ -285,6 +485,37 @@ void median_dim_values(::infini::ops::torch_bridge::TensorRef self, int64_t dim,
   }
 }
 
+namespace no_out {
+
+// median_dim_values() without out=: ATen's functional median.dim, as torch's own call runs it.
+void median_dim_values(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  tb::give(results, at::median(a_self, a_dim, a_keepdim));
+}
+
+// median_dim_values() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool median_dim_values_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::median(m_self, a_dim, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void mish(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -318,6 +549,38 @@ void mish(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     at::mish_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// mish() without out=: ATen's functional mish, as torch's own call runs it.
+void mish(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::mish(a_self));
+    return;
+  }
+  tb::give(results, at::mish(a_self));
+}
+
+// mish() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool mish_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::mish(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)
 void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out) {
@@ -355,6 +618,40 @@ void pow_Tensor_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar
   }
 }
 
+namespace no_out {
+
+// pow_Tensor_Scalar() without out=: ATen's functional pow.Tensor_Scalar, as torch's own call runs it.
+void pow_Tensor_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& exponent, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_exponent = tb::to_aten(exponent);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::pow(a_self, a_exponent));
+    return;
+  }
+  tb::give(results, at::pow(a_self, a_exponent));
+}
+
+// pow_Tensor_Scalar() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool pow_Tensor_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& exponent, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_exponent = tb::to_aten(exponent);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::pow(m_self, a_exponent), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void sinh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -388,6 +685,38 @@ void sinh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     at::sinh_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// sinh() without out=: ATen's functional sinh, as torch's own call runs it.
+void sinh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::sinh(a_self));
+    return;
+  }
+  tb::give(results, at::sinh(a_self));
+}
+
+// sinh() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool sinh_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::sinh(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // tanh_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)
 void tanh_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad_input) {
@@ -424,5 +753,40 @@ void tanh_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini:
     at::tanh_backward_out(a_grad_input, a_grad_output, a_output);
   }
 }
+
+namespace no_out {
+
+// tanh_backward() without out=: ATen's functional tanh_backward, as torch's own call runs it.
+void tanh_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef output, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_output = tb::to_aten(output);
+  if (tb::direct_cpu(a_grad_output, a_output)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::tanh_backward(a_grad_output, a_output));
+    return;
+  }
+  tb::give(results, at::tanh_backward(a_grad_output, a_output));
+}
+
+// tanh_backward() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool tanh_backward_allocate(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef output, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_output = tb::to_aten(output);
+  const auto device = tb::output_device(a_grad_output, a_output);
+  if (!tb::meta_allowed(a_grad_output, a_output)) return false;
+  auto m_grad_output = tb::to_meta(a_grad_output);
+  auto m_output = tb::to_meta(a_output);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::tanh_backward(m_grad_output, m_output), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 }  // namespace infini::ops::torch_fallback

@@ -87,6 +87,42 @@ void _log_softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool
   }
 }
 
+namespace no_out {
+
+// _log_softmax() without out=: ATen's functional _log_softmax, as torch's own call runs it.
+void _log_softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool half_to_float, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_half_to_float = tb::to_aten(half_to_float);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::_log_softmax(a_self, a_dim, a_half_to_float));
+    return;
+  }
+  tb::give(results, at::_log_softmax(a_self, a_dim, a_half_to_float));
+}
+
+// _log_softmax() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool _log_softmax_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool half_to_float, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_half_to_float = tb::to_aten(half_to_float);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::_log_softmax(m_self, a_dim, a_half_to_float), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // _log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)
 void _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim, DataType input_dtype, Tensor& out) {
   auto a_grad_output = tb::to_aten(grad_output);
@@ -127,6 +163,45 @@ void _log_softmax_backward_data(::infini::ops::torch_bridge::TensorRef grad_outp
   }
 }
 
+namespace no_out {
+
+// _log_softmax_backward_data() without out=: ATen's functional _log_softmax_backward_data, as torch's own call runs it.
+void _log_softmax_backward_data(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef output, int64_t dim, DataType input_dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_output = tb::to_aten(output);
+  auto a_dim = tb::to_aten(dim);
+  auto a_input_dtype = tb::to_aten(input_dtype);
+  if (tb::direct_cpu(a_grad_output, a_output)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::_log_softmax_backward_data(a_grad_output, a_output, a_dim, a_input_dtype));
+    return;
+  }
+  tb::give(results, at::_log_softmax_backward_data(a_grad_output, a_output, a_dim, a_input_dtype));
+}
+
+// _log_softmax_backward_data() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool _log_softmax_backward_data_allocate(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef output, int64_t dim, DataType input_dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_output = tb::to_aten(output);
+  auto a_dim = tb::to_aten(dim);
+  auto a_input_dtype = tb::to_aten(input_dtype);
+  const auto device = tb::output_device(a_grad_output, a_output);
+  if (!tb::meta_allowed(a_grad_output, a_output)) return false;
+  auto m_grad_output = tb::to_meta(a_grad_output);
+  auto m_output = tb::to_meta(a_output);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::_log_softmax_backward_data(m_grad_output, m_output, a_dim, a_input_dtype), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
 void bmm(const Tensor& self, const Tensor& mat2, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -163,6 +238,41 @@ void bmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   }
 }
 
+namespace no_out {
+
+// bmm() without out=: ATen's functional bmm, as torch's own call runs it.
+void bmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mat2, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_mat2 = tb::to_aten(mat2);
+  if (tb::direct_cpu(a_self, a_mat2)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::bmm(a_self, a_mat2));
+    return;
+  }
+  tb::give(results, at::bmm(a_self, a_mat2));
+}
+
+// bmm() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool bmm_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mat2, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_mat2 = tb::to_aten(mat2);
+  const auto device = tb::output_device(a_self, a_mat2);
+  if (!tb::meta_allowed(a_self, a_mat2)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_mat2 = tb::to_meta(a_mat2);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::bmm(m_self, m_mat2), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void cosh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -196,6 +306,38 @@ void cosh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     at::cosh_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// cosh() without out=: ATen's functional cosh, as torch's own call runs it.
+void cosh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::cosh(a_self));
+    return;
+  }
+  tb::give(results, at::cosh(a_self));
+}
+
+// cosh() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool cosh_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::cosh(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 void cumprod(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out) {
@@ -235,6 +377,42 @@ void cumprod(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::opti
   }
 }
 
+namespace no_out {
+
+// cumprod() without out=: ATen's functional cumprod, as torch's own call runs it.
+void cumprod(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_dtype = tb::to_aten(dtype);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::cumprod(a_self, a_dim, a_dtype));
+    return;
+  }
+  tb::give(results, at::cumprod(a_self, a_dim, a_dtype));
+}
+
+// cumprod() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool cumprod_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_dtype = tb::to_aten(dtype);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::cumprod(m_self, a_dim, a_dtype), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)
 void dot(const Tensor& self, const Tensor& tensor, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -252,6 +430,36 @@ void dot(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   auto a_out = tb::to_aten(out);
   at::dot_out(a_out, a_self, a_tensor);
 }
+
+namespace no_out {
+
+// dot() without out=: ATen's functional dot, as torch's own call runs it.
+void dot(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef tensor, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_tensor = tb::to_aten(tensor);
+  tb::give(results, at::dot(a_self, a_tensor));
+}
+
+// dot() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool dot_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef tensor, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_tensor = tb::to_aten(tensor);
+  const auto device = tb::output_device(a_self, a_tensor);
+  if (!tb::meta_allowed(a_self, a_tensor)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_tensor = tb::to_meta(a_tensor);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::dot(m_self, m_tensor), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void exp2(const Tensor& self, Tensor& out) {
@@ -287,6 +495,38 @@ void exp2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   }
 }
 
+namespace no_out {
+
+// exp2() without out=: ATen's functional exp2, as torch's own call runs it.
+void exp2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::exp2(a_self));
+    return;
+  }
+  tb::give(results, at::exp2(a_self));
+}
+
+// exp2() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool exp2_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::exp2(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void expm1(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -320,6 +560,38 @@ void expm1(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     at::expm1_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// expm1() without out=: ATen's functional expm1, as torch's own call runs it.
+void expm1(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::expm1(a_self));
+    return;
+  }
+  tb::give(results, at::expm1(a_self));
+}
+
+// expm1() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool expm1_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::expm1(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void hardswish(const Tensor& self, Tensor& out) {
@@ -355,6 +627,38 @@ void hardswish(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   }
 }
 
+namespace no_out {
+
+// hardswish() without out=: ATen's functional hardswish, as torch's own call runs it.
+void hardswish(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::hardswish(a_self));
+    return;
+  }
+  tb::give(results, at::hardswish(a_self));
+}
+
+// hardswish() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool hardswish_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::hardswish(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)
 void linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, Tensor& out) {
   auto a_input = tb::to_aten(input);
@@ -374,6 +678,39 @@ void linear(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_b
   auto a_out = tb::to_aten(out);
   at::linear_out(a_out, a_input, a_weight, a_bias);
 }
+
+namespace no_out {
+
+// linear() without out=: ATen's functional linear, as torch's own call runs it.
+void linear(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::TensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, ::infini::ops::torch_bridge::Results& results) {
+  auto a_input = tb::to_aten(input);
+  auto a_weight = tb::to_aten(weight);
+  auto a_bias = tb::to_aten(bias);
+  tb::give(results, at::linear(a_input, a_weight, a_bias));
+}
+
+// linear() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool linear_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::TensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, ::infini::ops::torch_bridge::Results& results) {
+  auto a_input = tb::to_aten(input);
+  auto a_weight = tb::to_aten(weight);
+  auto a_bias = tb::to_aten(bias);
+  const auto device = tb::output_device(a_input, a_weight, a_bias);
+  if (!tb::meta_allowed(a_input, a_weight, a_bias)) return false;
+  auto m_input = tb::to_meta(a_input);
+  auto m_weight = tb::to_meta(a_weight);
+  auto m_bias = tb::to_meta(a_bias);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::linear(m_input, m_weight, m_bias), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void logical_and(const Tensor& self, const Tensor& other, Tensor& out) {
@@ -410,6 +747,36 @@ void logical_and(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
     at::logical_and_out(a_out, a_self, a_other);
   }
 }
+
+namespace no_out {
+
+// logical_and() without out=: ATen's functional logical_and, as torch's own call runs it.
+void logical_and(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  tb::give(results, at::logical_and(a_self, a_other));
+}
+
+// logical_and() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool logical_and_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::logical_and(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))
 void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, std::span<const int64_t> dilation, bool ceil_mode, Tensor& out, Tensor& indices) {
@@ -460,6 +827,48 @@ void max_pool2d_with_indices(::infini::ops::torch_bridge::TensorRef self, std::s
   }
 }
 
+namespace no_out {
+
+// max_pool2d_with_indices() without out=: ATen's functional max_pool2d_with_indices, as torch's own call runs it.
+void max_pool2d_with_indices(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, std::span<const int64_t> dilation, bool ceil_mode, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_kernel_size = tb::to_aten(kernel_size);
+  auto a_stride = tb::to_aten(stride);
+  auto a_padding = tb::to_aten(padding);
+  auto a_dilation = tb::to_aten(dilation);
+  auto a_ceil_mode = tb::to_aten(ceil_mode);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::max_pool2d_with_indices(a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode));
+    return;
+  }
+  tb::give(results, at::max_pool2d_with_indices(a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode));
+}
+
+// max_pool2d_with_indices() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool max_pool2d_with_indices_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, std::span<const int64_t> dilation, bool ceil_mode, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_kernel_size = tb::to_aten(kernel_size);
+  auto a_stride = tb::to_aten(stride);
+  auto a_padding = tb::to_aten(padding);
+  auto a_dilation = tb::to_aten(dilation);
+  auto a_ceil_mode = tb::to_aten(ceil_mode);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::max_pool2d_with_indices(m_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)
 void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -497,6 +906,43 @@ void mse_loss(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_
     at::mse_loss_out(a_out, a_self, a_target, a_reduction);
   }
 }
+
+namespace no_out {
+
+// mse_loss() without out=: ATen's functional mse_loss, as torch's own call runs it.
+void mse_loss(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef target, int64_t reduction, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_target = tb::to_aten(target);
+  auto a_reduction = tb::to_aten(reduction);
+  if (tb::direct_cpu(a_self, a_target)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::mse_loss(a_self, a_target, a_reduction));
+    return;
+  }
+  tb::give(results, at::mse_loss(a_self, a_target, a_reduction));
+}
+
+// mse_loss() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool mse_loss_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef target, int64_t reduction, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_target = tb::to_aten(target);
+  auto a_reduction = tb::to_aten(reduction);
+  const auto device = tb::output_device(a_self, a_target);
+  if (!tb::meta_allowed(a_self, a_target)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_target = tb::to_meta(a_target);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::mse_loss(m_self, m_target, a_reduction), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)
 void mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target, int64_t reduction, Tensor& grad_input) {
@@ -538,6 +984,46 @@ void mse_loss_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::inf
   }
 }
 
+namespace no_out {
+
+// mse_loss_backward() without out=: ATen's functional mse_loss_backward, as torch's own call runs it.
+void mse_loss_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef target, int64_t reduction, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_self = tb::to_aten(self);
+  auto a_target = tb::to_aten(target);
+  auto a_reduction = tb::to_aten(reduction);
+  if (tb::direct_cpu(a_grad_output, a_self, a_target)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::mse_loss_backward(a_grad_output, a_self, a_target, a_reduction));
+    return;
+  }
+  tb::give(results, at::mse_loss_backward(a_grad_output, a_self, a_target, a_reduction));
+}
+
+// mse_loss_backward() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool mse_loss_backward_allocate(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef target, int64_t reduction, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_self = tb::to_aten(self);
+  auto a_target = tb::to_aten(target);
+  auto a_reduction = tb::to_aten(reduction);
+  const auto device = tb::output_device(a_grad_output, a_self, a_target);
+  if (!tb::meta_allowed(a_grad_output, a_self, a_target)) return false;
+  auto m_grad_output = tb::to_meta(a_grad_output);
+  auto m_self = tb::to_meta(a_self);
+  auto m_target = tb::to_meta(a_target);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::mse_loss_backward(m_grad_output, m_self, m_target, a_reduction), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)
 void narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -578,6 +1064,44 @@ void narrow_copy(::infini::ops::torch_bridge::TensorRef self, int64_t dim, int64
   }
 }
 
+namespace no_out {
+
+// narrow_copy() without out=: ATen's functional narrow_copy, as torch's own call runs it.
+void narrow_copy(::infini::ops::torch_bridge::TensorRef self, int64_t dim, int64_t start, int64_t length, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_start = tb::to_aten(start);
+  auto a_length = tb::to_aten(length);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::narrow_copy(a_self, a_dim, a_start, a_length));
+    return;
+  }
+  tb::give(results, at::narrow_copy(a_self, a_dim, a_start, a_length));
+}
+
+// narrow_copy() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool narrow_copy_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, int64_t start, int64_t length, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_start = tb::to_aten(start);
+  auto a_length = tb::to_aten(length);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::narrow_copy(m_self, a_dim, a_start, a_length), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
 void native_layer_norm_backward(const Tensor& grad_out, const Tensor& input, std::span<const int64_t> normalized_shape, const Tensor& mean, const Tensor& rstd, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, std::array<bool, 3> output_mask, Tensor& out0, Tensor& out1, Tensor& out2) {
   auto a_grad_out = tb::to_aten(grad_out);
@@ -614,6 +1138,62 @@ void native_layer_norm_backward(::infini::ops::torch_bridge::TensorRef grad_out,
   at::native_layer_norm_backward_out(a_out0, a_out1, a_out2, a_grad_out, a_input, a_normalized_shape, a_mean, a_rstd, a_weight, a_bias, a_output_mask);
 }
 
+namespace no_out {
+
+// native_layer_norm_backward() without out=: ATen's functional native_layer_norm_backward, as torch's own call runs it.
+void native_layer_norm_backward(::infini::ops::torch_bridge::TensorRef grad_out, ::infini::ops::torch_bridge::TensorRef input, std::span<const int64_t> normalized_shape, ::infini::ops::torch_bridge::TensorRef mean, ::infini::ops::torch_bridge::TensorRef rstd, ::infini::ops::torch_bridge::OptionalTensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, std::array<bool, 3> output_mask, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_out = tb::to_aten(grad_out);
+  auto a_input = tb::to_aten(input);
+  auto a_normalized_shape = tb::to_aten(normalized_shape);
+  auto a_mean = tb::to_aten(mean);
+  auto a_rstd = tb::to_aten(rstd);
+  auto a_weight = tb::to_aten(weight);
+  auto a_bias = tb::to_aten(bias);
+  auto a_output_mask = tb::to_aten(output_mask);
+  tb::give(results, at::native_layer_norm_backward(a_grad_out, a_input, a_normalized_shape, a_mean, a_rstd, a_weight, a_bias, a_output_mask));
+}
+
+// native_layer_norm_backward() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool native_layer_norm_backward_allocate(::infini::ops::torch_bridge::TensorRef grad_out, ::infini::ops::torch_bridge::TensorRef input, std::span<const int64_t> normalized_shape, ::infini::ops::torch_bridge::TensorRef mean, ::infini::ops::torch_bridge::TensorRef rstd, ::infini::ops::torch_bridge::OptionalTensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, std::array<bool, 3> output_mask, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_out = tb::to_aten(grad_out);
+  auto a_input = tb::to_aten(input);
+  auto a_normalized_shape = tb::to_aten(normalized_shape);
+  auto a_mean = tb::to_aten(mean);
+  auto a_rstd = tb::to_aten(rstd);
+  auto a_weight = tb::to_aten(weight);
+  auto a_bias = tb::to_aten(bias);
+  auto a_output_mask = tb::to_aten(output_mask);
+  const auto device = tb::output_device(a_grad_out, a_input, a_mean, a_rstd, a_weight, a_bias);
+  if (!tb::meta_allowed(a_grad_out, a_input, a_mean, a_rstd, a_weight, a_bias)) return false;
+  auto m_grad_out = tb::to_meta(a_grad_out);
+  auto m_input = tb::to_meta(a_input);
+  auto m_mean = tb::to_meta(a_mean);
+  auto m_rstd = tb::to_meta(a_rstd);
+  auto m_weight = tb::to_meta(a_weight);
+  auto m_bias = tb::to_meta(a_bias);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::native_layer_norm_backward(m_grad_out, m_input, a_normalized_shape, m_mean, m_rstd, m_weight, m_bias, a_output_mask), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
+// The body of the composite scaled_dot_product_attention, on ATen values.
+static void body_scaled_dot_product_attention(at::Tensor & out, const at::Tensor & query, const at::Tensor & key, const at::Tensor & value, const ::std::optional<at::Tensor> & attn_mask, double dropout_p, bool is_causal, ::std::optional<double> scale) {
+#line 29 "op_specs/composite.yaml"
+    auto result = at::scaled_dot_product_attention(query, key, value, attn_mask,
+                                                   dropout_p, is_causal, scale);
+    out.resize_(result.sizes());
+    out.copy_(result);
+#line 1195 "torch_fallback/shard_003.cpp"
+}
+
 // scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)
 void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, Tensor& out) {
   auto a_query = tb::to_aten(query);
@@ -625,16 +1205,44 @@ void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const 
   auto a_scale = tb::to_aten(scale);
   auto a_out = tb::to_aten(out);
   tb::check_overlap("scaled_dot_product_attention", {&out}, {tb::ptr(query), tb::ptr(key), tb::ptr(value), tb::ptr(attn_mask)});
-  [](at::Tensor & out, const at::Tensor & query, const at::Tensor & key, const at::Tensor & value, const ::std::optional<at::Tensor> & attn_mask, double dropout_p, bool is_causal, ::std::optional<double> scale) {
-#line 29 "op_specs/composite.yaml"
-    auto result = at::scaled_dot_product_attention(query, key, value, attn_mask,
-                                                   dropout_p, is_causal, scale);
-    out.resize_(result.sizes());
-    out.copy_(result);
-#line 635 "torch_fallback/shard_003.cpp"
-  }(a_out, a_query, a_key, a_value, a_attn_mask, a_dropout_p, a_is_causal, a_scale);
+  body_scaled_dot_product_attention(a_out, a_query, a_key, a_value, a_attn_mask, a_dropout_p, a_is_causal, a_scale);
   tb::check_output(out, a_out, "scaled_dot_product_attention", "out");
 }
+
+namespace no_out {
+
+// scaled_dot_product_attention() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool scaled_dot_product_attention_allocate(::infini::ops::torch_bridge::TensorRef query, ::infini::ops::torch_bridge::TensorRef key, ::infini::ops::torch_bridge::TensorRef value, ::infini::ops::torch_bridge::OptionalTensorRef attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, ::infini::ops::torch_bridge::Results& results) {
+  auto a_query = tb::to_aten(query);
+  auto a_key = tb::to_aten(key);
+  auto a_value = tb::to_aten(value);
+  auto a_attn_mask = tb::to_aten(attn_mask);
+  auto a_dropout_p = tb::to_aten(dropout_p);
+  auto a_is_causal = tb::to_aten(is_causal);
+  auto a_scale = tb::to_aten(scale);
+  const auto device = tb::output_device(a_query, a_key, a_value, a_attn_mask);
+  if (tb::direct_cpu_context()) {
+    try {
+      auto m_query = tb::to_meta(a_query);
+      auto m_key = tb::to_meta(a_key);
+      auto m_value = tb::to_meta(a_value);
+      auto m_attn_mask = tb::to_meta(a_attn_mask);
+      at::Tensor m_out = tb::empty_like_dtype(m_query);
+      at::AutoDispatchBelowADInplaceOrView below_autograd;
+      body_scaled_dot_product_attention(m_out, m_query, m_key, m_value, m_attn_mask, a_dropout_p, a_is_causal, a_scale);
+      tb::give_like(results, m_out, device);
+      return true;
+    } catch (const c10::Error&) {
+      // The body does not run on meta tensors: outputs the body resizes.
+    }
+  }
+  tb::give_empty_like(results, a_query);
+  return true;
+}
+
+}  // namespace no_out
 
 // soft_margin_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)
 void soft_margin_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tensor& out) {
@@ -655,6 +1263,38 @@ void soft_margin_loss(::infini::ops::torch_bridge::TensorRef self, ::infini::ops
   auto a_out = tb::to_aten(out);
   at::soft_margin_loss_out(a_out, a_self, a_target, a_reduction);
 }
+
+namespace no_out {
+
+// soft_margin_loss() without out=: ATen's functional soft_margin_loss, as torch's own call runs it.
+void soft_margin_loss(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef target, int64_t reduction, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_target = tb::to_aten(target);
+  auto a_reduction = tb::to_aten(reduction);
+  tb::give(results, at::soft_margin_loss(a_self, a_target, a_reduction));
+}
+
+// soft_margin_loss() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool soft_margin_loss_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef target, int64_t reduction, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_target = tb::to_aten(target);
+  auto a_reduction = tb::to_aten(reduction);
+  const auto device = tb::output_device(a_self, a_target);
+  if (!tb::meta_allowed(a_self, a_target)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_target = tb::to_meta(a_target);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::soft_margin_loss(m_self, m_target, a_reduction), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)
 void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, Tensor& out) {
@@ -694,6 +1334,42 @@ void softplus(::infini::ops::torch_bridge::TensorRef self, const Scalar& beta, c
   }
 }
 
+namespace no_out {
+
+// softplus() without out=: ATen's functional softplus, as torch's own call runs it.
+void softplus(::infini::ops::torch_bridge::TensorRef self, const Scalar& beta, const Scalar& threshold, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_beta = tb::to_aten(beta);
+  auto a_threshold = tb::to_aten(threshold);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::softplus(a_self, a_beta, a_threshold));
+    return;
+  }
+  tb::give(results, at::softplus(a_self, a_beta, a_threshold));
+}
+
+// softplus() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool softplus_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& beta, const Scalar& threshold, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_beta = tb::to_aten(beta);
+  auto a_threshold = tb::to_aten(threshold);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::softplus(m_self, a_beta, a_threshold), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void tanh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -727,5 +1403,37 @@ void tanh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     at::tanh_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// tanh() without out=: ATen's functional tanh, as torch's own call runs it.
+void tanh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::tanh(a_self));
+    return;
+  }
+  tb::give(results, at::tanh(a_self));
+}
+
+// tanh() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool tanh_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::tanh(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 }  // namespace infini::ops::torch_fallback

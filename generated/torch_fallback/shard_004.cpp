@@ -72,6 +72,48 @@ void addbmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_br
   }
 }
 
+namespace no_out {
+
+// addbmm() without out=: ATen's functional addbmm, as torch's own call runs it.
+void addbmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef batch1, ::infini::ops::torch_bridge::TensorRef batch2, const Scalar& beta, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_batch1 = tb::to_aten(batch1);
+  auto a_batch2 = tb::to_aten(batch2);
+  auto a_beta = tb::to_aten(beta);
+  auto a_alpha = tb::to_aten(alpha);
+  if (tb::direct_cpu(a_self, a_batch1, a_batch2)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::addbmm(a_self, a_batch1, a_batch2, a_beta, a_alpha));
+    return;
+  }
+  tb::give(results, at::addbmm(a_self, a_batch1, a_batch2, a_beta, a_alpha));
+}
+
+// addbmm() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool addbmm_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef batch1, ::infini::ops::torch_bridge::TensorRef batch2, const Scalar& beta, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_batch1 = tb::to_aten(batch1);
+  auto a_batch2 = tb::to_aten(batch2);
+  auto a_beta = tb::to_aten(beta);
+  auto a_alpha = tb::to_aten(alpha);
+  const auto device = tb::output_device(a_self, a_batch1, a_batch2);
+  if (!tb::meta_allowed(a_self, a_batch1, a_batch2)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_batch1 = tb::to_meta(a_batch1);
+  auto m_batch2 = tb::to_meta(a_batch2);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::addbmm(m_self, m_batch1, m_batch2, a_beta, a_alpha), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -110,6 +152,42 @@ void any(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
   }
 }
 
+namespace no_out {
+
+// any() without out=: ATen's functional any.dim, as torch's own call runs it.
+void any(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::any(a_self, a_dim, a_keepdim));
+    return;
+  }
+  tb::give(results, at::any(a_self, a_dim, a_keepdim));
+}
+
+// any() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool any_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::any(m_self, a_dim, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // avg_pool1d.out(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True, *, Tensor(a!) out) -> Tensor(a!)
 void avg_pool1d(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -136,6 +214,43 @@ void avg_pool1d(::infini::ops::torch_bridge::TensorRef self, std::span<const int
   at::avg_pool1d_out(a_out, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad);
 }
 
+namespace no_out {
+
+// avg_pool1d() without out=: ATen's functional avg_pool1d, as torch's own call runs it.
+void avg_pool1d(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_kernel_size = tb::to_aten(kernel_size);
+  auto a_stride = tb::to_aten(stride);
+  auto a_padding = tb::to_aten(padding);
+  auto a_ceil_mode = tb::to_aten(ceil_mode);
+  auto a_count_include_pad = tb::to_aten(count_include_pad);
+  tb::give(results, at::avg_pool1d(a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad));
+}
+
+// avg_pool1d() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool avg_pool1d_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_kernel_size = tb::to_aten(kernel_size);
+  auto a_stride = tb::to_aten(stride);
+  auto a_padding = tb::to_aten(padding);
+  auto a_ceil_mode = tb::to_aten(ceil_mode);
+  auto a_count_include_pad = tb::to_aten(count_include_pad);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::avg_pool1d(m_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)
 void embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights, int64_t padding_idx, bool scale_grad_by_freq, Tensor& out) {
   auto a_grad_output = tb::to_aten(grad_output);
@@ -159,6 +274,42 @@ void embedding_dense_backward(::infini::ops::torch_bridge::TensorRef grad_output
   auto a_out = tb::to_aten(out);
   at::embedding_dense_backward_out(a_out, a_grad_output, a_indices, a_num_weights, a_padding_idx, a_scale_grad_by_freq);
 }
+
+namespace no_out {
+
+// embedding_dense_backward() without out=: ATen's functional embedding_dense_backward, as torch's own call runs it.
+void embedding_dense_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef indices, int64_t num_weights, int64_t padding_idx, bool scale_grad_by_freq, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_indices = tb::to_aten(indices);
+  auto a_num_weights = tb::to_aten(num_weights);
+  auto a_padding_idx = tb::to_aten(padding_idx);
+  auto a_scale_grad_by_freq = tb::to_aten(scale_grad_by_freq);
+  tb::give(results, at::embedding_dense_backward(a_grad_output, a_indices, a_num_weights, a_padding_idx, a_scale_grad_by_freq));
+}
+
+// embedding_dense_backward() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool embedding_dense_backward_allocate(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef indices, int64_t num_weights, int64_t padding_idx, bool scale_grad_by_freq, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_indices = tb::to_aten(indices);
+  auto a_num_weights = tb::to_aten(num_weights);
+  auto a_padding_idx = tb::to_aten(padding_idx);
+  auto a_scale_grad_by_freq = tb::to_aten(scale_grad_by_freq);
+  const auto device = tb::output_device(a_grad_output, a_indices);
+  if (!tb::meta_allowed(a_grad_output, a_indices)) return false;
+  auto m_grad_output = tb::to_meta(a_grad_output);
+  auto m_indices = tb::to_meta(a_indices);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::embedding_dense_backward(m_grad_output, m_indices, a_num_weights, a_padding_idx, a_scale_grad_by_freq), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
@@ -196,6 +347,41 @@ void ne_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   }
 }
 
+namespace no_out {
+
+// ne_Tensor() without out=: ATen's functional ne.Tensor, as torch's own call runs it.
+void ne_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::ne(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::ne(a_self, a_other));
+}
+
+// ne_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool ne_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::ne(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void round(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -230,6 +416,38 @@ void round(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   }
 }
 
+namespace no_out {
+
+// round() without out=: ATen's functional round, as torch's own call runs it.
+void round(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::round(a_self));
+    return;
+  }
+  tb::give(results, at::round(a_self));
+}
+
+// round() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool round_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::round(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void sgn(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -263,6 +481,38 @@ void sgn(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     at::sgn_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// sgn() without out=: ATen's functional sgn, as torch's own call runs it.
+void sgn(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::sgn(a_self));
+    return;
+  }
+  tb::give(results, at::sgn(a_self));
+}
+
+// sgn() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool sgn_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::sgn(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)
 void tril(const Tensor& self, int64_t diagonal, Tensor& out) {
@@ -300,6 +550,40 @@ void tril(::infini::ops::torch_bridge::TensorRef self, int64_t diagonal, ::infin
   }
 }
 
+namespace no_out {
+
+// tril() without out=: ATen's functional tril, as torch's own call runs it.
+void tril(::infini::ops::torch_bridge::TensorRef self, int64_t diagonal, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_diagonal = tb::to_aten(diagonal);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::tril(a_self, a_diagonal));
+    return;
+  }
+  tb::give(results, at::tril(a_self, a_diagonal));
+}
+
+// tril() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool tril_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t diagonal, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_diagonal = tb::to_aten(diagonal);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::tril(m_self, a_diagonal), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)
 void triu(const Tensor& self, int64_t diagonal, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -335,5 +619,39 @@ void triu(::infini::ops::torch_bridge::TensorRef self, int64_t diagonal, ::infin
     at::triu_out(a_out, a_self, a_diagonal);
   }
 }
+
+namespace no_out {
+
+// triu() without out=: ATen's functional triu, as torch's own call runs it.
+void triu(::infini::ops::torch_bridge::TensorRef self, int64_t diagonal, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_diagonal = tb::to_aten(diagonal);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::triu(a_self, a_diagonal));
+    return;
+  }
+  tb::give(results, at::triu(a_self, a_diagonal));
+}
+
+// triu() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool triu_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t diagonal, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_diagonal = tb::to_aten(diagonal);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::triu(m_self, a_diagonal), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 }  // namespace infini::ops::torch_fallback

@@ -70,6 +70,41 @@ void atan2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   }
 }
 
+namespace no_out {
+
+// atan2() without out=: ATen's functional atan2, as torch's own call runs it.
+void atan2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::atan2(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::atan2(a_self, a_other));
+}
+
+// atan2() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool atan2_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::atan2(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -112,6 +147,48 @@ void baddbmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   }
 }
 
+namespace no_out {
+
+// baddbmm() without out=: ATen's functional baddbmm, as torch's own call runs it.
+void baddbmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef batch1, ::infini::ops::torch_bridge::TensorRef batch2, const Scalar& beta, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_batch1 = tb::to_aten(batch1);
+  auto a_batch2 = tb::to_aten(batch2);
+  auto a_beta = tb::to_aten(beta);
+  auto a_alpha = tb::to_aten(alpha);
+  if (tb::direct_cpu(a_self, a_batch1, a_batch2)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::baddbmm(a_self, a_batch1, a_batch2, a_beta, a_alpha));
+    return;
+  }
+  tb::give(results, at::baddbmm(a_self, a_batch1, a_batch2, a_beta, a_alpha));
+}
+
+// baddbmm() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool baddbmm_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef batch1, ::infini::ops::torch_bridge::TensorRef batch2, const Scalar& beta, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_batch1 = tb::to_aten(batch1);
+  auto a_batch2 = tb::to_aten(batch2);
+  auto a_beta = tb::to_aten(beta);
+  auto a_alpha = tb::to_aten(alpha);
+  const auto device = tb::output_device(a_self, a_batch1, a_batch2);
+  if (!tb::meta_allowed(a_self, a_batch1, a_batch2)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_batch1 = tb::to_meta(a_batch1);
+  auto m_batch2 = tb::to_meta(a_batch2);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::baddbmm(m_self, m_batch1, m_batch2, a_beta, a_alpha), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void cos(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -145,6 +222,38 @@ void cos(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     at::cos_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// cos() without out=: ATen's functional cos, as torch's own call runs it.
+void cos(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::cos(a_self));
+    return;
+  }
+  tb::give(results, at::cos(a_self));
+}
+
+// cos() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool cos_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::cos(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
@@ -182,6 +291,40 @@ void eq_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
   }
 }
 
+namespace no_out {
+
+// eq_Scalar() without out=: ATen's functional eq.Scalar, as torch's own call runs it.
+void eq_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::eq(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::eq(a_self, a_other));
+}
+
+// eq_Scalar() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool eq_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::eq(m_self, a_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void erfinv(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -216,6 +359,38 @@ void erfinv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_br
   }
 }
 
+namespace no_out {
+
+// erfinv() without out=: ATen's functional erfinv, as torch's own call runs it.
+void erfinv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::erfinv(a_self));
+    return;
+  }
+  tb::give(results, at::erfinv(a_self));
+}
+
+// erfinv() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool erfinv_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::erfinv(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)
 void flip(const Tensor& self, std::span<const int64_t> dims, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -233,6 +408,35 @@ void flip(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> 
   auto a_out = tb::to_aten(out);
   at::flip_out(a_out, a_self, a_dims);
 }
+
+namespace no_out {
+
+// flip() without out=: ATen's functional flip, as torch's own call runs it.
+void flip(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> dims, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dims = tb::to_aten(dims);
+  tb::give(results, at::flip(a_self, a_dims));
+}
+
+// flip() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool flip_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> dims, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dims = tb::to_aten(dims);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::flip(m_self, a_dims), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)
 void gelu(const Tensor& self, std::string_view approximate, Tensor& out) {
@@ -270,6 +474,40 @@ void gelu(::infini::ops::torch_bridge::TensorRef self, std::string_view approxim
   }
 }
 
+namespace no_out {
+
+// gelu() without out=: ATen's functional gelu, as torch's own call runs it.
+void gelu(::infini::ops::torch_bridge::TensorRef self, std::string_view approximate, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_approximate = tb::to_aten(approximate);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::gelu(a_self, a_approximate));
+    return;
+  }
+  tb::give(results, at::gelu(a_self, a_approximate));
+}
+
+// gelu() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool gelu_allocate(::infini::ops::torch_bridge::TensorRef self, std::string_view approximate, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_approximate = tb::to_aten(approximate);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::gelu(m_self, a_approximate), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void log(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -304,6 +542,38 @@ void log(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   }
 }
 
+namespace no_out {
+
+// log() without out=: ATen's functional log, as torch's own call runs it.
+void log(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::log(a_self));
+    return;
+  }
+  tb::give(results, at::log(a_self));
+}
+
+// log() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool log_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::log(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 void logsumexp(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -323,6 +593,37 @@ void logsumexp(::infini::ops::torch_bridge::TensorRef self, std::span<const int6
   auto a_out = tb::to_aten(out);
   at::logsumexp_out(a_out, a_self, a_dim, a_keepdim);
 }
+
+namespace no_out {
+
+// logsumexp() without out=: ATen's functional logsumexp, as torch's own call runs it.
+void logsumexp(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  tb::give(results, at::logsumexp(a_self, a_dim, a_keepdim));
+}
+
+// logsumexp() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool logsumexp_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::logsumexp(m_self, a_dim, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
 void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out) {
@@ -364,6 +665,46 @@ void scatter_src(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::inf
   }
 }
 
+namespace no_out {
+
+// scatter_src() without out=: ATen's functional scatter.src, as torch's own call runs it.
+void scatter_src(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_src = tb::to_aten(src);
+  if (tb::direct_cpu(a_self, a_index, a_src)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::scatter(a_self, a_dim, a_index, a_src));
+    return;
+  }
+  tb::give(results, at::scatter(a_self, a_dim, a_index, a_src));
+}
+
+// scatter_src() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool scatter_src_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_src = tb::to_aten(src);
+  const auto device = tb::output_device(a_self, a_index, a_src);
+  if (!tb::meta_allowed(a_self, a_index, a_src)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_index = tb::to_meta(a_index);
+  auto m_src = tb::to_meta(a_src);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::scatter(m_self, a_dim, m_index, m_src), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
 void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -404,6 +745,45 @@ void scatter_value(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::i
   }
 }
 
+namespace no_out {
+
+// scatter_value() without out=: ATen's functional scatter.value, as torch's own call runs it.
+void scatter_value(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, const Scalar& value, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_value = tb::to_aten(value);
+  if (tb::direct_cpu(a_self, a_index)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::scatter(a_self, a_dim, a_index, a_value));
+    return;
+  }
+  tb::give(results, at::scatter(a_self, a_dim, a_index, a_value));
+}
+
+// scatter_value() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool scatter_value_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, const Scalar& value, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_value = tb::to_aten(value);
+  const auto device = tb::output_device(a_self, a_index);
+  if (!tb::meta_allowed(a_self, a_index)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_index = tb::to_meta(a_index);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::scatter(m_self, a_dim, m_index, a_value), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void trunc(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -437,5 +817,37 @@ void trunc(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     at::trunc_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// trunc() without out=: ATen's functional trunc, as torch's own call runs it.
+void trunc(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::trunc(a_self));
+    return;
+  }
+  tb::give(results, at::trunc(a_self));
+}
+
+// trunc() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool trunc_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::trunc(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 }  // namespace infini::ops::torch_fallback

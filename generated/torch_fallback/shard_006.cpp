@@ -69,6 +69,33 @@ void abs(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   }
 }
 
+namespace no_out {
+
+// abs() without out=: ATen's functional abs, as torch's own call runs it.
+void abs(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  tb::give(results, at::abs(a_self));
+}
+
+// abs() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool abs_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::abs(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void bitwise_and_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -104,6 +131,41 @@ void bitwise_and_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::o
     at::bitwise_and_out(a_out, a_self, a_other);
   }
 }
+
+namespace no_out {
+
+// bitwise_and_Tensor() without out=: ATen's functional bitwise_and.Tensor, as torch's own call runs it.
+void bitwise_and_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::bitwise_and(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::bitwise_and(a_self, a_other));
+}
+
+// bitwise_and_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool bitwise_and_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::bitwise_and(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)
 void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const std::optional<Tensor>& max, Tensor& out) {
@@ -143,6 +205,44 @@ void clamp_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::to
   }
 }
 
+namespace no_out {
+
+// clamp_Tensor() without out=: ATen's functional clamp.Tensor, as torch's own call runs it.
+void clamp_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::OptionalTensorRef min, ::infini::ops::torch_bridge::OptionalTensorRef max, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_min = tb::to_aten(min);
+  auto a_max = tb::to_aten(max);
+  if (tb::direct_cpu(a_self, a_min, a_max)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::clamp(a_self, a_min, a_max));
+    return;
+  }
+  tb::give(results, at::clamp(a_self, a_min, a_max));
+}
+
+// clamp_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool clamp_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::OptionalTensorRef min, ::infini::ops::torch_bridge::OptionalTensorRef max, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_min = tb::to_aten(min);
+  auto a_max = tb::to_aten(max);
+  const auto device = tb::output_device(a_self, a_min, a_max);
+  if (!tb::meta_allowed(a_self, a_min, a_max)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_min = tb::to_meta(a_min);
+  auto m_max = tb::to_meta(a_max);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::clamp(m_self, m_min, m_max), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void digamma(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -176,6 +276,38 @@ void digamma(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
     at::digamma_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// digamma() without out=: ATen's functional digamma, as torch's own call runs it.
+void digamma(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::digamma(a_self));
+    return;
+  }
+  tb::give(results, at::digamma(a_self));
+}
+
+// digamma() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool digamma_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::digamma(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void maximum(const Tensor& self, const Tensor& other, Tensor& out) {
@@ -213,6 +345,41 @@ void maximum(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   }
 }
 
+namespace no_out {
+
+// maximum() without out=: ATen's functional maximum, as torch's own call runs it.
+void maximum(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::maximum(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::maximum(a_self, a_other));
+}
+
+// maximum() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool maximum_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::maximum(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 void mul_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -230,6 +397,35 @@ void mul_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other
   auto a_out = tb::to_aten(out);
   at::mul_out(a_out, a_self, a_other);
 }
+
+namespace no_out {
+
+// mul_Scalar() without out=: ATen's functional mul.Scalar, as torch's own call runs it.
+void mul_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  tb::give(results, at::mul(a_self, a_other));
+}
+
+// mul_Scalar() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool mul_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::mul(m_self, a_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)
 void nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf, Tensor& out) {
@@ -271,6 +467,39 @@ void nan_to_num(::infini::ops::torch_bridge::TensorRef self, std::optional<doubl
   }
 }
 
+namespace no_out {
+
+// nan_to_num() without out=: ATen's functional nan_to_num, as torch's own call runs it.
+void nan_to_num(::infini::ops::torch_bridge::TensorRef self, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_nan = tb::to_aten(nan);
+  auto a_posinf = tb::to_aten(posinf);
+  auto a_neginf = tb::to_aten(neginf);
+  tb::give(results, at::nan_to_num(a_self, a_nan, a_posinf, a_neginf));
+}
+
+// nan_to_num() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool nan_to_num_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_nan = tb::to_aten(nan);
+  auto a_posinf = tb::to_aten(posinf);
+  auto a_neginf = tb::to_aten(neginf);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::nan_to_num(m_self, a_nan, a_posinf, a_neginf), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -307,6 +536,41 @@ void remainder_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops
   }
 }
 
+namespace no_out {
+
+// remainder_Tensor() without out=: ATen's functional remainder.Tensor, as torch's own call runs it.
+void remainder_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::remainder(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::remainder(a_self, a_other));
+}
+
+// remainder_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool remainder_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::remainder(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void rsqrt(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -340,6 +604,38 @@ void rsqrt(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     at::rsqrt_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// rsqrt() without out=: ATen's functional rsqrt, as torch's own call runs it.
+void rsqrt(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::rsqrt(a_self));
+    return;
+  }
+  tb::give(results, at::rsqrt(a_self));
+}
+
+// rsqrt() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool rsqrt_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::rsqrt(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
 void threshold(const Tensor& self, const Scalar& threshold, const Scalar& value, Tensor& out) {
@@ -379,6 +675,42 @@ void threshold(::infini::ops::torch_bridge::TensorRef self, const Scalar& thresh
   }
 }
 
+namespace no_out {
+
+// threshold() without out=: ATen's functional threshold, as torch's own call runs it.
+void threshold(::infini::ops::torch_bridge::TensorRef self, const Scalar& threshold, const Scalar& value, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_threshold = tb::to_aten(threshold);
+  auto a_value = tb::to_aten(value);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::threshold(a_self, a_threshold, a_value));
+    return;
+  }
+  tb::give(results, at::threshold(a_self, a_threshold, a_value));
+}
+
+// threshold() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool threshold_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& threshold, const Scalar& value, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_threshold = tb::to_aten(threshold);
+  auto a_value = tb::to_aten(value);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::threshold(m_self, a_threshold, a_value), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void where(const Tensor& condition, const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_condition = tb::to_aten(condition);
@@ -416,5 +748,43 @@ void where(::infini::ops::torch_bridge::TensorRef condition, ::infini::ops::torc
     at::where_out(a_out, a_condition, a_self, a_other);
   }
 }
+
+namespace no_out {
+
+// where() without out=: ATen's functional where.self, as torch's own call runs it.
+void where(::infini::ops::torch_bridge::TensorRef condition, ::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_condition = tb::to_aten(condition);
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_condition, a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::where(a_condition, a_self, a_other));
+    return;
+  }
+  tb::give(results, at::where(a_condition, a_self, a_other));
+}
+
+// where() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool where_allocate(::infini::ops::torch_bridge::TensorRef condition, ::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_condition = tb::to_aten(condition);
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_condition, a_self, a_other);
+  if (!tb::meta_allowed(a_condition, a_self, a_other)) return false;
+  auto m_condition = tb::to_meta(a_condition);
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::where(m_condition, m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 }  // namespace infini::ops::torch_fallback

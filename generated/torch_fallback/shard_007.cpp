@@ -77,6 +77,42 @@ void _softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool hal
   }
 }
 
+namespace no_out {
+
+// _softmax() without out=: ATen's functional _softmax, as torch's own call runs it.
+void _softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool half_to_float, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_half_to_float = tb::to_aten(half_to_float);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::_softmax(a_self, a_dim, a_half_to_float));
+    return;
+  }
+  tb::give(results, at::_softmax(a_self, a_dim, a_half_to_float));
+}
+
+// _softmax() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool _softmax_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool half_to_float, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_half_to_float = tb::to_aten(half_to_float);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::_softmax(m_self, a_dim, a_half_to_float), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -114,6 +150,43 @@ void add(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     at::add_out(a_out, a_self, a_other, a_alpha);
   }
 }
+
+namespace no_out {
+
+// add() without out=: ATen's functional add.Tensor, as torch's own call runs it.
+void add(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_alpha = tb::to_aten(alpha);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::add(a_self, a_other, a_alpha));
+    return;
+  }
+  tb::give(results, at::add(a_self, a_other, a_alpha));
+}
+
+// add() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool add_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_alpha = tb::to_aten(alpha);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::add(m_self, m_other, a_alpha), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 void addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, Tensor& out) {
@@ -156,6 +229,48 @@ void addmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     at::addmm_out(a_out, a_self, a_mat1, a_mat2, a_beta, a_alpha);
   }
 }
+
+namespace no_out {
+
+// addmm() without out=: ATen's functional addmm, as torch's own call runs it.
+void addmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mat1, ::infini::ops::torch_bridge::TensorRef mat2, const Scalar& beta, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_mat1 = tb::to_aten(mat1);
+  auto a_mat2 = tb::to_aten(mat2);
+  auto a_beta = tb::to_aten(beta);
+  auto a_alpha = tb::to_aten(alpha);
+  if (tb::direct_cpu(a_self, a_mat1, a_mat2)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::addmm(a_self, a_mat1, a_mat2, a_beta, a_alpha));
+    return;
+  }
+  tb::give(results, at::addmm(a_self, a_mat1, a_mat2, a_beta, a_alpha));
+}
+
+// addmm() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool addmm_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mat1, ::infini::ops::torch_bridge::TensorRef mat2, const Scalar& beta, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_mat1 = tb::to_aten(mat1);
+  auto a_mat2 = tb::to_aten(mat2);
+  auto a_beta = tb::to_aten(beta);
+  auto a_alpha = tb::to_aten(alpha);
+  const auto device = tb::output_device(a_self, a_mat1, a_mat2);
+  if (!tb::meta_allowed(a_self, a_mat1, a_mat2)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_mat1 = tb::to_meta(a_mat1);
+  auto m_mat2 = tb::to_meta(a_mat2);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::addmm(m_self, m_mat1, m_mat2, a_beta, a_alpha), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)
 void avg_pool2d(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, Tensor& out) {
@@ -203,6 +318,50 @@ void avg_pool2d(::infini::ops::torch_bridge::TensorRef self, std::span<const int
   }
 }
 
+namespace no_out {
+
+// avg_pool2d() without out=: ATen's functional avg_pool2d, as torch's own call runs it.
+void avg_pool2d(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_kernel_size = tb::to_aten(kernel_size);
+  auto a_stride = tb::to_aten(stride);
+  auto a_padding = tb::to_aten(padding);
+  auto a_ceil_mode = tb::to_aten(ceil_mode);
+  auto a_count_include_pad = tb::to_aten(count_include_pad);
+  auto a_divisor_override = tb::to_aten(divisor_override);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::avg_pool2d(a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override));
+    return;
+  }
+  tb::give(results, at::avg_pool2d(a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override));
+}
+
+// avg_pool2d() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool avg_pool2d_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_kernel_size = tb::to_aten(kernel_size);
+  auto a_stride = tb::to_aten(stride);
+  auto a_padding = tb::to_aten(padding);
+  auto a_ceil_mode = tb::to_aten(ceil_mode);
+  auto a_count_include_pad = tb::to_aten(count_include_pad);
+  auto a_divisor_override = tb::to_aten(divisor_override);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::avg_pool2d(m_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -239,6 +398,41 @@ void bitwise_left_shift_Tensor(::infini::ops::torch_bridge::TensorRef self, ::in
   }
 }
 
+namespace no_out {
+
+// bitwise_left_shift_Tensor() without out=: ATen's functional bitwise_left_shift.Tensor, as torch's own call runs it.
+void bitwise_left_shift_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::bitwise_left_shift(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::bitwise_left_shift(a_self, a_other));
+}
+
+// bitwise_left_shift_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool bitwise_left_shift_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::bitwise_left_shift(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void ceil(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -272,6 +466,38 @@ void ceil(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     at::ceil_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// ceil() without out=: ATen's functional ceil, as torch's own call runs it.
+void ceil(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::ceil(a_self));
+    return;
+  }
+  tb::give(results, at::ceil(a_self));
+}
+
+// ceil() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool ceil_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::ceil(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)
 void clamp_min(const Tensor& self, const Scalar& min, Tensor& out) {
@@ -309,6 +535,40 @@ void clamp_min(::infini::ops::torch_bridge::TensorRef self, const Scalar& min, :
   }
 }
 
+namespace no_out {
+
+// clamp_min() without out=: ATen's functional clamp_min, as torch's own call runs it.
+void clamp_min(::infini::ops::torch_bridge::TensorRef self, const Scalar& min, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_min = tb::to_aten(min);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::clamp_min(a_self, a_min));
+    return;
+  }
+  tb::give(results, at::clamp_min(a_self, a_min));
+}
+
+// clamp_min() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool clamp_min_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& min, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_min = tb::to_aten(min);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::clamp_min(m_self, a_min), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 void gt_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -345,6 +605,40 @@ void gt_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
   }
 }
 
+namespace no_out {
+
+// gt_Scalar() without out=: ATen's functional gt.Scalar, as torch's own call runs it.
+void gt_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::gt(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::gt(a_self, a_other));
+}
+
+// gt_Scalar() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool gt_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::gt(m_self, a_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void kron(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -362,6 +656,36 @@ void kron(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_out = tb::to_aten(out);
   at::kron_out(a_out, a_self, a_other);
 }
+
+namespace no_out {
+
+// kron() without out=: ATen's functional kron, as torch's own call runs it.
+void kron(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  tb::give(results, at::kron(a_self, a_other));
+}
+
+// kron() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool kron_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::kron(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)
 void lerp_Tensor(const Tensor& self, const Tensor& end, const Tensor& weight, Tensor& out) {
@@ -401,6 +725,44 @@ void lerp_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   }
 }
 
+namespace no_out {
+
+// lerp_Tensor() without out=: ATen's functional lerp.Tensor, as torch's own call runs it.
+void lerp_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef end, ::infini::ops::torch_bridge::TensorRef weight, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_end = tb::to_aten(end);
+  auto a_weight = tb::to_aten(weight);
+  if (tb::direct_cpu(a_self, a_end, a_weight)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::lerp(a_self, a_end, a_weight));
+    return;
+  }
+  tb::give(results, at::lerp(a_self, a_end, a_weight));
+}
+
+// lerp_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool lerp_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef end, ::infini::ops::torch_bridge::TensorRef weight, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_end = tb::to_aten(end);
+  auto a_weight = tb::to_aten(weight);
+  const auto device = tb::output_device(a_self, a_end, a_weight);
+  if (!tb::meta_allowed(a_self, a_end, a_weight)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_end = tb::to_meta(a_end);
+  auto m_weight = tb::to_meta(a_weight);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::lerp(m_self, m_end, m_weight), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void lt_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -436,6 +798,41 @@ void lt_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
     at::lt_out(a_out, a_self, a_other);
   }
 }
+
+namespace no_out {
+
+// lt_Tensor() without out=: ATen's functional lt.Tensor, as torch's own call runs it.
+void lt_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::lt(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::lt(a_self, a_other));
+}
+
+// lt_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool lt_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::lt(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)
 void masked_select(const Tensor& self, const Tensor& mask, Tensor& out) {
@@ -473,6 +870,41 @@ void masked_select(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::t
   }
 }
 
+namespace no_out {
+
+// masked_select() without out=: ATen's functional masked_select, as torch's own call runs it.
+void masked_select(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mask, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_mask = tb::to_aten(mask);
+  if (tb::direct_cpu(a_self, a_mask)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::masked_select(a_self, a_mask));
+    return;
+  }
+  tb::give(results, at::masked_select(a_self, a_mask));
+}
+
+// masked_select() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool masked_select_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mask, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_mask = tb::to_aten(mask);
+  const auto device = tb::output_device(a_self, a_mask);
+  if (!tb::meta_allowed(a_self, a_mask)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_mask = tb::to_meta(a_mask);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::masked_select(m_self, m_mask), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void tan(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -506,5 +938,37 @@ void tan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     at::tan_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// tan() without out=: ATen's functional tan, as torch's own call runs it.
+void tan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::tan(a_self));
+    return;
+  }
+  tb::give(results, at::tan(a_self));
+}
+
+// tan() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool tan_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::tan(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 }  // namespace infini::ops::torch_fallback

@@ -80,6 +80,46 @@ void addcdiv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   }
 }
 
+namespace no_out {
+
+// addcdiv() without out=: ATen's functional addcdiv, as torch's own call runs it.
+void addcdiv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef tensor1, ::infini::ops::torch_bridge::TensorRef tensor2, const Scalar& value, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_tensor1 = tb::to_aten(tensor1);
+  auto a_tensor2 = tb::to_aten(tensor2);
+  auto a_value = tb::to_aten(value);
+  if (tb::direct_cpu(a_self, a_tensor1, a_tensor2)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::addcdiv(a_self, a_tensor1, a_tensor2, a_value));
+    return;
+  }
+  tb::give(results, at::addcdiv(a_self, a_tensor1, a_tensor2, a_value));
+}
+
+// addcdiv() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool addcdiv_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef tensor1, ::infini::ops::torch_bridge::TensorRef tensor2, const Scalar& value, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_tensor1 = tb::to_aten(tensor1);
+  auto a_tensor2 = tb::to_aten(tensor2);
+  auto a_value = tb::to_aten(value);
+  const auto device = tb::output_device(a_self, a_tensor1, a_tensor2);
+  if (!tb::meta_allowed(a_self, a_tensor1, a_tensor2)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_tensor1 = tb::to_meta(a_tensor1);
+  auto m_tensor2 = tb::to_meta(a_tensor2);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::addcdiv(m_self, m_tensor1, m_tensor2, a_value), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -118,6 +158,42 @@ void amin(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> 
   }
 }
 
+namespace no_out {
+
+// amin() without out=: ATen's functional amin, as torch's own call runs it.
+void amin(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::amin(a_self, a_dim, a_keepdim));
+    return;
+  }
+  tb::give(results, at::amin(a_self, a_dim, a_keepdim));
+}
+
+// amin() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool amin_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::amin(m_self, a_dim, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void bitwise_not(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -151,6 +227,38 @@ void bitwise_not(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
     at::bitwise_not_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// bitwise_not() without out=: ATen's functional bitwise_not, as torch's own call runs it.
+void bitwise_not(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::bitwise_not(a_self));
+    return;
+  }
+  tb::give(results, at::bitwise_not(a_self));
+}
+
+// bitwise_not() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool bitwise_not_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::bitwise_not(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void bitwise_right_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
@@ -188,6 +296,41 @@ void bitwise_right_shift_Tensor(::infini::ops::torch_bridge::TensorRef self, ::i
   }
 }
 
+namespace no_out {
+
+// bitwise_right_shift_Tensor() without out=: ATen's functional bitwise_right_shift.Tensor, as torch's own call runs it.
+void bitwise_right_shift_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::bitwise_right_shift(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::bitwise_right_shift(a_self, a_other));
+}
+
+// bitwise_right_shift_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool bitwise_right_shift_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::bitwise_right_shift(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)
 void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out) {
   auto a_tensors = tb::to_aten(tensors);
@@ -206,6 +349,35 @@ void cat(::infini::ops::torch_bridge::TensorListRef tensors, int64_t dim, ::infi
   at::cat_out(a_out, a_tensors, a_dim);
 }
 
+namespace no_out {
+
+// cat() without out=: ATen's functional cat, as torch's own call runs it.
+void cat(::infini::ops::torch_bridge::TensorListRef tensors, int64_t dim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_tensors = tb::to_aten(tensors);
+  auto a_dim = tb::to_aten(dim);
+  tb::give(results, at::cat(a_tensors, a_dim));
+}
+
+// cat() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool cat_allocate(::infini::ops::torch_bridge::TensorListRef tensors, int64_t dim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_tensors = tb::to_aten(tensors);
+  auto a_dim = tb::to_aten(dim);
+  const auto device = tb::output_device(a_tensors);
+  if (!tb::meta_allowed(a_tensors)) return false;
+  auto m_tensors = tb::to_meta(a_tensors);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::cat(m_tensors, a_dim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)
 void clone(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -221,6 +393,33 @@ void clone(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_out = tb::to_aten(out);
   at::clone_out(a_out, a_self, ::std::optional<at::MemoryFormat>(::std::nullopt));
 }
+
+namespace no_out {
+
+// clone() without out=: ATen's functional clone, as torch's own call runs it.
+void clone(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  tb::give(results, at::clone(a_self, ::std::optional<at::MemoryFormat>(::std::nullopt)));
+}
+
+// clone() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool clone_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::clone(m_self, ::std::optional<at::MemoryFormat>(::std::nullopt)), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
@@ -258,6 +457,41 @@ void eq_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   }
 }
 
+namespace no_out {
+
+// eq_Tensor() without out=: ATen's functional eq.Tensor, as torch's own call runs it.
+void eq_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::eq(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::eq(a_self, a_other));
+}
+
+// eq_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool eq_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::eq(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void floor_divide(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -293,6 +527,41 @@ void floor_divide(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::to
     at::floor_divide_out(a_out, a_self, a_other);
   }
 }
+
+namespace no_out {
+
+// floor_divide() without out=: ATen's functional floor_divide, as torch's own call runs it.
+void floor_divide(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::floor_divide(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::floor_divide(a_self, a_other));
+}
+
+// floor_divide() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool floor_divide_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::floor_divide(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void fmax(const Tensor& self, const Tensor& other, Tensor& out) {
@@ -330,6 +599,41 @@ void fmax(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   }
 }
 
+namespace no_out {
+
+// fmax() without out=: ATen's functional fmax, as torch's own call runs it.
+void fmax(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::fmax(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::fmax(a_self, a_other));
+}
+
+// fmax() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool fmax_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::fmax(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void hardsigmoid(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -363,6 +667,38 @@ void hardsigmoid(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
     at::hardsigmoid_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// hardsigmoid() without out=: ATen's functional hardsigmoid, as torch's own call runs it.
+void hardsigmoid(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::hardsigmoid(a_self));
+    return;
+  }
+  tb::give(results, at::hardsigmoid(a_self));
+}
+
+// hardsigmoid() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool hardsigmoid_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::hardsigmoid(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha, Tensor& out) {
@@ -406,6 +742,48 @@ void index_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infin
   }
 }
 
+namespace no_out {
+
+// index_add() without out=: ATen's functional index_add, as torch's own call runs it.
+void index_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef source, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_source = tb::to_aten(source);
+  auto a_alpha = tb::to_aten(alpha);
+  if (tb::direct_cpu(a_self, a_index, a_source)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::index_add(a_self, a_dim, a_index, a_source, a_alpha));
+    return;
+  }
+  tb::give(results, at::index_add(a_self, a_dim, a_index, a_source, a_alpha));
+}
+
+// index_add() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool index_add_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef source, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_source = tb::to_aten(source);
+  auto a_alpha = tb::to_aten(alpha);
+  const auto device = tb::output_device(a_self, a_index, a_source);
+  if (!tb::meta_allowed(a_self, a_index, a_source)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_index = tb::to_meta(a_index);
+  auto m_source = tb::to_meta(a_source);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::index_add(m_self, a_dim, m_index, m_source, a_alpha), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void relu(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -422,6 +800,43 @@ void relu(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   at::relu_out(a_out, a_self);
 }
 
+namespace no_out {
+
+// relu() without out=: ATen's functional relu, as torch's own call runs it.
+void relu(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  tb::give(results, at::relu(a_self));
+}
+
+// relu() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool relu_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::relu(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
+// The body of the composite rms_norm, on ATen values.
+static void body_rms_norm(at::Tensor & out, const at::Tensor & input, const at::Tensor & weight, double eps) {
+#line 11 "op_specs/composite.yaml"
+    // Normalise over the last dimension, as the LLM kernels do.
+    const int64_t last = input.size(-1);
+    out.resize_(input.sizes());
+    out.copy_(at::rms_norm(input, {last}, weight, eps));
+#line 838 "torch_fallback/shard_008.cpp"
+}
+
 // rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)
 void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out) {
   auto a_input = tb::to_aten(input);
@@ -429,16 +844,38 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
   auto a_eps = tb::to_aten(eps);
   auto a_out = tb::to_aten(out);
   tb::check_overlap("rms_norm", {&out}, {tb::ptr(input), tb::ptr(weight)});
-  [](at::Tensor & out, const at::Tensor & input, const at::Tensor & weight, double eps) {
-#line 11 "op_specs/composite.yaml"
-    // Normalise over the last dimension, as the LLM kernels do.
-    const int64_t last = input.size(-1);
-    out.resize_(input.sizes());
-    out.copy_(at::rms_norm(input, {last}, weight, eps));
-#line 439 "torch_fallback/shard_008.cpp"
-  }(a_out, a_input, a_weight, a_eps);
+  body_rms_norm(a_out, a_input, a_weight, a_eps);
   tb::check_output(out, a_out, "rms_norm", "out");
 }
+
+namespace no_out {
+
+// rms_norm() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool rms_norm_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::TensorRef weight, double eps, ::infini::ops::torch_bridge::Results& results) {
+  auto a_input = tb::to_aten(input);
+  auto a_weight = tb::to_aten(weight);
+  auto a_eps = tb::to_aten(eps);
+  const auto device = tb::output_device(a_input, a_weight);
+  if (tb::direct_cpu_context()) {
+    try {
+      auto m_input = tb::to_meta(a_input);
+      auto m_weight = tb::to_meta(a_weight);
+      at::Tensor m_out = tb::empty_like_dtype(m_input);
+      at::AutoDispatchBelowADInplaceOrView below_autograd;
+      body_rms_norm(m_out, m_input, m_weight, a_eps);
+      tb::give_like(results, m_out, device);
+      return true;
+    } catch (const c10::Error&) {
+      // The body does not run on meta tensors: outputs the body resizes.
+    }
+  }
+  tb::give_empty_like(results, a_input);
+  return true;
+}
+
+}  // namespace no_out
 
 // sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void sqrt(const Tensor& self, Tensor& out) {
@@ -473,6 +910,38 @@ void sqrt(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     at::sqrt_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// sqrt() without out=: ATen's functional sqrt, as torch's own call runs it.
+void sqrt(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::sqrt(a_self));
+    return;
+  }
+  tb::give(results, at::sqrt(a_self));
+}
+
+// sqrt() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool sqrt_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::sqrt(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
 void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out) {
@@ -513,5 +982,43 @@ void var_correction(::infini::ops::torch_bridge::TensorRef self, std::optional<s
     at::var_out(a_out, a_self, a_dim, a_correction, a_keepdim);
   }
 }
+
+namespace no_out {
+
+// var_correction() without out=: ATen's functional var.correction, as torch's own call runs it.
+void var_correction(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_correction = tb::to_aten(correction);
+  auto a_keepdim = tb::to_aten(keepdim);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::var(a_self, a_dim, a_correction, a_keepdim));
+    return;
+  }
+  tb::give(results, at::var(a_self, a_dim, a_correction, a_keepdim));
+}
+
+// var_correction() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool var_correction_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_correction = tb::to_aten(correction);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::var(m_self, a_dim, a_correction, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 }  // namespace infini::ops::torch_fallback

@@ -75,6 +75,45 @@ void _softmax_backward_data(::infini::ops::torch_bridge::TensorRef grad_output, 
   }
 }
 
+namespace no_out {
+
+// _softmax_backward_data() without out=: ATen's functional _softmax_backward_data, as torch's own call runs it.
+void _softmax_backward_data(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef output, int64_t dim, DataType input_dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_output = tb::to_aten(output);
+  auto a_dim = tb::to_aten(dim);
+  auto a_input_dtype = tb::to_aten(input_dtype);
+  if (tb::direct_cpu(a_grad_output, a_output)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::_softmax_backward_data(a_grad_output, a_output, a_dim, a_input_dtype));
+    return;
+  }
+  tb::give(results, at::_softmax_backward_data(a_grad_output, a_output, a_dim, a_input_dtype));
+}
+
+// _softmax_backward_data() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool _softmax_backward_data_allocate(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef output, int64_t dim, DataType input_dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_output = tb::to_aten(output);
+  auto a_dim = tb::to_aten(dim);
+  auto a_input_dtype = tb::to_aten(input_dtype);
+  const auto device = tb::output_device(a_grad_output, a_output);
+  if (!tb::meta_allowed(a_grad_output, a_output)) return false;
+  auto m_grad_output = tb::to_meta(a_grad_output);
+  auto m_output = tb::to_meta(a_output);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::_softmax_backward_data(m_grad_output, m_output, a_dim, a_input_dtype), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void all_all(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -109,6 +148,38 @@ void all_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   }
 }
 
+namespace no_out {
+
+// all_all() without out=: ATen's functional all, as torch's own call runs it.
+void all_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::all(a_self));
+    return;
+  }
+  tb::give(results, at::all(a_self));
+}
+
+// all_all() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool all_all_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::all(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // cross.out(Tensor self, Tensor other, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)
 void cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -128,6 +199,38 @@ void cross(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_out = tb::to_aten(out);
   at::cross_out(a_out, a_self, a_other, a_dim);
 }
+
+namespace no_out {
+
+// cross() without out=: ATen's functional cross, as torch's own call runs it.
+void cross(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, std::optional<int64_t> dim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_dim = tb::to_aten(dim);
+  tb::give(results, at::cross(a_self, a_other, a_dim));
+}
+
+// cross() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool cross_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, std::optional<int64_t> dim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_dim = tb::to_aten(dim);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::cross(m_self, m_other, a_dim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out) {
@@ -167,6 +270,42 @@ void cumsum(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::optio
   }
 }
 
+namespace no_out {
+
+// cumsum() without out=: ATen's functional cumsum, as torch's own call runs it.
+void cumsum(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_dtype = tb::to_aten(dtype);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::cumsum(a_self, a_dim, a_dtype));
+    return;
+  }
+  tb::give(results, at::cumsum(a_self, a_dim, a_dtype));
+}
+
+// cumsum() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool cumsum_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_dtype = tb::to_aten(dtype);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::cumsum(m_self, a_dim, a_dtype), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void div(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -203,6 +342,41 @@ void div(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   }
 }
 
+namespace no_out {
+
+// div() without out=: ATen's functional div.Tensor, as torch's own call runs it.
+void div(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::div(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::div(a_self, a_other));
+}
+
+// div() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool div_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::div(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void frac(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -236,6 +410,38 @@ void frac(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     at::frac_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// frac() without out=: ATen's functional frac, as torch's own call runs it.
+void frac(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::frac(a_self));
+    return;
+  }
+  tb::give(results, at::frac(a_self));
+}
+
+// frac() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool frac_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::frac(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)
 void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max_values) {
@@ -280,6 +486,42 @@ void max(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
   }
 }
 
+namespace no_out {
+
+// max() without out=: ATen's functional max.dim, as torch's own call runs it.
+void max(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::max(a_self, a_dim, a_keepdim));
+    return;
+  }
+  tb::give(results, at::max(a_self, a_dim, a_keepdim));
+}
+
+// max() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool max_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::max(m_self, a_dim, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void minimum(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -315,6 +557,41 @@ void minimum(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
     at::minimum_out(a_out, a_self, a_other);
   }
 }
+
+namespace no_out {
+
+// minimum() without out=: ATen's functional minimum, as torch's own call runs it.
+void minimum(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::minimum(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::minimum(a_self, a_other));
+}
+
+// minimum() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool minimum_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::minimum(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
@@ -352,6 +629,40 @@ void ne_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
   }
 }
 
+namespace no_out {
+
+// ne_Scalar() without out=: ATen's functional ne.Scalar, as torch's own call runs it.
+void ne_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::ne(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::ne(a_self, a_other));
+}
+
+// ne_Scalar() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool ne_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::ne(m_self, a_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void silu(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -386,20 +697,81 @@ void silu(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   }
 }
 
+namespace no_out {
+
+// silu() without out=: ATen's functional silu, as torch's own call runs it.
+void silu(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::silu(a_self));
+    return;
+  }
+  tb::give(results, at::silu(a_self));
+}
+
+// silu() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool silu_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::silu(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
+// The body of the composite silu_and_mul, on ATen values.
+static void body_silu_and_mul(at::Tensor & out, const at::Tensor & input) {
+#line 21 "op_specs/composite.yaml"
+    // input is [..., 2d]: silu of the first half times the second half.
+    const int64_t d = input.size(-1) / 2;
+    at::mul_out(out, at::silu(input.narrow(-1, 0, d)), input.narrow(-1, d, d));
+#line 739 "torch_fallback/shard_009.cpp"
+}
+
 // silu_and_mul(Tensor input, *, Tensor(a!) out) -> Tensor(a!)
 void silu_and_mul(const Tensor& input, Tensor& out) {
   auto a_input = tb::to_aten(input);
   auto a_out = tb::to_aten(out);
   tb::check_overlap("silu_and_mul", {&out}, {tb::ptr(input)});
-  [](at::Tensor & out, const at::Tensor & input) {
-#line 21 "op_specs/composite.yaml"
-    // input is [..., 2d]: silu of the first half times the second half.
-    const int64_t d = input.size(-1) / 2;
-    at::mul_out(out, at::silu(input.narrow(-1, 0, d)), input.narrow(-1, d, d));
-#line 400 "torch_fallback/shard_009.cpp"
-  }(a_out, a_input);
+  body_silu_and_mul(a_out, a_input);
   tb::check_output(out, a_out, "silu_and_mul", "out");
 }
+
+namespace no_out {
+
+// silu_and_mul() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool silu_and_mul_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::Results& results) {
+  auto a_input = tb::to_aten(input);
+  const auto device = tb::output_device(a_input);
+  if (tb::direct_cpu_context()) {
+    try {
+      auto m_input = tb::to_meta(a_input);
+      at::Tensor m_out = tb::empty_like_dtype(m_input);
+      at::AutoDispatchBelowADInplaceOrView below_autograd;
+      body_silu_and_mul(m_out, m_input);
+      tb::give_like(results, m_out, device);
+      return true;
+    } catch (const c10::Error&) {
+      // The body does not run on meta tensors: outputs the body resizes.
+    }
+  }
+  tb::give_empty_like(results, a_input);
+  return true;
+}
+
+}  // namespace no_out
 
 // square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void square(const Tensor& self, Tensor& out) {
@@ -416,5 +788,32 @@ void square(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_br
   auto a_out = tb::to_aten(out);
   at::square_out(a_out, a_self);
 }
+
+namespace no_out {
+
+// square() without out=: ATen's functional square, as torch's own call runs it.
+void square(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  tb::give(results, at::square(a_self));
+}
+
+// square() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool square_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::square(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 }  // namespace infini::ops::torch_fallback

@@ -71,6 +71,42 @@ void clamp(::infini::ops::torch_bridge::TensorRef self, const std::optional<Scal
   }
 }
 
+namespace no_out {
+
+// clamp() without out=: ATen's functional clamp, as torch's own call runs it.
+void clamp(::infini::ops::torch_bridge::TensorRef self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_min = tb::to_aten(min);
+  auto a_max = tb::to_aten(max);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::clamp(a_self, a_min, a_max));
+    return;
+  }
+  tb::give(results, at::clamp(a_self, a_min, a_max));
+}
+
+// clamp() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool clamp_allocate(::infini::ops::torch_bridge::TensorRef self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_min = tb::to_aten(min);
+  auto a_max = tb::to_aten(max);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::clamp(m_self, a_min, a_max), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -107,6 +143,41 @@ void gt_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   }
 }
 
+namespace no_out {
+
+// gt_Tensor() without out=: ATen's functional gt.Tensor, as torch's own call runs it.
+void gt_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::gt(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::gt(a_self, a_other));
+}
+
+// gt_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool gt_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::gt(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void hypot(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -142,6 +213,41 @@ void hypot(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     at::hypot_out(a_out, a_self, a_other);
   }
 }
+
+namespace no_out {
+
+// hypot() without out=: ATen's functional hypot, as torch's own call runs it.
+void hypot(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::hypot(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::hypot(a_self, a_other));
+}
+
+// hypot() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool hypot_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::hypot(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)
 void lerp_Scalar(const Tensor& self, const Tensor& end, const Scalar& weight, Tensor& out) {
@@ -181,6 +287,43 @@ void lerp_Scalar(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   }
 }
 
+namespace no_out {
+
+// lerp_Scalar() without out=: ATen's functional lerp.Scalar, as torch's own call runs it.
+void lerp_Scalar(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef end, const Scalar& weight, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_end = tb::to_aten(end);
+  auto a_weight = tb::to_aten(weight);
+  if (tb::direct_cpu(a_self, a_end)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::lerp(a_self, a_end, a_weight));
+    return;
+  }
+  tb::give(results, at::lerp(a_self, a_end, a_weight));
+}
+
+// lerp_Scalar() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool lerp_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef end, const Scalar& weight, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_end = tb::to_aten(end);
+  auto a_weight = tb::to_aten(weight);
+  const auto device = tb::output_device(a_self, a_end);
+  if (!tb::meta_allowed(a_self, a_end)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_end = tb::to_meta(a_end);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::lerp(m_self, m_end, a_weight), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void log2(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -214,6 +357,38 @@ void log2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     at::log2_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// log2() without out=: ATen's functional log2, as torch's own call runs it.
+void log2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::log2(a_self));
+    return;
+  }
+  tb::give(results, at::log2(a_self));
+}
+
+// log2() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool log2_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::log2(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 void lt_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
@@ -251,6 +426,40 @@ void lt_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
   }
 }
 
+namespace no_out {
+
+// lt_Scalar() without out=: ATen's functional lt.Scalar, as torch's own call runs it.
+void lt_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::lt(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::lt(a_self, a_other));
+}
+
+// lt_Scalar() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool lt_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::lt(m_self, a_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)
 void masked_fill_Tensor(const Tensor& self, const Tensor& mask, const Tensor& value, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -270,6 +479,39 @@ void masked_fill_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::o
   auto a_out = tb::to_aten(out);
   at::masked_fill_out(a_out, a_self, a_mask, a_value);
 }
+
+namespace no_out {
+
+// masked_fill_Tensor() without out=: ATen's functional masked_fill.Tensor, as torch's own call runs it.
+void masked_fill_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mask, ::infini::ops::torch_bridge::TensorRef value, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_mask = tb::to_aten(mask);
+  auto a_value = tb::to_aten(value);
+  tb::give(results, at::masked_fill(a_self, a_mask, a_value));
+}
+
+// masked_fill_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool masked_fill_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mask, ::infini::ops::torch_bridge::TensorRef value, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_mask = tb::to_aten(mask);
+  auto a_value = tb::to_aten(value);
+  const auto device = tb::output_device(a_self, a_mask, a_value);
+  if (!tb::meta_allowed(a_self, a_mask, a_value)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_mask = tb::to_meta(a_mask);
+  auto m_value = tb::to_meta(a_value);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::masked_fill(m_self, m_mask, m_value), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
 void native_layer_norm(const Tensor& input, std::span<const int64_t> normalized_shape, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps, Tensor& out0, Tensor& out1, Tensor& out2) {
@@ -300,6 +542,43 @@ void native_layer_norm(::infini::ops::torch_bridge::TensorRef input, std::span<c
   auto a_out2 = tb::to_aten(out2);
   at::native_layer_norm_out(a_out0, a_out1, a_out2, a_input, a_normalized_shape, a_weight, a_bias, a_eps);
 }
+
+namespace no_out {
+
+// native_layer_norm() without out=: ATen's functional native_layer_norm, as torch's own call runs it.
+void native_layer_norm(::infini::ops::torch_bridge::TensorRef input, std::span<const int64_t> normalized_shape, ::infini::ops::torch_bridge::OptionalTensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, double eps, ::infini::ops::torch_bridge::Results& results) {
+  auto a_input = tb::to_aten(input);
+  auto a_normalized_shape = tb::to_aten(normalized_shape);
+  auto a_weight = tb::to_aten(weight);
+  auto a_bias = tb::to_aten(bias);
+  auto a_eps = tb::to_aten(eps);
+  tb::give(results, at::native_layer_norm(a_input, a_normalized_shape, a_weight, a_bias, a_eps));
+}
+
+// native_layer_norm() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool native_layer_norm_allocate(::infini::ops::torch_bridge::TensorRef input, std::span<const int64_t> normalized_shape, ::infini::ops::torch_bridge::OptionalTensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, double eps, ::infini::ops::torch_bridge::Results& results) {
+  auto a_input = tb::to_aten(input);
+  auto a_normalized_shape = tb::to_aten(normalized_shape);
+  auto a_weight = tb::to_aten(weight);
+  auto a_bias = tb::to_aten(bias);
+  auto a_eps = tb::to_aten(eps);
+  const auto device = tb::output_device(a_input, a_weight, a_bias);
+  if (!tb::meta_allowed(a_input, a_weight, a_bias)) return false;
+  auto m_input = tb::to_meta(a_input);
+  auto m_weight = tb::to_meta(a_weight);
+  auto m_bias = tb::to_meta(a_bias);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::native_layer_norm(m_input, a_normalized_shape, m_weight, m_bias, a_eps), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // sigmoid_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)
 void sigmoid_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad_input) {
@@ -337,6 +616,41 @@ void sigmoid_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infi
   }
 }
 
+namespace no_out {
+
+// sigmoid_backward() without out=: ATen's functional sigmoid_backward, as torch's own call runs it.
+void sigmoid_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef output, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_output = tb::to_aten(output);
+  if (tb::direct_cpu(a_grad_output, a_output)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::sigmoid_backward(a_grad_output, a_output));
+    return;
+  }
+  tb::give(results, at::sigmoid_backward(a_grad_output, a_output));
+}
+
+// sigmoid_backward() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool sigmoid_backward_allocate(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef output, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_output = tb::to_aten(output);
+  const auto device = tb::output_device(a_grad_output, a_output);
+  if (!tb::meta_allowed(a_grad_output, a_output)) return false;
+  auto m_grad_output = tb::to_meta(a_grad_output);
+  auto m_output = tb::to_meta(a_output);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::sigmoid_backward(m_grad_output, m_output), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void sin(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -371,6 +685,38 @@ void sin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   }
 }
 
+namespace no_out {
+
+// sin() without out=: ATen's functional sin, as torch's own call runs it.
+void sin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::sin(a_self));
+    return;
+  }
+  tb::give(results, at::sin(a_self));
+}
+
+// sin() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool sin_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::sin(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
 void softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -390,5 +736,36 @@ void softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::opti
   auto a_out = tb::to_aten(out);
   at::softmax_out(a_out, a_self, a_dim, a_dtype);
 }
+
+namespace no_out {
+
+// softmax() without out=: ATen's functional softmax.int, as torch's own call runs it.
+void softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_dtype = tb::to_aten(dtype);
+  tb::give(results, at::softmax(a_self, a_dim, a_dtype));
+}
+
+// softmax() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool softmax_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_dtype = tb::to_aten(dtype);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::softmax(m_self, a_dim, a_dtype), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 }  // namespace infini::ops::torch_fallback

@@ -75,6 +75,48 @@ void addmv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   }
 }
 
+namespace no_out {
+
+// addmv() without out=: ATen's functional addmv, as torch's own call runs it.
+void addmv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mat, ::infini::ops::torch_bridge::TensorRef vec, const Scalar& beta, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_mat = tb::to_aten(mat);
+  auto a_vec = tb::to_aten(vec);
+  auto a_beta = tb::to_aten(beta);
+  auto a_alpha = tb::to_aten(alpha);
+  if (tb::direct_cpu(a_self, a_mat, a_vec)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::addmv(a_self, a_mat, a_vec, a_beta, a_alpha));
+    return;
+  }
+  tb::give(results, at::addmv(a_self, a_mat, a_vec, a_beta, a_alpha));
+}
+
+// addmv() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool addmv_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mat, ::infini::ops::torch_bridge::TensorRef vec, const Scalar& beta, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_mat = tb::to_aten(mat);
+  auto a_vec = tb::to_aten(vec);
+  auto a_beta = tb::to_aten(beta);
+  auto a_alpha = tb::to_aten(alpha);
+  const auto device = tb::output_device(a_self, a_mat, a_vec);
+  if (!tb::meta_allowed(a_self, a_mat, a_vec)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_mat = tb::to_meta(a_mat);
+  auto m_vec = tb::to_meta(a_vec);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::addmv(m_self, m_mat, m_vec, a_beta, a_alpha), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 void argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -113,6 +155,42 @@ void argmin(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> 
   }
 }
 
+namespace no_out {
+
+// argmin() without out=: ATen's functional argmin, as torch's own call runs it.
+void argmin(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::argmin(a_self, a_dim, a_keepdim));
+    return;
+  }
+  tb::give(results, at::argmin(a_self, a_dim, a_keepdim));
+}
+
+// argmin() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool argmin_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::argmin(m_self, a_dim, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void bitwise_xor_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -149,6 +227,41 @@ void bitwise_xor_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::o
   }
 }
 
+namespace no_out {
+
+// bitwise_xor_Tensor() without out=: ATen's functional bitwise_xor.Tensor, as torch's own call runs it.
+void bitwise_xor_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::bitwise_xor(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::bitwise_xor(a_self, a_other));
+}
+
+// bitwise_xor_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool bitwise_xor_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::bitwise_xor(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void exp(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -182,6 +295,38 @@ void exp(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     at::exp_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// exp() without out=: ATen's functional exp, as torch's own call runs it.
+void exp(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::exp(a_self));
+    return;
+  }
+  tb::give(results, at::exp(a_self));
+}
+
+// exp() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool exp_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::exp(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)
 void index_put(const Tensor& self, std::span<const std::optional<Tensor>> indices, const Tensor& values, bool accumulate, Tensor& out) {
@@ -229,6 +374,33 @@ void logical_not(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   }
 }
 
+namespace no_out {
+
+// logical_not() without out=: ATen's functional logical_not, as torch's own call runs it.
+void logical_not(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  tb::give(results, at::logical_not(a_self));
+}
+
+// logical_not() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool logical_not_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::logical_not(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -269,6 +441,44 @@ void nansum(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span
   }
 }
 
+namespace no_out {
+
+// nansum() without out=: ATen's functional nansum, as torch's own call runs it.
+void nansum(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_dtype = tb::to_aten(dtype);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::nansum(a_self, a_dim, a_keepdim, a_dtype));
+    return;
+  }
+  tb::give(results, at::nansum(a_self, a_dim, a_keepdim, a_dtype));
+}
+
+// nansum() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool nansum_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_dtype = tb::to_aten(dtype);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::nansum(m_self, a_dim, a_keepdim, a_dtype), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void nonzero(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -303,6 +513,38 @@ void nonzero(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   }
 }
 
+namespace no_out {
+
+// nonzero() without out=: ATen's functional nonzero, as torch's own call runs it.
+void nonzero(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::nonzero(a_self));
+    return;
+  }
+  tb::give(results, at::nonzero(a_self));
+}
+
+// nonzero() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool nonzero_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::nonzero(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void sigmoid(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -336,6 +578,38 @@ void sigmoid(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
     at::sigmoid_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// sigmoid() without out=: ATen's functional sigmoid, as torch's own call runs it.
+void sigmoid(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::sigmoid(a_self));
+    return;
+  }
+  tb::give(results, at::sigmoid(a_self));
+}
+
+// sigmoid() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool sigmoid_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::sigmoid(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
 void take(const Tensor& self, const Tensor& index, Tensor& out) {
@@ -372,5 +646,40 @@ void take(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     at::take_out(a_out, a_self, a_index);
   }
 }
+
+namespace no_out {
+
+// take() without out=: ATen's functional take, as torch's own call runs it.
+void take(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_index = tb::to_aten(index);
+  if (tb::direct_cpu(a_self, a_index)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::take(a_self, a_index));
+    return;
+  }
+  tb::give(results, at::take(a_self, a_index));
+}
+
+// take() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool take_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_index = tb::to_aten(index);
+  const auto device = tb::output_device(a_self, a_index);
+  if (!tb::meta_allowed(a_self, a_index)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_index = tb::to_meta(a_index);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::take(m_self, m_index), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 }  // namespace infini::ops::torch_fallback

@@ -72,6 +72,40 @@ void adaptive_max_pool2d(::infini::ops::torch_bridge::TensorRef self, std::span<
   }
 }
 
+namespace no_out {
+
+// adaptive_max_pool2d() without out=: ATen's functional adaptive_max_pool2d, as torch's own call runs it.
+void adaptive_max_pool2d(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> output_size, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_output_size = tb::to_aten(output_size);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::adaptive_max_pool2d(a_self, a_output_size));
+    return;
+  }
+  tb::give(results, at::adaptive_max_pool2d(a_self, a_output_size));
+}
+
+// adaptive_max_pool2d() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool adaptive_max_pool2d_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> output_size, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_output_size = tb::to_aten(output_size);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::adaptive_max_pool2d(m_self, a_output_size), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)
 void aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& min, Tensor& max) {
   auto a_self = tb::to_aten(self);
@@ -115,6 +149,42 @@ void aminmax(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t>
   }
 }
 
+namespace no_out {
+
+// aminmax() without out=: ATen's functional aminmax, as torch's own call runs it.
+void aminmax(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::aminmax(a_self, a_dim, a_keepdim));
+    return;
+  }
+  tb::give(results, at::aminmax(a_self, a_dim, a_keepdim));
+}
+
+// aminmax() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool aminmax_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::aminmax(m_self, a_dim, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)
 void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::string_view> rounding_mode, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -153,6 +223,43 @@ void div_out_mode(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::to
   }
 }
 
+namespace no_out {
+
+// div_out_mode() without out=: ATen's functional div.Tensor_mode, as torch's own call runs it.
+void div_out_mode(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, std::optional<std::string_view> rounding_mode, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_rounding_mode = tb::to_aten(rounding_mode);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::div(a_self, a_other, a_rounding_mode));
+    return;
+  }
+  tb::give(results, at::div(a_self, a_other, a_rounding_mode));
+}
+
+// div_out_mode() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool div_out_mode_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, std::optional<std::string_view> rounding_mode, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_rounding_mode = tb::to_aten(rounding_mode);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::div(m_self, m_other, a_rounding_mode), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void log_sigmoid(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -168,6 +275,33 @@ void log_sigmoid(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   auto a_out = tb::to_aten(out);
   at::log_sigmoid_out(a_out, a_self);
 }
+
+namespace no_out {
+
+// log_sigmoid() without out=: ATen's functional log_sigmoid, as torch's own call runs it.
+void log_sigmoid(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  tb::give(results, at::log_sigmoid(a_self));
+}
+
+// log_sigmoid() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool log_sigmoid_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::log_sigmoid(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void logical_xor(const Tensor& self, const Tensor& other, Tensor& out) {
@@ -205,6 +339,36 @@ void logical_xor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   }
 }
 
+namespace no_out {
+
+// logical_xor() without out=: ATen's functional logical_xor, as torch's own call runs it.
+void logical_xor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  tb::give(results, at::logical_xor(a_self, a_other));
+}
+
+// logical_xor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool logical_xor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::logical_xor(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
 void masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -225,6 +389,38 @@ void masked_fill(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   at::masked_fill_out(a_out, a_self, a_mask, a_value);
 }
 
+namespace no_out {
+
+// masked_fill() without out=: ATen's functional masked_fill.Scalar, as torch's own call runs it.
+void masked_fill(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mask, const Scalar& value, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_mask = tb::to_aten(mask);
+  auto a_value = tb::to_aten(value);
+  tb::give(results, at::masked_fill(a_self, a_mask, a_value));
+}
+
+// masked_fill() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool masked_fill_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mask, const Scalar& value, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_mask = tb::to_aten(mask);
+  auto a_value = tb::to_aten(value);
+  const auto device = tb::output_device(a_self, a_mask);
+  if (!tb::meta_allowed(a_self, a_mask)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_mask = tb::to_meta(a_mask);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::masked_fill(m_self, m_mask, a_value), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)
 void mv(const Tensor& self, const Tensor& vec, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -242,6 +438,36 @@ void mv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge
   auto a_out = tb::to_aten(out);
   at::mv_out(a_out, a_self, a_vec);
 }
+
+namespace no_out {
+
+// mv() without out=: ATen's functional mv, as torch's own call runs it.
+void mv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef vec, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_vec = tb::to_aten(vec);
+  tb::give(results, at::mv(a_self, a_vec));
+}
+
+// mv() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool mv_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef vec, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_vec = tb::to_aten(vec);
+  const auto device = tb::output_device(a_self, a_vec);
+  if (!tb::meta_allowed(a_self, a_vec)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_vec = tb::to_meta(a_vec);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::mv(m_self, m_vec), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // smooth_l1_loss.out(Tensor self, Tensor target, int reduction=Mean, float beta=1.0, *, Tensor(a!) out) -> Tensor(a!)
 void smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction, double beta, Tensor& out) {
@@ -283,6 +509,45 @@ void smooth_l1_loss(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::
   }
 }
 
+namespace no_out {
+
+// smooth_l1_loss() without out=: ATen's functional smooth_l1_loss, as torch's own call runs it.
+void smooth_l1_loss(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef target, int64_t reduction, double beta, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_target = tb::to_aten(target);
+  auto a_reduction = tb::to_aten(reduction);
+  auto a_beta = tb::to_aten(beta);
+  if (tb::direct_cpu(a_self, a_target)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::smooth_l1_loss(a_self, a_target, a_reduction, a_beta));
+    return;
+  }
+  tb::give(results, at::smooth_l1_loss(a_self, a_target, a_reduction, a_beta));
+}
+
+// smooth_l1_loss() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool smooth_l1_loss_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef target, int64_t reduction, double beta, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_target = tb::to_aten(target);
+  auto a_reduction = tb::to_aten(reduction);
+  auto a_beta = tb::to_aten(beta);
+  const auto device = tb::output_device(a_self, a_target);
+  if (!tb::meta_allowed(a_self, a_target)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_target = tb::to_meta(a_target);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::smooth_l1_loss(m_self, m_target, a_reduction, a_beta), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -320,6 +585,43 @@ void sub(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     at::sub_out(a_out, a_self, a_other, a_alpha);
   }
 }
+
+namespace no_out {
+
+// sub() without out=: ATen's functional sub.Tensor, as torch's own call runs it.
+void sub(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_alpha = tb::to_aten(alpha);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::sub(a_self, a_other, a_alpha));
+    return;
+  }
+  tb::give(results, at::sub(a_self, a_other, a_alpha));
+}
+
+// sub() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool sub_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_alpha = tb::to_aten(alpha);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::sub(m_self, m_other, a_alpha), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted, Tensor& values, Tensor& indices) {
@@ -367,5 +669,45 @@ void topk(::infini::ops::torch_bridge::TensorRef self, int64_t k, int64_t dim, b
     at::topk_out(a_values, a_indices, a_self, a_k, a_dim, a_largest, a_sorted);
   }
 }
+
+namespace no_out {
+
+// topk() without out=: ATen's functional topk, as torch's own call runs it.
+void topk(::infini::ops::torch_bridge::TensorRef self, int64_t k, int64_t dim, bool largest, bool sorted, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_k = tb::to_aten(k);
+  auto a_dim = tb::to_aten(dim);
+  auto a_largest = tb::to_aten(largest);
+  auto a_sorted = tb::to_aten(sorted);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::topk(a_self, a_k, a_dim, a_largest, a_sorted));
+    return;
+  }
+  tb::give(results, at::topk(a_self, a_k, a_dim, a_largest, a_sorted));
+}
+
+// topk() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool topk_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t k, int64_t dim, bool largest, bool sorted, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_k = tb::to_aten(k);
+  auto a_dim = tb::to_aten(dim);
+  auto a_largest = tb::to_aten(largest);
+  auto a_sorted = tb::to_aten(sorted);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::topk(m_self, a_k, a_dim, a_largest, a_sorted), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 }  // namespace infini::ops::torch_fallback

@@ -64,6 +64,38 @@ void acos(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   }
 }
 
+namespace no_out {
+
+// acos() without out=: ATen's functional acos, as torch's own call runs it.
+void acos(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::acos(a_self));
+    return;
+  }
+  tb::give(results, at::acos(a_self));
+}
+
+// acos() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool acos_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::acos(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)
 void adaptive_avg_pool2d(const Tensor& self, std::span<const int64_t> output_size, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -99,6 +131,35 @@ void adaptive_avg_pool2d(::infini::ops::torch_bridge::TensorRef self, std::span<
     at::adaptive_avg_pool2d_out(a_out, a_self, a_output_size);
   }
 }
+
+namespace no_out {
+
+// adaptive_avg_pool2d() without out=: ATen's functional adaptive_avg_pool2d, as torch's own call runs it.
+void adaptive_avg_pool2d(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> output_size, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_output_size = tb::to_aten(output_size);
+  tb::give(results, at::adaptive_avg_pool2d(a_self, a_output_size));
+}
+
+// adaptive_avg_pool2d() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool adaptive_avg_pool2d_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> output_size, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_output_size = tb::to_aten(output_size);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::adaptive_avg_pool2d(m_self, a_output_size), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 void all(const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
@@ -137,6 +198,42 @@ void all(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
     at::all_out(a_out, a_self, a_dim, a_keepdim);
   }
 }
+
+namespace no_out {
+
+// all() without out=: ATen's functional all.dim, as torch's own call runs it.
+void all(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::all(a_self, a_dim, a_keepdim));
+    return;
+  }
+  tb::give(results, at::all(a_self, a_dim, a_keepdim));
+}
+
+// all() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool all_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::all(m_self, a_dim, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)
 void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad, Tensor& out) {
@@ -178,6 +275,45 @@ void gather(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::
   }
 }
 
+namespace no_out {
+
+// gather() without out=: ATen's functional gather, as torch's own call runs it.
+void gather(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, bool sparse_grad, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_sparse_grad = tb::to_aten(sparse_grad);
+  if (tb::direct_cpu(a_self, a_index)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::gather(a_self, a_dim, a_index, a_sparse_grad));
+    return;
+  }
+  tb::give(results, at::gather(a_self, a_dim, a_index, a_sparse_grad));
+}
+
+// gather() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool gather_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, bool sparse_grad, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_sparse_grad = tb::to_aten(sparse_grad);
+  const auto device = tb::output_device(a_self, a_index);
+  if (!tb::meta_allowed(a_self, a_index)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_index = tb::to_meta(a_index);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::gather(m_self, a_dim, m_index, a_sparse_grad), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)
 void log_softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -197,6 +333,37 @@ void log_softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::
   auto a_out = tb::to_aten(out);
   at::log_softmax_out(a_out, a_self, a_dim, a_dtype);
 }
+
+namespace no_out {
+
+// log_softmax() without out=: ATen's functional log_softmax.int, as torch's own call runs it.
+void log_softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_dtype = tb::to_aten(dtype);
+  tb::give(results, at::log_softmax(a_self, a_dim, a_dtype));
+}
+
+// log_softmax() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool log_softmax_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_dtype = tb::to_aten(dtype);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::log_softmax(m_self, a_dim, a_dtype), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void logaddexp(const Tensor& self, const Tensor& other, Tensor& out) {
@@ -234,6 +401,41 @@ void logaddexp(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   }
 }
 
+namespace no_out {
+
+// logaddexp() without out=: ATen's functional logaddexp, as torch's own call runs it.
+void logaddexp(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::logaddexp(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::logaddexp(a_self, a_other));
+}
+
+// logaddexp() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool logaddexp_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::logaddexp(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)
 void silu_backward(const Tensor& grad_output, const Tensor& self, Tensor& grad_input) {
   auto a_grad_output = tb::to_aten(grad_output);
@@ -269,6 +471,41 @@ void silu_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini:
     at::silu_backward_out(a_grad_input, a_grad_output, a_self);
   }
 }
+
+namespace no_out {
+
+// silu_backward() without out=: ATen's functional silu_backward, as torch's own call runs it.
+void silu_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_grad_output, a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::silu_backward(a_grad_output, a_self));
+    return;
+  }
+  tb::give(results, at::silu_backward(a_grad_output, a_self));
+}
+
+// silu_backward() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool silu_backward_allocate(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_grad_output, a_self);
+  if (!tb::meta_allowed(a_grad_output, a_self)) return false;
+  auto m_grad_output = tb::to_meta(a_grad_output);
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::silu_backward(m_grad_output, m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 void sum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out) {
@@ -310,6 +547,44 @@ void sum(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<co
   }
 }
 
+namespace no_out {
+
+// sum() without out=: ATen's functional sum.dim_IntList, as torch's own call runs it.
+void sum(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_dtype = tb::to_aten(dtype);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::sum(a_self, a_dim, a_keepdim, a_dtype));
+    return;
+  }
+  tb::give(results, at::sum(a_self, a_dim, a_keepdim, a_dtype));
+}
+
+// sum() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool sum_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_dtype = tb::to_aten(dtype);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::sum(m_self, a_dim, a_keepdim, a_dtype), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 void sum_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -328,6 +603,35 @@ void sum_all(::infini::ops::torch_bridge::TensorRef self, std::optional<DataType
   at::sum_out(a_out, a_self, a_dtype);
 }
 
+namespace no_out {
+
+// sum_all() without out=: ATen's functional sum, as torch's own call runs it.
+void sum_all(::infini::ops::torch_bridge::TensorRef self, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dtype = tb::to_aten(dtype);
+  tb::give(results, at::sum(a_self, a_dtype));
+}
+
+// sum_all() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool sum_all_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dtype = tb::to_aten(dtype);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::sum(m_self, a_dtype), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void vdot(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -345,5 +649,35 @@ void vdot(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_out = tb::to_aten(out);
   at::vdot_out(a_out, a_self, a_other);
 }
+
+namespace no_out {
+
+// vdot() without out=: ATen's functional vdot, as torch's own call runs it.
+void vdot(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  tb::give(results, at::vdot(a_self, a_other));
+}
+
+// vdot() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool vdot_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::vdot(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 }  // namespace infini::ops::torch_fallback

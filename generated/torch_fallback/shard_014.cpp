@@ -68,6 +68,38 @@ void asinh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   }
 }
 
+namespace no_out {
+
+// asinh() without out=: ATen's functional asinh, as torch's own call runs it.
+void asinh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::asinh(a_self));
+    return;
+  }
+  tb::give(results, at::asinh(a_self));
+}
+
+// asinh() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool asinh_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::asinh(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)
 void clamp_max(const Tensor& self, const Scalar& max, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -104,6 +136,40 @@ void clamp_max(::infini::ops::torch_bridge::TensorRef self, const Scalar& max, :
   }
 }
 
+namespace no_out {
+
+// clamp_max() without out=: ATen's functional clamp_max, as torch's own call runs it.
+void clamp_max(::infini::ops::torch_bridge::TensorRef self, const Scalar& max, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_max = tb::to_aten(max);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::clamp_max(a_self, a_max));
+    return;
+  }
+  tb::give(results, at::clamp_max(a_self, a_max));
+}
+
+// clamp_max() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool clamp_max_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& max, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_max = tb::to_aten(max);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::clamp_max(m_self, a_max), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)
 void embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse, Tensor& out) {
   auto a_weight = tb::to_aten(weight);
@@ -127,6 +193,42 @@ void embedding(::infini::ops::torch_bridge::TensorRef weight, ::infini::ops::tor
   auto a_out = tb::to_aten(out);
   at::embedding_out(a_out, a_weight, a_indices, a_padding_idx, a_scale_grad_by_freq, a_sparse);
 }
+
+namespace no_out {
+
+// embedding() without out=: ATen's functional embedding, as torch's own call runs it.
+void embedding(::infini::ops::torch_bridge::TensorRef weight, ::infini::ops::torch_bridge::TensorRef indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse, ::infini::ops::torch_bridge::Results& results) {
+  auto a_weight = tb::to_aten(weight);
+  auto a_indices = tb::to_aten(indices);
+  auto a_padding_idx = tb::to_aten(padding_idx);
+  auto a_scale_grad_by_freq = tb::to_aten(scale_grad_by_freq);
+  auto a_sparse = tb::to_aten(sparse);
+  tb::give(results, at::embedding(a_weight, a_indices, a_padding_idx, a_scale_grad_by_freq, a_sparse));
+}
+
+// embedding() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool embedding_allocate(::infini::ops::torch_bridge::TensorRef weight, ::infini::ops::torch_bridge::TensorRef indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse, ::infini::ops::torch_bridge::Results& results) {
+  auto a_weight = tb::to_aten(weight);
+  auto a_indices = tb::to_aten(indices);
+  auto a_padding_idx = tb::to_aten(padding_idx);
+  auto a_scale_grad_by_freq = tb::to_aten(scale_grad_by_freq);
+  auto a_sparse = tb::to_aten(sparse);
+  const auto device = tb::output_device(a_weight, a_indices);
+  if (!tb::meta_allowed(a_weight, a_indices)) return false;
+  auto m_weight = tb::to_meta(a_weight);
+  auto m_indices = tb::to_meta(a_indices);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::embedding(m_weight, m_indices, a_padding_idx, a_scale_grad_by_freq, a_sparse), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void floor(const Tensor& self, Tensor& out) {
@@ -161,6 +263,38 @@ void floor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     at::floor_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// floor() without out=: ATen's functional floor, as torch's own call runs it.
+void floor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::floor(a_self));
+    return;
+  }
+  tb::give(results, at::floor(a_self));
+}
+
+// floor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool floor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::floor(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)
 void hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val, Tensor& out) {
@@ -200,6 +334,42 @@ void hardtanh(::infini::ops::torch_bridge::TensorRef self, const Scalar& min_val
   }
 }
 
+namespace no_out {
+
+// hardtanh() without out=: ATen's functional hardtanh, as torch's own call runs it.
+void hardtanh(::infini::ops::torch_bridge::TensorRef self, const Scalar& min_val, const Scalar& max_val, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_min_val = tb::to_aten(min_val);
+  auto a_max_val = tb::to_aten(max_val);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::hardtanh(a_self, a_min_val, a_max_val));
+    return;
+  }
+  tb::give(results, at::hardtanh(a_self, a_min_val, a_max_val));
+}
+
+// hardtanh() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool hardtanh_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& min_val, const Scalar& max_val, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_min_val = tb::to_aten(min_val);
+  auto a_max_val = tb::to_aten(max_val);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::hardtanh(m_self, a_min_val, a_max_val), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)
 void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -236,6 +406,40 @@ void leaky_relu(::infini::ops::torch_bridge::TensorRef self, const Scalar& negat
   }
 }
 
+namespace no_out {
+
+// leaky_relu() without out=: ATen's functional leaky_relu, as torch's own call runs it.
+void leaky_relu(::infini::ops::torch_bridge::TensorRef self, const Scalar& negative_slope, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_negative_slope = tb::to_aten(negative_slope);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::leaky_relu(a_self, a_negative_slope));
+    return;
+  }
+  tb::give(results, at::leaky_relu(a_self, a_negative_slope));
+}
+
+// leaky_relu() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool leaky_relu_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& negative_slope, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_negative_slope = tb::to_aten(negative_slope);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::leaky_relu(m_self, a_negative_slope), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void lgamma(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -269,6 +473,38 @@ void lgamma(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_br
     at::lgamma_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// lgamma() without out=: ATen's functional lgamma, as torch's own call runs it.
+void lgamma(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::lgamma(a_self));
+    return;
+  }
+  tb::give(results, at::lgamma(a_self));
+}
+
+// lgamma() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool lgamma_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::lgamma(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void logical_or(const Tensor& self, const Tensor& other, Tensor& out) {
@@ -305,6 +541,36 @@ void logical_or(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torc
     at::logical_or_out(a_out, a_self, a_other);
   }
 }
+
+namespace no_out {
+
+// logical_or() without out=: ATen's functional logical_or, as torch's own call runs it.
+void logical_or(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  tb::give(results, at::logical_or(a_self, a_other));
+}
+
+// logical_or() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool logical_or_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::logical_or(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataType> dtype, Tensor& out) {
@@ -346,6 +612,44 @@ void prod_int(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool kee
   }
 }
 
+namespace no_out {
+
+// prod_int() without out=: ATen's functional prod.dim_int, as torch's own call runs it.
+void prod_int(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_dtype = tb::to_aten(dtype);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::prod(a_self, a_dim, a_keepdim, a_dtype));
+    return;
+  }
+  tb::give(results, at::prod(a_self, a_dim, a_keepdim, a_dtype));
+}
+
+// prod_int() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool prod_int_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_dtype = tb::to_aten(dtype);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::prod(m_self, a_dim, a_keepdim, a_dtype), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)
 void roll(const Tensor& self, std::span<const int64_t> shifts, std::span<const int64_t> dims, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -365,6 +669,37 @@ void roll(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> 
   auto a_out = tb::to_aten(out);
   at::roll_out(a_out, a_self, a_shifts, a_dims);
 }
+
+namespace no_out {
+
+// roll() without out=: ATen's functional roll, as torch's own call runs it.
+void roll(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> shifts, std::span<const int64_t> dims, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_shifts = tb::to_aten(shifts);
+  auto a_dims = tb::to_aten(dims);
+  tb::give(results, at::roll(a_self, a_shifts, a_dims));
+}
+
+// roll() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool roll_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> shifts, std::span<const int64_t> dims, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_shifts = tb::to_aten(shifts);
+  auto a_dims = tb::to_aten(dims);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::roll(m_self, a_shifts, a_dims), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void sign(const Tensor& self, Tensor& out) {
@@ -399,5 +734,37 @@ void sign(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     at::sign_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// sign() without out=: ATen's functional sign, as torch's own call runs it.
+void sign(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::sign(a_self));
+    return;
+  }
+  tb::give(results, at::sign(a_self));
+}
+
+// sign() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool sign_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::sign(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 }  // namespace infini::ops::torch_fallback

@@ -74,6 +74,38 @@ void acosh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   }
 }
 
+namespace no_out {
+
+// acosh() without out=: ATen's functional acosh, as torch's own call runs it.
+void acosh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::acosh(a_self));
+    return;
+  }
+  tb::give(results, at::acosh(a_self));
+}
+
+// acosh() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool acosh_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::acosh(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
 void add_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -93,6 +125,37 @@ void add_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other
   auto a_out = tb::to_aten(out);
   at::add_out(a_out, a_self, a_other, a_alpha);
 }
+
+namespace no_out {
+
+// add_Scalar() without out=: ATen's functional add.Scalar, as torch's own call runs it.
+void add_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_alpha = tb::to_aten(alpha);
+  tb::give(results, at::add(a_self, a_other, a_alpha));
+}
+
+// add_Scalar() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool add_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_alpha = tb::to_aten(alpha);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::add(m_self, a_other, a_alpha), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void atan(const Tensor& self, Tensor& out) {
@@ -128,6 +191,38 @@ void atan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   }
 }
 
+namespace no_out {
+
+// atan() without out=: ATen's functional atan, as torch's own call runs it.
+void atan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::atan(a_self));
+    return;
+  }
+  tb::give(results, at::atan(a_self));
+}
+
+// atan() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool atan_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::atan(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void atanh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -161,6 +256,38 @@ void atanh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     at::atanh_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// atanh() without out=: ATen's functional atanh, as torch's own call runs it.
+void atanh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::atanh(a_self));
+    return;
+  }
+  tb::give(results, at::atanh(a_self));
+}
+
+// atanh() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool atanh_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::atanh(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void ge_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
@@ -198,6 +325,41 @@ void ge_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   }
 }
 
+namespace no_out {
+
+// ge_Tensor() without out=: ATen's functional ge.Tensor, as torch's own call runs it.
+void ge_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self, a_other)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::ge(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::ge(a_self, a_other));
+}
+
+// ge_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool ge_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::ge(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)
 void glu(const Tensor& self, int64_t dim, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -233,6 +395,40 @@ void glu(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops
     at::glu_out(a_out, a_self, a_dim);
   }
 }
+
+namespace no_out {
+
+// glu() without out=: ATen's functional glu, as torch's own call runs it.
+void glu(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::glu(a_self, a_dim));
+    return;
+  }
+  tb::give(results, at::glu(a_self, a_dim));
+}
+
+// glu() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool glu_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::glu(m_self, a_dim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
@@ -270,6 +466,40 @@ void le_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
   }
 }
 
+namespace no_out {
+
+// le_Scalar() without out=: ATen's functional le.Scalar, as torch's own call runs it.
+void le_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::le(a_self, a_other));
+    return;
+  }
+  tb::give(results, at::le(a_self, a_other));
+}
+
+// le_Scalar() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool le_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::le(m_self, a_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void log10(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -304,6 +534,38 @@ void log10(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   }
 }
 
+namespace no_out {
+
+// log10() without out=: ATen's functional log10, as torch's own call runs it.
+void log10(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::log10(a_self));
+    return;
+  }
+  tb::give(results, at::log10(a_self));
+}
+
+// log10() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool log10_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::log10(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void log1p(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -337,6 +599,38 @@ void log1p(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     at::log1p_out(a_out, a_self);
   }
 }
+
+namespace no_out {
+
+// log1p() without out=: ATen's functional log1p, as torch's own call runs it.
+void log1p(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::log1p(a_self));
+    return;
+  }
+  tb::give(results, at::log1p(a_self));
+}
+
+// log1p() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool log1p_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::log1p(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))
 void native_batch_norm(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var, bool training, double momentum, double eps, Tensor& out, Tensor& save_mean, Tensor& save_invstd) {
@@ -396,6 +690,56 @@ void native_batch_norm(::infini::ops::torch_bridge::TensorRef input, ::infini::o
   }
 }
 
+namespace no_out {
+
+// native_batch_norm() without out=: ATen's functional native_batch_norm, as torch's own call runs it.
+void native_batch_norm(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::OptionalTensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, ::infini::ops::torch_bridge::OptionalTensorRef running_mean, ::infini::ops::torch_bridge::OptionalTensorRef running_var, bool training, double momentum, double eps, ::infini::ops::torch_bridge::Results& results) {
+  auto a_input = tb::to_aten(input);
+  auto a_weight = tb::to_aten(weight);
+  auto a_bias = tb::to_aten(bias);
+  auto a_running_mean = tb::to_aten(running_mean);
+  auto a_running_var = tb::to_aten(running_var);
+  auto a_training = tb::to_aten(training);
+  auto a_momentum = tb::to_aten(momentum);
+  auto a_eps = tb::to_aten(eps);
+  if (tb::direct_cpu(a_input, a_weight, a_bias, a_running_mean, a_running_var)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::native_batch_norm(a_input, a_weight, a_bias, a_running_mean, a_running_var, a_training, a_momentum, a_eps));
+    return;
+  }
+  tb::give(results, at::native_batch_norm(a_input, a_weight, a_bias, a_running_mean, a_running_var, a_training, a_momentum, a_eps));
+}
+
+// native_batch_norm() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool native_batch_norm_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::OptionalTensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, ::infini::ops::torch_bridge::OptionalTensorRef running_mean, ::infini::ops::torch_bridge::OptionalTensorRef running_var, bool training, double momentum, double eps, ::infini::ops::torch_bridge::Results& results) {
+  auto a_input = tb::to_aten(input);
+  auto a_weight = tb::to_aten(weight);
+  auto a_bias = tb::to_aten(bias);
+  auto a_running_mean = tb::to_aten(running_mean);
+  auto a_running_var = tb::to_aten(running_var);
+  auto a_training = tb::to_aten(training);
+  auto a_momentum = tb::to_aten(momentum);
+  auto a_eps = tb::to_aten(eps);
+  const auto device = tb::output_device(a_input, a_weight, a_bias, a_running_mean, a_running_var);
+  if (!tb::meta_allowed(a_input, a_weight, a_bias, a_running_mean, a_running_var)) return false;
+  auto m_input = tb::to_meta(a_input);
+  auto m_weight = tb::to_meta(a_weight);
+  auto m_bias = tb::to_meta(a_bias);
+  auto m_running_mean = tb::to_meta(a_running_mean);
+  auto m_running_var = tb::to_meta(a_running_var);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::native_batch_norm(m_input, m_weight, m_bias, m_running_mean, m_running_var, a_training, a_momentum, a_eps), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)
 void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -431,6 +775,41 @@ void pow_Tensor_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::op
     at::pow_out(a_out, a_self, a_exponent);
   }
 }
+
+namespace no_out {
+
+// pow_Tensor_Tensor() without out=: ATen's functional pow.Tensor_Tensor, as torch's own call runs it.
+void pow_Tensor_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef exponent, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_exponent = tb::to_aten(exponent);
+  if (tb::direct_cpu(a_self, a_exponent)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::pow(a_self, a_exponent));
+    return;
+  }
+  tb::give(results, at::pow(a_self, a_exponent));
+}
+
+// pow_Tensor_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool pow_Tensor_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef exponent, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_exponent = tb::to_aten(exponent);
+  const auto device = tb::output_device(a_self, a_exponent);
+  if (!tb::meta_allowed(a_self, a_exponent)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_exponent = tb::to_meta(a_exponent);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::pow(m_self, m_exponent), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
 void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out) {
@@ -472,6 +851,46 @@ void scatter_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::inf
   }
 }
 
+namespace no_out {
+
+// scatter_add() without out=: ATen's functional scatter_add, as torch's own call runs it.
+void scatter_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_src = tb::to_aten(src);
+  if (tb::direct_cpu(a_self, a_index, a_src)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::scatter_add(a_self, a_dim, a_index, a_src));
+    return;
+  }
+  tb::give(results, at::scatter_add(a_self, a_dim, a_index, a_src));
+}
+
+// scatter_add() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool scatter_add_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_src = tb::to_aten(src);
+  const auto device = tb::output_device(a_self, a_index, a_src);
+  if (!tb::meta_allowed(a_self, a_index, a_src)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_index = tb::to_meta(a_index);
+  auto m_src = tb::to_meta(a_src);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::scatter_add(m_self, a_dim, m_index, m_src), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
 void sub_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -491,6 +910,37 @@ void sub_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other
   auto a_out = tb::to_aten(out);
   at::sub_out(a_out, a_self, a_other, a_alpha);
 }
+
+namespace no_out {
+
+// sub_Scalar() without out=: ATen's functional sub.Scalar, as torch's own call runs it.
+void sub_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_alpha = tb::to_aten(alpha);
+  tb::give(results, at::sub(a_self, a_other, a_alpha));
+}
+
+// sub_Scalar() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool sub_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_alpha = tb::to_aten(alpha);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::sub(m_self, a_other, a_alpha), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // threshold_backward.grad_input(Tensor grad_output, Tensor self, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)
 void threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold, Tensor& grad_input) {
@@ -529,5 +979,42 @@ void threshold_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::in
     at::threshold_backward_out(a_grad_input, a_grad_output, a_self, a_threshold);
   }
 }
+
+namespace no_out {
+
+// threshold_backward() without out=: ATen's functional threshold_backward, as torch's own call runs it.
+void threshold_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef self, const Scalar& threshold, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_self = tb::to_aten(self);
+  auto a_threshold = tb::to_aten(threshold);
+  if (tb::direct_cpu(a_grad_output, a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::threshold_backward(a_grad_output, a_self, a_threshold));
+    return;
+  }
+  tb::give(results, at::threshold_backward(a_grad_output, a_self, a_threshold));
+}
+
+// threshold_backward() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool threshold_backward_allocate(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef self, const Scalar& threshold, ::infini::ops::torch_bridge::Results& results) {
+  auto a_grad_output = tb::to_aten(grad_output);
+  auto a_self = tb::to_aten(self);
+  auto a_threshold = tb::to_aten(threshold);
+  const auto device = tb::output_device(a_grad_output, a_self);
+  if (!tb::meta_allowed(a_grad_output, a_self)) return false;
+  auto m_grad_output = tb::to_meta(a_grad_output);
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::threshold_backward(m_grad_output, m_self, a_threshold), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 }  // namespace infini::ops::torch_fallback

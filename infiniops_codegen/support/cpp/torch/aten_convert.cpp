@@ -7,6 +7,8 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/record_function.h>
 #include <ATen/ops/copy.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/TensorOptions.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -297,3 +299,22 @@ ProfileScope::ProfileScope(const char* name) {
 ProfileScope::~ProfileScope() { delete static_cast<at::RecordFunction*>(record_); }
 
 }  // namespace infini::ops::torch_fallback
+
+namespace infini::ops::torch_bridge {
+
+at::Tensor to_meta(const at::Tensor& t) {
+  // A wrapped number stays the CPU scalar it is: ATen takes one beside
+  // tensors of any device (and only on the CPU).
+  if (t.unsafeGetTensorImpl()->is_wrapped_number()) return t;
+  return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::DeviceType::Meta));
+}
+
+void give_like(Results& r, const at::Tensor& meta, c10::Device device) {
+  give(r, at::empty_strided(meta.sizes(), meta.strides(), meta.options().device(device)));
+}
+
+void give_empty_like(Results& r, const at::Tensor& t) { give(r, empty_like_dtype(t)); }
+
+at::Tensor empty_like_dtype(const at::Tensor& t) { return at::empty({0}, t.options()); }
+
+}  // namespace infini::ops::torch_bridge

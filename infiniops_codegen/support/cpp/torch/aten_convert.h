@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <tuple>
 
 #include "core/core.h"
 #include "torch/lane.h"
@@ -397,6 +398,90 @@ inline void bump_version(const at::Tensor& t) { t.unsafeGetTensorImpl()->bump_ve
 inline void bump_version(const AtenOptionalTensor& t) {
   if (t.get()) bump_version(*t.get());
 }
+
+// --- Calls without out= (lane.h: Results) -------------------------------------
+
+// Outputs a fallback made (ATen's functional overload) handed to the binding.
+inline void give(Results& r, at::Tensor&& t) {
+  if (r.count == Results::kMax) throw Error("more outputs than Results holds");
+  r.impls[r.count++] = t.unsafeReleaseTensorImpl();
+}
+template <class... T>
+void give(Results& r, std::tuple<T...>&& ts) {
+  std::apply([&](auto&... t) { (give(r, std::move(t)), ...); }, ts);
+}
+
+// Stand-ins on the meta device of a call's arguments: the same sizes,
+// strides and dtype, no data (a wrapped number is kept as it is). Running the op on them gives its outputs' geometry, as torch's
+// own call would allocate them.
+at::Tensor to_meta(const at::Tensor& t);
+inline at::Tensor to_meta(const AtenTensor& t) { return to_meta(t.get()); }
+inline std::optional<at::Tensor> to_meta(const AtenOptionalTensor& t) {
+  if (!t.get()) return std::nullopt;
+  return to_meta(*t.get());
+}
+class MetaList {
+ public:
+  c10::SmallVector<at::Tensor, kLaneListItems> items;
+  operator at::TensorList() const { return items; }
+  operator at::ITensorListRef() const { return at::TensorList(items); }
+};
+inline MetaList to_meta(const AtenBorrowedList& list) {
+  MetaList result;
+  for (const at::Tensor& t : list.items) result.items.push_back(to_meta(t));
+  return result;
+}
+
+// The device a call's outputs go to: the first tensor's off the CPU (a CPU
+// 0-dim tensor may join tensors of another device), else the CPU.
+inline void first_device(c10::Device& d, const at::Tensor& t) {
+  if (d.is_cpu() && t.defined() && !t.is_cpu() && !t.is_meta()) d = t.device();
+}
+inline void first_device(c10::Device& d, const AtenTensor& t) { first_device(d, t.get()); }
+inline void first_device(c10::Device& d, const AtenOptionalTensor& t) {
+  if (t.get()) first_device(d, *t.get());
+}
+inline void first_device(c10::Device& d, const AtenBorrowedList& list) {
+  for (const at::Tensor& t : list.items) first_device(d, t);
+}
+template <class... T>
+c10::Device output_device(const T&... tensors) {
+  c10::Device d(c10::DeviceType::CPU);
+  (first_device(d, tensors), ...);
+  return d;
+}
+
+// Whether a call without out= may allocate its outputs with a meta run and
+// go the out= way (where a native kernel may take it): no mode or profiler
+// to see the meta run, and no tensor autograd must follow (the functional
+// overload records the graph that torch's own call records).
+inline bool meta_plain(const at::Tensor& t) {
+  return !t.defined() || (!t.requires_grad() && !t._fw_grad(/*level=*/0).defined());
+}
+inline bool meta_plain(const AtenTensor& t) { return meta_plain(t.get()); }
+inline bool meta_plain(const AtenOptionalTensor& t) { return !t.get() || meta_plain(*t.get()); }
+inline bool meta_plain(const AtenBorrowedList& list) {
+  for (const at::Tensor& t : list.items) {
+    if (!meta_plain(t)) return false;
+  }
+  return true;
+}
+template <class... T>
+bool meta_allowed(const T&... tensors) {
+  return (meta_plain(tensors) && ...) && direct_cpu_context();
+}
+
+// Empty outputs on `device` with the geometry of meta ones.
+void give_like(Results& r, const at::Tensor& meta, c10::Device device);
+template <class... T>
+void give_like(Results& r, const std::tuple<T...>& metas, c10::Device device) {
+  std::apply([&](const auto&... t) { (give_like(r, t, device), ...); }, metas);
+}
+// An empty (0-element) output of t's dtype and device, which the fallback
+// resizes: a composite's output where its body cannot run on meta tensors.
+void give_empty_like(Results& r, const at::Tensor& t);
+// The same as a tensor (a composite's meta output before its body runs).
+at::Tensor empty_like_dtype(const at::Tensor& t);
 
 // ATen -> core, for the bridge's own use when a Python tensor arrives.
 DataType from_aten(c10::ScalarType type);  // TypeError when unsupported

@@ -2,8 +2,11 @@
 // warning handler and the translation of exceptions.
 #include "torch/call.h"
 
+#include <ATen/ScalarOps.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/python_variable.h>
 
 #include <algorithm>
 #include <new>
@@ -106,6 +109,63 @@ void raise_python_error(const Signature& sig) noexcept {
   }
 }
 
+namespace {
+
+// Python numbers given for tensors (Signature::number_tensor_params), as
+// torch's argument parser takes them: a 0-dim tensor marked a wrapped
+// number, which type promotion ranks like a Python scalar. Held for the call.
+class NumberTensors {
+ public:
+  ~NumberTensors() {
+    for (int k = 0; k < count_; ++k) Py_DECREF(objects_[k]);
+  }
+  // False with a Python error set.
+  bool wrap(const Signature& sig, PyObject** slots) noexcept {
+    for (uint64_t bits = sig.number_tensor_params; bits != 0; bits &= bits - 1) {
+      const int i = __builtin_ctzll(bits);
+      PyObject* obj = slots[i];
+      if (obj == nullptr || !(PyFloat_Check(obj) || PyLong_Check(obj) || PyComplex_Check(obj))) {
+        continue;
+      }
+      try {
+        at::Scalar scalar;
+        if (PyBool_Check(obj)) {
+          scalar = at::Scalar(obj == Py_True);
+        } else if (PyLong_Check(obj)) {
+          const int64_t v = PyLong_AsLongLong(obj);
+          if (v == -1 && PyErr_Occurred()) return false;
+          scalar = at::Scalar(v);
+        } else if (PyComplex_Check(obj)) {
+          scalar = at::Scalar(c10::complex<double>(PyComplex_RealAsDouble(obj),
+                                                   PyComplex_ImagAsDouble(obj)));
+        } else {
+          scalar = at::Scalar(PyFloat_AS_DOUBLE(obj));
+        }
+        at::Tensor t;
+        {
+          at::AutoDispatchBelowADInplaceOrView guard;
+          t = at::scalar_to_tensor(scalar);
+        }
+        t.unsafeGetTensorImpl()->set_wrapped_number(true);
+        PyObject* wrapped = THPVariable_Wrap(std::move(t));
+        if (wrapped == nullptr) return false;
+        objects_[count_++] = wrapped;
+        slots[i] = wrapped;
+      } catch (...) {
+        raise_python_error(sig);
+        return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  PyObject* objects_[64];  // the first count_ are set
+  int count_ = 0;
+};
+
+}  // namespace
+
 PyObject* bind(const Signature& sig, PyObject* module, PyObject* const* args,
                Py_ssize_t nargs, PyObject* kwnames, PyObject** slots,
                Body body) noexcept {
@@ -113,6 +173,8 @@ PyObject* bind(const Signature& sig, PyObject* module, PyObject* const* args,
   if (torch_function_wanted(sig, slots)) [[unlikely]] {
     return torch_function(sig, module, args, nargs, kwnames, slots);
   }
+  NumberTensors numbers;
+  if (sig.number_tensor_params != 0 && !numbers.wrap(sig, slots)) return nullptr;
   try {
     return body(slots);
   } catch (...) {

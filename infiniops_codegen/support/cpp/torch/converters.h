@@ -96,6 +96,55 @@ bool lane_open(PyObject* impl, PyObject* stream, bool default_is_aten) noexcept;
 bool lane_tensors(const Signature& sig, PyObject* const* slots, void** refs,
                   TensorListRef* lists = nullptr, void** items = nullptr) noexcept;
 
+// Calls without out= (Signature::out_optional). The tensors of such a call
+// go to ATen as they arrived, whatever they are (subclasses, tensors that
+// require grad, meta or fake tensors, ...): ATen's functional overload, or
+// the op once its outputs are allocated, sees them as torch's own call
+// would. CallTensors fills refs (one per tensor parameter but the outputs,
+// null for None) and lists (one per tensor-list parameter), raising the
+// converters' TypeError for a value that is not a tensor. It borrows the
+// TensorImpls where the call keeps the GIL (a small CPU call, as the lane);
+// otherwise it holds a reference to each while the GIL is released.
+class CallTensors {
+ public:
+  CallTensors(const Signature& sig, PyObject* const* slots, void** refs,
+              TensorListRef* lists = nullptr);
+  ~CallTensors();
+  CallTensors(const CallTensors&) = delete;
+  CallTensors& operator=(const CallTensors&) = delete;
+  bool release_gil() const noexcept { return release_gil_; }
+
+ private:
+  SmallList<void*, kLaneListItems> items_;  // list elements
+  SmallList<void*, 8> owned_;               // references held
+  bool release_gil_ = false;
+};
+
+// The outputs made by a call without out=, returned: one tensor, or
+// several as torch.return_types.<Signature::functional_return_type>.
+PyObject* return_results(const Signature& sig, Results& results);
+
+// Outputs allocated for a call without out=, as Python tensors standing in
+// the call's out= parameters (filled: a copy of the call's slots).
+class NewOutputs {
+ public:
+  NewOutputs() = default;
+  ~NewOutputs();
+  NewOutputs(const NewOutputs&) = delete;
+  NewOutputs& operator=(const NewOutputs&) = delete;
+  // False with a Python error set when wrapping failed.
+  bool fill(const Signature& sig, Results& results, PyObject** filled);
+
+ private:
+  PyObject* objects_[Results::kMax] = {};
+  int count_ = 0;
+};
+
+// The result of the op's out= call on such outputs, as a call without out=
+// returns it (several outputs: torch.return_types.<functional_return_type>
+// instead of <return_type>). Steals result.
+PyObject* as_functional_result(const Signature& sig, PyObject* result);
+
 // The converters of the kinds (converters.cpp). borrow: a tensor's handle
 // holds no reference (the argument's Python object keeps it alive for the
 // call); list elements always own theirs.

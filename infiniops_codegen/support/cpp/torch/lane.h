@@ -43,4 +43,19 @@ struct TensorListRef {
 // a call with more takes the general path.
 inline constexpr std::size_t kLaneListItems = 16;
 
+// The outputs of a call without out=, from the fallback that makes them
+// (as at::Tensors) to the binding that returns them (as Python tensors):
+// TensorImpls with one reference each, dropped when nobody took them.
+class Results {
+ public:
+  static constexpr int kMax = 8;
+  Results() = default;
+  ~Results();  // converters.cpp
+  Results(const Results&) = delete;
+  Results& operator=(const Results&) = delete;
+
+  void* impls[kMax] = {};
+  int count = 0;
+};
+
 }  // namespace infini::ops::torch_bridge

@@ -75,6 +75,11 @@ bool parse_args(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
   for (Py_ssize_t k = 0; k < nkw; ++k) {
     PyObject* key = PyTuple_GET_ITEM(kwnames, k);
     PyObject* value = args[nargs + k];
+    // out=None: no outputs given, as torch takes it.
+    if (sig.num_outs > 1 && value == Py_None &&
+        PyUnicode_CompareWithASCIIString(key, "out") == 0) {
+      continue;
+    }
     // out= with several outputs is their tuple, even where the first output
     // itself is named `out` (as in max_pool2d_with_indices.out).
     if (sig.num_outs > 1 && (PyTuple_Check(value) || PyList_Check(value)) &&

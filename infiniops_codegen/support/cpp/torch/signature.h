@@ -47,15 +47,46 @@ struct Signature {
   // default (null-terminated; null: none): passed to the overload as None.
   const char* const* aten_none = nullptr;
   PyObject** torch_function = nullptr;  // resolved on first use (GIL held)
-  // Ops with several outputs: their parameters (indices), which `out=` may
-  // give as one tuple or list, as torch's out= takes them...
+  // The outputs' parameters (indices). Several outputs: `out=` may give
+  // them as one tuple or list, as torch's out= takes them...
   const int* out_params = nullptr;
   int num_outs = 0;
   // ...and the torch.return_types.<name> they are returned as (torch's
   // structseq, field names and all); null: a plain tuple.
   const char* return_type = nullptr;
   PyObject** return_type_object = nullptr;  // resolved on first use (GIL held)
+
+  // A call may leave the outputs out (out= absent or None): they are then
+  // allocated as torch's call without out= allocates them, and returned.
+  bool out_optional = false;
+  // Such a call is the functional overload ("add.Tensor") for
+  // __torch_function__ (null: the op is a composite, handed over as is)...
+  const char* aten_functional = nullptr;
+  PyObject** functional_torch_function = nullptr;  // resolved on first use
+  // ...and several outputs come back as torch.return_types.<name> of it
+  // (torch.max(x, 1) is a torch.return_types.max; null: a plain tuple).
+  const char* functional_return_type = nullptr;
+  PyObject** functional_return_type_object = nullptr;  // resolved on first use
+  // Tensor parameters that take a Python number, as a 0-dim "wrapped
+  // number" tensor (torch does this for add, sub, mul, div, ...).
+  uint64_t number_tensor_params = 0;
 };
+
+inline bool is_output_param(const Signature& sig, int p) noexcept {
+  for (int j = 0; j < sig.num_outs; ++j) {
+    if (sig.out_params[j] == p) return true;
+  }
+  return false;
+}
+
+// Whether a call left every output out (absent, or out=None).
+inline bool outs_absent(const Signature& sig, PyObject* const* slots) noexcept {
+  for (int j = 0; j < sig.num_outs; ++j) {
+    PyObject* obj = slots[sig.out_params[j]];
+    if (obj != nullptr && obj != Py_None) return false;
+  }
+  return true;
+}
 
 // "op(): argument 'name'", the start of every argument error.
 std::string where(const Signature& sig, int i);

@@ -96,10 +96,12 @@ class PyRef {
   PyObject* obj_;
 };
 
-// torch.ops.aten.<name>.<overload>, resolved once per op.
-PyObject* aten_overload(const Signature& sig) {
-  if (*sig.torch_function != nullptr) return *sig.torch_function;
-  const std::string_view full(sig.aten);
+// torch.ops.aten.<name>.<overload>, resolved once per op: the out=
+// overload, or the functional one for a call that leaves the outputs out.
+PyObject* aten_overload(const Signature& sig, bool functional) {
+  PyObject** cache = functional ? sig.functional_torch_function : sig.torch_function;
+  if (*cache != nullptr) return *cache;
+  const std::string_view full(functional ? sig.aten_functional : sig.aten);
   const auto dot = full.find('.');
   const std::string name(full.substr(0, dot));
   const std::string overload(dot == std::string_view::npos ? "default" : full.substr(dot + 1));
@@ -108,7 +110,7 @@ PyObject* aten_overload(const Signature& sig) {
   PyRef aten(ops ? PyObject_GetAttrString(ops.get(), "aten") : nullptr);
   PyRef packet(aten ? PyObject_GetAttrString(aten.get(), name.c_str()) : nullptr);
   PyObject* func = packet ? PyObject_GetAttrString(packet.get(), overload.c_str()) : nullptr;
-  *sig.torch_function = func;  // kept for the life of the process
+  *cache = func;  // kept for the life of the process
   return func;
 }
 
@@ -161,7 +163,8 @@ PyObject* torch_function(const Signature& sig, PyObject* module, PyObject* const
     if (call_kwargs && sig.aten != nullptr) {
       // The ATen overload with its schema's argument names; implementation=
       // and stream= belong to this library, not to ATen.
-      PyObject* overload = aten_overload(sig);
+      const bool functional = sig.aten_functional != nullptr && outs_absent(sig, slots);
+      PyObject* overload = aten_overload(sig, functional);
       if (overload == nullptr) return nullptr;
       Py_INCREF(overload);
       func.reset(overload);
@@ -173,7 +176,7 @@ PyObject* torch_function(const Signature& sig, PyObject* module, PyObject* const
         PyTuple_SET_ITEM(call_args.get(), p, slots[p]);
       }
       for (int p = positional; call_args && p < sig.num_params - 2; ++p) {
-        if (slots[p] != nullptr &&
+        if (slots[p] != nullptr && !(functional && is_output_param(sig, p)) &&
             PyDict_SetItemString(call_kwargs.get(), sig.schema_names[p], slots[p]) < 0) {
           return nullptr;
         }
@@ -181,7 +184,7 @@ PyObject* torch_function(const Signature& sig, PyObject* module, PyObject* const
       for (const char* const* n = sig.aten_none; n != nullptr && *n != nullptr; ++n) {
         if (PyDict_SetItemString(call_kwargs.get(), *n, Py_None) < 0) return nullptr;
       }
-      name = sig.aten;
+      name = functional ? sig.aten_functional : sig.aten;
       module_name = "torch.ops.aten";
     } else if (call_kwargs) {
       // A composite: the module's own function, called as it was.

@@ -1,0 +1,124 @@
+"""The module's Python functions as torch's: one per name, its overloads in
+the order torch's argument parser tries them.
+
+`ops.pow` stands for `torch.pow`: every signature torch's Python API has
+for the name, in torchgen's order (schema_db.python_overloads), each served
+by the op of the build whose out= overload torch pairs with it, or whose
+functional twin it is (`sum(Tensor input, *, ScalarType? dtype=None)` is
+served by `sum.out`'s op, called without out=). A signature no op of the
+build serves stays in the list, so a call that torch would resolve to it
+fails naming it instead of reaching a later overload torch would not pick.
+A composite, which torch does not have, is a function of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .model import Argument, Op
+from .schema_db import SchemaDB
+from .schema_types import PyOverload, PyParam
+
+
+@dataclass(frozen=True)
+class Overload:
+    """One signature of a module function."""
+
+    text: str  # as torch spells it, for errors and docs
+    params: tuple[PyParam, ...]  # what the argument parser checks
+    op: Op | None  # the op serving it; None: not in this build
+    aten: str  # the ATen overload it stands for (out= or functional)
+    numbers_as_tensors: bool = False
+
+    @property
+    def num_positional(self) -> int:
+        return sum(1 for p in self.params if not p.kwarg_only)
+
+
+@dataclass(frozen=True)
+class PyFunction:
+    """`ops.<name>`: one op's binding, or the overloads tried in order."""
+
+    name: str
+    overloads: tuple[Overload, ...]
+
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        return tuple(o.op for o in self.overloads if o.op is not None)
+
+    @property
+    def direct(self) -> Op | None:
+        """The op whose binding is the function itself: a single signature,
+        served by an op (no choice to make, so nothing to try)."""
+        if len(self.overloads) == 1:
+            return self.overloads[0].op
+        return None
+
+
+def python_functions(ops: tuple[Op, ...] | list[Op], db: SchemaDB) -> tuple:
+    """The module's torch-like functions, sorted by name: one per torch
+    Python name that some op serves, and one per composite."""
+    by_out = {op.aten: op for op in ops if op.aten}
+    by_functional = {op.functional: op for op in ops if op.functional}
+    functions = []
+    for name, overloads in db.python_overloads.items():
+        members = tuple(_member(o, by_out, by_functional) for o in overloads)
+        if any(m.op is not None for m in members):
+            functions.append(PyFunction(name, members))
+    for op in ops:
+        if op.composite:
+            functions.append(PyFunction(op.name, (_own(op),)))
+    return tuple(sorted(functions, key=lambda f: f.name))
+
+
+def _member(o: PyOverload, by_out: dict, by_functional: dict) -> Overload:
+    if o.out is not None:
+        op = by_out.get(o.out)
+    else:
+        # torch binds the functional alone (its out= twin has no binding):
+        # an op whose functional it is serves it without out=.
+        op = by_functional.get(o.functional)
+        if op is not None and op.functional_call is None:
+            op = None
+    return Overload(o.text, o.params, op, o.out or o.functional, o.numbers_as_tensors)
+
+
+def _own(op: Op) -> Overload:
+    """A composite's one signature: its spec's, out= optional."""
+    params = tuple(_param(a) for a in op.python_params)
+    text = op.schema.split(" ->", 1)[0].replace("(a!)", "")
+    return Overload(text, params, op, op.name)
+
+
+def _param(a: Argument) -> PyParam:
+    from .arg_kinds import Tensors
+
+    kind = a.kind
+    if kind.tensors is Tensors.LIST:
+        match = "TensorList"
+    elif kind.tensors is Tensors.ONE:
+        match = "Tensor"
+    else:
+        match = _KIND_MATCH.get(kind.family, "Any")
+        if kind.is_list:
+            match = {"Int": "IntList", "Float": "FloatList", "Bool": "BoolList"}.get(
+                match, "Any"
+            )
+    return PyParam(
+        name=a.py_name,
+        match=match,
+        size=a.size or 0,
+        allow_none=kind.optional,
+        has_default=a.default is not None or a.is_output,
+        kwarg_only=a.kwarg_only,
+    )
+
+
+_KIND_MATCH = {
+    "Scalar": "Scalar",
+    "int": "Int",
+    "float": "Float",
+    "bool": "Bool",
+    "str": "Str",
+    "ScalarType": "Dtype",
+}
