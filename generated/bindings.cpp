@@ -15496,12 +15496,12 @@ const tb::OverloadParam kParams_max_0[] = {{"input", tb::Match::kTensor, 0, fals
 PyObject* kParamKeys_max_0[2] = {};
 const tb::OverloadParam kParams_max_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kTensor, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_max_1[3] = {};
-const tb::OverloadParam kParams_max_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}};
-PyObject* kParamKeys_max_2[4] = {};
+const tb::OverloadParam kParams_max_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}, {"max", tb::Match::kTensor, 0, true, true}, {"max_values", tb::Match::kTensor, 0, true, true}};
+PyObject* kParamKeys_max_2[6] = {};
 const tb::Overload kOverloads_max[] = {
     {"max(Tensor input, *, Tensor out=None)", kParams_max_0, 2, 1, false, nullptr, "max.unary_out", kParamKeys_max_0},
     {"max(Tensor input, Tensor other, *, Tensor out=None)", kParams_max_1, 3, 2, false, nullptr, "max.out", kParamKeys_max_1},
-    {"max(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)", kParams_max_2, 4, 3, false, py_max, "max.dim_max", kParamKeys_max_2},
+    {"max(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)", kParams_max_2, 6, 3, false, py_max, "max.dim_max", kParamKeys_max_2},
 };
 const tb::OverloadedFunction kFunction_max{"max", kOverloads_max, 3};
 
@@ -15527,11 +15527,11 @@ PyObject* pyf_mean(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
 // median(): torch's signatures, in the order its argument parser tries them.
 const tb::OverloadParam kParams_median_0[] = {{"input", tb::Match::kTensor, 0, false, false}};
 PyObject* kParamKeys_median_0[1] = {};
-const tb::OverloadParam kParams_median_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}};
-PyObject* kParamKeys_median_1[4] = {};
+const tb::OverloadParam kParams_median_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}, {"values", tb::Match::kTensor, 0, true, true}, {"indices", tb::Match::kTensor, 0, true, true}};
+PyObject* kParamKeys_median_1[6] = {};
 const tb::Overload kOverloads_median[] = {
     {"median(Tensor input)", kParams_median_0, 1, 1, false, nullptr, "median", kParamKeys_median_0},
-    {"median(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)", kParams_median_1, 4, 3, false, py_median_dim_values, "median.dim_values", kParamKeys_median_1},
+    {"median(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)", kParams_median_1, 6, 3, false, py_median_dim_values, "median.dim_values", kParamKeys_median_1},
 };
 const tb::OverloadedFunction kFunction_median{"median", kOverloads_median, 2};
 
@@ -15544,12 +15544,12 @@ const tb::OverloadParam kParams_min_0[] = {{"input", tb::Match::kTensor, 0, fals
 PyObject* kParamKeys_min_0[2] = {};
 const tb::OverloadParam kParams_min_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kTensor, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_min_1[3] = {};
-const tb::OverloadParam kParams_min_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}};
-PyObject* kParamKeys_min_2[4] = {};
+const tb::OverloadParam kParams_min_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}, {"min", tb::Match::kTensor, 0, true, true}, {"min_indices", tb::Match::kTensor, 0, true, true}};
+PyObject* kParamKeys_min_2[6] = {};
 const tb::Overload kOverloads_min[] = {
     {"min(Tensor input, *, Tensor out=None)", kParams_min_0, 2, 1, false, nullptr, "min.unary_out", kParamKeys_min_0},
     {"min(Tensor input, Tensor other, *, Tensor out=None)", kParams_min_1, 3, 2, false, nullptr, "min.out", kParamKeys_min_1},
-    {"min(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)", kParams_min_2, 4, 3, false, py_min, "min.dim_min", kParamKeys_min_2},
+    {"min(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)", kParams_min_2, 6, 3, false, py_min, "min.dim_min", kParamKeys_min_2},
 };
 const tb::OverloadedFunction kFunction_min{"min", kOverloads_min, 3};
 
@@ -15698,11 +15698,11 @@ PyObject* pyf_scatter(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
 // sort(): torch's signatures, in the order its argument parser tries them.
 const tb::OverloadParam kParams_sort_0[] = {{"input", tb::Match::kTensor, 0, false, false}, {"stable", tb::Match::kBool, 0, true, false}, {"dim", tb::Match::kInt, 0, false, true}, {"descending", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}};
 PyObject* kParamKeys_sort_0[5] = {};
-const tb::OverloadParam kParams_sort_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, true}, {"descending", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}};
-PyObject* kParamKeys_sort_1[4] = {};
+const tb::OverloadParam kParams_sort_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, true}, {"descending", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}, {"values", tb::Match::kTensor, 0, true, true}, {"indices", tb::Match::kTensor, 0, true, true}};
+PyObject* kParamKeys_sort_1[6] = {};
 const tb::Overload kOverloads_sort[] = {
     {"sort(Tensor input, *, bool? stable, int64_t dim=-1, bool descending=False, TensorList[2] out=None)", kParams_sort_0, 5, 1, false, nullptr, "sort.values_stable", kParamKeys_sort_0},
-    {"sort(Tensor input, int64_t dim=-1, bool descending=False, *, TensorList[2] out=None)", kParams_sort_1, 4, 3, false, py_sort_values, "sort.values", kParamKeys_sort_1},
+    {"sort(Tensor input, int64_t dim=-1, bool descending=False, *, TensorList[2] out=None)", kParams_sort_1, 6, 3, false, py_sort_values, "sort.values", kParamKeys_sort_1},
 };
 const tb::OverloadedFunction kFunction_sort{"sort", kOverloads_sort, 2};
 
@@ -16049,7 +16049,7 @@ PyMethodDef kMethods[] = {
     {"amin", tb::fastcall(py_amin), METH_FASTCALL | METH_KEYWORDS,
      "amin($module, /, input, dim=[], keepdim=False, *, out=None, implementation=\"default\", stream=None)\n--\n\namin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"},
     {"aminmax", tb::fastcall(py_aminmax), METH_FASTCALL | METH_KEYWORDS,
-     "aminmax($module, /, input, *, dim=None, keepdim=False, min=None, max=None, implementation=\"default\", stream=None)\n--\n\naminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)"},
+     "aminmax($module, /, input, *, dim=None, keepdim=False, min=None, max=None, out=None, implementation=\"default\", stream=None)\n--\n\naminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)"},
     {"any", tb::fastcall(pyf_any), METH_FASTCALL | METH_KEYWORDS,
      "any($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  any(Tensor input, *, Tensor out=None)  [any_all]\n  any(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)  [not in this build]\n  any(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)  [any]"},
     {"any_all", tb::fastcall(py_any_all), METH_FASTCALL | METH_KEYWORDS,
@@ -16213,7 +16213,7 @@ PyMethodDef kMethods[] = {
     {"kron", tb::fastcall(py_kron), METH_FASTCALL | METH_KEYWORDS,
      "kron($module, /, input, other, *, out=None, implementation=\"default\", stream=None)\n--\n\nkron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"kthvalue", tb::fastcall(py_kthvalue), METH_FASTCALL | METH_KEYWORDS,
-     "kthvalue($module, /, input, k, dim=-1, keepdim=False, *, values=None, indices=None, implementation=\"default\", stream=None)\n--\n\nkthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"},
+     "kthvalue($module, /, input, k, dim=-1, keepdim=False, *, values=None, indices=None, out=None, implementation=\"default\", stream=None)\n--\n\nkthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"},
     {"le", tb::fastcall(pyf_le), METH_FASTCALL | METH_KEYWORDS,
      "le($module, /, input, other, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  le(Tensor input, Tensor other, *, Tensor out=None)  [le_Tensor]\n  le(Tensor input, Scalar other, *, Tensor out=None)  [le_Scalar]"},
     {"le_Scalar", tb::fastcall(py_le_Scalar), METH_FASTCALL | METH_KEYWORDS,
@@ -16273,7 +16273,7 @@ PyMethodDef kMethods[] = {
     {"matmul", tb::fastcall(py_matmul), METH_FASTCALL | METH_KEYWORDS,
      "matmul($module, /, input, other, *, out=None, implementation=\"default\", stream=None)\n--\n\nmatmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"max", tb::fastcall(pyf_max), METH_FASTCALL | METH_KEYWORDS,
-     "max($module, /, input, dim, keepdim=False, *, max=None, max_values=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  max(Tensor input, *, Tensor out=None)  [not in this build]\n  max(Tensor input, Tensor other, *, Tensor out=None)  [not in this build]\n  max(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)  [max]"},
+     "max($module, /, input, dim, keepdim=False, *, max=None, max_values=None, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  max(Tensor input, *, Tensor out=None)  [not in this build]\n  max(Tensor input, Tensor other, *, Tensor out=None)  [not in this build]\n  max(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)  [max]"},
     {"max_pool2d_with_indices", tb::fastcall(py_max_pool2d_with_indices), METH_FASTCALL | METH_KEYWORDS,
      "max_pool2d_with_indices($module, /, input, kernel_size, stride=[], padding=[0, 0], dilation=[1, 1], ceil_mode=False, *, out=None, indices=None, implementation=\"default\", stream=None)\n--\n\nmax_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))"},
     {"maximum", tb::fastcall(py_maximum), METH_FASTCALL | METH_KEYWORDS,
@@ -16281,11 +16281,11 @@ PyMethodDef kMethods[] = {
     {"mean", tb::fastcall(pyf_mean), METH_FASTCALL | METH_KEYWORDS,
      "mean($module, /, input, dim, keepdim=False, *, dtype=None, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  mean(Tensor input, *, ScalarType? dtype=None, Tensor out=None)  [not in this build]\n  mean(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)  [mean]"},
     {"median", tb::fastcall(pyf_median), METH_FASTCALL | METH_KEYWORDS,
-     "median($module, /, input, dim, keepdim=False, *, values=None, indices=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  median(Tensor input)  [not in this build]\n  median(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)  [median_dim_values]"},
+     "median($module, /, input, dim, keepdim=False, *, values=None, indices=None, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  median(Tensor input)  [not in this build]\n  median(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)  [median_dim_values]"},
     {"median_dim_values", tb::fastcall(py_median_dim_values), METH_FASTCALL | METH_KEYWORDS,
-     "median_dim_values($module, /, input, dim, keepdim=False, *, values=None, indices=None, implementation=\"default\", stream=None)\n--\n\nmedian.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"},
+     "median_dim_values($module, /, input, dim, keepdim=False, *, values=None, indices=None, out=None, implementation=\"default\", stream=None)\n--\n\nmedian.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"},
     {"min", tb::fastcall(pyf_min), METH_FASTCALL | METH_KEYWORDS,
-     "min($module, /, input, dim, keepdim=False, *, min=None, min_indices=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  min(Tensor input, *, Tensor out=None)  [not in this build]\n  min(Tensor input, Tensor other, *, Tensor out=None)  [not in this build]\n  min(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)  [min]"},
+     "min($module, /, input, dim, keepdim=False, *, min=None, min_indices=None, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  min(Tensor input, *, Tensor out=None)  [not in this build]\n  min(Tensor input, Tensor other, *, Tensor out=None)  [not in this build]\n  min(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)  [min]"},
     {"minimum", tb::fastcall(py_minimum), METH_FASTCALL | METH_KEYWORDS,
      "minimum($module, /, input, other, *, out=None, implementation=\"default\", stream=None)\n--\n\nminimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"mish", tb::fastcall(py_mish), METH_FASTCALL | METH_KEYWORDS,
@@ -16311,11 +16311,11 @@ PyMethodDef kMethods[] = {
     {"native_batch_norm", tb::fastcall(py_native_batch_norm), METH_FASTCALL | METH_KEYWORDS,
      "native_batch_norm($module, /, input, weight, bias, running_mean, running_var, training, momentum, eps, *, out=None, save_mean=None, save_invstd=None, implementation=\"default\", stream=None)\n--\n\nnative_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))"},
     {"native_group_norm", tb::fastcall(py_native_group_norm), METH_FASTCALL | METH_KEYWORDS,
-     "native_group_norm($module, /, input, weight, bias, N, C, HxW, group, eps, *, out0=None, out1=None, out2=None, implementation=\"default\", stream=None)\n--\n\nnative_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))"},
+     "native_group_norm($module, /, input, weight, bias, N, C, HxW, group, eps, *, out0=None, out1=None, out2=None, out=None, implementation=\"default\", stream=None)\n--\n\nnative_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))"},
     {"native_layer_norm", tb::fastcall(py_native_layer_norm), METH_FASTCALL | METH_KEYWORDS,
-     "native_layer_norm($module, /, input, normalized_shape, weight, bias, eps, *, out0=None, out1=None, out2=None, implementation=\"default\", stream=None)\n--\n\nnative_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))"},
+     "native_layer_norm($module, /, input, normalized_shape, weight, bias, eps, *, out0=None, out1=None, out2=None, out=None, implementation=\"default\", stream=None)\n--\n\nnative_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))"},
     {"native_layer_norm_backward", tb::fastcall(py_native_layer_norm_backward), METH_FASTCALL | METH_KEYWORDS,
-     "native_layer_norm_backward($module, /, grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask, *, out0=None, out1=None, out2=None, implementation=\"default\", stream=None)\n--\n\nnative_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))"},
+     "native_layer_norm_backward($module, /, grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask, *, out0=None, out1=None, out2=None, out=None, implementation=\"default\", stream=None)\n--\n\nnative_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))"},
     {"ne", tb::fastcall(pyf_ne), METH_FASTCALL | METH_KEYWORDS,
      "ne($module, /, input, other, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  ne(Tensor input, Tensor other, *, Tensor out=None)  [ne_Tensor]\n  ne(Tensor input, Scalar other, *, Tensor out=None)  [ne_Scalar]"},
     {"ne_Scalar", tb::fastcall(py_ne_Scalar), METH_FASTCALL | METH_KEYWORDS,
@@ -16393,9 +16393,9 @@ PyMethodDef kMethods[] = {
     {"softplus", tb::fastcall(py_softplus), METH_FASTCALL | METH_KEYWORDS,
      "softplus($module, /, input, beta=1, threshold=20, *, out=None, implementation=\"default\", stream=None)\n--\n\nsoftplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)"},
     {"sort", tb::fastcall(pyf_sort), METH_FASTCALL | METH_KEYWORDS,
-     "sort($module, /, input, dim=-1, descending=False, *, values=None, indices=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  sort(Tensor input, *, bool? stable, int64_t dim=-1, bool descending=False, TensorList[2] out=None)  [not in this build]\n  sort(Tensor input, int64_t dim=-1, bool descending=False, *, TensorList[2] out=None)  [sort_values]"},
+     "sort($module, /, input, dim=-1, descending=False, *, values=None, indices=None, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  sort(Tensor input, *, bool? stable, int64_t dim=-1, bool descending=False, TensorList[2] out=None)  [not in this build]\n  sort(Tensor input, int64_t dim=-1, bool descending=False, *, TensorList[2] out=None)  [sort_values]"},
     {"sort_values", tb::fastcall(py_sort_values), METH_FASTCALL | METH_KEYWORDS,
-     "sort_values($module, /, input, dim=-1, descending=False, *, values=None, indices=None, implementation=\"default\", stream=None)\n--\n\nsort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"},
+     "sort_values($module, /, input, dim=-1, descending=False, *, values=None, indices=None, out=None, implementation=\"default\", stream=None)\n--\n\nsort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"},
     {"sqrt", tb::fastcall(py_sqrt), METH_FASTCALL | METH_KEYWORDS,
      "sqrt($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\nsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"square", tb::fastcall(py_square), METH_FASTCALL | METH_KEYWORDS,
@@ -16425,7 +16425,7 @@ PyMethodDef kMethods[] = {
     {"threshold_backward", tb::fastcall(py_threshold_backward), METH_FASTCALL | METH_KEYWORDS,
      "threshold_backward($module, /, grad_output, input, threshold, *, grad_input=None, implementation=\"default\", stream=None)\n--\n\nthreshold_backward.grad_input(Tensor grad_output, Tensor self, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)"},
     {"topk", tb::fastcall(py_topk), METH_FASTCALL | METH_KEYWORDS,
-     "topk($module, /, input, k, dim=-1, largest=True, sorted=True, *, values=None, indices=None, implementation=\"default\", stream=None)\n--\n\ntopk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"},
+     "topk($module, /, input, k, dim=-1, largest=True, sorted=True, *, values=None, indices=None, out=None, implementation=\"default\", stream=None)\n--\n\ntopk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"},
     {"tril", tb::fastcall(py_tril), METH_FASTCALL | METH_KEYWORDS,
      "tril($module, /, input, diagonal=0, *, out=None, implementation=\"default\", stream=None)\n--\n\ntril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)"},
     {"triu", tb::fastcall(py_triu), METH_FASTCALL | METH_KEYWORDS,

@@ -2,7 +2,7 @@
 """Type stub of the built module `infiniops` (196 ops)."""
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, overload
 
 import torch
 from torch import Tensor
@@ -37,8 +37,7 @@ def _log_softmax(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def _log_softmax_backward_data(
     grad_output: Tensor,
@@ -49,8 +48,7 @@ def _log_softmax_backward_data(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """_log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def _softmax(
     input: Tensor,
@@ -60,8 +58,7 @@ def _softmax(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def _softmax_backward_data(
     grad_output: Tensor,
@@ -72,8 +69,7 @@ def _softmax_backward_data(
     grad_input: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) grad_input) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def abs(
     input: Tensor,
@@ -81,8 +77,7 @@ def abs(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def acos(
     input: Tensor,
@@ -90,8 +85,7 @@ def acos(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def acosh(
     input: Tensor,
@@ -99,8 +93,7 @@ def acosh(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def adaptive_avg_pool2d(
     input: Tensor,
@@ -109,30 +102,27 @@ def adaptive_avg_pool2d(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def adaptive_max_pool2d(
     input: Tensor,
     output_size: int | Sequence[int],
     *,
-    out: Tensor | None = None,
+    out: Tensor | tuple[Tensor, Tensor] | None = None,
     indices: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> tuple[Tensor, Tensor]:
-    """adaptive_max_pool2d.out(Tensor self, int[2] output_size, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))"""
+) -> tuple[Tensor, Tensor]: ...
 
 def add(
-    input: Tensor,
-    other: Tensor,
+    input: Tensor | Number,
+    other: Tensor | Number,
     *,
     alpha: Number = 1,
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def add_Scalar(
     input: Tensor,
@@ -142,8 +132,7 @@ def add_Scalar(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def addbmm(
     input: Tensor,
@@ -155,8 +144,7 @@ def addbmm(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def addcdiv(
     input: Tensor,
@@ -167,8 +155,7 @@ def addcdiv(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def addcmul(
     input: Tensor,
@@ -179,8 +166,7 @@ def addcmul(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def addmm(
     input: Tensor,
@@ -192,8 +178,7 @@ def addmm(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def addmv(
     input: Tensor,
@@ -205,9 +190,18 @@ def addmv(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
+@overload
+def all(
+    input: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
+
+@overload
 def all(
     input: Tensor,
     dim: int,
@@ -216,8 +210,7 @@ def all(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def all_all(
     input: Tensor,
@@ -225,8 +218,7 @@ def all_all(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def amax(
     input: Tensor,
@@ -236,8 +228,7 @@ def amax(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def amin(
     input: Tensor,
@@ -247,8 +238,7 @@ def amin(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def aminmax(
     input: Tensor,
@@ -257,11 +247,21 @@ def aminmax(
     keepdim: bool = False,
     min: Tensor | None = None,
     max: Tensor | None = None,
+    out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.aminmax_out:
-    """aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)"""
+) -> torch.return_types.aminmax | torch.return_types.aminmax_out: ...
 
+@overload
+def any(
+    input: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
+
+@overload
 def any(
     input: Tensor,
     dim: int,
@@ -270,8 +270,7 @@ def any(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def any_all(
     input: Tensor,
@@ -279,8 +278,7 @@ def any_all(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def argmax(
     input: Tensor,
@@ -290,8 +288,7 @@ def argmax(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def argmin(
     input: Tensor,
@@ -301,8 +298,7 @@ def argmin(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def asin(
     input: Tensor,
@@ -310,8 +306,7 @@ def asin(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def asinh(
     input: Tensor,
@@ -319,8 +314,7 @@ def asinh(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def atan(
     input: Tensor,
@@ -328,8 +322,7 @@ def atan(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def atan2(
     input: Tensor,
@@ -338,8 +331,7 @@ def atan2(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def atanh(
     input: Tensor,
@@ -347,8 +339,7 @@ def atanh(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def avg_pool1d(
     input: Tensor,
@@ -358,11 +349,9 @@ def avg_pool1d(
     ceil_mode: bool = False,
     count_include_pad: bool = True,
     *,
-    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """avg_pool1d.out(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def avg_pool2d(
     input: Tensor,
@@ -376,8 +365,7 @@ def avg_pool2d(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def baddbmm(
     input: Tensor,
@@ -389,8 +377,16 @@ def baddbmm(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+def bitwise_and(
+    input: Tensor,
+    other: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def bitwise_and_Tensor(
     input: Tensor,
@@ -399,8 +395,16 @@ def bitwise_and_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+def bitwise_left_shift(
+    input: Tensor,
+    other: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def bitwise_left_shift_Tensor(
     input: Tensor,
@@ -409,8 +413,7 @@ def bitwise_left_shift_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def bitwise_not(
     input: Tensor,
@@ -418,8 +421,16 @@ def bitwise_not(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+def bitwise_or(
+    input: Tensor,
+    other: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def bitwise_or_Tensor(
     input: Tensor,
@@ -428,8 +439,16 @@ def bitwise_or_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+def bitwise_right_shift(
+    input: Tensor,
+    other: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def bitwise_right_shift_Tensor(
     input: Tensor,
@@ -438,8 +457,16 @@ def bitwise_right_shift_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+def bitwise_xor(
+    input: Tensor,
+    other: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def bitwise_xor_Tensor(
     input: Tensor,
@@ -448,8 +475,7 @@ def bitwise_xor_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def bmm(
     input: Tensor,
@@ -458,8 +484,7 @@ def bmm(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def cat(
     tensors: Sequence[Tensor],
@@ -468,8 +493,7 @@ def cat(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def ceil(
     input: Tensor,
@@ -477,9 +501,20 @@ def ceil(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
+@overload
+def clamp(
+    input: Tensor,
+    min: Tensor | None = None,
+    max: Tensor | None = None,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
+
+@overload
 def clamp(
     input: Tensor,
     min: Number | None = None,
@@ -488,8 +523,7 @@ def clamp(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def clamp_Tensor(
     input: Tensor,
@@ -499,8 +533,7 @@ def clamp_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def clamp_max(
     input: Tensor,
@@ -509,8 +542,7 @@ def clamp_max(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def clamp_min(
     input: Tensor,
@@ -519,17 +551,14 @@ def clamp_min(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def clone(
     input: Tensor,
     *,
-    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def copysign(
     input: Tensor,
@@ -538,8 +567,7 @@ def copysign(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def cos(
     input: Tensor,
@@ -547,8 +575,7 @@ def cos(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def cosh(
     input: Tensor,
@@ -556,8 +583,7 @@ def cosh(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def cross(
     input: Tensor,
@@ -567,8 +593,7 @@ def cross(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """cross.out(Tensor self, Tensor other, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def cumprod(
     input: Tensor,
@@ -578,8 +603,7 @@ def cumprod(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def cumsum(
     input: Tensor,
@@ -589,8 +613,7 @@ def cumsum(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def digamma(
     input: Tensor,
@@ -598,29 +621,38 @@ def digamma(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
+@overload
 def div(
-    input: Tensor,
-    other: Tensor,
+    input: Tensor | Number,
+    other: Tensor | Number,
     *,
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
-def div_out_mode(
-    input: Tensor,
-    other: Tensor,
+@overload
+def div(
+    input: Tensor | Number,
+    other: Tensor | Number,
     *,
     rounding_mode: str | None,
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+def div_out_mode(
+    input: Tensor | Number,
+    other: Tensor | Number,
+    *,
+    rounding_mode: str | None,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def dot(
     input: Tensor,
@@ -629,8 +661,7 @@ def dot(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def elu(
     input: Tensor,
@@ -641,8 +672,7 @@ def elu(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def embedding(
     weight: Tensor,
@@ -651,11 +681,9 @@ def embedding(
     scale_grad_by_freq: bool = False,
     sparse: bool = False,
     *,
-    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def embedding_dense_backward(
     grad_output: Tensor,
@@ -667,8 +695,27 @@ def embedding_dense_backward(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+@overload
+def eq(
+    input: Tensor,
+    other: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
+
+@overload
+def eq(
+    input: Tensor,
+    other: Number,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def eq_Scalar(
     input: Tensor,
@@ -677,8 +724,7 @@ def eq_Scalar(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def eq_Tensor(
     input: Tensor,
@@ -687,8 +733,7 @@ def eq_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def erf(
     input: Tensor,
@@ -696,8 +741,7 @@ def erf(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def erfc(
     input: Tensor,
@@ -705,8 +749,7 @@ def erfc(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def erfinv(
     input: Tensor,
@@ -714,8 +757,7 @@ def erfinv(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def exp(
     input: Tensor,
@@ -723,8 +765,7 @@ def exp(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def exp2(
     input: Tensor,
@@ -732,8 +773,7 @@ def exp2(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def expm1(
     input: Tensor,
@@ -741,18 +781,15 @@ def expm1(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def flip(
     input: Tensor,
     dims: int | Sequence[int],
     *,
-    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def floor(
     input: Tensor,
@@ -760,18 +797,16 @@ def floor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def floor_divide(
-    input: Tensor,
-    other: Tensor,
+    input: Tensor | Number,
+    other: Tensor | Number,
     *,
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def fmax(
     input: Tensor,
@@ -780,8 +815,7 @@ def fmax(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def fmin(
     input: Tensor,
@@ -790,8 +824,16 @@ def fmin(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+def fmod(
+    input: Tensor,
+    other: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def fmod_Tensor(
     input: Tensor,
@@ -800,8 +842,7 @@ def fmod_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def frac(
     input: Tensor,
@@ -809,8 +850,7 @@ def frac(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def gather(
     input: Tensor,
@@ -821,8 +861,27 @@ def gather(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+@overload
+def ge(
+    input: Tensor,
+    other: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
+
+@overload
+def ge(
+    input: Tensor,
+    other: Number,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def ge_Scalar(
     input: Tensor,
@@ -831,8 +890,7 @@ def ge_Scalar(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def ge_Tensor(
     input: Tensor,
@@ -841,8 +899,7 @@ def ge_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def gelu(
     input: Tensor,
@@ -851,8 +908,7 @@ def gelu(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def gelu_backward(
     grad_output: Tensor,
@@ -862,8 +918,7 @@ def gelu_backward(
     grad_input: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def glu(
     input: Tensor,
@@ -872,8 +927,27 @@ def glu(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+@overload
+def gt(
+    input: Tensor,
+    other: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
+
+@overload
+def gt(
+    input: Tensor,
+    other: Number,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def gt_Scalar(
     input: Tensor,
@@ -882,8 +956,7 @@ def gt_Scalar(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def gt_Tensor(
     input: Tensor,
@@ -892,8 +965,7 @@ def gt_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def hardsigmoid(
     input: Tensor,
@@ -901,8 +973,7 @@ def hardsigmoid(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def hardswish(
     input: Tensor,
@@ -910,8 +981,7 @@ def hardswish(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def hardtanh(
     input: Tensor,
@@ -921,8 +991,7 @@ def hardtanh(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def hypot(
     input: Tensor,
@@ -931,8 +1000,7 @@ def hypot(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def index(
     input: Tensor,
@@ -941,8 +1009,7 @@ def index(
     out: Tensor,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def index_add(
     input: Tensor,
@@ -954,8 +1021,7 @@ def index_add(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def index_put(
     input: Tensor,
@@ -963,11 +1029,9 @@ def index_put(
     values: Tensor,
     accumulate: bool = False,
     *,
-    out: Tensor,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def index_select(
     input: Tensor,
@@ -977,17 +1041,14 @@ def index_select(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def isnan(
     input: Tensor,
     *,
-    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def kron(
     input: Tensor,
@@ -996,8 +1057,7 @@ def kron(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def kthvalue(
     input: Tensor,
@@ -1007,10 +1067,30 @@ def kthvalue(
     *,
     values: Tensor | None = None,
     indices: Tensor | None = None,
+    out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.kthvalue_out:
-    """kthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"""
+) -> torch.return_types.kthvalue | torch.return_types.kthvalue_out: ...
+
+@overload
+def le(
+    input: Tensor,
+    other: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
+
+@overload
+def le(
+    input: Tensor,
+    other: Number,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def le_Scalar(
     input: Tensor,
@@ -1019,8 +1099,7 @@ def le_Scalar(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def le_Tensor(
     input: Tensor,
@@ -1029,8 +1108,7 @@ def le_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def leaky_relu(
     input: Tensor,
@@ -1039,8 +1117,29 @@ def leaky_relu(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+@overload
+def lerp(
+    input: Tensor,
+    end: Tensor,
+    weight: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
+
+@overload
+def lerp(
+    input: Tensor,
+    end: Tensor,
+    weight: Number,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def lerp_Scalar(
     input: Tensor,
@@ -1050,8 +1149,7 @@ def lerp_Scalar(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def lerp_Tensor(
     input: Tensor,
@@ -1061,8 +1159,7 @@ def lerp_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def lgamma(
     input: Tensor,
@@ -1070,8 +1167,7 @@ def lgamma(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def linear(
     input: Tensor,
@@ -1081,8 +1177,7 @@ def linear(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def log(
     input: Tensor,
@@ -1090,8 +1185,7 @@ def log(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def log10(
     input: Tensor,
@@ -1099,8 +1193,7 @@ def log10(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def log1p(
     input: Tensor,
@@ -1108,8 +1201,7 @@ def log1p(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def log2(
     input: Tensor,
@@ -1117,8 +1209,7 @@ def log2(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def log_sigmoid(
     input: Tensor,
@@ -1126,8 +1217,7 @@ def log_sigmoid(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def log_softmax(
     input: Tensor,
@@ -1137,8 +1227,7 @@ def log_softmax(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def logaddexp(
     input: Tensor,
@@ -1147,8 +1236,7 @@ def logaddexp(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def logaddexp2(
     input: Tensor,
@@ -1157,8 +1245,7 @@ def logaddexp2(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def logical_and(
     input: Tensor,
@@ -1167,8 +1254,7 @@ def logical_and(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def logical_not(
     input: Tensor,
@@ -1176,8 +1262,7 @@ def logical_not(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def logical_or(
     input: Tensor,
@@ -1186,8 +1271,7 @@ def logical_or(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def logical_xor(
     input: Tensor,
@@ -1196,8 +1280,7 @@ def logical_xor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def logsumexp(
     input: Tensor,
@@ -1207,8 +1290,27 @@ def logsumexp(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+@overload
+def lt(
+    input: Tensor,
+    other: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
+
+@overload
+def lt(
+    input: Tensor,
+    other: Number,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def lt_Scalar(
     input: Tensor,
@@ -1217,8 +1319,7 @@ def lt_Scalar(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def lt_Tensor(
     input: Tensor,
@@ -1227,19 +1328,27 @@ def lt_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
+@overload
+def masked_fill(
+    input: Tensor,
+    mask: Tensor,
+    value: Tensor,
+    *,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
+
+@overload
 def masked_fill(
     input: Tensor,
     mask: Tensor,
     value: Number,
     *,
-    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def masked_fill_Tensor(
     input: Tensor,
@@ -1249,8 +1358,7 @@ def masked_fill_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def masked_select(
     input: Tensor,
@@ -1259,8 +1367,7 @@ def masked_select(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def matmul(
     input: Tensor,
@@ -1269,8 +1376,7 @@ def matmul(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def max(
     input: Tensor,
@@ -1279,10 +1385,10 @@ def max(
     *,
     max: Tensor | None = None,
     max_values: Tensor | None = None,
+    out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.max_out:
-    """max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)"""
+) -> torch.return_types.max | torch.return_types.max_out: ...
 
 def max_pool2d_with_indices(
     input: Tensor,
@@ -1292,12 +1398,11 @@ def max_pool2d_with_indices(
     dilation: int | Sequence[int] = [1, 1],
     ceil_mode: bool = False,
     *,
-    out: Tensor | None = None,
+    out: Tensor | tuple[Tensor, Tensor] | None = None,
     indices: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> tuple[Tensor, Tensor]:
-    """max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))"""
+) -> tuple[Tensor, Tensor]: ...
 
 def maximum(
     input: Tensor,
@@ -1306,8 +1411,7 @@ def maximum(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def mean(
     input: Tensor,
@@ -1318,8 +1422,19 @@ def mean(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+def median(
+    input: Tensor,
+    dim: int,
+    keepdim: bool = False,
+    *,
+    values: Tensor | None = None,
+    indices: Tensor | None = None,
+    out: tuple[Tensor, Tensor] | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> torch.return_types.median | torch.return_types.median_out: ...
 
 def median_dim_values(
     input: Tensor,
@@ -1328,10 +1443,10 @@ def median_dim_values(
     *,
     values: Tensor | None = None,
     indices: Tensor | None = None,
+    out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.median_out:
-    """median.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"""
+) -> torch.return_types.median | torch.return_types.median_out: ...
 
 def min(
     input: Tensor,
@@ -1340,10 +1455,10 @@ def min(
     *,
     min: Tensor | None = None,
     min_indices: Tensor | None = None,
+    out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.min_out:
-    """min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)"""
+) -> torch.return_types.min | torch.return_types.min_out: ...
 
 def minimum(
     input: Tensor,
@@ -1352,8 +1467,7 @@ def minimum(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def mish(
     input: Tensor,
@@ -1361,8 +1475,7 @@ def mish(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def mm(
     input: Tensor,
@@ -1371,8 +1484,7 @@ def mm(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def mse_loss(
     input: Tensor,
@@ -1382,8 +1494,7 @@ def mse_loss(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def mse_loss_backward(
     grad_output: Tensor,
@@ -1394,18 +1505,16 @@ def mse_loss_backward(
     grad_input: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def mul(
-    input: Tensor,
-    other: Tensor,
+    input: Tensor | Number,
+    other: Tensor | Number,
     *,
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def mul_Scalar(
     input: Tensor,
@@ -1414,8 +1523,7 @@ def mul_Scalar(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def mv(
     input: Tensor,
@@ -1424,8 +1532,7 @@ def mv(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def nan_to_num(
     input: Tensor,
@@ -1436,8 +1543,7 @@ def nan_to_num(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def nansum(
     input: Tensor,
@@ -1448,8 +1554,7 @@ def nansum(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def narrow_copy(
     input: Tensor,
@@ -1460,8 +1565,7 @@ def narrow_copy(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def native_batch_norm(
     input: Tensor,
@@ -1473,13 +1577,12 @@ def native_batch_norm(
     momentum: float,
     eps: float,
     *,
-    out: Tensor | None = None,
+    out: Tensor | tuple[Tensor, Tensor, Tensor] | None = None,
     save_mean: Tensor | None = None,
     save_invstd: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))"""
+) -> tuple[Tensor, Tensor, Tensor]: ...
 
 def native_group_norm(
     input: Tensor,
@@ -1491,13 +1594,9 @@ def native_group_norm(
     group: int,
     eps: float,
     *,
-    out0: Tensor | None = None,
-    out1: Tensor | None = None,
-    out2: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))"""
+) -> tuple[Tensor, Tensor, Tensor]: ...
 
 def native_layer_norm(
     input: Tensor,
@@ -1506,13 +1605,9 @@ def native_layer_norm(
     bias: Tensor | None,
     eps: float,
     *,
-    out0: Tensor | None = None,
-    out1: Tensor | None = None,
-    out2: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))"""
+) -> tuple[Tensor, Tensor, Tensor]: ...
 
 def native_layer_norm_backward(
     grad_out: Tensor,
@@ -1527,10 +1622,30 @@ def native_layer_norm_backward(
     out0: Tensor | None = None,
     out1: Tensor | None = None,
     out2: Tensor | None = None,
+    out: tuple[Tensor, Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))"""
+) -> tuple[Tensor, Tensor, Tensor]: ...
+
+@overload
+def ne(
+    input: Tensor,
+    other: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
+
+@overload
+def ne(
+    input: Tensor,
+    other: Number,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def ne_Scalar(
     input: Tensor,
@@ -1539,8 +1654,7 @@ def ne_Scalar(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def ne_Tensor(
     input: Tensor,
@@ -1549,8 +1663,7 @@ def ne_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def neg(
     input: Tensor,
@@ -1558,8 +1671,7 @@ def neg(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def nonzero(
     input: Tensor,
@@ -1567,8 +1679,7 @@ def nonzero(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def norm(
     input: Tensor,
@@ -1579,8 +1690,7 @@ def norm(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def outer(
     input: Tensor,
@@ -1589,8 +1699,27 @@ def outer(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+@overload
+def pow(
+    input: Tensor,
+    exponent: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
+
+@overload
+def pow(
+    input: Tensor,
+    exponent: Number,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def pow_Tensor_Scalar(
     input: Tensor,
@@ -1599,8 +1728,7 @@ def pow_Tensor_Scalar(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def pow_Tensor_Tensor(
     input: Tensor,
@@ -1609,8 +1737,18 @@ def pow_Tensor_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+def prod(
+    input: Tensor,
+    dim: int,
+    keepdim: bool = False,
+    *,
+    dtype: torch.dtype | None = None,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def prod_int(
     input: Tensor,
@@ -1621,8 +1759,7 @@ def prod_int(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def reciprocal(
     input: Tensor,
@@ -1630,17 +1767,23 @@ def reciprocal(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def relu(
     input: Tensor,
     *,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
+
+def remainder(
+    input: Tensor,
+    other: Tensor,
+    *,
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def remainder_Tensor(
     input: Tensor,
@@ -1649,8 +1792,7 @@ def remainder_Tensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def rms_norm(
     input: Tensor,
@@ -1660,19 +1802,16 @@ def rms_norm(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def roll(
     input: Tensor,
     shifts: int | Sequence[int],
     dims: int | Sequence[int] = [],
     *,
-    out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def round(
     input: Tensor,
@@ -1680,8 +1819,7 @@ def round(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def rsqrt(
     input: Tensor,
@@ -1689,8 +1827,7 @@ def rsqrt(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def scaled_dot_product_attention(
     query: Tensor,
@@ -1704,8 +1841,31 @@ def scaled_dot_product_attention(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+@overload
+def scatter(
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    src: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
+
+@overload
+def scatter(
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    value: Number,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def scatter_add(
     input: Tensor,
@@ -1716,8 +1876,7 @@ def scatter_add(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def scatter_src(
     input: Tensor,
@@ -1728,8 +1887,7 @@ def scatter_src(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def scatter_value(
     input: Tensor,
@@ -1740,8 +1898,7 @@ def scatter_value(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def sgn(
     input: Tensor,
@@ -1749,8 +1906,7 @@ def sgn(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def sigmoid(
     input: Tensor,
@@ -1758,8 +1914,7 @@ def sigmoid(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def sigmoid_backward(
     grad_output: Tensor,
@@ -1768,8 +1923,7 @@ def sigmoid_backward(
     grad_input: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """sigmoid_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def sign(
     input: Tensor,
@@ -1777,8 +1931,7 @@ def sign(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def silu(
     input: Tensor,
@@ -1786,8 +1939,7 @@ def silu(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def silu_and_mul(
     input: Tensor,
@@ -1795,8 +1947,7 @@ def silu_and_mul(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """silu_and_mul(Tensor input, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def silu_backward(
     grad_output: Tensor,
@@ -1805,8 +1956,7 @@ def silu_backward(
     grad_input: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def sin(
     input: Tensor,
@@ -1814,8 +1964,7 @@ def sin(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def sinh(
     input: Tensor,
@@ -1823,8 +1972,7 @@ def sinh(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def smooth_l1_loss(
     input: Tensor,
@@ -1835,8 +1983,7 @@ def smooth_l1_loss(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """smooth_l1_loss.out(Tensor self, Tensor target, int reduction=Mean, float beta=1.0, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def soft_margin_loss(
     input: Tensor,
@@ -1846,8 +1993,7 @@ def soft_margin_loss(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """soft_margin_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def softmax(
     input: Tensor,
@@ -1857,8 +2003,7 @@ def softmax(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def softplus(
     input: Tensor,
@@ -1868,8 +2013,19 @@ def softplus(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+def sort(
+    input: Tensor,
+    dim: int = -1,
+    descending: bool = False,
+    *,
+    values: Tensor | None = None,
+    indices: Tensor | None = None,
+    out: tuple[Tensor, Tensor] | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> torch.return_types.sort | torch.return_types.sort_out: ...
 
 def sort_values(
     input: Tensor,
@@ -1878,10 +2034,10 @@ def sort_values(
     *,
     values: Tensor | None = None,
     indices: Tensor | None = None,
+    out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.sort_out:
-    """sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"""
+) -> torch.return_types.sort | torch.return_types.sort_out: ...
 
 def sqrt(
     input: Tensor,
@@ -1889,8 +2045,7 @@ def sqrt(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def square(
     input: Tensor,
@@ -1898,8 +2053,18 @@ def square(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+def std(
+    input: Tensor,
+    dim: int | Sequence[int] | None = None,
+    *,
+    correction: Number | None = None,
+    keepdim: bool = False,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def std_correction(
     input: Tensor,
@@ -1910,19 +2075,17 @@ def std_correction(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def sub(
-    input: Tensor,
-    other: Tensor,
+    input: Tensor | Number,
+    other: Tensor | Number,
     *,
     alpha: Number = 1,
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def sub_Scalar(
     input: Tensor,
@@ -1932,9 +2095,18 @@ def sub_Scalar(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
+@overload
+def sum(
+    input: Tensor,
+    *,
+    dtype: torch.dtype | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
+
+@overload
 def sum(
     input: Tensor,
     dim: int | Sequence[int] | None,
@@ -1944,8 +2116,7 @@ def sum(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def sum_all(
     input: Tensor,
@@ -1954,8 +2125,7 @@ def sum_all(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def take(
     input: Tensor,
@@ -1964,8 +2134,7 @@ def take(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def tan(
     input: Tensor,
@@ -1973,8 +2142,7 @@ def tan(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def tanh(
     input: Tensor,
@@ -1982,8 +2150,7 @@ def tanh(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def tanh_backward(
     grad_output: Tensor,
@@ -1992,8 +2159,7 @@ def tanh_backward(
     grad_input: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """tanh_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def threshold(
     input: Tensor,
@@ -2003,8 +2169,7 @@ def threshold(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def threshold_backward(
     grad_output: Tensor,
@@ -2014,8 +2179,7 @@ def threshold_backward(
     grad_input: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """threshold_backward.grad_input(Tensor grad_output, Tensor self, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def topk(
     input: Tensor,
@@ -2026,10 +2190,10 @@ def topk(
     *,
     values: Tensor | None = None,
     indices: Tensor | None = None,
+    out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.topk_out:
-    """topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"""
+) -> torch.return_types.topk | torch.return_types.topk_out: ...
 
 def tril(
     input: Tensor,
@@ -2038,8 +2202,7 @@ def tril(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def triu(
     input: Tensor,
@@ -2048,8 +2211,7 @@ def triu(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def trunc(
     input: Tensor,
@@ -2057,8 +2219,18 @@ def trunc(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+def var(
+    input: Tensor,
+    dim: int | Sequence[int] | None = None,
+    *,
+    correction: Number | None = None,
+    keepdim: bool = False,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def var_correction(
     input: Tensor,
@@ -2069,8 +2241,7 @@ def var_correction(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def vdot(
     input: Tensor,
@@ -2079,8 +2250,7 @@ def vdot(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
 
 def where(
     condition: Tensor,
@@ -2090,8 +2260,16 @@ def where(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...
+
+def xlogy(
+    input: Tensor,
+    other: Tensor,
+    *,
+    out: Tensor | None = None,
+    implementation: Implementation = "default",
+    stream: StreamLike | None = None,
+) -> Tensor: ...
 
 def xlogy_OutTensor(
     input: Tensor,
@@ -2100,5 +2278,4 @@ def xlogy_OutTensor(
     out: Tensor | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> Tensor:
-    """xlogy.OutTensor(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"""
+) -> Tensor: ...

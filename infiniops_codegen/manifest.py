@@ -89,6 +89,7 @@ class Op:
     hints: Mapping = field(hash=False, compare=False)  # the spec's harness hints
     extension: str = ""  # the extension that defines the op ("": the project)
     return_type: str | None = None  # torch.return_types.<name> of the outputs
+    out_optional: bool = False  # a call may leave out= out
 
     @property
     def visible(self) -> tuple[Argument, ...]:
@@ -125,6 +126,16 @@ class Exclusion:
 
 
 @dataclass(frozen=True)
+class Overload:
+    """One signature of a module function (overloads.py), in the order
+    its argument parser tries them."""
+
+    signature: str  # torch's spelling
+    aten: str  # the ATen overload it stands for
+    op: str | None  # the op serving it; None: not in this build
+
+
+@dataclass(frozen=True)
 class Manifest:
     path: Path | None  # where it was read from
     torch_version: str
@@ -138,6 +149,10 @@ class Manifest:
     # relative path -> content hash (render.content_hash) of every file the
     # generation wrote besides the manifest; empty in older manifests
     files: Mapping[str, str] = field(default_factory=dict, hash=False)
+    # ops.<name> as torch.<name>: name -> its signatures, in order
+    functions: Mapping[str, tuple[Overload, ...]] = field(
+        default_factory=dict, hash=False
+    )
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -220,6 +235,19 @@ def from_data(data: object, path: Path | None = None) -> Manifest:
             for e in data.get("exclusions") or ()
         ),
         files=_files(r, data),
+        functions={
+            name: tuple(
+                Overload(
+                    r.get(o, "signature", str, f"function {name}"),
+                    r.get(o, "aten", str, f"function {name}"),
+                    o.get("op"),
+                )
+                for o in overloads
+            )
+            for name, overloads in (
+                r.get(data, "functions", dict, "the manifest", None) or {}
+            ).items()
+        },
     )
 
 
@@ -343,4 +371,5 @@ def _op(r: _Reader, entry, index: int, platforms) -> Op:
         hints=dict(r.get(entry, "hints", dict, what, None) or {}),
         extension=r.get(entry, "extension", str, what, ""),
         return_type=r.get(entry, "return_type", str, what, None),
+        out_optional=r.get(entry, "out_optional", bool, what, False),
     )

@@ -496,7 +496,11 @@ class Op:
         if len(outs) == 1:
             return outs[0].py_type
         if self.return_type:
-            return f"torch.return_types.{self.return_type}"
+            with_out = f"torch.return_types.{self.return_type}"
+            fc = self.functional_call
+            if self.no_out and fc and fc.return_type:  # torch.max(x, 1) is a max
+                return f"torch.return_types.{fc.return_type} | {with_out}"
+            return with_out
         return "tuple[" + ", ".join(a.py_type for a in outs) + "]"
 
     @property
@@ -627,7 +631,6 @@ class OpSet:
         """Functions that choose among signatures (the rest are one op's
         binding under the function's name)."""
         return tuple(f for f in self.functions if f.direct is None)
-
 
     def dtypes_of(self, kind: str) -> tuple[DType, ...]:
         """The dtypes of one kind ("bool", "integral", ...), in enum order."""

@@ -80,7 +80,18 @@ def _member(o: PyOverload, by_out: dict, by_functional: dict) -> Overload:
         op = by_functional.get(o.functional)
         if op is not None and op.functional_call is None:
             op = None
-    return Overload(o.text, o.params, op, o.out or o.functional, o.numbers_as_tensors)
+    params = o.params
+    if op is not None and len(op.outputs) > 1:
+        # The op's own keywords for its outputs (`max=`, `max_values=`)
+        # besides torch's out= tuple: calls of the op's name keep working.
+        params += tuple(
+            PyParam(
+                a.py_name, "Tensor", allow_none=True, has_default=True, kwarg_only=True
+            )
+            for a in op.outputs
+            if a.py_name not in {p.name for p in params}
+        )
+    return Overload(o.text, params, op, o.out or o.functional, o.numbers_as_tensors)
 
 
 def _own(op: Op) -> Overload:

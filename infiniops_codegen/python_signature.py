@@ -33,33 +33,56 @@ class PythonSignature:
         return f"{name or self.name}($module, /, {', '.join(self.plain)})"
 
 
-def _parameter(a: Argument, no_out: bool) -> str:
-    if a.is_output and no_out:  # left out: allocated and returned
-        return f"{a.py_name}: {a.py_type} | None = None"
-    text = f"{a.py_name}: {a.py_type}"
+def _annotation(op: Op, a: Argument) -> str:
+    outs = op.outputs
+    if a.is_output and len(outs) > 1 and a.py_name == "out":
+        # out= also takes all the outputs at once (max_pool2d_with_indices).
+        return f"{a.py_type} | {_outs_tuple(op)}"
+    if op.numbers_as_tensors and a.is_tensor and not a.is_output:
+        return f"{a.py_type} | Number"  # torch takes a Python number here
+    return a.py_type
+
+
+def _outs_tuple(op: Op) -> str:
+    return "tuple[" + ", ".join(a.py_type for a in op.outputs) + "]"
+
+
+def _parameter(op: Op, a: Argument) -> str:
+    text = f"{a.py_name}: {_annotation(op, a)}"
+    if a.is_output and op.no_out:  # left out: allocated and returned
+        return f"{text} | None = None"
     return f"{text} = {a.default.py_repr}" if a.default else text
 
 
-def _plain(a: Argument, no_out: bool) -> str:
-    if a.is_output and no_out:
+def _plain(op: Op, a: Argument) -> str:
+    if a.is_output and op.no_out:
         return f"{a.py_name}=None"
     return f"{a.py_name}={a.default.py_repr}" if a.default else a.py_name
 
 
-def python_signature(op: Op) -> PythonSignature:
-    """Positional parameters, then keyword-only ones (outputs included),
-    then the keywords every op takes (implementation=, stream=)."""
-    no_out = op.no_out
-    parameters = [_parameter(a, no_out) for a in op.positional] + ["*"]
-    parameters += [_parameter(a, no_out) for a in op.keyword_only]
-    parameters += [f"{name}: {rest}" for name, rest in module_api.CALL_KEYWORDS]
-    plain = [_plain(a, no_out) for a in op.positional] + ["*"]
-    plain += [_plain(a, no_out) for a in op.keyword_only]
+def python_signature(
+    op: Op, name: str | None = None, outputs: bool = True
+) -> PythonSignature:
+    """Positional parameters, then keyword-only ones (outputs included
+    unless outputs is False; several outputs also as one `out=` tuple), then
+    the keywords every op takes (implementation=, stream=). name: the
+    function's, where not the op's."""
+    keyword_only = [a for a in op.keyword_only if outputs or not a.is_output]
+    parameters = [_parameter(op, a) for a in op.positional] + ["*"]
+    parameters += [_parameter(op, a) for a in keyword_only]
+    plain = [_plain(op, a) for a in op.positional] + ["*"]
+    plain += [_plain(op, a) for a in keyword_only]
+    names = {a.py_name for a in op.python_params}
+    if outputs and len(op.outputs) > 1 and "out" not in names:
+        parameters.append(f"out: {_outs_tuple(op)} | None = None")
+        plain.append("out=None")
+    parameters += [f"{key}: {rest}" for key, rest in module_api.CALL_KEYWORDS]
     plain += [
-        f"{name}={module_api.CALL_DEFAULTS[name]}"
-        for name, _ in module_api.CALL_KEYWORDS
+        f"{key}={module_api.CALL_DEFAULTS[key]}" for key, _ in module_api.CALL_KEYWORDS
     ]
-    return PythonSignature(op.name, tuple(parameters), op.py_return, tuple(plain))
+    return PythonSignature(
+        name or op.name, tuple(parameters), op.py_return, tuple(plain)
+    )
 
 
 def _doc(op: Op, name: str) -> str:
@@ -91,3 +114,20 @@ def method_entries(opset: OpSet) -> tuple[tuple[str, str, str], ...]:
     for op in opset.ops:
         entries.setdefault(op.name, (f"py_{op.name}", _doc(op, op.name)))
     return tuple((name, cpp, doc) for name, (cpp, doc) in sorted(entries.items()))
+
+
+def stub_entries(opset: OpSet) -> tuple[tuple[PythonSignature, ...], ...]:
+    """The .pyi declarations: each function's signatures (several are
+    @overload-ed; those not in the build left out, since calls of them
+    fail), then each op under its own name where no function took it."""
+    entries = {}
+    for f in opset.functions:
+        entries[f.name] = tuple(
+            # A signature torch gives without out= (the functional alone).
+            python_signature(o.op, f.name, outputs=o.aten != o.op.functional)
+            for o in f.overloads
+            if o.op is not None
+        )
+    for op in opset.ops:
+        entries.setdefault(op.name, (python_signature(op),))
+    return tuple(sigs for _, sigs in sorted(entries.items()))

@@ -322,6 +322,7 @@ def build_opset(
     errors: list[SpecError] = []
     ops: list[Op] = []
     taken: dict[str, Where] = {}
+    explicit: set[str] = set()  # names a spec gave
     covered: set[str] = set()
     for spec in specs.ops:
         try:
@@ -339,6 +340,8 @@ def build_opset(
                     f"duplicate op name '{name}' (also at {w.path}:{w.line}:{w.col})",
                 )
             taken[name] = where
+            if spec.name:
+                explicit.add(name)
             if op.aten:
                 covered.add(op.aten)
             ops.append(op)
@@ -361,7 +364,7 @@ def build_opset(
     ops.sort(key=lambda op: op.name)
     count = shard_count(len(ops), specs.shard_size)
     ops = [_finish(op, shard_of(op.name, count), specs.direct_cpu) for op in ops]
-    ops, functions = _functions(ops, db, taken)
+    ops, functions = _functions(ops, db, taken, explicit, count)
     label = selection if selection != "names" else ",".join(sorted(names or ()))
     return OpSet(
         ops=tuple(ops),
@@ -376,11 +379,40 @@ def build_opset(
     )
 
 
-def _functions(ops: list[Op], db: SchemaDB, taken: dict[str, Where]):
+def _functions(
+    ops: list[Op], db: SchemaDB, taken: dict[str, Where], explicit: set[str], count: int
+):
     """The module's torch-like functions (overloads.py), and the ops with
-    the numbers-as-tensors rule of the function they serve. An op may not
-    take the name of a function it does not serve."""
+    the numbers-as-tensors rule of the function they serve. An op whose
+    name is a function's it does not serve (`normal.out` is not among
+    torch.normal's) takes its overload's name (`normal_out`) where the name
+    was derived; a name a spec gave is an error."""
     functions = python_functions(ops, db)
+    served = {o.op.name for f in functions for o in f.overloads if o.op}
+    names = {op.name for op in ops}
+    errors = []
+    for f in functions:
+        op = next((op for op in ops if op.name == f.name), None)
+        if op is None or any(o.op is op for o in f.overloads):
+            continue
+        where = taken.get(op.name) or Where(op.source, 1, 1)
+        new_name = f"{op.name}_{op.aten.split('.', 1)[1]}" if op.aten else ""
+        if op.name in explicit or not new_name or new_name in names:
+            serving = ", ".join(sorted({o.op.name for o in f.overloads if o.op}))
+            errors.append(
+                where.error(
+                    f"op name '{op.name}' is the name of torch's Python function "
+                    f"'{f.name}', which this build serves with {serving}; give "
+                    "the op another name"
+                )
+            )
+            continue
+        renamed = replace(op, name=new_name, shard=shard_of(new_name, count))
+        ops = [renamed if o is op else o for o in ops]
+        names.add(new_name)
+    if errors:
+        raise SpecErrors(errors)
+    functions = python_functions(sorted(ops, key=lambda op: op.name), db)
     numbers = {
         o.op.name
         for f in functions
@@ -388,24 +420,7 @@ def _functions(ops: list[Op], db: SchemaDB, taken: dict[str, Where]):
         if o.op and o.numbers_as_tensors
     }
     ops = [replace(op, numbers_as_tensors=op.name in numbers) for op in ops]
-    by_name = {op.name: op for op in ops}
-    errors = []
-    for f in functions:
-        op = by_name.get(f.name)
-        if op is not None and all(
-            o.op is None or o.op.name != op.name for o in f.overloads
-        ):
-            served = ", ".join(sorted({o.op.name for o in f.overloads if o.op}))
-            where = taken.get(op.name) or Where(op.source, 1, 1)
-            errors.append(
-                where.error(
-                    f"op name '{op.name}' is the name of torch's Python function "
-                    f"'{f.name}', which this build serves with {served}; give the "
-                    "op another name"
-                )
-            )
-    if errors:
-        raise SpecErrors(errors)
+    ops.sort(key=lambda op: op.name)
     return ops, python_functions(ops, db)
 
 
