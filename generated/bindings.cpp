@@ -76,7 +76,7 @@ PyObject* body__log_softmax(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body__log_softmax(filled_));
+    return outs_.returned(sig, body__log_softmax(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -155,7 +155,7 @@ PyObject* body__log_softmax_backward_data(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body__log_softmax_backward_data(filled_));
+    return outs_.returned(sig, body__log_softmax_backward_data(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -236,7 +236,7 @@ PyObject* body__softmax(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body__softmax(filled_));
+    return outs_.returned(sig, body__softmax(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -315,7 +315,7 @@ PyObject* body__softmax_backward_data(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body__softmax_backward_data(filled_));
+    return outs_.returned(sig, body__softmax_backward_data(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -394,7 +394,7 @@ PyObject* body_abs(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_abs(filled_));
+    return outs_.returned(sig, body_abs(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -468,7 +468,7 @@ PyObject* body_acos(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_acos(filled_));
+    return outs_.returned(sig, body_acos(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -542,7 +542,7 @@ PyObject* body_acosh(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_acosh(filled_));
+    return outs_.returned(sig, body_acosh(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -617,7 +617,7 @@ PyObject* body_adaptive_avg_pool2d(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_adaptive_avg_pool2d(filled_));
+    return outs_.returned(sig, body_adaptive_avg_pool2d(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -694,7 +694,7 @@ PyObject* body_adaptive_max_pool2d(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_adaptive_max_pool2d(filled_));
+    return outs_.returned(sig, body_adaptive_max_pool2d(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -773,7 +773,7 @@ PyObject* body_add(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_add(filled_));
+    return outs_.returned(sig, body_add(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], false) && tb::lane_tensors(sig, slots, t_)) {
@@ -852,7 +852,7 @@ PyObject* body_add_Scalar(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_add_Scalar(filled_));
+    return outs_.returned(sig, body_add_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -932,7 +932,7 @@ PyObject* body_addbmm(PyObject* const* slots) {
     std::copy(slots, slots + 8, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_addbmm(filled_));
+    return outs_.returned(sig, body_addbmm(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1013,7 +1013,7 @@ PyObject* body_addcdiv(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_addcdiv(filled_));
+    return outs_.returned(sig, body_addcdiv(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1092,7 +1092,7 @@ PyObject* body_addcmul(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_addcmul(filled_));
+    return outs_.returned(sig, body_addcmul(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1172,7 +1172,7 @@ PyObject* body_addmm(PyObject* const* slots) {
     std::copy(slots, slots + 8, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_addmm(filled_));
+    return outs_.returned(sig, body_addmm(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1254,7 +1254,7 @@ PyObject* body_addmv(PyObject* const* slots) {
     std::copy(slots, slots + 8, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_addmv(filled_));
+    return outs_.returned(sig, body_addmv(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1336,7 +1336,7 @@ PyObject* body_all(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_all(filled_));
+    return outs_.returned(sig, body_all(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1414,7 +1414,7 @@ PyObject* body_all_all(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_all_all(filled_));
+    return outs_.returned(sig, body_all_all(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1436,6 +1436,86 @@ PyObject* body_all_all(PyObject* const* slots) {
 PyObject* py_all_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   return tb::bind(kSig_all_all, module, args, nargs, kwnames, slots, body_all_all);
+}
+
+// all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_all_dims[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
+const char* const kSchemaNames_all_dims[] = {"self", "dim", "keepdim", "out"};
+PyObject* kKeys_all_dims[6] = {};
+PyObject* kTorchFunction_all_dims = nullptr;
+const int kOuts_all_dims[] = {3};
+PyObject* kFunctionalTorchFunction_all_dims = nullptr;
+const tb::Signature kSig_all_dims{
+    .op = "all_dims",
+    .names = kNames_all_dims,
+    .keys = kKeys_all_dims,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "all.dims_out",
+    .schema_names = kSchemaNames_all_dims,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_all_dims,
+    .out_params = kOuts_all_dims,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "all.dims",
+    .functional_torch_function = &kFunctionalTorchFunction_all_dims,
+};
+
+PyObject* body_all_dims(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_all_dims;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    auto v_dim = tb::arg<tk::Optional<tk::IntList<0>>>(slots[1], sig, 1, std::nullopt);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.all() runs it.
+    if (tb::lane_open(slots[4], slots[5], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::all_dims(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::all_dims_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::all_dims(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[6];
+    std::copy(slots, slots + 6, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_all_dims(filled_));
+  }
+  void* t_[2];
+  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+    auto v_dim = tb::arg<tk::Optional<tk::IntList<0>>>(slots[1], sig, 1, std::nullopt);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::all_dims(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+    });
+    return tb::new_reference(slots[3]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_dim = tb::arg<tk::Optional<tk::IntList<0>>>(slots[1], sig, 1, std::nullopt);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_out), [&] {
+    ::infini::ops::all_dims(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[3]);
+}
+
+PyObject* py_all_dims(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_all_dims, module, args, nargs, kwnames, slots, body_all_dims);
 }
 
 // amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
@@ -1490,7 +1570,7 @@ PyObject* body_amax(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_amax(filled_));
+    return outs_.returned(sig, body_amax(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1570,7 +1650,7 @@ PyObject* body_amin(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_amin(filled_));
+    return outs_.returned(sig, body_amin(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1656,7 +1736,7 @@ PyObject* body_aminmax(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_aminmax(filled_));
+    return outs_.returned(sig, body_aminmax(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1737,7 +1817,7 @@ PyObject* body_any(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_any(filled_));
+    return outs_.returned(sig, body_any(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1815,7 +1895,7 @@ PyObject* body_any_all(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_any_all(filled_));
+    return outs_.returned(sig, body_any_all(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1837,6 +1917,86 @@ PyObject* body_any_all(PyObject* const* slots) {
 PyObject* py_any_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   return tb::bind(kSig_any_all, module, args, nargs, kwnames, slots, body_any_all);
+}
+
+// any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_any_dims[] = {"input", "dim", "keepdim", "out", "implementation", "stream"};
+const char* const kSchemaNames_any_dims[] = {"self", "dim", "keepdim", "out"};
+PyObject* kKeys_any_dims[6] = {};
+PyObject* kTorchFunction_any_dims = nullptr;
+const int kOuts_any_dims[] = {3};
+PyObject* kFunctionalTorchFunction_any_dims = nullptr;
+const tb::Signature kSig_any_dims{
+    .op = "any_dims",
+    .names = kNames_any_dims,
+    .keys = kKeys_any_dims,
+    .num_params = 6,
+    .num_positional = 3,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x9,
+    .tensor_list_params = 0x0,
+    .aten = "any.dims_out",
+    .schema_names = kSchemaNames_any_dims,
+    .aten_positional = 3,
+    .torch_function = &kTorchFunction_any_dims,
+    .out_params = kOuts_any_dims,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "any.dims",
+    .functional_torch_function = &kFunctionalTorchFunction_any_dims,
+};
+
+PyObject* body_any_dims(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_any_dims;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    auto v_dim = tb::arg<tk::Optional<tk::IntList<0>>>(slots[1], sig, 1, std::nullopt);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.any() runs it.
+    if (tb::lane_open(slots[4], slots[5], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::any_dims(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::any_dims_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::any_dims(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[6];
+    std::copy(slots, slots + 6, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_any_dims(filled_));
+  }
+  void* t_[2];
+  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
+    auto v_dim = tb::arg<tk::Optional<tk::IntList<0>>>(slots[1], sig, 1, std::nullopt);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::any_dims(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+    });
+    return tb::new_reference(slots[3]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_dim = tb::arg<tk::Optional<tk::IntList<0>>>(slots[1], sig, 1, std::nullopt);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_out), [&] {
+    ::infini::ops::any_dims(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[3]);
+}
+
+PyObject* py_any_dims(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[6] = {};
+  return tb::bind(kSig_any_dims, module, args, nargs, kwnames, slots, body_any_dims);
 }
 
 // argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
@@ -1891,7 +2051,7 @@ PyObject* body_argmax(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_argmax(filled_));
+    return outs_.returned(sig, body_argmax(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1971,7 +2131,7 @@ PyObject* body_argmin(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_argmin(filled_));
+    return outs_.returned(sig, body_argmin(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2049,7 +2209,7 @@ PyObject* body_asin(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_asin(filled_));
+    return outs_.returned(sig, body_asin(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2123,7 +2283,7 @@ PyObject* body_asinh(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_asinh(filled_));
+    return outs_.returned(sig, body_asinh(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2197,7 +2357,7 @@ PyObject* body_atan(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_atan(filled_));
+    return outs_.returned(sig, body_atan(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2271,7 +2431,7 @@ PyObject* body_atan2(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_atan2(filled_));
+    return outs_.returned(sig, body_atan2(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2346,7 +2506,7 @@ PyObject* body_atanh(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_atanh(filled_));
+    return outs_.returned(sig, body_atanh(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2425,7 +2585,7 @@ PyObject* body_avg_pool1d(PyObject* const* slots) {
     std::copy(slots, slots + 9, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_avg_pool1d(filled_));
+    return outs_.returned(sig, body_avg_pool1d(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[7], slots[8], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2515,7 +2675,7 @@ PyObject* body_avg_pool2d(PyObject* const* slots) {
     std::copy(slots, slots + 10, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_avg_pool2d(filled_));
+    return outs_.returned(sig, body_avg_pool2d(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[8], slots[9], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2603,7 +2763,7 @@ PyObject* body_baddbmm(PyObject* const* slots) {
     std::copy(slots, slots + 8, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_baddbmm(filled_));
+    return outs_.returned(sig, body_baddbmm(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2683,7 +2843,7 @@ PyObject* body_bitwise_and_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_bitwise_and_Tensor(filled_));
+    return outs_.returned(sig, body_bitwise_and_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2758,7 +2918,7 @@ PyObject* body_bitwise_left_shift_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_bitwise_left_shift_Tensor(filled_));
+    return outs_.returned(sig, body_bitwise_left_shift_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2833,7 +2993,7 @@ PyObject* body_bitwise_not(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_bitwise_not(filled_));
+    return outs_.returned(sig, body_bitwise_not(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2907,7 +3067,7 @@ PyObject* body_bitwise_or_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_bitwise_or_Tensor(filled_));
+    return outs_.returned(sig, body_bitwise_or_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2982,7 +3142,7 @@ PyObject* body_bitwise_right_shift_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_bitwise_right_shift_Tensor(filled_));
+    return outs_.returned(sig, body_bitwise_right_shift_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3057,7 +3217,7 @@ PyObject* body_bitwise_xor_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_bitwise_xor_Tensor(filled_));
+    return outs_.returned(sig, body_bitwise_xor_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3132,7 +3292,7 @@ PyObject* body_bmm(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_bmm(filled_));
+    return outs_.returned(sig, body_bmm(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3208,7 +3368,7 @@ PyObject* body_cat(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_cat(filled_));
+    return outs_.returned(sig, body_cat(filled_));
   }
   void* t_[1];
   tb::TensorListRef l_[1];
@@ -3286,7 +3446,7 @@ PyObject* body_ceil(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_ceil(filled_));
+    return outs_.returned(sig, body_ceil(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3362,7 +3522,7 @@ PyObject* body_clamp(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_clamp(filled_));
+    return outs_.returned(sig, body_clamp(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3441,7 +3601,7 @@ PyObject* body_clamp_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_clamp_Tensor(filled_));
+    return outs_.returned(sig, body_clamp_Tensor(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3518,7 +3678,7 @@ PyObject* body_clamp_max(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_clamp_max(filled_));
+    return outs_.returned(sig, body_clamp_max(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3542,6 +3702,81 @@ PyObject* body_clamp_max(PyObject* const* slots) {
 PyObject* py_clamp_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   return tb::bind(kSig_clamp_max, module, args, nargs, kwnames, slots, body_clamp_max);
+}
+
+// clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_clamp_max_Tensor[] = {"input", "max", "out", "implementation", "stream"};
+const char* const kSchemaNames_clamp_max_Tensor[] = {"self", "max", "out"};
+PyObject* kKeys_clamp_max_Tensor[5] = {};
+PyObject* kTorchFunction_clamp_max_Tensor = nullptr;
+const int kOuts_clamp_max_Tensor[] = {2};
+PyObject* kFunctionalTorchFunction_clamp_max_Tensor = nullptr;
+const tb::Signature kSig_clamp_max_Tensor{
+    .op = "clamp_max_Tensor",
+    .names = kNames_clamp_max_Tensor,
+    .keys = kKeys_clamp_max_Tensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "clamp_max.Tensor_out",
+    .schema_names = kSchemaNames_clamp_max_Tensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_clamp_max_Tensor,
+    .out_params = kOuts_clamp_max_Tensor,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "clamp_max.Tensor",
+    .functional_torch_function = &kFunctionalTorchFunction_clamp_max_Tensor,
+};
+
+PyObject* body_clamp_max_Tensor(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_clamp_max_Tensor;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.clamp_max() runs it.
+    if (tb::lane_open(slots[3], slots[4], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_max_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::clamp_max_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_max_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[5];
+    std::copy(slots, slots + 5, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_clamp_max_Tensor(filled_));
+  }
+  void* t_[3];
+  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::clamp_max_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+    });
+    return tb::new_reference(slots[2]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_max = tb::arg<tk::Tensor>(slots[1], sig, 1);
+  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_max, v_out), [&] {
+    ::infini::ops::clamp_max_Tensor(v_self, v_max, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[2]);
+}
+
+PyObject* py_clamp_max_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_clamp_max_Tensor, module, args, nargs, kwnames, slots, body_clamp_max_Tensor);
 }
 
 // clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)
@@ -3595,7 +3830,7 @@ PyObject* body_clamp_min(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_clamp_min(filled_));
+    return outs_.returned(sig, body_clamp_min(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3619,6 +3854,81 @@ PyObject* body_clamp_min(PyObject* const* slots) {
 PyObject* py_clamp_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   return tb::bind(kSig_clamp_min, module, args, nargs, kwnames, slots, body_clamp_min);
+}
+
+// clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_clamp_min_Tensor[] = {"input", "min", "out", "implementation", "stream"};
+const char* const kSchemaNames_clamp_min_Tensor[] = {"self", "min", "out"};
+PyObject* kKeys_clamp_min_Tensor[5] = {};
+PyObject* kTorchFunction_clamp_min_Tensor = nullptr;
+const int kOuts_clamp_min_Tensor[] = {2};
+PyObject* kFunctionalTorchFunction_clamp_min_Tensor = nullptr;
+const tb::Signature kSig_clamp_min_Tensor{
+    .op = "clamp_min_Tensor",
+    .names = kNames_clamp_min_Tensor,
+    .keys = kKeys_clamp_min_Tensor,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "clamp_min.Tensor_out",
+    .schema_names = kSchemaNames_clamp_min_Tensor,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_clamp_min_Tensor,
+    .out_params = kOuts_clamp_min_Tensor,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "clamp_min.Tensor",
+    .functional_torch_function = &kFunctionalTorchFunction_clamp_min_Tensor,
+};
+
+PyObject* body_clamp_min_Tensor(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_clamp_min_Tensor;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.clamp_min() runs it.
+    if (tb::lane_open(slots[3], slots[4], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_min_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::clamp_min_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_min_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[5];
+    std::copy(slots, slots + 5, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_clamp_min_Tensor(filled_));
+  }
+  void* t_[3];
+  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::clamp_min_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+    });
+    return tb::new_reference(slots[2]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_min = tb::arg<tk::Tensor>(slots[1], sig, 1);
+  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_min, v_out), [&] {
+    ::infini::ops::clamp_min_Tensor(v_self, v_min, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[2]);
+}
+
+PyObject* py_clamp_min_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_clamp_min_Tensor, module, args, nargs, kwnames, slots, body_clamp_min_Tensor);
 }
 
 // clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)
@@ -3671,7 +3981,7 @@ PyObject* body_clone(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_clone(filled_));
+    return outs_.returned(sig, body_clone(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3745,7 +4055,7 @@ PyObject* body_copysign(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_copysign(filled_));
+    return outs_.returned(sig, body_copysign(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3768,6 +4078,83 @@ PyObject* body_copysign(PyObject* const* slots) {
 PyObject* py_copysign(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   return tb::bind(kSig_copysign, module, args, nargs, kwnames, slots, body_copysign);
+}
+
+// copysign.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_copysign_Scalar[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_copysign_Scalar[] = {"self", "other", "out"};
+PyObject* kKeys_copysign_Scalar[5] = {};
+PyObject* kTorchFunction_copysign_Scalar = nullptr;
+const int kOuts_copysign_Scalar[] = {2};
+PyObject* kFunctionalTorchFunction_copysign_Scalar = nullptr;
+const tb::Signature kSig_copysign_Scalar{
+    .op = "copysign_Scalar",
+    .names = kNames_copysign_Scalar,
+    .keys = kKeys_copysign_Scalar,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "copysign.Scalar_out",
+    .schema_names = kSchemaNames_copysign_Scalar,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_copysign_Scalar,
+    .out_params = kOuts_copysign_Scalar,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "copysign.Scalar",
+    .functional_torch_function = &kFunctionalTorchFunction_copysign_Scalar,
+};
+
+PyObject* body_copysign_Scalar(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_copysign_Scalar;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.copysign() runs it.
+    if (tb::lane_open(slots[3], slots[4], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::copysign_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::copysign_Scalar_allocate(tb::TensorRef{c_[0]}, v_other, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::copysign_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[5];
+    std::copy(slots, slots + 5, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_copysign_Scalar(filled_));
+  }
+  void* t_[2];
+  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::copysign_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
+    });
+    return tb::new_reference(slots[2]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_out), [&] {
+    ::infini::ops::copysign_Scalar(v_self, v_other, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[2]);
+}
+
+PyObject* py_copysign_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_copysign_Scalar, module, args, nargs, kwnames, slots, body_copysign_Scalar);
 }
 
 // cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -3820,7 +4207,7 @@ PyObject* body_cos(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_cos(filled_));
+    return outs_.returned(sig, body_cos(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3894,7 +4281,7 @@ PyObject* body_cosh(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_cosh(filled_));
+    return outs_.returned(sig, body_cosh(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3969,7 +4356,7 @@ PyObject* body_cross(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_cross(filled_));
+    return outs_.returned(sig, body_cross(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4048,7 +4435,7 @@ PyObject* body_cumprod(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_cumprod(filled_));
+    return outs_.returned(sig, body_cumprod(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4128,7 +4515,7 @@ PyObject* body_cumsum(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_cumsum(filled_));
+    return outs_.returned(sig, body_cumsum(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4206,7 +4593,7 @@ PyObject* body_digamma(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_digamma(filled_));
+    return outs_.returned(sig, body_digamma(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4281,7 +4668,7 @@ PyObject* body_div(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_div(filled_));
+    return outs_.returned(sig, body_div(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4358,7 +4745,7 @@ PyObject* body_div_out_mode(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_div_out_mode(filled_));
+    return outs_.returned(sig, body_div_out_mode(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4435,7 +4822,7 @@ PyObject* body_dot(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_dot(filled_));
+    return outs_.returned(sig, body_dot(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4513,7 +4900,7 @@ PyObject* body_elu(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_elu(filled_));
+    return outs_.returned(sig, body_elu(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4595,7 +4982,7 @@ PyObject* body_embedding(PyObject* const* slots) {
     std::copy(slots, slots + 8, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_embedding(filled_));
+    return outs_.returned(sig, body_embedding(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4678,7 +5065,7 @@ PyObject* body_embedding_dense_backward(PyObject* const* slots) {
     std::copy(slots, slots + 8, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_embedding_dense_backward(filled_));
+    return outs_.returned(sig, body_embedding_dense_backward(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4760,7 +5147,7 @@ PyObject* body_eq_Scalar(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_eq_Scalar(filled_));
+    return outs_.returned(sig, body_eq_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4836,7 +5223,7 @@ PyObject* body_eq_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_eq_Tensor(filled_));
+    return outs_.returned(sig, body_eq_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4911,7 +5298,7 @@ PyObject* body_erf(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_erf(filled_));
+    return outs_.returned(sig, body_erf(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4985,7 +5372,7 @@ PyObject* body_erfc(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_erfc(filled_));
+    return outs_.returned(sig, body_erfc(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5059,7 +5446,7 @@ PyObject* body_erfinv(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_erfinv(filled_));
+    return outs_.returned(sig, body_erfinv(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5133,7 +5520,7 @@ PyObject* body_exp(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_exp(filled_));
+    return outs_.returned(sig, body_exp(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5207,7 +5594,7 @@ PyObject* body_exp2(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_exp2(filled_));
+    return outs_.returned(sig, body_exp2(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5281,7 +5668,7 @@ PyObject* body_expm1(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_expm1(filled_));
+    return outs_.returned(sig, body_expm1(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5356,7 +5743,7 @@ PyObject* body_flip(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_flip(filled_));
+    return outs_.returned(sig, body_flip(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5432,7 +5819,7 @@ PyObject* body_floor(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_floor(filled_));
+    return outs_.returned(sig, body_floor(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5507,7 +5894,7 @@ PyObject* body_floor_divide(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_floor_divide(filled_));
+    return outs_.returned(sig, body_floor_divide(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5582,7 +5969,7 @@ PyObject* body_fmax(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_fmax(filled_));
+    return outs_.returned(sig, body_fmax(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5657,7 +6044,7 @@ PyObject* body_fmin(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_fmin(filled_));
+    return outs_.returned(sig, body_fmin(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5732,7 +6119,7 @@ PyObject* body_fmod_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_fmod_Tensor(filled_));
+    return outs_.returned(sig, body_fmod_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5807,7 +6194,7 @@ PyObject* body_frac(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_frac(filled_));
+    return outs_.returned(sig, body_frac(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5883,7 +6270,7 @@ PyObject* body_gather(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_gather(filled_));
+    return outs_.returned(sig, body_gather(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5963,7 +6350,7 @@ PyObject* body_ge_Scalar(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_ge_Scalar(filled_));
+    return outs_.returned(sig, body_ge_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6039,7 +6426,7 @@ PyObject* body_ge_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_ge_Tensor(filled_));
+    return outs_.returned(sig, body_ge_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6115,7 +6502,7 @@ PyObject* body_gelu(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_gelu(filled_));
+    return outs_.returned(sig, body_gelu(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6192,7 +6579,7 @@ PyObject* body_gelu_backward(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_gelu_backward(filled_));
+    return outs_.returned(sig, body_gelu_backward(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6270,7 +6657,7 @@ PyObject* body_glu(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_glu(filled_));
+    return outs_.returned(sig, body_glu(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6347,7 +6734,7 @@ PyObject* body_gt_Scalar(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_gt_Scalar(filled_));
+    return outs_.returned(sig, body_gt_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6423,7 +6810,7 @@ PyObject* body_gt_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_gt_Tensor(filled_));
+    return outs_.returned(sig, body_gt_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6498,7 +6885,7 @@ PyObject* body_hardsigmoid(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_hardsigmoid(filled_));
+    return outs_.returned(sig, body_hardsigmoid(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6572,7 +6959,7 @@ PyObject* body_hardswish(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_hardswish(filled_));
+    return outs_.returned(sig, body_hardswish(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6648,7 +7035,7 @@ PyObject* body_hardtanh(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_hardtanh(filled_));
+    return outs_.returned(sig, body_hardtanh(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6726,7 +7113,7 @@ PyObject* body_hypot(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_hypot(filled_));
+    return outs_.returned(sig, body_hypot(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6845,7 +7232,7 @@ PyObject* body_index_add(PyObject* const* slots) {
     std::copy(slots, slots + 8, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_index_add(filled_));
+    return outs_.returned(sig, body_index_add(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6970,7 +7357,7 @@ PyObject* body_index_select(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_index_select(filled_));
+    return outs_.returned(sig, body_index_select(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7047,7 +7434,7 @@ PyObject* body_isnan(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_isnan(filled_));
+    return outs_.returned(sig, body_isnan(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7121,7 +7508,7 @@ PyObject* body_kron(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_kron(filled_));
+    return outs_.returned(sig, body_kron(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7205,7 +7592,7 @@ PyObject* body_kthvalue(PyObject* const* slots) {
     std::copy(slots, slots + 8, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_kthvalue(filled_));
+    return outs_.returned(sig, body_kthvalue(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7287,7 +7674,7 @@ PyObject* body_le_Scalar(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_le_Scalar(filled_));
+    return outs_.returned(sig, body_le_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7363,7 +7750,7 @@ PyObject* body_le_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_le_Tensor(filled_));
+    return outs_.returned(sig, body_le_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7439,7 +7826,7 @@ PyObject* body_leaky_relu(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_leaky_relu(filled_));
+    return outs_.returned(sig, body_leaky_relu(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7516,7 +7903,7 @@ PyObject* body_lerp_Scalar(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_lerp_Scalar(filled_));
+    return outs_.returned(sig, body_lerp_Scalar(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7593,7 +7980,7 @@ PyObject* body_lerp_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_lerp_Tensor(filled_));
+    return outs_.returned(sig, body_lerp_Tensor(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7669,7 +8056,7 @@ PyObject* body_lgamma(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_lgamma(filled_));
+    return outs_.returned(sig, body_lgamma(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7743,7 +8130,7 @@ PyObject* body_linear(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_linear(filled_));
+    return outs_.returned(sig, body_linear(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7819,7 +8206,7 @@ PyObject* body_log(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_log(filled_));
+    return outs_.returned(sig, body_log(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7893,7 +8280,7 @@ PyObject* body_log10(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_log10(filled_));
+    return outs_.returned(sig, body_log10(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7967,7 +8354,7 @@ PyObject* body_log1p(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_log1p(filled_));
+    return outs_.returned(sig, body_log1p(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8041,7 +8428,7 @@ PyObject* body_log2(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_log2(filled_));
+    return outs_.returned(sig, body_log2(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8115,7 +8502,7 @@ PyObject* body_log_sigmoid(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_log_sigmoid(filled_));
+    return outs_.returned(sig, body_log_sigmoid(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8191,7 +8578,7 @@ PyObject* body_log_softmax(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_log_softmax(filled_));
+    return outs_.returned(sig, body_log_softmax(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8269,7 +8656,7 @@ PyObject* body_logaddexp(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_logaddexp(filled_));
+    return outs_.returned(sig, body_logaddexp(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8344,7 +8731,7 @@ PyObject* body_logaddexp2(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_logaddexp2(filled_));
+    return outs_.returned(sig, body_logaddexp2(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8419,7 +8806,7 @@ PyObject* body_logical_and(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_logical_and(filled_));
+    return outs_.returned(sig, body_logical_and(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8494,7 +8881,7 @@ PyObject* body_logical_not(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_logical_not(filled_));
+    return outs_.returned(sig, body_logical_not(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8568,7 +8955,7 @@ PyObject* body_logical_or(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_logical_or(filled_));
+    return outs_.returned(sig, body_logical_or(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8643,7 +9030,7 @@ PyObject* body_logical_xor(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_logical_xor(filled_));
+    return outs_.returned(sig, body_logical_xor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8720,7 +9107,7 @@ PyObject* body_logsumexp(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_logsumexp(filled_));
+    return outs_.returned(sig, body_logsumexp(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8799,7 +9186,7 @@ PyObject* body_lt_Scalar(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_lt_Scalar(filled_));
+    return outs_.returned(sig, body_lt_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8875,7 +9262,7 @@ PyObject* body_lt_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_lt_Tensor(filled_));
+    return outs_.returned(sig, body_lt_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8951,7 +9338,7 @@ PyObject* body_masked_fill(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_masked_fill(filled_));
+    return outs_.returned(sig, body_masked_fill(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9028,7 +9415,7 @@ PyObject* body_masked_fill_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_masked_fill_Tensor(filled_));
+    return outs_.returned(sig, body_masked_fill_Tensor(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9104,7 +9491,7 @@ PyObject* body_masked_select(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_masked_select(filled_));
+    return outs_.returned(sig, body_masked_select(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9179,7 +9566,7 @@ PyObject* body_matmul(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_matmul(filled_));
+    return outs_.returned(sig, body_matmul(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9262,7 +9649,7 @@ PyObject* body_max(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_max(filled_));
+    return outs_.returned(sig, body_max(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9289,6 +9676,155 @@ PyObject* body_max(PyObject* const* slots) {
 PyObject* py_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   return tb::bind(kSig_max, module, args, nargs, kwnames, slots, body_max);
+}
+
+// max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_max_all[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_max_all[] = {"self", "out"};
+PyObject* kKeys_max_all[4] = {};
+PyObject* kTorchFunction_max_all = nullptr;
+const int kOuts_max_all[] = {1};
+PyObject* kFunctionalTorchFunction_max_all = nullptr;
+const tb::Signature kSig_max_all{
+    .op = "max_all",
+    .names = kNames_max_all,
+    .keys = kKeys_max_all,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "max.unary_out",
+    .schema_names = kSchemaNames_max_all,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_max_all,
+    .out_params = kOuts_max_all,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "max",
+    .functional_torch_function = &kFunctionalTorchFunction_max_all,
+};
+
+PyObject* body_max_all(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_max_all;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.max() runs it.
+    if (tb::lane_open(slots[2], slots[3], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_all(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::max_all_allocate(tb::TensorRef{c_[0]}, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_all(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[4];
+    std::copy(slots, slots + 4, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_max_all(filled_));
+  }
+  void* t_[2];
+  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::max_all(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+    });
+    return tb::new_reference(slots[1]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_out), [&] {
+    ::infini::ops::max_all(v_self, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[1]);
+}
+
+PyObject* py_max_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_max_all, module, args, nargs, kwnames, slots, body_max_all);
+}
+
+// max.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_max_other[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_max_other[] = {"self", "other", "out"};
+PyObject* kKeys_max_other[5] = {};
+PyObject* kTorchFunction_max_other = nullptr;
+const int kOuts_max_other[] = {2};
+PyObject* kFunctionalTorchFunction_max_other = nullptr;
+const tb::Signature kSig_max_other{
+    .op = "max_other",
+    .names = kNames_max_other,
+    .keys = kKeys_max_other,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "max.out",
+    .schema_names = kSchemaNames_max_other,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_max_other,
+    .out_params = kOuts_max_other,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "max.other",
+    .functional_torch_function = &kFunctionalTorchFunction_max_other,
+};
+
+PyObject* body_max_other(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_max_other;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.max() runs it.
+    if (tb::lane_open(slots[3], slots[4], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_other(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::max_other_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_other(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[5];
+    std::copy(slots, slots + 5, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_max_other(filled_));
+  }
+  void* t_[3];
+  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::max_other(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+    });
+    return tb::new_reference(slots[2]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+    ::infini::ops::max_other(v_self, v_other, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[2]);
+}
+
+PyObject* py_max_other(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_max_other, module, args, nargs, kwnames, slots, body_max_other);
 }
 
 // max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))
@@ -9346,7 +9882,7 @@ PyObject* body_max_pool2d_with_indices(PyObject* const* slots) {
     std::copy(slots, slots + 10, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_max_pool2d_with_indices(filled_));
+    return outs_.returned(sig, body_max_pool2d_with_indices(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[8], slots[9], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9431,7 +9967,7 @@ PyObject* body_maximum(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_maximum(filled_));
+    return outs_.returned(sig, body_maximum(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9509,7 +10045,7 @@ PyObject* body_mean(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_mean(filled_));
+    return outs_.returned(sig, body_mean(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9537,6 +10073,157 @@ PyObject* body_mean(PyObject* const* slots) {
 PyObject* py_mean(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   return tb::bind(kSig_mean, module, args, nargs, kwnames, slots, body_mean);
+}
+
+// mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_mean_all[] = {"input", "dtype", "out", "implementation", "stream"};
+const char* const kSchemaNames_mean_all[] = {"self", "dtype", "out"};
+PyObject* kKeys_mean_all[5] = {};
+PyObject* kTorchFunction_mean_all = nullptr;
+const int kOuts_mean_all[] = {2};
+PyObject* kFunctionalTorchFunction_mean_all = nullptr;
+const tb::Signature kSig_mean_all{
+    .op = "mean_all",
+    .names = kNames_mean_all,
+    .keys = kKeys_mean_all,
+    .num_params = 5,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "mean.dtype_out",
+    .schema_names = kSchemaNames_mean_all,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_mean_all,
+    .out_params = kOuts_mean_all,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "mean",
+    .functional_torch_function = &kFunctionalTorchFunction_mean_all,
+};
+
+PyObject* body_mean_all(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_mean_all;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.mean() runs it.
+    if (tb::lane_open(slots[3], slots[4], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mean_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::mean_all_allocate(tb::TensorRef{c_[0]}, v_dtype, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mean_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[5];
+    std::copy(slots, slots + 5, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_mean_all(filled_));
+  }
+  void* t_[2];
+  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::mean_all(tb::TensorRef{t_[0]}, v_dtype, tb::TensorRef{t_[1]});
+    });
+    return tb::new_reference(slots[2]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
+  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_out), [&] {
+    ::infini::ops::mean_all(v_self, v_dtype, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[2]);
+}
+
+PyObject* py_mean_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_mean_all, module, args, nargs, kwnames, slots, body_mean_all);
+}
+
+// median.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_median_all[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_median_all[] = {"self", "out"};
+PyObject* kKeys_median_all[4] = {};
+PyObject* kTorchFunction_median_all = nullptr;
+const int kOuts_median_all[] = {1};
+PyObject* kFunctionalTorchFunction_median_all = nullptr;
+const tb::Signature kSig_median_all{
+    .op = "median_all",
+    .names = kNames_median_all,
+    .keys = kKeys_median_all,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "median.out",
+    .schema_names = kSchemaNames_median_all,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_median_all,
+    .out_params = kOuts_median_all,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "median",
+    .functional_torch_function = &kFunctionalTorchFunction_median_all,
+};
+
+PyObject* body_median_all(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_median_all;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.median() runs it.
+    if (tb::lane_open(slots[2], slots[3], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::median_all(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::median_all_allocate(tb::TensorRef{c_[0]}, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::median_all(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[4];
+    std::copy(slots, slots + 4, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_median_all(filled_));
+  }
+  void* t_[2];
+  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::median_all(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+    });
+    return tb::new_reference(slots[1]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_out), [&] {
+    ::infini::ops::median_all(v_self, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[1]);
+}
+
+PyObject* py_median_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_median_all, module, args, nargs, kwnames, slots, body_median_all);
 }
 
 // median.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
@@ -9597,7 +10284,7 @@ PyObject* body_median_dim_values(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_median_dim_values(filled_));
+    return outs_.returned(sig, body_median_dim_values(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9684,7 +10371,7 @@ PyObject* body_min(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_min(filled_));
+    return outs_.returned(sig, body_min(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9711,6 +10398,155 @@ PyObject* body_min(PyObject* const* slots) {
 PyObject* py_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   return tb::bind(kSig_min, module, args, nargs, kwnames, slots, body_min);
+}
+
+// min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_min_all[] = {"input", "out", "implementation", "stream"};
+const char* const kSchemaNames_min_all[] = {"self", "out"};
+PyObject* kKeys_min_all[4] = {};
+PyObject* kTorchFunction_min_all = nullptr;
+const int kOuts_min_all[] = {1};
+PyObject* kFunctionalTorchFunction_min_all = nullptr;
+const tb::Signature kSig_min_all{
+    .op = "min_all",
+    .names = kNames_min_all,
+    .keys = kKeys_min_all,
+    .num_params = 4,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x3,
+    .tensor_list_params = 0x0,
+    .aten = "min.unary_out",
+    .schema_names = kSchemaNames_min_all,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_min_all,
+    .out_params = kOuts_min_all,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "min",
+    .functional_torch_function = &kFunctionalTorchFunction_min_all,
+};
+
+PyObject* body_min_all(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_min_all;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.min() runs it.
+    if (tb::lane_open(slots[2], slots[3], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min_all(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::min_all_allocate(tb::TensorRef{c_[0]}, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min_all(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[4];
+    std::copy(slots, slots + 4, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_min_all(filled_));
+  }
+  void* t_[2];
+  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::min_all(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+    });
+    return tb::new_reference(slots[1]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_out), [&] {
+    ::infini::ops::min_all(v_self, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[1]);
+}
+
+PyObject* py_min_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[4] = {};
+  return tb::bind(kSig_min_all, module, args, nargs, kwnames, slots, body_min_all);
+}
+
+// min.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_min_other[] = {"input", "other", "out", "implementation", "stream"};
+const char* const kSchemaNames_min_other[] = {"self", "other", "out"};
+PyObject* kKeys_min_other[5] = {};
+PyObject* kTorchFunction_min_other = nullptr;
+const int kOuts_min_other[] = {2};
+PyObject* kFunctionalTorchFunction_min_other = nullptr;
+const tb::Signature kSig_min_other{
+    .op = "min_other",
+    .names = kNames_min_other,
+    .keys = kKeys_min_other,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x7,
+    .tensor_list_params = 0x0,
+    .aten = "min.out",
+    .schema_names = kSchemaNames_min_other,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_min_other,
+    .out_params = kOuts_min_other,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "min.other",
+    .functional_torch_function = &kFunctionalTorchFunction_min_other,
+};
+
+PyObject* body_min_other(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_min_other;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.min() runs it.
+    if (tb::lane_open(slots[3], slots[4], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min_other(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::min_other_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min_other(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[5];
+    std::copy(slots, slots + 5, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_min_other(filled_));
+  }
+  void* t_[3];
+  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::min_other(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+    });
+    return tb::new_reference(slots[2]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+    ::infini::ops::min_other(v_self, v_other, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[2]);
+}
+
+PyObject* py_min_other(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_min_other, module, args, nargs, kwnames, slots, body_min_other);
 }
 
 // minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
@@ -9763,7 +10599,7 @@ PyObject* body_minimum(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_minimum(filled_));
+    return outs_.returned(sig, body_minimum(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9838,7 +10674,7 @@ PyObject* body_mish(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_mish(filled_));
+    return outs_.returned(sig, body_mish(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9912,7 +10748,7 @@ PyObject* body_mm(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_mm(filled_));
+    return outs_.returned(sig, body_mm(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9988,7 +10824,7 @@ PyObject* body_mse_loss(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_mse_loss(filled_));
+    return outs_.returned(sig, body_mse_loss(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10066,7 +10902,7 @@ PyObject* body_mse_loss_backward(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_mse_loss_backward(filled_));
+    return outs_.returned(sig, body_mse_loss_backward(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10145,7 +10981,7 @@ PyObject* body_mul(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_mul(filled_));
+    return outs_.returned(sig, body_mul(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], false) && tb::lane_tensors(sig, slots, t_)) {
@@ -10221,7 +11057,7 @@ PyObject* body_mul_Scalar(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_mul_Scalar(filled_));
+    return outs_.returned(sig, body_mul_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10297,7 +11133,7 @@ PyObject* body_mv(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_mv(filled_));
+    return outs_.returned(sig, body_mv(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10375,7 +11211,7 @@ PyObject* body_nan_to_num(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_nan_to_num(filled_));
+    return outs_.returned(sig, body_nan_to_num(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10458,7 +11294,7 @@ PyObject* body_nansum(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_nansum(filled_));
+    return outs_.returned(sig, body_nansum(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10541,7 +11377,7 @@ PyObject* body_narrow_copy(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_narrow_copy(filled_));
+    return outs_.returned(sig, body_narrow_copy(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10624,7 +11460,7 @@ PyObject* body_native_batch_norm(PyObject* const* slots) {
     std::copy(slots, slots + 13, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_native_batch_norm(filled_));
+    return outs_.returned(sig, body_native_batch_norm(filled_));
   }
   void* t_[8];
   if (tb::lane_open(slots[11], slots[12], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10715,7 +11551,7 @@ PyObject* body_native_group_norm(PyObject* const* slots) {
     std::copy(slots, slots + 13, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_native_group_norm(filled_));
+    return outs_.returned(sig, body_native_group_norm(filled_));
   }
   void* t_[6];
   if (tb::lane_open(slots[11], slots[12], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10805,7 +11641,7 @@ PyObject* body_native_layer_norm(PyObject* const* slots) {
     std::copy(slots, slots + 10, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_native_layer_norm(filled_));
+    return outs_.returned(sig, body_native_layer_norm(filled_));
   }
   void* t_[6];
   if (tb::lane_open(slots[8], slots[9], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10889,7 +11725,7 @@ PyObject* body_native_layer_norm_backward(PyObject* const* slots) {
     std::copy(slots, slots + 13, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_native_layer_norm_backward(filled_));
+    return outs_.returned(sig, body_native_layer_norm_backward(filled_));
   }
   void* t_[9];
   if (tb::lane_open(slots[11], slots[12], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10975,7 +11811,7 @@ PyObject* body_ne_Scalar(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_ne_Scalar(filled_));
+    return outs_.returned(sig, body_ne_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11051,7 +11887,7 @@ PyObject* body_ne_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_ne_Tensor(filled_));
+    return outs_.returned(sig, body_ne_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11126,7 +11962,7 @@ PyObject* body_neg(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_neg(filled_));
+    return outs_.returned(sig, body_neg(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11200,7 +12036,7 @@ PyObject* body_nonzero(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_nonzero(filled_));
+    return outs_.returned(sig, body_nonzero(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11277,7 +12113,7 @@ PyObject* body_norm(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_norm(filled_));
+    return outs_.returned(sig, body_norm(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11305,6 +12141,83 @@ PyObject* body_norm(PyObject* const* slots) {
 PyObject* py_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   return tb::bind(kSig_norm, module, args, nargs, kwnames, slots, body_norm);
+}
+
+// norm.Scalar_out(Tensor self, Scalar p=2, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_norm_Scalar[] = {"input", "p", "out", "implementation", "stream"};
+const char* const kSchemaNames_norm_Scalar[] = {"self", "p", "out"};
+PyObject* kKeys_norm_Scalar[5] = {};
+PyObject* kTorchFunction_norm_Scalar = nullptr;
+const int kOuts_norm_Scalar[] = {2};
+PyObject* kFunctionalTorchFunction_norm_Scalar = nullptr;
+const tb::Signature kSig_norm_Scalar{
+    .op = "norm_Scalar",
+    .names = kNames_norm_Scalar,
+    .keys = kKeys_norm_Scalar,
+    .num_params = 5,
+    .num_positional = 2,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "norm.Scalar_out",
+    .schema_names = kSchemaNames_norm_Scalar,
+    .aten_positional = 2,
+    .torch_function = &kTorchFunction_norm_Scalar,
+    .out_params = kOuts_norm_Scalar,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "norm.Scalar",
+    .functional_torch_function = &kFunctionalTorchFunction_norm_Scalar,
+};
+
+PyObject* body_norm_Scalar(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_norm_Scalar;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    auto v_p = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{2}));
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.norm() runs it.
+    if (tb::lane_open(slots[3], slots[4], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::norm_Scalar(tb::TensorRef{c_[0]}, v_p, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::norm_Scalar_allocate(tb::TensorRef{c_[0]}, v_p, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::norm_Scalar(tb::TensorRef{c_[0]}, v_p, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[5];
+    std::copy(slots, slots + 5, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_norm_Scalar(filled_));
+  }
+  void* t_[2];
+  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+    auto v_p = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{2}));
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::norm_Scalar(tb::TensorRef{t_[0]}, v_p, tb::TensorRef{t_[1]});
+    });
+    return tb::new_reference(slots[2]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_p = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{2}));
+  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_out), [&] {
+    ::infini::ops::norm_Scalar(v_self, v_p, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[2]);
+}
+
+PyObject* py_norm_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_norm_Scalar, module, args, nargs, kwnames, slots, body_norm_Scalar);
 }
 
 // outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)
@@ -11357,7 +12270,7 @@ PyObject* body_outer(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_outer(filled_));
+    return outs_.returned(sig, body_outer(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11433,7 +12346,7 @@ PyObject* body_pow_Tensor_Scalar(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_pow_Tensor_Scalar(filled_));
+    return outs_.returned(sig, body_pow_Tensor_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11509,7 +12422,7 @@ PyObject* body_pow_Tensor_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_pow_Tensor_Tensor(filled_));
+    return outs_.returned(sig, body_pow_Tensor_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11532,6 +12445,83 @@ PyObject* body_pow_Tensor_Tensor(PyObject* const* slots) {
 PyObject* py_pow_Tensor_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[5] = {};
   return tb::bind(kSig_pow_Tensor_Tensor, module, args, nargs, kwnames, slots, body_pow_Tensor_Tensor);
+}
+
+// prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_prod_all[] = {"input", "dtype", "out", "implementation", "stream"};
+const char* const kSchemaNames_prod_all[] = {"self", "dtype", "out"};
+PyObject* kKeys_prod_all[5] = {};
+PyObject* kTorchFunction_prod_all = nullptr;
+const int kOuts_prod_all[] = {2};
+PyObject* kFunctionalTorchFunction_prod_all = nullptr;
+const tb::Signature kSig_prod_all{
+    .op = "prod_all",
+    .names = kNames_prod_all,
+    .keys = kKeys_prod_all,
+    .num_params = 5,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "prod.out",
+    .schema_names = kSchemaNames_prod_all,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_prod_all,
+    .out_params = kOuts_prod_all,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "prod",
+    .functional_torch_function = &kFunctionalTorchFunction_prod_all,
+};
+
+PyObject* body_prod_all(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_prod_all;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.prod() runs it.
+    if (tb::lane_open(slots[3], slots[4], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::prod_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::prod_all_allocate(tb::TensorRef{c_[0]}, v_dtype, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::prod_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[5];
+    std::copy(slots, slots + 5, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_prod_all(filled_));
+  }
+  void* t_[2];
+  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::prod_all(tb::TensorRef{t_[0]}, v_dtype, tb::TensorRef{t_[1]});
+    });
+    return tb::new_reference(slots[2]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
+  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_out), [&] {
+    ::infini::ops::prod_all(v_self, v_dtype, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[2]);
+}
+
+PyObject* py_prod_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_prod_all, module, args, nargs, kwnames, slots, body_prod_all);
 }
 
 // prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
@@ -11587,7 +12577,7 @@ PyObject* body_prod_int(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_prod_int(filled_));
+    return outs_.returned(sig, body_prod_int(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11667,7 +12657,7 @@ PyObject* body_reciprocal(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_reciprocal(filled_));
+    return outs_.returned(sig, body_reciprocal(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11741,7 +12731,7 @@ PyObject* body_relu(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_relu(filled_));
+    return outs_.returned(sig, body_relu(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11815,7 +12805,7 @@ PyObject* body_remainder_Tensor(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_remainder_Tensor(filled_));
+    return outs_.returned(sig, body_remainder_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11875,7 +12865,7 @@ PyObject* body_rms_norm(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_rms_norm(filled_));
+    return outs_.returned(sig, body_rms_norm(filled_));
   }
   auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
   auto v_weight = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -11946,7 +12936,7 @@ PyObject* body_roll(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_roll(filled_));
+    return outs_.returned(sig, body_roll(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12024,7 +13014,7 @@ PyObject* body_round(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_round(filled_));
+    return outs_.returned(sig, body_round(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12046,6 +13036,83 @@ PyObject* body_round(PyObject* const* slots) {
 PyObject* py_round(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   return tb::bind(kSig_round, module, args, nargs, kwnames, slots, body_round);
+}
+
+// round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_round_decimals[] = {"input", "decimals", "out", "implementation", "stream"};
+const char* const kSchemaNames_round_decimals[] = {"self", "decimals", "out"};
+PyObject* kKeys_round_decimals[5] = {};
+PyObject* kTorchFunction_round_decimals = nullptr;
+const int kOuts_round_decimals[] = {2};
+PyObject* kFunctionalTorchFunction_round_decimals = nullptr;
+const tb::Signature kSig_round_decimals{
+    .op = "round_decimals",
+    .names = kNames_round_decimals,
+    .keys = kKeys_round_decimals,
+    .num_params = 5,
+    .num_positional = 1,
+    .borrow_tensors = true,
+    .aten_autograd = true,
+    .tensor_params = 0x5,
+    .tensor_list_params = 0x0,
+    .aten = "round.decimals_out",
+    .schema_names = kSchemaNames_round_decimals,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_round_decimals,
+    .out_params = kOuts_round_decimals,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "round.decimals",
+    .functional_torch_function = &kFunctionalTorchFunction_round_decimals,
+};
+
+PyObject* body_round_decimals(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_round_decimals;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    auto v_decimals = tb::arg<tk::Int>(slots[1], sig, 1);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.round() runs it.
+    if (tb::lane_open(slots[3], slots[4], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::round_decimals(tb::TensorRef{c_[0]}, v_decimals, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::round_decimals_allocate(tb::TensorRef{c_[0]}, v_decimals, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::round_decimals(tb::TensorRef{c_[0]}, v_decimals, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[5];
+    std::copy(slots, slots + 5, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_round_decimals(filled_));
+  }
+  void* t_[2];
+  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
+    auto v_decimals = tb::arg<tk::Int>(slots[1], sig, 1);
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::round_decimals(tb::TensorRef{t_[0]}, v_decimals, tb::TensorRef{t_[1]});
+    });
+    return tb::new_reference(slots[2]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_decimals = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_out), [&] {
+    ::infini::ops::round_decimals(v_self, v_decimals, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[2]);
+}
+
+PyObject* py_round_decimals(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[5] = {};
+  return tb::bind(kSig_round_decimals, module, args, nargs, kwnames, slots, body_round_decimals);
 }
 
 // rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -12098,7 +13165,7 @@ PyObject* body_rsqrt(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_rsqrt(filled_));
+    return outs_.returned(sig, body_rsqrt(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12160,7 +13227,7 @@ PyObject* body_scaled_dot_product_attention(PyObject* const* slots) {
     std::copy(slots, slots + 10, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_scaled_dot_product_attention(filled_));
+    return outs_.returned(sig, body_scaled_dot_product_attention(filled_));
   }
   auto v_query = tb::arg<tk::Tensor>(slots[0], sig, 0);
   auto v_key = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -12234,7 +13301,7 @@ PyObject* body_scatter_add(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_scatter_add(filled_));
+    return outs_.returned(sig, body_scatter_add(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12260,6 +13327,88 @@ PyObject* body_scatter_add(PyObject* const* slots) {
 PyObject* py_scatter_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   return tb::bind(kSig_scatter_add, module, args, nargs, kwnames, slots, body_scatter_add);
+}
+
+// scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_scatter_reduce_mode[] = {"input", "dim", "index", "src", "reduce", "out", "implementation", "stream"};
+const char* const kSchemaNames_scatter_reduce_mode[] = {"self", "dim", "index", "src", "reduce", "out"};
+PyObject* kKeys_scatter_reduce_mode[8] = {};
+PyObject* kTorchFunction_scatter_reduce_mode = nullptr;
+const int kOuts_scatter_reduce_mode[] = {5};
+PyObject* kFunctionalTorchFunction_scatter_reduce_mode = nullptr;
+const tb::Signature kSig_scatter_reduce_mode{
+    .op = "scatter_reduce_mode",
+    .names = kNames_scatter_reduce_mode,
+    .keys = kKeys_scatter_reduce_mode,
+    .num_params = 8,
+    .num_positional = 4,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x2d,
+    .tensor_list_params = 0x0,
+    .aten = "scatter.reduce_out",
+    .schema_names = kSchemaNames_scatter_reduce_mode,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction_scatter_reduce_mode,
+    .out_params = kOuts_scatter_reduce_mode,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "scatter.reduce",
+    .functional_torch_function = &kFunctionalTorchFunction_scatter_reduce_mode,
+};
+
+PyObject* body_scatter_reduce_mode(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_scatter_reduce_mode;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.scatter() runs it.
+    if (tb::lane_open(slots[6], slots[7], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_reduce_mode(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_reduce, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::scatter_reduce_mode_allocate(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_reduce, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_reduce_mode(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_reduce, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[8];
+    std::copy(slots, slots + 8, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_scatter_reduce_mode(filled_));
+  }
+  void* t_[4];
+  if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::scatter_reduce_mode(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_reduce, tb::TensorRef{t_[3]});
+    });
+    return tb::new_reference(slots[5]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
+  auto v_src = tb::arg<tk::Tensor>(slots[3], sig, 3);
+  auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
+  auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_index, v_src, v_out), [&] {
+    ::infini::ops::scatter_reduce_mode(v_self, v_dim, v_index, v_src, v_reduce, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[5]);
+}
+
+PyObject* py_scatter_reduce_mode(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[8] = {};
+  return tb::bind(kSig_scatter_reduce_mode, module, args, nargs, kwnames, slots, body_scatter_reduce_mode);
 }
 
 // scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
@@ -12313,7 +13462,7 @@ PyObject* body_scatter_src(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_scatter_src(filled_));
+    return outs_.returned(sig, body_scatter_src(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12393,7 +13542,7 @@ PyObject* body_scatter_value(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_scatter_value(filled_));
+    return outs_.returned(sig, body_scatter_value(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12420,6 +13569,90 @@ PyObject* body_scatter_value(PyObject* const* slots) {
 PyObject* py_scatter_value(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[7] = {};
   return tb::bind(kSig_scatter_value, module, args, nargs, kwnames, slots, body_scatter_value);
+}
+
+// scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_scatter_value_reduce_mode[] = {"input", "dim", "index", "value", "reduce", "out", "implementation", "stream"};
+const char* const kSchemaNames_scatter_value_reduce_mode[] = {"self", "dim", "index", "value", "reduce", "out"};
+PyObject* kKeys_scatter_value_reduce_mode[8] = {};
+PyObject* kTorchFunction_scatter_value_reduce_mode = nullptr;
+const int kOuts_scatter_value_reduce_mode[] = {5};
+PyObject* kFunctionalTorchFunction_scatter_value_reduce_mode = nullptr;
+const tb::Signature kSig_scatter_value_reduce_mode{
+    .op = "scatter_value_reduce_mode",
+    .names = kNames_scatter_value_reduce_mode,
+    .keys = kKeys_scatter_value_reduce_mode,
+    .num_params = 8,
+    .num_positional = 4,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x25,
+    .tensor_list_params = 0x0,
+    .aten = "scatter.value_reduce_out",
+    .schema_names = kSchemaNames_scatter_value_reduce_mode,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction_scatter_value_reduce_mode,
+    .out_params = kOuts_scatter_value_reduce_mode,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "scatter.value_reduce",
+    .functional_torch_function = &kFunctionalTorchFunction_scatter_value_reduce_mode,
+};
+
+PyObject* body_scatter_value_reduce_mode(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_scatter_value_reduce_mode;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3);
+    auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.scatter() runs it.
+    if (tb::lane_open(slots[6], slots[7], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_value_reduce_mode(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_value, v_reduce, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::scatter_value_reduce_mode_allocate(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_value, v_reduce, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_value_reduce_mode(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_value, v_reduce, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[8];
+    std::copy(slots, slots + 8, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_scatter_value_reduce_mode(filled_));
+  }
+  void* t_[3];
+  if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
+    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+    auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3);
+    auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::scatter_value_reduce_mode(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, v_value, v_reduce, tb::TensorRef{t_[2]});
+    });
+    return tb::new_reference(slots[5]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
+  auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3);
+  auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
+  auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_index, v_out), [&] {
+    ::infini::ops::scatter_value_reduce_mode(v_self, v_dim, v_index, v_value, v_reduce, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[5]);
+}
+
+PyObject* py_scatter_value_reduce_mode(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[8] = {};
+  return tb::bind(kSig_scatter_value_reduce_mode, module, args, nargs, kwnames, slots, body_scatter_value_reduce_mode);
 }
 
 // sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -12472,7 +13705,7 @@ PyObject* body_sgn(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_sgn(filled_));
+    return outs_.returned(sig, body_sgn(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12546,7 +13779,7 @@ PyObject* body_sigmoid(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_sigmoid(filled_));
+    return outs_.returned(sig, body_sigmoid(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12619,7 +13852,7 @@ PyObject* body_sigmoid_backward(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_sigmoid_backward(filled_));
+    return outs_.returned(sig, body_sigmoid_backward(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12694,7 +13927,7 @@ PyObject* body_sign(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_sign(filled_));
+    return outs_.returned(sig, body_sign(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12768,7 +14001,7 @@ PyObject* body_silu(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_silu(filled_));
+    return outs_.returned(sig, body_silu(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], false) && tb::lane_tensors(sig, slots, t_)) {
@@ -12826,7 +14059,7 @@ PyObject* body_silu_and_mul(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_silu_and_mul(filled_));
+    return outs_.returned(sig, body_silu_and_mul(filled_));
   }
   auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
   auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
@@ -12893,7 +14126,7 @@ PyObject* body_silu_backward(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_silu_backward(filled_));
+    return outs_.returned(sig, body_silu_backward(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12968,7 +14201,7 @@ PyObject* body_sin(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_sin(filled_));
+    return outs_.returned(sig, body_sin(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13042,7 +14275,7 @@ PyObject* body_sinh(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_sinh(filled_));
+    return outs_.returned(sig, body_sinh(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13118,7 +14351,7 @@ PyObject* body_smooth_l1_loss(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_smooth_l1_loss(filled_));
+    return outs_.returned(sig, body_smooth_l1_loss(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13198,7 +14431,7 @@ PyObject* body_soft_margin_loss(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_soft_margin_loss(filled_));
+    return outs_.returned(sig, body_soft_margin_loss(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13277,7 +14510,7 @@ PyObject* body_softmax(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_softmax(filled_));
+    return outs_.returned(sig, body_softmax(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13357,7 +14590,7 @@ PyObject* body_softplus(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_softplus(filled_));
+    return outs_.returned(sig, body_softplus(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13383,6 +14616,96 @@ PyObject* body_softplus(PyObject* const* slots) {
 PyObject* py_softplus(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[6] = {};
   return tb::bind(kSig_softplus, module, args, nargs, kwnames, slots, body_softplus);
+}
+
+// sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
+const char* const kNames_sort_stable[] = {"input", "stable", "dim", "descending", "values", "indices", "implementation", "stream"};
+const char* const kSchemaNames_sort_stable[] = {"self", "stable", "dim", "descending", "values", "indices"};
+PyObject* kKeys_sort_stable[8] = {};
+PyObject* kTorchFunction_sort_stable = nullptr;
+const int kOuts_sort_stable[] = {4, 5};
+PyObject* kReturnType_sort_stable = nullptr;
+PyObject* kFunctionalTorchFunction_sort_stable = nullptr;
+PyObject* kFunctionalReturnType_sort_stable = nullptr;
+const tb::Signature kSig_sort_stable{
+    .op = "sort_stable",
+    .names = kNames_sort_stable,
+    .keys = kKeys_sort_stable,
+    .num_params = 8,
+    .num_positional = 1,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x31,
+    .tensor_list_params = 0x0,
+    .aten = "sort.values_stable",
+    .schema_names = kSchemaNames_sort_stable,
+    .aten_positional = 1,
+    .torch_function = &kTorchFunction_sort_stable,
+    .out_params = kOuts_sort_stable,
+    .num_outs = 2,
+    .return_type = "sort_out",
+    .return_type_object = &kReturnType_sort_stable,
+    .out_optional = true,
+    .aten_functional = "sort.stable",
+    .functional_torch_function = &kFunctionalTorchFunction_sort_stable,
+    .functional_return_type = "sort",
+    .functional_return_type_object = &kFunctionalReturnType_sort_stable,
+};
+
+PyObject* body_sort_stable(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_sort_stable;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    auto v_stable = tb::arg<tk::Optional<tk::Bool>>(slots[1], sig, 1);
+    auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
+    auto v_descending = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.sort() runs it.
+    if (tb::lane_open(slots[6], slots[7], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sort_stable(tb::TensorRef{c_[0]}, v_stable, v_dim, v_descending, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::sort_stable_allocate(tb::TensorRef{c_[0]}, v_stable, v_dim, v_descending, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sort_stable(tb::TensorRef{c_[0]}, v_stable, v_dim, v_descending, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[8];
+    std::copy(slots, slots + 8, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_sort_stable(filled_));
+  }
+  void* t_[3];
+  if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
+    auto v_stable = tb::arg<tk::Optional<tk::Bool>>(slots[1], sig, 1);
+    auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
+    auto v_descending = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::sort_stable(tb::TensorRef{t_[0]}, v_stable, v_dim, v_descending, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+    });
+    return tb::pack_outputs(sig, {slots[4], slots[5]});
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_stable = tb::arg<tk::Optional<tk::Bool>>(slots[1], sig, 1);
+  auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
+  auto v_descending = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+  auto v_values = tb::arg<tk::Tensor>(slots[4], sig, 4);
+  auto v_indices = tb::arg<tk::Tensor>(slots[5], sig, 5);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
+    ::infini::ops::sort_stable(v_self, v_stable, v_dim, v_descending, v_values, v_indices, impl_, stream_);
+  });
+  return tb::pack_outputs(sig, {slots[4], slots[5]});
+}
+
+PyObject* py_sort_stable(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[8] = {};
+  return tb::bind(kSig_sort_stable, module, args, nargs, kwnames, slots, body_sort_stable);
 }
 
 // sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
@@ -13443,7 +14766,7 @@ PyObject* body_sort_values(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_sort_values(filled_));
+    return outs_.returned(sig, body_sort_values(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13522,7 +14845,7 @@ PyObject* body_sqrt(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_sqrt(filled_));
+    return outs_.returned(sig, body_sqrt(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13596,7 +14919,7 @@ PyObject* body_square(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_square(filled_));
+    return outs_.returned(sig, body_square(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13618,6 +14941,89 @@ PyObject* body_square(PyObject* const* slots) {
 PyObject* py_square(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   return tb::bind(kSig_square, module, args, nargs, kwnames, slots, body_square);
+}
+
+// std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_std[] = {"input", "dim", "unbiased", "keepdim", "out", "implementation", "stream"};
+const char* const kSchemaNames_std[] = {"self", "dim", "unbiased", "keepdim", "out"};
+PyObject* kKeys_std[7] = {};
+PyObject* kTorchFunction_std = nullptr;
+const int kOuts_std[] = {4};
+PyObject* kFunctionalTorchFunction_std = nullptr;
+const tb::Signature kSig_std{
+    .op = "std",
+    .names = kNames_std,
+    .keys = kKeys_std,
+    .num_params = 7,
+    .num_positional = 4,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x11,
+    .tensor_list_params = 0x0,
+    .aten = "std.out",
+    .schema_names = kSchemaNames_std,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction_std,
+    .out_params = kOuts_std,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "std.dim",
+    .functional_torch_function = &kFunctionalTorchFunction_std,
+};
+
+PyObject* body_std(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_std;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
+    auto v_unbiased = tb::arg<tk::Bool>(slots[2], sig, 2, true);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.std() runs it.
+    if (tb::lane_open(slots[5], slots[6], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::std(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::std_allocate(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::std(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[7];
+    std::copy(slots, slots + 7, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_std(filled_));
+  }
+  void* t_[2];
+  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
+    auto v_unbiased = tb::arg<tk::Bool>(slots[2], sig, 2, true);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::std(tb::TensorRef{t_[0]}, v_dim, v_unbiased, v_keepdim, tb::TensorRef{t_[1]});
+    });
+    return tb::new_reference(slots[4]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
+  auto v_unbiased = tb::arg<tk::Bool>(slots[2], sig, 2, true);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_out), [&] {
+    ::infini::ops::std(v_self, v_dim, v_unbiased, v_keepdim, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[4]);
+}
+
+PyObject* py_std(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_std, module, args, nargs, kwnames, slots, body_std);
 }
 
 // std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
@@ -13673,7 +15079,7 @@ PyObject* body_std_correction(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_std_correction(filled_));
+    return outs_.returned(sig, body_std_correction(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13755,7 +15161,7 @@ PyObject* body_sub(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_sub(filled_));
+    return outs_.returned(sig, body_sub(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13834,7 +15240,7 @@ PyObject* body_sub_Scalar(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_sub_Scalar(filled_));
+    return outs_.returned(sig, body_sub_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13915,7 +15321,7 @@ PyObject* body_sum(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_sum(filled_));
+    return outs_.returned(sig, body_sum(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13996,7 +15402,7 @@ PyObject* body_sum_all(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_sum_all(filled_));
+    return outs_.returned(sig, body_sum_all(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14072,7 +15478,7 @@ PyObject* body_take(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_take(filled_));
+    return outs_.returned(sig, body_take(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14147,7 +15553,7 @@ PyObject* body_tan(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_tan(filled_));
+    return outs_.returned(sig, body_tan(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14221,7 +15627,7 @@ PyObject* body_tanh(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_tanh(filled_));
+    return outs_.returned(sig, body_tanh(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14294,7 +15700,7 @@ PyObject* body_tanh_backward(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_tanh_backward(filled_));
+    return outs_.returned(sig, body_tanh_backward(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14371,7 +15777,7 @@ PyObject* body_threshold(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_threshold(filled_));
+    return outs_.returned(sig, body_threshold(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14450,7 +15856,7 @@ PyObject* body_threshold_backward(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_threshold_backward(filled_));
+    return outs_.returned(sig, body_threshold_backward(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14537,7 +15943,7 @@ PyObject* body_topk(PyObject* const* slots) {
     std::copy(slots, slots + 9, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_topk(filled_));
+    return outs_.returned(sig, body_topk(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[7], slots[8], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14621,7 +16027,7 @@ PyObject* body_tril(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_tril(filled_));
+    return outs_.returned(sig, body_tril(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14698,7 +16104,7 @@ PyObject* body_triu(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_triu(filled_));
+    return outs_.returned(sig, body_triu(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14774,7 +16180,7 @@ PyObject* body_trunc(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_trunc(filled_));
+    return outs_.returned(sig, body_trunc(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14796,6 +16202,89 @@ PyObject* body_trunc(PyObject* const* slots) {
 PyObject* py_trunc(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   PyObject* slots[4] = {};
   return tb::bind(kSig_trunc, module, args, nargs, kwnames, slots, body_trunc);
+}
+
+// var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_var[] = {"input", "dim", "unbiased", "keepdim", "out", "implementation", "stream"};
+const char* const kSchemaNames_var[] = {"self", "dim", "unbiased", "keepdim", "out"};
+PyObject* kKeys_var[7] = {};
+PyObject* kTorchFunction_var = nullptr;
+const int kOuts_var[] = {4};
+PyObject* kFunctionalTorchFunction_var = nullptr;
+const tb::Signature kSig_var{
+    .op = "var",
+    .names = kNames_var,
+    .keys = kKeys_var,
+    .num_params = 7,
+    .num_positional = 4,
+    .borrow_tensors = false,
+    .aten_autograd = true,
+    .tensor_params = 0x11,
+    .tensor_list_params = 0x0,
+    .aten = "var.out",
+    .schema_names = kSchemaNames_var,
+    .aten_positional = 4,
+    .torch_function = &kTorchFunction_var,
+    .out_params = kOuts_var,
+    .num_outs = 1,
+    .out_optional = true,
+    .aten_functional = "var.dim",
+    .functional_torch_function = &kFunctionalTorchFunction_var,
+};
+
+PyObject* body_var(PyObject* const* slots) {
+  const tb::Signature& sig = kSig_var;
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
+    auto v_unbiased = tb::arg<tk::Bool>(slots[2], sig, 2, true);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+    tb::Results r_;
+    // ATen serves the call: its functional overload, as torch.var() runs it.
+    if (tb::lane_open(slots[5], slots[6], true)) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::var(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::var_allocate(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
+    if (!allocated_) {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::var(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+    PyObject* filled_[7];
+    std::copy(slots, slots + 7, filled_);
+    tb::NewOutputs outs_;
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    return outs_.returned(sig, body_var(filled_));
+  }
+  void* t_[2];
+  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
+    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
+    auto v_unbiased = tb::arg<tk::Bool>(slots[2], sig, 2, true);
+    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+    tb::run(false, [&] {
+      ::infini::ops::torch_fallback::var(tb::TensorRef{t_[0]}, v_dim, v_unbiased, v_keepdim, tb::TensorRef{t_[1]});
+    });
+    return tb::new_reference(slots[4]);
+  }
+  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
+  auto v_unbiased = tb::arg<tk::Bool>(slots[2], sig, 2, true);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  tb::run(tb::release_gil_for(v_self, v_out), [&] {
+    ::infini::ops::var(v_self, v_dim, v_unbiased, v_keepdim, v_out, impl_, stream_);
+  });
+  return tb::new_reference(slots[4]);
+}
+
+PyObject* py_var(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* slots[7] = {};
+  return tb::bind(kSig_var, module, args, nargs, kwnames, slots, body_var);
 }
 
 // var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
@@ -14851,7 +16340,7 @@ PyObject* body_var_correction(PyObject* const* slots) {
     std::copy(slots, slots + 7, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_var_correction(filled_));
+    return outs_.returned(sig, body_var_correction(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14931,7 +16420,7 @@ PyObject* body_vdot(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_vdot(filled_));
+    return outs_.returned(sig, body_vdot(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -15006,7 +16495,7 @@ PyObject* body_where(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_where(filled_));
+    return outs_.returned(sig, body_where(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -15082,7 +16571,7 @@ PyObject* body_xlogy_OutTensor(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return tb::as_functional_result(sig, body_xlogy_OutTensor(filled_));
+    return outs_.returned(sig, body_xlogy_OutTensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -15131,7 +16620,7 @@ const tb::OverloadParam kParams_all_2[] = {{"input", tb::Match::kTensor, 0, fals
 PyObject* kParamKeys_all_2[4] = {};
 const tb::Overload kOverloads_all[] = {
     {"all(Tensor input, *, Tensor out=None)", kParams_all_0, 2, 1, false, py_all_all, "all.all_out", kParamKeys_all_0},
-    {"all(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)", kParams_all_1, 4, 3, false, nullptr, "all.dims_out", kParamKeys_all_1},
+    {"all(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)", kParams_all_1, 4, 3, false, py_all_dims, "all.dims_out", kParamKeys_all_1},
     {"all(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)", kParams_all_2, 4, 3, false, py_all, "all.out", kParamKeys_all_2},
 };
 const tb::OverloadedFunction kFunction_all{"all", kOverloads_all, 3};
@@ -15149,7 +16638,7 @@ const tb::OverloadParam kParams_any_2[] = {{"input", tb::Match::kTensor, 0, fals
 PyObject* kParamKeys_any_2[4] = {};
 const tb::Overload kOverloads_any[] = {
     {"any(Tensor input, *, Tensor out=None)", kParams_any_0, 2, 1, false, py_any_all, "any.all_out", kParamKeys_any_0},
-    {"any(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)", kParams_any_1, 4, 3, false, nullptr, "any.dims_out", kParamKeys_any_1},
+    {"any(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)", kParams_any_1, 4, 3, false, py_any_dims, "any.dims_out", kParamKeys_any_1},
     {"any(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)", kParams_any_2, 4, 3, false, py_any, "any.out", kParamKeys_any_2},
 };
 const tb::OverloadedFunction kFunction_any{"any", kOverloads_any, 3};
@@ -15299,7 +16788,7 @@ PyObject* kParamKeys_clamp_max_0[3] = {};
 const tb::OverloadParam kParams_clamp_max_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"max", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_clamp_max_1[3] = {};
 const tb::Overload kOverloads_clamp_max[] = {
-    {"clamp_max(Tensor input, Tensor max, *, Tensor out=None)", kParams_clamp_max_0, 3, 2, false, nullptr, "clamp_max.Tensor_out", kParamKeys_clamp_max_0},
+    {"clamp_max(Tensor input, Tensor max, *, Tensor out=None)", kParams_clamp_max_0, 3, 2, false, py_clamp_max_Tensor, "clamp_max.Tensor_out", kParamKeys_clamp_max_0},
     {"clamp_max(Tensor input, Scalar max, *, Tensor out=None)", kParams_clamp_max_1, 3, 2, false, py_clamp_max, "clamp_max.out", kParamKeys_clamp_max_1},
 };
 const tb::OverloadedFunction kFunction_clamp_max{"clamp_max", kOverloads_clamp_max, 2};
@@ -15314,7 +16803,7 @@ PyObject* kParamKeys_clamp_min_0[3] = {};
 const tb::OverloadParam kParams_clamp_min_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"min", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_clamp_min_1[3] = {};
 const tb::Overload kOverloads_clamp_min[] = {
-    {"clamp_min(Tensor input, Tensor min, *, Tensor out=None)", kParams_clamp_min_0, 3, 2, false, nullptr, "clamp_min.Tensor_out", kParamKeys_clamp_min_0},
+    {"clamp_min(Tensor input, Tensor min, *, Tensor out=None)", kParams_clamp_min_0, 3, 2, false, py_clamp_min_Tensor, "clamp_min.Tensor_out", kParamKeys_clamp_min_0},
     {"clamp_min(Tensor input, Scalar min, *, Tensor out=None)", kParams_clamp_min_1, 3, 2, false, py_clamp_min, "clamp_min.out", kParamKeys_clamp_min_1},
 };
 const tb::OverloadedFunction kFunction_clamp_min{"clamp_min", kOverloads_clamp_min, 2};
@@ -15330,7 +16819,7 @@ const tb::OverloadParam kParams_copysign_1[] = {{"input", tb::Match::kTensor, 0,
 PyObject* kParamKeys_copysign_1[3] = {};
 const tb::Overload kOverloads_copysign[] = {
     {"copysign(Tensor input, Tensor other, *, Tensor out=None)", kParams_copysign_0, 3, 2, false, py_copysign, "copysign.out", kParamKeys_copysign_0},
-    {"copysign(Tensor input, Scalar other, *, Tensor out=None)", kParams_copysign_1, 3, 2, false, nullptr, "copysign.Scalar_out", kParamKeys_copysign_1},
+    {"copysign(Tensor input, Scalar other, *, Tensor out=None)", kParams_copysign_1, 3, 2, false, py_copysign_Scalar, "copysign.Scalar_out", kParamKeys_copysign_1},
 };
 const tb::OverloadedFunction kFunction_copysign{"copysign", kOverloads_copysign, 2};
 
@@ -15477,13 +16966,13 @@ PyObject* pyf_lt(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
 }
 
 // masked_fill(): torch's signatures, in the order its argument parser tries them.
-const tb::OverloadParam kParams_masked_fill_0[] = {{"input", tb::Match::kTensor, 0, false, false}, {"mask", tb::Match::kTensor, 0, false, false}, {"value", tb::Match::kTensor, 0, false, false}};
-PyObject* kParamKeys_masked_fill_0[3] = {};
-const tb::OverloadParam kParams_masked_fill_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"mask", tb::Match::kTensor, 0, false, false}, {"value", tb::Match::kScalar, 0, false, false}};
-PyObject* kParamKeys_masked_fill_1[3] = {};
+const tb::OverloadParam kParams_masked_fill_0[] = {{"input", tb::Match::kTensor, 0, false, false}, {"mask", tb::Match::kTensor, 0, false, false}, {"value", tb::Match::kTensor, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
+PyObject* kParamKeys_masked_fill_0[4] = {};
+const tb::OverloadParam kParams_masked_fill_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"mask", tb::Match::kTensor, 0, false, false}, {"value", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
+PyObject* kParamKeys_masked_fill_1[4] = {};
 const tb::Overload kOverloads_masked_fill[] = {
-    {"masked_fill(Tensor input, Tensor mask, Tensor value)", kParams_masked_fill_0, 3, 3, false, py_masked_fill_Tensor, "masked_fill.Tensor", kParamKeys_masked_fill_0},
-    {"masked_fill(Tensor input, Tensor mask, Scalar value)", kParams_masked_fill_1, 3, 3, false, py_masked_fill, "masked_fill.Scalar", kParamKeys_masked_fill_1},
+    {"masked_fill(Tensor input, Tensor mask, Tensor value)", kParams_masked_fill_0, 4, 3, false, py_masked_fill_Tensor, "masked_fill.Tensor", kParamKeys_masked_fill_0},
+    {"masked_fill(Tensor input, Tensor mask, Scalar value)", kParams_masked_fill_1, 4, 3, false, py_masked_fill, "masked_fill.Scalar", kParamKeys_masked_fill_1},
 };
 const tb::OverloadedFunction kFunction_masked_fill{"masked_fill", kOverloads_masked_fill, 2};
 
@@ -15499,8 +16988,8 @@ PyObject* kParamKeys_max_1[3] = {};
 const tb::OverloadParam kParams_max_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}, {"max", tb::Match::kTensor, 0, true, true}, {"max_values", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_max_2[6] = {};
 const tb::Overload kOverloads_max[] = {
-    {"max(Tensor input, *, Tensor out=None)", kParams_max_0, 2, 1, false, nullptr, "max.unary_out", kParamKeys_max_0},
-    {"max(Tensor input, Tensor other, *, Tensor out=None)", kParams_max_1, 3, 2, false, nullptr, "max.out", kParamKeys_max_1},
+    {"max(Tensor input, *, Tensor out=None)", kParams_max_0, 2, 1, false, py_max_all, "max.unary_out", kParamKeys_max_0},
+    {"max(Tensor input, Tensor other, *, Tensor out=None)", kParams_max_1, 3, 2, false, py_max_other, "max.out", kParamKeys_max_1},
     {"max(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)", kParams_max_2, 6, 3, false, py_max, "max.dim_max", kParamKeys_max_2},
 };
 const tb::OverloadedFunction kFunction_max{"max", kOverloads_max, 3};
@@ -15515,7 +17004,7 @@ PyObject* kParamKeys_mean_0[3] = {};
 const tb::OverloadParam kParams_mean_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kIntList, 1, true, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"dtype", tb::Match::kDtype, 0, true, true}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_mean_1[5] = {};
 const tb::Overload kOverloads_mean[] = {
-    {"mean(Tensor input, *, ScalarType? dtype=None, Tensor out=None)", kParams_mean_0, 3, 1, false, nullptr, "mean.dtype_out", kParamKeys_mean_0},
+    {"mean(Tensor input, *, ScalarType? dtype=None, Tensor out=None)", kParams_mean_0, 3, 1, false, py_mean_all, "mean.dtype_out", kParamKeys_mean_0},
     {"mean(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)", kParams_mean_1, 5, 3, false, py_mean, "mean.out", kParamKeys_mean_1},
 };
 const tb::OverloadedFunction kFunction_mean{"mean", kOverloads_mean, 2};
@@ -15525,12 +17014,12 @@ PyObject* pyf_mean(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
 }
 
 // median(): torch's signatures, in the order its argument parser tries them.
-const tb::OverloadParam kParams_median_0[] = {{"input", tb::Match::kTensor, 0, false, false}};
-PyObject* kParamKeys_median_0[1] = {};
+const tb::OverloadParam kParams_median_0[] = {{"input", tb::Match::kTensor, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
+PyObject* kParamKeys_median_0[2] = {};
 const tb::OverloadParam kParams_median_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}, {"values", tb::Match::kTensor, 0, true, true}, {"indices", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_median_1[6] = {};
 const tb::Overload kOverloads_median[] = {
-    {"median(Tensor input)", kParams_median_0, 1, 1, false, nullptr, "median", kParamKeys_median_0},
+    {"median(Tensor input)", kParams_median_0, 2, 1, false, py_median_all, "median", kParamKeys_median_0},
     {"median(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)", kParams_median_1, 6, 3, false, py_median_dim_values, "median.dim_values", kParamKeys_median_1},
 };
 const tb::OverloadedFunction kFunction_median{"median", kOverloads_median, 2};
@@ -15547,8 +17036,8 @@ PyObject* kParamKeys_min_1[3] = {};
 const tb::OverloadParam kParams_min_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}, {"min", tb::Match::kTensor, 0, true, true}, {"min_indices", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_min_2[6] = {};
 const tb::Overload kOverloads_min[] = {
-    {"min(Tensor input, *, Tensor out=None)", kParams_min_0, 2, 1, false, nullptr, "min.unary_out", kParamKeys_min_0},
-    {"min(Tensor input, Tensor other, *, Tensor out=None)", kParams_min_1, 3, 2, false, nullptr, "min.out", kParamKeys_min_1},
+    {"min(Tensor input, *, Tensor out=None)", kParams_min_0, 2, 1, false, py_min_all, "min.unary_out", kParamKeys_min_0},
+    {"min(Tensor input, Tensor other, *, Tensor out=None)", kParams_min_1, 3, 2, false, py_min_other, "min.out", kParamKeys_min_1},
     {"min(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)", kParams_min_2, 6, 3, false, py_min, "min.dim_min", kParamKeys_min_2},
 };
 const tb::OverloadedFunction kFunction_min{"min", kOverloads_min, 3};
@@ -15588,8 +17077,8 @@ PyObject* pyf_ne(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyOb
 }
 
 // norm(): torch's signatures, in the order its argument parser tries them.
-const tb::OverloadParam kParams_norm_0[] = {{"input", tb::Match::kTensor, 0, false, false}, {"p", tb::Match::kScalar, 0, false, true}};
-PyObject* kParamKeys_norm_0[2] = {};
+const tb::OverloadParam kParams_norm_0[] = {{"input", tb::Match::kTensor, 0, false, false}, {"p", tb::Match::kScalar, 0, false, true}, {"out", tb::Match::kTensor, 0, true, true}};
+PyObject* kParamKeys_norm_0[3] = {};
 const tb::OverloadParam kParams_norm_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"p", tb::Match::kScalar, 0, true, false}, {"dtype", tb::Match::kDtype, 0, false, false}};
 PyObject* kParamKeys_norm_1[3] = {};
 const tb::OverloadParam kParams_norm_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"p", tb::Match::kScalar, 0, true, false}, {"dim", tb::Match::kIntList, 1, false, false}, {"keepdim", tb::Match::kBool, 0, false, false}, {"dtype", tb::Match::kDtype, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
@@ -15597,7 +17086,7 @@ PyObject* kParamKeys_norm_2[6] = {};
 const tb::OverloadParam kParams_norm_3[] = {{"input", tb::Match::kTensor, 0, false, false}, {"p", tb::Match::kScalar, 0, true, false}, {"dim", tb::Match::kIntList, 1, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_norm_3[5] = {};
 const tb::Overload kOverloads_norm[] = {
-    {"norm(Tensor input, Scalar p=2)", kParams_norm_0, 2, 2, false, nullptr, "norm.Scalar", kParamKeys_norm_0},
+    {"norm(Tensor input, Scalar p=2)", kParams_norm_0, 3, 2, false, py_norm_Scalar, "norm.Scalar", kParamKeys_norm_0},
     {"norm(Tensor input, Scalar? p, *, ScalarType dtype)", kParams_norm_1, 3, 2, false, nullptr, "norm.ScalarOpt_dtype", kParamKeys_norm_1},
     {"norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype, Tensor out=None)", kParams_norm_2, 6, 4, false, nullptr, "norm.dtype_out", kParamKeys_norm_2},
     {"norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim=False, *, Tensor out=None)", kParams_norm_3, 5, 4, false, py_norm, "norm.out", kParamKeys_norm_3},
@@ -15627,12 +17116,12 @@ PyObject* pyf_pow(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // prod(): torch's signatures, in the order its argument parser tries them.
-const tb::OverloadParam kParams_prod_0[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dtype", tb::Match::kDtype, 0, true, true}};
-PyObject* kParamKeys_prod_0[2] = {};
+const tb::OverloadParam kParams_prod_0[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dtype", tb::Match::kDtype, 0, true, true}, {"out", tb::Match::kTensor, 0, true, true}};
+PyObject* kParamKeys_prod_0[3] = {};
 const tb::OverloadParam kParams_prod_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"dtype", tb::Match::kDtype, 0, true, true}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_prod_1[5] = {};
 const tb::Overload kOverloads_prod[] = {
-    {"prod(Tensor input, *, ScalarType? dtype=None)", kParams_prod_0, 2, 1, false, nullptr, "prod", kParamKeys_prod_0},
+    {"prod(Tensor input, *, ScalarType? dtype=None)", kParams_prod_0, 3, 1, false, py_prod_all, "prod", kParamKeys_prod_0},
     {"prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)", kParams_prod_1, 5, 3, false, py_prod_int, "prod.int_out", kParamKeys_prod_1},
 };
 const tb::OverloadedFunction kFunction_prod{"prod", kOverloads_prod, 2};
@@ -15666,7 +17155,7 @@ const tb::OverloadParam kParams_round_1[] = {{"input", tb::Match::kTensor, 0, fa
 PyObject* kParamKeys_round_1[3] = {};
 const tb::Overload kOverloads_round[] = {
     {"round(Tensor input, *, Tensor out=None)", kParams_round_0, 2, 1, false, py_round, "round.out", kParamKeys_round_0},
-    {"round(Tensor input, *, int64_t decimals, Tensor out=None)", kParams_round_1, 3, 1, false, nullptr, "round.decimals_out", kParamKeys_round_1},
+    {"round(Tensor input, *, int64_t decimals, Tensor out=None)", kParams_round_1, 3, 1, false, py_round_decimals, "round.decimals_out", kParamKeys_round_1},
 };
 const tb::OverloadedFunction kFunction_round{"round", kOverloads_round, 2};
 
@@ -15685,9 +17174,9 @@ const tb::OverloadParam kParams_scatter_3[] = {{"input", tb::Match::kTensor, 0, 
 PyObject* kParamKeys_scatter_3[6] = {};
 const tb::Overload kOverloads_scatter[] = {
     {"scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, Tensor out=None)", kParams_scatter_0, 5, 4, false, py_scatter_src, "scatter.src_out", kParamKeys_scatter_0},
-    {"scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce, Tensor out=None)", kParams_scatter_1, 6, 4, false, nullptr, "scatter.reduce_out", kParamKeys_scatter_1},
+    {"scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce, Tensor out=None)", kParams_scatter_1, 6, 4, false, py_scatter_reduce_mode, "scatter.reduce_out", kParamKeys_scatter_1},
     {"scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, Tensor out=None)", kParams_scatter_2, 5, 4, false, py_scatter_value, "scatter.value_out", kParamKeys_scatter_2},
-    {"scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, c10::string_view reduce, Tensor out=None)", kParams_scatter_3, 6, 4, false, nullptr, "scatter.value_reduce_out", kParamKeys_scatter_3},
+    {"scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, c10::string_view reduce, Tensor out=None)", kParams_scatter_3, 6, 4, false, py_scatter_value_reduce_mode, "scatter.value_reduce_out", kParamKeys_scatter_3},
 };
 const tb::OverloadedFunction kFunction_scatter{"scatter", kOverloads_scatter, 4};
 
@@ -15696,12 +17185,12 @@ PyObject* pyf_scatter(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
 }
 
 // sort(): torch's signatures, in the order its argument parser tries them.
-const tb::OverloadParam kParams_sort_0[] = {{"input", tb::Match::kTensor, 0, false, false}, {"stable", tb::Match::kBool, 0, true, false}, {"dim", tb::Match::kInt, 0, false, true}, {"descending", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}};
-PyObject* kParamKeys_sort_0[5] = {};
+const tb::OverloadParam kParams_sort_0[] = {{"input", tb::Match::kTensor, 0, false, false}, {"stable", tb::Match::kBool, 0, true, false}, {"dim", tb::Match::kInt, 0, false, true}, {"descending", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}, {"values", tb::Match::kTensor, 0, true, true}, {"indices", tb::Match::kTensor, 0, true, true}};
+PyObject* kParamKeys_sort_0[7] = {};
 const tb::OverloadParam kParams_sort_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, true}, {"descending", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}, {"values", tb::Match::kTensor, 0, true, true}, {"indices", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_sort_1[6] = {};
 const tb::Overload kOverloads_sort[] = {
-    {"sort(Tensor input, *, bool? stable, int64_t dim=-1, bool descending=False, TensorList[2] out=None)", kParams_sort_0, 5, 1, false, nullptr, "sort.values_stable", kParamKeys_sort_0},
+    {"sort(Tensor input, *, bool? stable, int64_t dim=-1, bool descending=False, TensorList[2] out=None)", kParams_sort_0, 7, 1, false, py_sort_stable, "sort.values_stable", kParamKeys_sort_0},
     {"sort(Tensor input, int64_t dim=-1, bool descending=False, *, TensorList[2] out=None)", kParams_sort_1, 6, 3, false, py_sort_values, "sort.values", kParamKeys_sort_1},
 };
 const tb::OverloadedFunction kFunction_sort{"sort", kOverloads_sort, 2};
@@ -15718,7 +17207,7 @@ PyObject* kParamKeys_std_1[5] = {};
 const tb::OverloadParam kParams_std_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"unbiased", tb::Match::kBool, 0, false, true}};
 PyObject* kParamKeys_std_2[2] = {};
 const tb::Overload kOverloads_std[] = {
-    {"std(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)", kParams_std_0, 5, 4, false, nullptr, "std.out", kParamKeys_std_0},
+    {"std(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)", kParams_std_0, 5, 4, false, py_std, "std.out", kParamKeys_std_0},
     {"std(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)", kParams_std_1, 5, 2, false, py_std_correction, "std.correction_out", kParamKeys_std_1},
     {"std(Tensor input, bool unbiased=True)", kParams_std_2, 2, 2, false, nullptr, "std", kParamKeys_std_2},
 };
@@ -15729,12 +17218,12 @@ PyObject* pyf_std(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyO
 }
 
 // sum(): torch's signatures, in the order its argument parser tries them.
-const tb::OverloadParam kParams_sum_0[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dtype", tb::Match::kDtype, 0, true, true}};
-PyObject* kParamKeys_sum_0[2] = {};
+const tb::OverloadParam kParams_sum_0[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dtype", tb::Match::kDtype, 0, true, true}, {"out", tb::Match::kTensor, 0, true, true}};
+PyObject* kParamKeys_sum_0[3] = {};
 const tb::OverloadParam kParams_sum_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kIntList, 1, true, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"dtype", tb::Match::kDtype, 0, true, true}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_sum_1[5] = {};
 const tb::Overload kOverloads_sum[] = {
-    {"sum(Tensor input, *, ScalarType? dtype=None)", kParams_sum_0, 2, 1, false, py_sum_all, "sum", kParamKeys_sum_0},
+    {"sum(Tensor input, *, ScalarType? dtype=None)", kParams_sum_0, 3, 1, false, py_sum_all, "sum", kParamKeys_sum_0},
     {"sum(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)", kParams_sum_1, 5, 3, false, py_sum, "sum.IntList_out", kParamKeys_sum_1},
 };
 const tb::OverloadedFunction kFunction_sum{"sum", kOverloads_sum, 2};
@@ -15751,7 +17240,7 @@ PyObject* kParamKeys_var_1[5] = {};
 const tb::OverloadParam kParams_var_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"unbiased", tb::Match::kBool, 0, false, true}};
 PyObject* kParamKeys_var_2[2] = {};
 const tb::Overload kOverloads_var[] = {
-    {"var(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)", kParams_var_0, 5, 4, false, nullptr, "var.out", kParamKeys_var_0},
+    {"var(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)", kParams_var_0, 5, 4, false, py_var, "var.out", kParamKeys_var_0},
     {"var(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)", kParams_var_1, 5, 2, false, py_var_correction, "var.correction_out", kParamKeys_var_1},
     {"var(Tensor input, bool unbiased=True)", kParams_var_2, 2, 2, false, nullptr, "var", kParamKeys_var_2},
 };
@@ -15823,11 +17312,13 @@ const tb::OpImplementations kImplementations[] = {
     {"addmv", ""},
     {"all", ""},
     {"all_all", ""},
+    {"all_dims", ""},
     {"amax", ""},
     {"amin", ""},
     {"aminmax", ""},
     {"any", ""},
     {"any_all", ""},
+    {"any_dims", ""},
     {"argmax", ""},
     {"argmin", ""},
     {"asin", ""},
@@ -15850,9 +17341,12 @@ const tb::OpImplementations kImplementations[] = {
     {"clamp", ""},
     {"clamp_Tensor", ""},
     {"clamp_max", ""},
+    {"clamp_max_Tensor", ""},
     {"clamp_min", ""},
+    {"clamp_min_Tensor", ""},
     {"clone", ""},
     {"copysign", ""},
+    {"copysign_Scalar", ""},
     {"cos", ""},
     {"cosh", ""},
     {"cross", ""},
@@ -15926,11 +17420,17 @@ const tb::OpImplementations kImplementations[] = {
     {"masked_select", ""},
     {"matmul", ""},
     {"max", ""},
+    {"max_all", ""},
+    {"max_other", ""},
     {"max_pool2d_with_indices", ""},
     {"maximum", ""},
     {"mean", ""},
+    {"mean_all", ""},
+    {"median_all", ""},
     {"median_dim_values", ""},
     {"min", ""},
+    {"min_all", ""},
+    {"min_other", ""},
     {"minimum", ""},
     {"mish", ""},
     {"mm", ""},
@@ -15951,9 +17451,11 @@ const tb::OpImplementations kImplementations[] = {
     {"neg", ""},
     {"nonzero", ""},
     {"norm", ""},
+    {"norm_Scalar", ""},
     {"outer", ""},
     {"pow_Tensor_Scalar", ""},
     {"pow_Tensor_Tensor", ""},
+    {"prod_all", ""},
     {"prod_int", ""},
     {"reciprocal", ""},
     {"relu", ""},
@@ -15961,11 +17463,14 @@ const tb::OpImplementations kImplementations[] = {
     {"rms_norm", "cpu,nvidia"},
     {"roll", ""},
     {"round", ""},
+    {"round_decimals", ""},
     {"rsqrt", ""},
     {"scaled_dot_product_attention", ""},
     {"scatter_add", ""},
+    {"scatter_reduce_mode", ""},
     {"scatter_src", ""},
     {"scatter_value", ""},
+    {"scatter_value_reduce_mode", ""},
     {"sgn", ""},
     {"sigmoid", ""},
     {"sigmoid_backward", ""},
@@ -15979,9 +17484,11 @@ const tb::OpImplementations kImplementations[] = {
     {"soft_margin_loss", ""},
     {"softmax", ""},
     {"softplus", ""},
+    {"sort_stable", ""},
     {"sort_values", ""},
     {"sqrt", ""},
     {"square", ""},
+    {"std", ""},
     {"std_correction", ""},
     {"sub", ""},
     {"sub_Scalar", ""},
@@ -15997,6 +17504,7 @@ const tb::OpImplementations kImplementations[] = {
     {"tril", ""},
     {"triu", ""},
     {"trunc", ""},
+    {"var", ""},
     {"var_correction", ""},
     {"vdot", ""},
     {"where", ""},
@@ -16041,9 +17549,11 @@ PyMethodDef kMethods[] = {
     {"addmv", tb::fastcall(py_addmv), METH_FASTCALL | METH_KEYWORDS,
      "addmv($module, /, input, mat, vec, *, beta=1, alpha=1, out=None, implementation=\"default\", stream=None)\n--\n\naddmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"},
     {"all", tb::fastcall(pyf_all), METH_FASTCALL | METH_KEYWORDS,
-     "all($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  all(Tensor input, *, Tensor out=None)  [all_all]\n  all(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)  [not in this build]\n  all(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)  [all]"},
+     "all($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  all(Tensor input, *, Tensor out=None)  [all_all]\n  all(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)  [all_dims]\n  all(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)  [all]"},
     {"all_all", tb::fastcall(py_all_all), METH_FASTCALL | METH_KEYWORDS,
      "all_all($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\nall.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"all_dims", tb::fastcall(py_all_dims), METH_FASTCALL | METH_KEYWORDS,
+     "all_dims($module, /, input, dim=None, keepdim=False, *, out=None, implementation=\"default\", stream=None)\n--\n\nall.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"},
     {"amax", tb::fastcall(py_amax), METH_FASTCALL | METH_KEYWORDS,
      "amax($module, /, input, dim=[], keepdim=False, *, out=None, implementation=\"default\", stream=None)\n--\n\namax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"},
     {"amin", tb::fastcall(py_amin), METH_FASTCALL | METH_KEYWORDS,
@@ -16051,9 +17561,11 @@ PyMethodDef kMethods[] = {
     {"aminmax", tb::fastcall(py_aminmax), METH_FASTCALL | METH_KEYWORDS,
      "aminmax($module, /, input, *, dim=None, keepdim=False, min=None, max=None, out=None, implementation=\"default\", stream=None)\n--\n\naminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)"},
     {"any", tb::fastcall(pyf_any), METH_FASTCALL | METH_KEYWORDS,
-     "any($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  any(Tensor input, *, Tensor out=None)  [any_all]\n  any(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)  [not in this build]\n  any(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)  [any]"},
+     "any($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  any(Tensor input, *, Tensor out=None)  [any_all]\n  any(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)  [any_dims]\n  any(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)  [any]"},
     {"any_all", tb::fastcall(py_any_all), METH_FASTCALL | METH_KEYWORDS,
      "any_all($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\nany.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"any_dims", tb::fastcall(py_any_dims), METH_FASTCALL | METH_KEYWORDS,
+     "any_dims($module, /, input, dim=None, keepdim=False, *, out=None, implementation=\"default\", stream=None)\n--\n\nany.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"},
     {"argmax", tb::fastcall(py_argmax), METH_FASTCALL | METH_KEYWORDS,
      "argmax($module, /, input, dim=None, keepdim=False, *, out=None, implementation=\"default\", stream=None)\n--\n\nargmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)"},
     {"argmin", tb::fastcall(py_argmin), METH_FASTCALL | METH_KEYWORDS,
@@ -16107,13 +17619,19 @@ PyMethodDef kMethods[] = {
     {"clamp_Tensor", tb::fastcall(py_clamp_Tensor), METH_FASTCALL | METH_KEYWORDS,
      "clamp_Tensor($module, /, input, min=None, max=None, *, out=None, implementation=\"default\", stream=None)\n--\n\nclamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)"},
     {"clamp_max", tb::fastcall(pyf_clamp_max), METH_FASTCALL | METH_KEYWORDS,
-     "clamp_max($module, /, input, max, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  clamp_max(Tensor input, Tensor max, *, Tensor out=None)  [not in this build]\n  clamp_max(Tensor input, Scalar max, *, Tensor out=None)  [clamp_max]"},
+     "clamp_max($module, /, input, max, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  clamp_max(Tensor input, Tensor max, *, Tensor out=None)  [clamp_max_Tensor]\n  clamp_max(Tensor input, Scalar max, *, Tensor out=None)  [clamp_max]"},
+    {"clamp_max_Tensor", tb::fastcall(py_clamp_max_Tensor), METH_FASTCALL | METH_KEYWORDS,
+     "clamp_max_Tensor($module, /, input, max, *, out=None, implementation=\"default\", stream=None)\n--\n\nclamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)"},
     {"clamp_min", tb::fastcall(pyf_clamp_min), METH_FASTCALL | METH_KEYWORDS,
-     "clamp_min($module, /, input, min, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  clamp_min(Tensor input, Tensor min, *, Tensor out=None)  [not in this build]\n  clamp_min(Tensor input, Scalar min, *, Tensor out=None)  [clamp_min]"},
+     "clamp_min($module, /, input, min, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  clamp_min(Tensor input, Tensor min, *, Tensor out=None)  [clamp_min_Tensor]\n  clamp_min(Tensor input, Scalar min, *, Tensor out=None)  [clamp_min]"},
+    {"clamp_min_Tensor", tb::fastcall(py_clamp_min_Tensor), METH_FASTCALL | METH_KEYWORDS,
+     "clamp_min_Tensor($module, /, input, min, *, out=None, implementation=\"default\", stream=None)\n--\n\nclamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)"},
     {"clone", tb::fastcall(py_clone), METH_FASTCALL | METH_KEYWORDS,
      "clone($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\nclone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)"},
     {"copysign", tb::fastcall(pyf_copysign), METH_FASTCALL | METH_KEYWORDS,
-     "copysign($module, /, input, other, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  copysign(Tensor input, Tensor other, *, Tensor out=None)  [copysign]\n  copysign(Tensor input, Scalar other, *, Tensor out=None)  [not in this build]"},
+     "copysign($module, /, input, other, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  copysign(Tensor input, Tensor other, *, Tensor out=None)  [copysign]\n  copysign(Tensor input, Scalar other, *, Tensor out=None)  [copysign_Scalar]"},
+    {"copysign_Scalar", tb::fastcall(py_copysign_Scalar), METH_FASTCALL | METH_KEYWORDS,
+     "copysign_Scalar($module, /, input, other, *, out=None, implementation=\"default\", stream=None)\n--\n\ncopysign.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"cos", tb::fastcall(py_cos), METH_FASTCALL | METH_KEYWORDS,
      "cos($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\ncos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"cosh", tb::fastcall(py_cosh), METH_FASTCALL | METH_KEYWORDS,
@@ -16273,19 +17791,31 @@ PyMethodDef kMethods[] = {
     {"matmul", tb::fastcall(py_matmul), METH_FASTCALL | METH_KEYWORDS,
      "matmul($module, /, input, other, *, out=None, implementation=\"default\", stream=None)\n--\n\nmatmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"max", tb::fastcall(pyf_max), METH_FASTCALL | METH_KEYWORDS,
-     "max($module, /, input, dim, keepdim=False, *, max=None, max_values=None, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  max(Tensor input, *, Tensor out=None)  [not in this build]\n  max(Tensor input, Tensor other, *, Tensor out=None)  [not in this build]\n  max(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)  [max]"},
+     "max($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  max(Tensor input, *, Tensor out=None)  [max_all]\n  max(Tensor input, Tensor other, *, Tensor out=None)  [max_other]\n  max(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)  [max]"},
+    {"max_all", tb::fastcall(py_max_all), METH_FASTCALL | METH_KEYWORDS,
+     "max_all($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\nmax.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"max_other", tb::fastcall(py_max_other), METH_FASTCALL | METH_KEYWORDS,
+     "max_other($module, /, input, other, *, out=None, implementation=\"default\", stream=None)\n--\n\nmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"max_pool2d_with_indices", tb::fastcall(py_max_pool2d_with_indices), METH_FASTCALL | METH_KEYWORDS,
      "max_pool2d_with_indices($module, /, input, kernel_size, stride=[], padding=[0, 0], dilation=[1, 1], ceil_mode=False, *, out=None, indices=None, implementation=\"default\", stream=None)\n--\n\nmax_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))"},
     {"maximum", tb::fastcall(py_maximum), METH_FASTCALL | METH_KEYWORDS,
      "maximum($module, /, input, other, *, out=None, implementation=\"default\", stream=None)\n--\n\nmaximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"mean", tb::fastcall(pyf_mean), METH_FASTCALL | METH_KEYWORDS,
-     "mean($module, /, input, dim, keepdim=False, *, dtype=None, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  mean(Tensor input, *, ScalarType? dtype=None, Tensor out=None)  [not in this build]\n  mean(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)  [mean]"},
+     "mean($module, /, input, *, dtype=None, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  mean(Tensor input, *, ScalarType? dtype=None, Tensor out=None)  [mean_all]\n  mean(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)  [mean]"},
+    {"mean_all", tb::fastcall(py_mean_all), METH_FASTCALL | METH_KEYWORDS,
+     "mean_all($module, /, input, *, dtype=None, out=None, implementation=\"default\", stream=None)\n--\n\nmean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"},
     {"median", tb::fastcall(pyf_median), METH_FASTCALL | METH_KEYWORDS,
-     "median($module, /, input, dim, keepdim=False, *, values=None, indices=None, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  median(Tensor input)  [not in this build]\n  median(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)  [median_dim_values]"},
+     "median($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  median(Tensor input)  [median_all]\n  median(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)  [median_dim_values]"},
+    {"median_all", tb::fastcall(py_median_all), METH_FASTCALL | METH_KEYWORDS,
+     "median_all($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\nmedian.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"median_dim_values", tb::fastcall(py_median_dim_values), METH_FASTCALL | METH_KEYWORDS,
      "median_dim_values($module, /, input, dim, keepdim=False, *, values=None, indices=None, out=None, implementation=\"default\", stream=None)\n--\n\nmedian.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"},
     {"min", tb::fastcall(pyf_min), METH_FASTCALL | METH_KEYWORDS,
-     "min($module, /, input, dim, keepdim=False, *, min=None, min_indices=None, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  min(Tensor input, *, Tensor out=None)  [not in this build]\n  min(Tensor input, Tensor other, *, Tensor out=None)  [not in this build]\n  min(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)  [min]"},
+     "min($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  min(Tensor input, *, Tensor out=None)  [min_all]\n  min(Tensor input, Tensor other, *, Tensor out=None)  [min_other]\n  min(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)  [min]"},
+    {"min_all", tb::fastcall(py_min_all), METH_FASTCALL | METH_KEYWORDS,
+     "min_all($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\nmin.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"min_other", tb::fastcall(py_min_other), METH_FASTCALL | METH_KEYWORDS,
+     "min_other($module, /, input, other, *, out=None, implementation=\"default\", stream=None)\n--\n\nmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"minimum", tb::fastcall(py_minimum), METH_FASTCALL | METH_KEYWORDS,
      "minimum($module, /, input, other, *, out=None, implementation=\"default\", stream=None)\n--\n\nminimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"},
     {"mish", tb::fastcall(py_mish), METH_FASTCALL | METH_KEYWORDS,
@@ -16327,7 +17857,9 @@ PyMethodDef kMethods[] = {
     {"nonzero", tb::fastcall(py_nonzero), METH_FASTCALL | METH_KEYWORDS,
      "nonzero($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\nnonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"norm", tb::fastcall(pyf_norm), METH_FASTCALL | METH_KEYWORDS,
-     "norm($module, /, input, p, dim, keepdim=False, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  norm(Tensor input, Scalar p=2)  [not in this build]\n  norm(Tensor input, Scalar? p, *, ScalarType dtype)  [not in this build]\n  norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype, Tensor out=None)  [not in this build]\n  norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim=False, *, Tensor out=None)  [norm]"},
+     "norm($module, /, input, p=2, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  norm(Tensor input, Scalar p=2)  [norm_Scalar]\n  norm(Tensor input, Scalar? p, *, ScalarType dtype)  [not in this build]\n  norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype, Tensor out=None)  [not in this build]\n  norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim=False, *, Tensor out=None)  [norm]"},
+    {"norm_Scalar", tb::fastcall(py_norm_Scalar), METH_FASTCALL | METH_KEYWORDS,
+     "norm_Scalar($module, /, input, p=2, *, out=None, implementation=\"default\", stream=None)\n--\n\nnorm.Scalar_out(Tensor self, Scalar p=2, *, Tensor(a!) out) -> Tensor(a!)"},
     {"outer", tb::fastcall(py_outer), METH_FASTCALL | METH_KEYWORDS,
      "outer($module, /, input, vec2, *, out=None, implementation=\"default\", stream=None)\n--\n\nouter.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)"},
     {"pow", tb::fastcall(pyf_pow), METH_FASTCALL | METH_KEYWORDS,
@@ -16337,7 +17869,9 @@ PyMethodDef kMethods[] = {
     {"pow_Tensor_Tensor", tb::fastcall(py_pow_Tensor_Tensor), METH_FASTCALL | METH_KEYWORDS,
      "pow_Tensor_Tensor($module, /, input, exponent, *, out=None, implementation=\"default\", stream=None)\n--\n\npow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)"},
     {"prod", tb::fastcall(pyf_prod), METH_FASTCALL | METH_KEYWORDS,
-     "prod($module, /, input, dim, keepdim=False, *, dtype=None, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  prod(Tensor input, *, ScalarType? dtype=None)  [not in this build]\n  prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)  [prod_int]"},
+     "prod($module, /, input, *, dtype=None, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  prod(Tensor input, *, ScalarType? dtype=None)  [prod_all]\n  prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)  [prod_int]"},
+    {"prod_all", tb::fastcall(py_prod_all), METH_FASTCALL | METH_KEYWORDS,
+     "prod_all($module, /, input, *, dtype=None, out=None, implementation=\"default\", stream=None)\n--\n\nprod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"},
     {"prod_int", tb::fastcall(py_prod_int), METH_FASTCALL | METH_KEYWORDS,
      "prod_int($module, /, input, dim, keepdim=False, *, dtype=None, out=None, implementation=\"default\", stream=None)\n--\n\nprod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"},
     {"reciprocal", tb::fastcall(py_reciprocal), METH_FASTCALL | METH_KEYWORDS,
@@ -16353,19 +17887,25 @@ PyMethodDef kMethods[] = {
     {"roll", tb::fastcall(py_roll), METH_FASTCALL | METH_KEYWORDS,
      "roll($module, /, input, shifts, dims=[], *, out=None, implementation=\"default\", stream=None)\n--\n\nroll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)"},
     {"round", tb::fastcall(pyf_round), METH_FASTCALL | METH_KEYWORDS,
-     "round($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  round(Tensor input, *, Tensor out=None)  [round]\n  round(Tensor input, *, int64_t decimals, Tensor out=None)  [not in this build]"},
+     "round($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  round(Tensor input, *, Tensor out=None)  [round]\n  round(Tensor input, *, int64_t decimals, Tensor out=None)  [round_decimals]"},
+    {"round_decimals", tb::fastcall(py_round_decimals), METH_FASTCALL | METH_KEYWORDS,
+     "round_decimals($module, /, input, *, decimals, out=None, implementation=\"default\", stream=None)\n--\n\nround.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)"},
     {"rsqrt", tb::fastcall(py_rsqrt), METH_FASTCALL | METH_KEYWORDS,
      "rsqrt($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\nrsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"scaled_dot_product_attention", tb::fastcall(py_scaled_dot_product_attention), METH_FASTCALL | METH_KEYWORDS,
      "scaled_dot_product_attention($module, /, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, *, out=None, implementation=\"default\", stream=None)\n--\n\nscaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)"},
     {"scatter", tb::fastcall(pyf_scatter), METH_FASTCALL | METH_KEYWORDS,
-     "scatter($module, /, input, dim, index, src, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, Tensor out=None)  [scatter_src]\n  scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce, Tensor out=None)  [not in this build]\n  scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, Tensor out=None)  [scatter_value]\n  scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, c10::string_view reduce, Tensor out=None)  [not in this build]"},
+     "scatter($module, /, input, dim, index, src, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, Tensor out=None)  [scatter_src]\n  scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce, Tensor out=None)  [scatter_reduce_mode]\n  scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, Tensor out=None)  [scatter_value]\n  scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, c10::string_view reduce, Tensor out=None)  [scatter_value_reduce_mode]"},
     {"scatter_add", tb::fastcall(py_scatter_add), METH_FASTCALL | METH_KEYWORDS,
      "scatter_add($module, /, input, dim, index, src, *, out=None, implementation=\"default\", stream=None)\n--\n\nscatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"scatter_reduce_mode", tb::fastcall(py_scatter_reduce_mode), METH_FASTCALL | METH_KEYWORDS,
+     "scatter_reduce_mode($module, /, input, dim, index, src, *, reduce, out=None, implementation=\"default\", stream=None)\n--\n\nscatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)"},
     {"scatter_src", tb::fastcall(py_scatter_src), METH_FASTCALL | METH_KEYWORDS,
      "scatter_src($module, /, input, dim, index, src, *, out=None, implementation=\"default\", stream=None)\n--\n\nscatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)"},
     {"scatter_value", tb::fastcall(py_scatter_value), METH_FASTCALL | METH_KEYWORDS,
      "scatter_value($module, /, input, dim, index, value, *, out=None, implementation=\"default\", stream=None)\n--\n\nscatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)"},
+    {"scatter_value_reduce_mode", tb::fastcall(py_scatter_value_reduce_mode), METH_FASTCALL | METH_KEYWORDS,
+     "scatter_value_reduce_mode($module, /, input, dim, index, value, *, reduce, out=None, implementation=\"default\", stream=None)\n--\n\nscatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)"},
     {"sgn", tb::fastcall(py_sgn), METH_FASTCALL | METH_KEYWORDS,
      "sgn($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\nsgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"sigmoid", tb::fastcall(py_sigmoid), METH_FASTCALL | METH_KEYWORDS,
@@ -16393,7 +17933,9 @@ PyMethodDef kMethods[] = {
     {"softplus", tb::fastcall(py_softplus), METH_FASTCALL | METH_KEYWORDS,
      "softplus($module, /, input, beta=1, threshold=20, *, out=None, implementation=\"default\", stream=None)\n--\n\nsoftplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)"},
     {"sort", tb::fastcall(pyf_sort), METH_FASTCALL | METH_KEYWORDS,
-     "sort($module, /, input, dim=-1, descending=False, *, values=None, indices=None, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  sort(Tensor input, *, bool? stable, int64_t dim=-1, bool descending=False, TensorList[2] out=None)  [not in this build]\n  sort(Tensor input, int64_t dim=-1, bool descending=False, *, TensorList[2] out=None)  [sort_values]"},
+     "sort($module, /, input, *, stable, dim=-1, descending=False, values=None, indices=None, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  sort(Tensor input, *, bool? stable, int64_t dim=-1, bool descending=False, TensorList[2] out=None)  [sort_stable]\n  sort(Tensor input, int64_t dim=-1, bool descending=False, *, TensorList[2] out=None)  [sort_values]"},
+    {"sort_stable", tb::fastcall(py_sort_stable), METH_FASTCALL | METH_KEYWORDS,
+     "sort_stable($module, /, input, *, stable, dim=-1, descending=False, values=None, indices=None, out=None, implementation=\"default\", stream=None)\n--\n\nsort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"},
     {"sort_values", tb::fastcall(py_sort_values), METH_FASTCALL | METH_KEYWORDS,
      "sort_values($module, /, input, dim=-1, descending=False, *, values=None, indices=None, out=None, implementation=\"default\", stream=None)\n--\n\nsort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)"},
     {"sqrt", tb::fastcall(py_sqrt), METH_FASTCALL | METH_KEYWORDS,
@@ -16401,7 +17943,7 @@ PyMethodDef kMethods[] = {
     {"square", tb::fastcall(py_square), METH_FASTCALL | METH_KEYWORDS,
      "square($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\nsquare.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"std", tb::fastcall(pyf_std), METH_FASTCALL | METH_KEYWORDS,
-     "std($module, /, input, dim=None, *, correction=None, keepdim=False, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  std(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)  [not in this build]\n  std(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)  [std_correction]\n  std(Tensor input, bool unbiased=True)  [not in this build]"},
+     "std($module, /, input, dim, unbiased=True, keepdim=False, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  std(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)  [std]\n  std(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)  [std_correction]\n  std(Tensor input, bool unbiased=True)  [not in this build]"},
     {"std_correction", tb::fastcall(py_std_correction), METH_FASTCALL | METH_KEYWORDS,
      "std_correction($module, /, input, dim=None, *, correction=None, keepdim=False, out=None, implementation=\"default\", stream=None)\n--\n\nstd.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)"},
     {"sub", tb::fastcall(py_sub), METH_FASTCALL | METH_KEYWORDS,
@@ -16433,7 +17975,7 @@ PyMethodDef kMethods[] = {
     {"trunc", tb::fastcall(py_trunc), METH_FASTCALL | METH_KEYWORDS,
      "trunc($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\ntrunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"var", tb::fastcall(pyf_var), METH_FASTCALL | METH_KEYWORDS,
-     "var($module, /, input, dim=None, *, correction=None, keepdim=False, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  var(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)  [not in this build]\n  var(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)  [var_correction]\n  var(Tensor input, bool unbiased=True)  [not in this build]"},
+     "var($module, /, input, dim, unbiased=True, keepdim=False, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  var(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)  [var]\n  var(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)  [var_correction]\n  var(Tensor input, bool unbiased=True)  [not in this build]"},
     {"var_correction", tb::fastcall(py_var_correction), METH_FASTCALL | METH_KEYWORDS,
      "var_correction($module, /, input, dim=None, *, correction=None, keepdim=False, out=None, implementation=\"default\", stream=None)\n--\n\nvar.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)"},
     {"vdot", tb::fastcall(py_vdot), METH_FASTCALL | METH_KEYWORDS,

@@ -279,6 +279,19 @@ void all_all(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
   torch_fallback::all_all(self, out);
 }
 
+void all_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("all_dims", self.device(), stream_, [&] {
+      ::infini::ops::all_dims(self, dim, keepdim, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("all_dims");
+  }
+  torch_fallback::all_dims(self, dim, keepdim, out);
+}
+
 void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
@@ -342,6 +355,19 @@ void any_all(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
     no_native_kernel("any_all");
   }
   torch_fallback::any_all(self, out);
+}
+
+void any_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("any_dims", self.device(), stream_, [&] {
+      ::infini::ops::any_dims(self, dim, keepdim, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("any_dims");
+  }
+  torch_fallback::any_dims(self, dim, keepdim, out);
 }
 
 void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
@@ -630,6 +656,19 @@ void clamp_max(const Tensor& self, const Scalar& max, Tensor& out, Implementatio
   torch_fallback::clamp_max(self, max, out);
 }
 
+void clamp_max_Tensor(const Tensor& self, const Tensor& max, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("clamp_max_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::clamp_max_Tensor(self, max, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("clamp_max_Tensor");
+  }
+  torch_fallback::clamp_max_Tensor(self, max, out);
+}
+
 void clamp_min(const Tensor& self, const Scalar& min, Tensor& out, Implementation impl_, Stream stream_) {
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
@@ -641,6 +680,19 @@ void clamp_min(const Tensor& self, const Scalar& min, Tensor& out, Implementatio
     no_native_kernel("clamp_min");
   }
   torch_fallback::clamp_min(self, min, out);
+}
+
+void clamp_min_Tensor(const Tensor& self, const Tensor& min, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("clamp_min_Tensor", self.device(), stream_, [&] {
+      ::infini::ops::clamp_min_Tensor(self, min, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("clamp_min_Tensor");
+  }
+  torch_fallback::clamp_min_Tensor(self, min, out);
 }
 
 void clone(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
@@ -667,6 +719,19 @@ void copysign(const Tensor& self, const Tensor& other, Tensor& out, Implementati
     no_native_kernel("copysign");
   }
   torch_fallback::copysign(self, other, out);
+}
+
+void copysign_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("copysign_Scalar", self.device(), stream_, [&] {
+      ::infini::ops::copysign_Scalar(self, other, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("copysign_Scalar");
+  }
+  torch_fallback::copysign_Scalar(self, other, out);
 }
 
 void cos(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
@@ -1618,6 +1683,32 @@ void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max
   torch_fallback::max(self, dim, keepdim, max, max_values);
 }
 
+void max_all(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("max_all", self.device(), stream_, [&] {
+      ::infini::ops::max_all(self, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("max_all");
+  }
+  torch_fallback::max_all(self, out);
+}
+
+void max_other(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("max_other", self.device(), stream_, [&] {
+      ::infini::ops::max_other(self, other, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("max_other");
+  }
+  torch_fallback::max_other(self, other, out);
+}
+
 void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, std::span<const int64_t> dilation, bool ceil_mode, Tensor& out, Tensor& indices, Implementation impl_, Stream stream_) {
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
@@ -1657,6 +1748,32 @@ void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool 
   torch_fallback::mean(self, dim, keepdim, dtype, out);
 }
 
+void mean_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("mean_all", self.device(), stream_, [&] {
+      ::infini::ops::mean_all(self, dtype, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("mean_all");
+  }
+  torch_fallback::mean_all(self, dtype, out);
+}
+
+void median_all(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("median_all", self.device(), stream_, [&] {
+      ::infini::ops::median_all(self, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("median_all");
+  }
+  torch_fallback::median_all(self, out);
+}
+
 void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& values, Tensor& indices, Implementation impl_, Stream stream_) {
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
@@ -1681,6 +1798,32 @@ void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min
     no_native_kernel("min");
   }
   torch_fallback::min(self, dim, keepdim, min, min_indices);
+}
+
+void min_all(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("min_all", self.device(), stream_, [&] {
+      ::infini::ops::min_all(self, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("min_all");
+  }
+  torch_fallback::min_all(self, out);
+}
+
+void min_other(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("min_other", self.device(), stream_, [&] {
+      ::infini::ops::min_other(self, other, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("min_other");
+  }
+  torch_fallback::min_other(self, other, out);
 }
 
 void minimum(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
@@ -1967,6 +2110,19 @@ void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const in
   torch_fallback::norm(self, p, dim, keepdim, out);
 }
 
+void norm_Scalar(const Tensor& self, const Scalar& p, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("norm_Scalar", self.device(), stream_, [&] {
+      ::infini::ops::norm_Scalar(self, p, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("norm_Scalar");
+  }
+  torch_fallback::norm_Scalar(self, p, out);
+}
+
 void outer(const Tensor& self, const Tensor& vec2, Tensor& out, Implementation impl_, Stream stream_) {
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
@@ -2004,6 +2160,19 @@ void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out, 
     no_native_kernel("pow_Tensor_Tensor");
   }
   torch_fallback::pow_Tensor_Tensor(self, exponent, out);
+}
+
+void prod_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("prod_all", self.device(), stream_, [&] {
+      ::infini::ops::prod_all(self, dtype, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("prod_all");
+  }
+  torch_fallback::prod_all(self, dtype, out);
 }
 
 void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
@@ -2133,6 +2302,19 @@ void round(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
   torch_fallback::round(self, out);
 }
 
+void round_decimals(const Tensor& self, int64_t decimals, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("round_decimals", self.device(), stream_, [&] {
+      ::infini::ops::round_decimals(self, decimals, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("round_decimals");
+  }
+  torch_fallback::round_decimals(self, decimals, out);
+}
+
 void rsqrt(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
@@ -2174,6 +2356,19 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   torch_fallback::scatter_add(self, dim, index, src, out);
 }
 
+void scatter_reduce_mode(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("scatter_reduce_mode", self.device(), stream_, [&] {
+      ::infini::ops::scatter_reduce_mode(self, dim, index, src, reduce, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("scatter_reduce_mode");
+  }
+  torch_fallback::scatter_reduce_mode(self, dim, index, src, reduce, out);
+}
+
 void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out, Implementation impl_, Stream stream_) {
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
@@ -2198,6 +2393,19 @@ void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const S
     no_native_kernel("scatter_value");
   }
   torch_fallback::scatter_value(self, dim, index, value, out);
+}
+
+void scatter_value_reduce_mode(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, std::string_view reduce, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("scatter_value_reduce_mode", self.device(), stream_, [&] {
+      ::infini::ops::scatter_value_reduce_mode(self, dim, index, value, reduce, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("scatter_value_reduce_mode");
+  }
+  torch_fallback::scatter_value_reduce_mode(self, dim, index, value, reduce, out);
 }
 
 void sgn(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
@@ -2429,6 +2637,19 @@ void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, T
   torch_fallback::softplus(self, beta, threshold, out);
 }
 
+void sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim, bool descending, Tensor& values, Tensor& indices, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("sort_stable", self.device(), stream_, [&] {
+      ::infini::ops::sort_stable(self, stable, dim, descending, values, indices, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("sort_stable");
+  }
+  torch_fallback::sort_stable(self, stable, dim, descending, values, indices);
+}
+
 void sort_values(const Tensor& self, int64_t dim, bool descending, Tensor& values, Tensor& indices, Implementation impl_, Stream stream_) {
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
@@ -2466,6 +2687,19 @@ void square(const Tensor& self, Tensor& out, Implementation impl_, Stream stream
     no_native_kernel("square");
   }
   torch_fallback::square(self, out);
+}
+
+void std(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool unbiased, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("std", self.device(), stream_, [&] {
+      ::infini::ops::std(self, dim, unbiased, keepdim, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("std");
+  }
+  torch_fallback::std(self, dim, unbiased, keepdim, out);
 }
 
 void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
@@ -2661,6 +2895,19 @@ void trunc(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     no_native_kernel("trunc");
   }
   torch_fallback::trunc(self, out);
+}
+
+void var(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool unbiased, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (stream_) [[unlikely]] {
+    // The caller's stream becomes the device's current one for this call.
+    return torch_fallback::on_stream("var", self.device(), stream_, [&] {
+      ::infini::ops::var(self, dim, unbiased, keepdim, out, impl_);
+    });
+  }
+  if (impl_ == Implementation::kNative) {
+    no_native_kernel("var");
+  }
+  torch_fallback::var(self, dim, unbiased, keepdim, out);
 }
 
 void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {

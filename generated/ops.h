@@ -69,6 +69,9 @@ void all(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementat
 // all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void all_all(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
+// all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+void all_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
 // amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
@@ -83,6 +86,9 @@ void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementat
 
 // any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void any_all(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
+// any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+void any_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
 // argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
@@ -150,14 +156,23 @@ void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const st
 // clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)
 void clamp_max(const Tensor& self, const Scalar& max, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
+// clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)
+void clamp_max_Tensor(const Tensor& self, const Tensor& max, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
 // clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)
 void clamp_min(const Tensor& self, const Scalar& min, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
+// clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)
+void clamp_min_Tensor(const Tensor& self, const Tensor& min, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
 // clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)
 void clone(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
 // copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void copysign(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
+// copysign.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+void copysign_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
 // cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void cos(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
@@ -378,6 +393,12 @@ void matmul(const Tensor& self, const Tensor& other, Tensor& out, Implementation
 // max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)
 void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max_values, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
+// max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void max_all(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
+// max.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void max_other(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
 // max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))
 void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, std::span<const int64_t> dilation, bool ceil_mode, Tensor& out, Tensor& indices, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
@@ -387,11 +408,23 @@ void maximum(const Tensor& self, const Tensor& other, Tensor& out, Implementatio
 // mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
+// mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+void mean_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
+// median.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void median_all(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
 // median.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& values, Tensor& indices, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
 // min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)
 void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min_indices, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
+// min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void min_all(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
+// min.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void min_other(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
 // minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void minimum(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
@@ -453,6 +486,9 @@ void nonzero(const Tensor& self, Tensor& out, Implementation impl_ = Implementat
 // norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
+// norm.Scalar_out(Tensor self, Scalar p=2, *, Tensor(a!) out) -> Tensor(a!)
+void norm_Scalar(const Tensor& self, const Scalar& p, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
 // outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)
 void outer(const Tensor& self, const Tensor& vec2, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
@@ -461,6 +497,9 @@ void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out, 
 
 // pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)
 void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
+// prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+void prod_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
 // prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
@@ -483,6 +522,9 @@ void roll(const Tensor& self, std::span<const int64_t> shifts, std::span<const i
 // round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void round(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
+// round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)
+void round_decimals(const Tensor& self, int64_t decimals, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
 // rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void rsqrt(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
@@ -492,11 +534,17 @@ void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const 
 // scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
 void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
+// scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)
+void scatter_reduce_mode(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
 // scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
 void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
 // scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
 void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
+// scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)
+void scatter_value_reduce_mode(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, std::string_view reduce, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
 // sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void sgn(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
@@ -537,6 +585,9 @@ void softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
 // softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)
 void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
+// sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
+void sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim, bool descending, Tensor& values, Tensor& indices, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
 // sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 void sort_values(const Tensor& self, int64_t dim, bool descending, Tensor& values, Tensor& indices, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
@@ -545,6 +596,9 @@ void sqrt(const Tensor& self, Tensor& out, Implementation impl_ = Implementation
 
 // square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void square(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
+// std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+void std(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool unbiased, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
 // std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
 void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
@@ -590,6 +644,9 @@ void triu(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl
 
 // trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void trunc(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+
+// var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+void var(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool unbiased, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
 // var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)
 void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});

@@ -80,18 +80,36 @@ def _member(o: PyOverload, by_out: dict, by_functional: dict) -> Overload:
         op = by_functional.get(o.functional)
         if op is not None and op.functional_call is None:
             op = None
-    params = o.params
-    if op is not None and len(op.outputs) > 1:
-        # The op's own keywords for its outputs (`max=`, `max_values=`)
-        # besides torch's out= tuple: calls of the op's name keep working.
-        params += tuple(
-            PyParam(
-                a.py_name, "Tensor", allow_none=True, has_default=True, kwarg_only=True
-            )
-            for a in op.outputs
-            if a.py_name not in {p.name for p in params}
-        )
+    params = o.params + _own_outputs(op, o.params)
     return Overload(o.text, params, op, o.out or o.functional, o.numbers_as_tensors)
+
+
+def _own_outputs(op: Op | None, params: tuple[PyParam, ...]) -> tuple[PyParam, ...]:
+    """The op's own output keywords where torch's signature lacks them:
+    `max=`, `max_values=` besides torch's out= tuple, and out= where torch
+    binds the functional alone (`sum(x, out=o)`, which torch refuses, is
+    sum.out's call). Calls of an op's own name keep working under a
+    function of that name; torch's own calls resolve as before."""
+    if op is None:
+        return ()
+    names = {p.name for p in params}
+    extra = tuple(
+        PyParam(a.py_name, "Tensor", allow_none=True, has_default=True, kwarg_only=True)
+        for a in op.outputs
+        if a.py_name not in names
+    )
+    if len(op.outputs) > 1 and "out" not in names | {a.py_name for a in op.outputs}:
+        extra += (
+            PyParam(
+                "out",
+                "TensorList",
+                size=len(op.outputs),
+                allow_none=True,
+                has_default=True,
+                kwarg_only=True,
+            ),
+        )
+    return extra
 
 
 def _own(op: Op) -> Overload:

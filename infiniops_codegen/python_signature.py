@@ -60,20 +60,18 @@ def _plain(op: Op, a: Argument) -> str:
     return f"{a.py_name}={a.default.py_repr}" if a.default else a.py_name
 
 
-def python_signature(
-    op: Op, name: str | None = None, outputs: bool = True
-) -> PythonSignature:
-    """Positional parameters, then keyword-only ones (outputs included
-    unless outputs is False; several outputs also as one `out=` tuple), then
-    the keywords every op takes (implementation=, stream=). name: the
-    function's, where not the op's."""
-    keyword_only = [a for a in op.keyword_only if outputs or not a.is_output]
+def python_signature(op: Op, name: str | None = None) -> PythonSignature:
+    """Positional parameters, then keyword-only ones (outputs included;
+    several outputs also as one `out=` tuple), then the keywords every op
+    takes (implementation=, stream=). name: the function's, where not the
+    op's."""
+    keyword_only = list(op.keyword_only)
     parameters = [_parameter(op, a) for a in op.positional] + ["*"]
     parameters += [_parameter(op, a) for a in keyword_only]
     plain = [_plain(op, a) for a in op.positional] + ["*"]
     plain += [_plain(op, a) for a in keyword_only]
     names = {a.py_name for a in op.python_params}
-    if outputs and len(op.outputs) > 1 and "out" not in names:
+    if len(op.outputs) > 1 and "out" not in names:
         parameters.append(f"out: {_outs_tuple(op)} | None = None")
         plain.append("out=None")
     parameters += [f"{key}: {rest}" for key, rest in module_api.CALL_KEYWORDS]
@@ -123,10 +121,7 @@ def stub_entries(opset: OpSet) -> tuple[tuple[PythonSignature, ...], ...]:
     entries = {}
     for f in opset.functions:
         entries[f.name] = tuple(
-            # A signature torch gives without out= (the functional alone).
-            python_signature(o.op, f.name, outputs=o.aten != o.op.functional)
-            for o in f.overloads
-            if o.op is not None
+            python_signature(o.op, f.name) for o in f.overloads if o.op is not None
         )
     for op in opset.ops:
         entries.setdefault(op.name, (python_signature(op),))

@@ -106,9 +106,11 @@ def test_list_op_shows_signature_and_implementations(runner, helpers):
     # As the .pyi stub declares it (the manifest records the same rendering).
     assert python.split("python:")[1].strip() == (
         "topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, "
-        "sorted: bool = True, *, values: Tensor, indices: Tensor, "
+        "sorted: bool = True, *, values: Tensor | None = None, "
+        "indices: Tensor | None = None, out: tuple[Tensor, Tensor] | None = None, "
         'implementation: Implementation = "default", '
-        "stream: StreamLike | None = None) -> torch.return_types.topk_out"
+        "stream: StreamLike | None = None) -> "
+        "torch.return_types.topk | torch.return_types.topk_out"
     )
     assert "topk.values(Tensor self, SymInt k" in result.output
     add = helpers.invoke(runner, "list", "--op", "add").output
@@ -121,7 +123,7 @@ def test_list_op_shows_signature_and_implementations(runner, helpers):
     data = json.loads(helpers.invoke(runner, "list", "--op", "add", "--json").output)
     assert data["implementations"]["cpu"] == ["native", "torch"]
     assert data["python"].startswith(
-        "add(input: Tensor, other: Tensor, *, alpha: Number = 1"
+        "add(input: Tensor | Number, other: Tensor | Number, *, alpha: Number = 1"
     )
 
 

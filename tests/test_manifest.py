@@ -118,10 +118,19 @@ def _stub_functions(text: str) -> dict[str, ast.FunctionDef]:
     return {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
 
 
-def _same_signature(manifest_text: str, stub: ast.FunctionDef) -> bool:
+def _stub_overloads(text: str) -> dict[str, list[ast.FunctionDef]]:
+    """Name -> its declarations (several: @overload)."""
+    result: dict[str, list[ast.FunctionDef]] = {}
+    for f in ast.parse(text).body:
+        if isinstance(f, ast.FunctionDef):
+            result.setdefault(f.name, []).append(f)
+    return result
+
+
+def _same_signature(manifest_text: str, stub: ast.FunctionDef, name=None) -> bool:
     (parsed,) = ast.parse(f"def {manifest_text}: ...").body
     return (
-        parsed.name == stub.name
+        (name or parsed.name) == stub.name
         and ast.dump(parsed.args) == ast.dump(stub.args)
         and ast.dump(parsed.returns) == ast.dump(stub.returns)
     )
@@ -139,19 +148,36 @@ def test_the_manifest_signature_is_the_stubs(where, basic_specs):
         }
     else:
         files = pipeline.generate(basic_specs).files
-    stub = _stub_functions(files["infiniops.pyi"])
-    ops = manifest.from_data(json.loads(files["manifest.json"])).ops
-    assert ops
-    for op in ops:
-        assert _same_signature(op.python_signature, stub[op.name]), op.name
+    stub = _stub_overloads(files["infiniops.pyi"])
+    read = manifest.from_data(json.loads(files["manifest.json"]))
+    assert read.ops
+    # An op is declared under its own name, unless a torch-like function
+    # took the name, and under each function it serves (@overload-ed).
+    declared = {op.name: [] for op in read.ops}
+    for name, overloads in read.functions.items():
+        for o in overloads:
+            if o.op is not None:
+                declared[o.op].append(name)
+    taken = set(read.functions)
+    for op in read.ops:
+        if op.name not in taken:
+            declared[op.name].append(op.name)
+        assert declared[op.name], op.name
+        for name in declared[op.name]:
+            assert any(
+                _same_signature(op.python_signature, d, name) for d in stub[name]
+            ), (op.name, name)
 
 
 def test_the_stub_template_lays_out_the_shared_signature():
     """The stub's op parameters come from python_signature(), never from a
     second loop over the arguments."""
     text = (TEMPLATE_DIR / "module.pyi.j2").read_text()
-    assert "python_signature(op)" in text
+    assert "stub_entries(opset)" in text
     assert "a.py_type" not in text and "a.py_name" not in text
+    source = (TEMPLATE_DIR.parent / "python_signature.py").read_text()
+    stub_entries = source[source.index("def stub_entries") :]
+    assert "python_signature(" in stub_entries and "py_type" not in stub_entries
 
 
 # --- reserved module names -------------------------------------------------------
@@ -163,7 +189,8 @@ def test_every_module_function_is_in_the_method_table_once():
     table = table[: table.index("};")]
     names = re.findall(r'^\s+\{"(\w+)",', table, re.M)
     assert len(names) == len(set(names))
-    ops = set(manifest.generated().names)
+    generated = manifest.generated()
+    ops = set(generated.names) | set(generated.functions)
     assert set(names) - ops == {f.name for f in module_api.FUNCTIONS}
 
 
@@ -181,7 +208,9 @@ def test_the_stub_declares_every_module_function_and_attribute():
 
 
 def test_the_built_module_defines_exactly_the_reserved_names(ops):
-    names = {n for n in dir(ops) if not n.startswith("__")} - set(ops.implementations())
+    functions = manifest.of_build(ops.__file__.rsplit("/", 1)[0]).functions
+    names = {n for n in dir(ops) if not n.startswith("__")}
+    names -= set(ops.implementations()) | set(functions)
     public = {f.name for f in module_api.FUNCTIONS}
     public |= {a for a in module_api.ATTRIBUTES if not a.startswith("__")}
     assert names == public

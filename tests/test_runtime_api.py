@@ -32,10 +32,17 @@ def test_non_tensor_argument_names_op_and_parameter(ops):
         ops.add([1.0, 2.0], b, out=out)
     message = str(info.value)
     assert "add" in message and "'input'" in message and "list" in message
+    # (add takes a number for `other`, as torch.add does; maximum does not)
     with pytest.raises(TypeError, match=r"'other'"):
-        ops.add(b, 3.0, out=out)
-    with pytest.raises(TypeError, match=r"mm.*'mat2'"):
+        ops.maximum(b, 3.0, out=out)
+    # torch.mm has two signatures: its message lists them (so does ours)
+    with pytest.raises(
+        TypeError, match=r"mm\(\) received an invalid combination.*NoneType"
+    ):
         ops.mm(torch.randn(2, 2), None, out=torch.empty(2, 2))
+    # a one-signature function names the parameter
+    with pytest.raises(TypeError, match=r"mv\(\): argument 'vec'"):
+        ops.mv(torch.randn(2, 2), None, out=torch.empty(2))
 
 
 def test_non_tensor_in_tensor_list(ops):
@@ -45,8 +52,9 @@ def test_non_tensor_in_tensor_list(ops):
 
 def test_missing_out_raises_type_error(ops):
     x = torch.randn(3)
+    # index has no functional twin taking its arguments: out= is required
     with pytest.raises(TypeError, match="out"):
-        ops.add(x, x)
+        ops.index(x, [torch.tensor([0])])
     with pytest.raises(TypeError, match="indices"):
         ops.topk(x, 1, values=torch.empty(1))
 

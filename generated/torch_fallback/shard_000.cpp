@@ -35,6 +35,8 @@
 #include <ATen/ops/native_group_norm.h>
 #include <ATen/ops/norm.h>
 #include <ATen/ops/norm_cpu_dispatch.h>
+#include <ATen/ops/sort.h>
+#include <ATen/ops/sort_cpu_dispatch.h>
 #include <ATen/ops/std.h>
 #include <ATen/ops/std_cpu_dispatch.h>
 #include <ATen/ops/xlogy.h>
@@ -182,6 +184,80 @@ bool any_all_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops
   try {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     tb::give_like(results, at::any(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
+// any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+void any_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("any_dims", {&out}, {tb::ptr(self)});
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::any_out(a_out, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::any_out(a_out, a_self, a_dim, a_keepdim);
+  }
+  tb::check_output(out, a_out, "any_dims", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void any_dims(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::any_out(a_out, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::any_out(a_out, a_self, a_dim, a_keepdim);
+  }
+}
+
+namespace no_out {
+
+// any_dims() without out=: ATen's functional any.dims, as torch's own call runs it.
+void any_dims(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::any(a_self, a_dim, a_keepdim));
+    return;
+  }
+  tb::give(results, at::any(a_self, a_dim, a_keepdim));
+}
+
+// any_dims() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool any_dims_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::any(m_self, a_dim, a_keepdim), device);
   } catch (const c10::NotImplementedError&) {
     return false;  // no meta kernel: the functional overload computes it
   }
@@ -1030,6 +1106,89 @@ bool norm_allocate(::infini::ops::torch_bridge::TensorRef self, const std::optio
   try {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     tb::give_like(results, at::norm(m_self, a_p, a_dim, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
+// sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
+void sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim, bool descending, Tensor& values, Tensor& indices) {
+  auto a_self = tb::to_aten(self);
+  auto a_stable = tb::to_aten(stable);
+  auto a_dim = tb::to_aten(dim);
+  auto a_descending = tb::to_aten(descending);
+  auto a_values = tb::to_aten(values);
+  auto a_indices = tb::to_aten(indices);
+  tb::check_overlap("sort_stable", {&values, &indices}, {tb::ptr(self)});
+  if (tb::direct_cpu(a_self, a_values, a_indices)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::sort_out(a_values, a_indices, a_self, a_stable, a_dim, a_descending);
+    tb::bump_version(a_values);
+    tb::bump_version(a_indices);
+  } else {
+    at::sort_out(a_values, a_indices, a_self, a_stable, a_dim, a_descending);
+  }
+  tb::check_output(values, a_values, "sort_stable", "values");
+  tb::check_output(indices, a_indices, "sort_stable", "indices");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void sort_stable(::infini::ops::torch_bridge::TensorRef self, std::optional<bool> stable, int64_t dim, bool descending, ::infini::ops::torch_bridge::TensorRef values, ::infini::ops::torch_bridge::TensorRef indices) {
+  auto a_self = tb::to_aten(self);
+  auto a_stable = tb::to_aten(stable);
+  auto a_dim = tb::to_aten(dim);
+  auto a_descending = tb::to_aten(descending);
+  auto a_values = tb::to_aten(values);
+  auto a_indices = tb::to_aten(indices);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::sort_out(a_values, a_indices, a_self, a_stable, a_dim, a_descending);
+    tb::bump_version(a_values);
+    tb::bump_version(a_indices);
+  } else {
+    at::sort_out(a_values, a_indices, a_self, a_stable, a_dim, a_descending);
+  }
+}
+
+namespace no_out {
+
+// sort_stable() without out=: ATen's functional sort.stable, as torch's own call runs it.
+void sort_stable(::infini::ops::torch_bridge::TensorRef self, std::optional<bool> stable, int64_t dim, bool descending, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_stable = tb::to_aten(stable);
+  auto a_dim = tb::to_aten(dim);
+  auto a_descending = tb::to_aten(descending);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::sort(a_self, a_stable, a_dim, a_descending));
+    return;
+  }
+  tb::give(results, at::sort(a_self, a_stable, a_dim, a_descending));
+}
+
+// sort_stable() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool sort_stable_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<bool> stable, int64_t dim, bool descending, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_stable = tb::to_aten(stable);
+  auto a_dim = tb::to_aten(dim);
+  auto a_descending = tb::to_aten(descending);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::sort(m_self, a_stable, a_dim, a_descending), device);
   } catch (const c10::NotImplementedError&) {
     return false;  // no meta kernel: the functional overload computes it
   }

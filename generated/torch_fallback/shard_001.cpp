@@ -9,10 +9,13 @@
 // No aggregate header: adding or editing another op must not touch this TU.
 #include "torch/aten_convert.h"
 
+#include <ATen/ops/all.h>
+#include <ATen/ops/all_cpu_dispatch.h>
 #include <ATen/ops/amax.h>
 #include <ATen/ops/amax_cpu_dispatch.h>
 #include <ATen/ops/bitwise_or.h>
 #include <ATen/ops/bitwise_or_cpu_dispatch.h>
+#include <ATen/ops/copysign.h>
 #include <ATen/ops/elu.h>
 #include <ATen/ops/elu_cpu_dispatch.h>
 #include <ATen/ops/fmin.h>
@@ -20,6 +23,8 @@
 #include <ATen/ops/index.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/index_select_cpu_dispatch.h>
+#include <ATen/ops/max.h>
+#include <ATen/ops/max_cpu_dispatch.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/mul_cpu_dispatch.h>
 #include <ATen/ops/neg.h>
@@ -32,6 +37,80 @@
 namespace infini::ops::torch_fallback {
 
 namespace tb = ::infini::ops::torch_bridge;
+
+// all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+void all_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("all_dims", {&out}, {tb::ptr(self)});
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::all_out(a_out, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::all_out(a_out, a_self, a_dim, a_keepdim);
+  }
+  tb::check_output(out, a_out, "all_dims", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void all_dims(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::all_out(a_out, a_self, a_dim, a_keepdim);
+    tb::bump_version(a_out);
+  } else {
+    at::all_out(a_out, a_self, a_dim, a_keepdim);
+  }
+}
+
+namespace no_out {
+
+// all_dims() without out=: ATen's functional all.dims, as torch's own call runs it.
+void all_dims(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::all(a_self, a_dim, a_keepdim));
+    return;
+  }
+  tb::give(results, at::all(a_self, a_dim, a_keepdim));
+}
+
+// all_dims() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool all_dims_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::all(m_self, a_dim, a_keepdim), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
 
 // amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out) {
@@ -170,6 +249,53 @@ bool bitwise_or_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::i
   try {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     tb::give_like(results, at::bitwise_or(m_self, m_other), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
+// copysign.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+void copysign_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("copysign_Scalar", {&out}, {tb::ptr(self)});
+  at::copysign_out(a_out, a_self, a_other);
+  tb::check_output(out, a_out, "copysign_Scalar", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void copysign_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  at::copysign_out(a_out, a_self, a_other);
+}
+
+namespace no_out {
+
+// copysign_Scalar() without out=: ATen's functional copysign.Scalar, as torch's own call runs it.
+void copysign_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  tb::give(results, at::copysign(a_self, a_other));
+}
+
+// copysign_Scalar() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool copysign_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::copysign(m_self, a_other), device);
   } catch (const c10::NotImplementedError&) {
     return false;  // no meta kernel: the functional overload computes it
   }
@@ -404,6 +530,72 @@ bool index_select_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t 
   try {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     tb::give_like(results, at::index_select(m_self, a_dim, m_index), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
+// max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void max_all(const Tensor& self, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("max_all", {&out}, {tb::ptr(self)});
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::max_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::max_out(a_out, a_self);
+  }
+  tb::check_output(out, a_out, "max_all", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void max_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::max_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::max_out(a_out, a_self);
+  }
+}
+
+namespace no_out {
+
+// max_all() without out=: ATen's functional max, as torch's own call runs it.
+void max_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::max(a_self));
+    return;
+  }
+  tb::give(results, at::max(a_self));
+}
+
+// max_all() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool max_all_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::max(m_self), device);
   } catch (const c10::NotImplementedError&) {
     return false;  // no meta kernel: the functional overload computes it
   }

@@ -26,6 +26,7 @@
 #include <ATen/ops/mish_cpu_dispatch.h>
 #include <ATen/ops/pow.h>
 #include <ATen/ops/pow_cpu_dispatch.h>
+#include <ATen/ops/prod.h>
 #include <ATen/ops/sinh.h>
 #include <ATen/ops/sinh_cpu_dispatch.h>
 #include <ATen/ops/tanh_backward.h>
@@ -442,6 +443,49 @@ bool matmul_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops:
 
 }  // namespace no_out
 
+// median.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void median_all(const Tensor& self, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("median_all", {&out}, {tb::ptr(self)});
+  at::median_out(a_out, a_self);
+  tb::check_output(out, a_out, "median_all", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void median_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  at::median_out(a_out, a_self);
+}
+
+namespace no_out {
+
+// median_all() without out=: ATen's functional median, as torch's own call runs it.
+void median_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  tb::give(results, at::median(a_self));
+}
+
+// median_all() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool median_all_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::median(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // median.dim_values(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& values, Tensor& indices) {
   auto a_self = tb::to_aten(self);
@@ -644,6 +688,53 @@ bool pow_Tensor_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, con
   try {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     tb::give_like(results, at::pow(m_self, a_exponent), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
+// prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+void prod_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dtype = tb::to_aten(dtype);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("prod_all", {&out}, {tb::ptr(self)});
+  at::prod_out(a_out, a_self, a_dtype);
+  tb::check_output(out, a_out, "prod_all", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void prod_all(::infini::ops::torch_bridge::TensorRef self, std::optional<DataType> dtype, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dtype = tb::to_aten(dtype);
+  auto a_out = tb::to_aten(out);
+  at::prod_out(a_out, a_self, a_dtype);
+}
+
+namespace no_out {
+
+// prod_all() without out=: ATen's functional prod, as torch's own call runs it.
+void prod_all(::infini::ops::torch_bridge::TensorRef self, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dtype = tb::to_aten(dtype);
+  tb::give(results, at::prod(a_self, a_dtype));
+}
+
+// prod_all() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool prod_all_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dtype = tb::to_aten(dtype);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::prod(m_self, a_dtype), device);
   } catch (const c10::NotImplementedError&) {
     return false;  // no meta kernel: the functional overload computes it
   }

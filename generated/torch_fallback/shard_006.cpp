@@ -26,8 +26,11 @@
 #include <ATen/ops/remainder_cpu_dispatch.h>
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/rsqrt_cpu_dispatch.h>
+#include <ATen/ops/scatter.h>
+#include <ATen/ops/scatter_cpu_dispatch.h>
 #include <ATen/ops/threshold.h>
 #include <ATen/ops/threshold_cpu_dispatch.h>
+#include <ATen/ops/var.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/where_cpu_dispatch.h>
 
@@ -637,6 +640,89 @@ bool rsqrt_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::
 
 }  // namespace no_out
 
+// scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)
+void scatter_value_reduce_mode(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, std::string_view reduce, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_value = tb::to_aten(value);
+  auto a_reduce = tb::to_aten(reduce);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("scatter_value_reduce_mode", {&out}, {tb::ptr(self), tb::ptr(index)});
+  if (tb::direct_cpu(a_self, a_index, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_value, a_reduce);
+    tb::bump_version(a_out);
+  } else {
+    at::scatter_out(a_out, a_self, a_dim, a_index, a_value, a_reduce);
+  }
+  tb::check_output(out, a_out, "scatter_value_reduce_mode", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void scatter_value_reduce_mode(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, const Scalar& value, std::string_view reduce, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_value = tb::to_aten(value);
+  auto a_reduce = tb::to_aten(reduce);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_value, a_reduce);
+    tb::bump_version(a_out);
+  } else {
+    at::scatter_out(a_out, a_self, a_dim, a_index, a_value, a_reduce);
+  }
+}
+
+namespace no_out {
+
+// scatter_value_reduce_mode() without out=: ATen's functional scatter.value_reduce, as torch's own call runs it.
+void scatter_value_reduce_mode(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, const Scalar& value, std::string_view reduce, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_value = tb::to_aten(value);
+  auto a_reduce = tb::to_aten(reduce);
+  if (tb::direct_cpu(a_self, a_index)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::scatter(a_self, a_dim, a_index, a_value, a_reduce));
+    return;
+  }
+  tb::give(results, at::scatter(a_self, a_dim, a_index, a_value, a_reduce));
+}
+
+// scatter_value_reduce_mode() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool scatter_value_reduce_mode_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, const Scalar& value, std::string_view reduce, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_value = tb::to_aten(value);
+  auto a_reduce = tb::to_aten(reduce);
+  const auto device = tb::output_device(a_self, a_index);
+  if (!tb::meta_allowed(a_self, a_index)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_index = tb::to_meta(a_index);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::scatter(m_self, a_dim, m_index, a_value, a_reduce), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
 void threshold(const Tensor& self, const Scalar& threshold, const Scalar& value, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -703,6 +789,61 @@ bool threshold_allocate(::infini::ops::torch_bridge::TensorRef self, const Scala
   try {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     tb::give_like(results, at::threshold(m_self, a_threshold, a_value), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
+// var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+void var(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool unbiased, bool keepdim, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_unbiased = tb::to_aten(unbiased);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("var", {&out}, {tb::ptr(self)});
+  at::var_out(a_out, a_self, a_dim, a_unbiased, a_keepdim);
+  tb::check_output(out, a_out, "var", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void var(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool unbiased, bool keepdim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_unbiased = tb::to_aten(unbiased);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  at::var_out(a_out, a_self, a_dim, a_unbiased, a_keepdim);
+}
+
+namespace no_out {
+
+// var() without out=: ATen's functional var.dim, as torch's own call runs it.
+void var(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool unbiased, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_unbiased = tb::to_aten(unbiased);
+  auto a_keepdim = tb::to_aten(keepdim);
+  tb::give(results, at::var(a_self, a_dim, a_unbiased, a_keepdim));
+}
+
+// var() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool var_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool unbiased, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_unbiased = tb::to_aten(unbiased);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::var(m_self, a_dim, a_unbiased, a_keepdim), device);
   } catch (const c10::NotImplementedError&) {
     return false;  // no meta kernel: the functional overload computes it
   }

@@ -29,10 +29,12 @@
 #include <ATen/ops/hardsigmoid_cpu_dispatch.h>
 #include <ATen/ops/index_add.h>
 #include <ATen/ops/index_add_cpu_dispatch.h>
+#include <ATen/ops/norm.h>
 #include <ATen/ops/relu.h>
 #include <ATen/ops/rms_norm.h>
 #include <ATen/ops/sqrt.h>
 #include <ATen/ops/sqrt_cpu_dispatch.h>
+#include <ATen/ops/std.h>
 #include <ATen/ops/var.h>
 #include <ATen/ops/var_cpu_dispatch.h>
 
@@ -784,6 +786,53 @@ bool index_add_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim
 
 }  // namespace no_out
 
+// norm.Scalar_out(Tensor self, Scalar p=2, *, Tensor(a!) out) -> Tensor(a!)
+void norm_Scalar(const Tensor& self, const Scalar& p, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_p = tb::to_aten(p);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("norm_Scalar", {&out}, {tb::ptr(self)});
+  at::norm_out(a_out, a_self, a_p);
+  tb::check_output(out, a_out, "norm_Scalar", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void norm_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& p, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_p = tb::to_aten(p);
+  auto a_out = tb::to_aten(out);
+  at::norm_out(a_out, a_self, a_p);
+}
+
+namespace no_out {
+
+// norm_Scalar() without out=: ATen's functional norm.Scalar, as torch's own call runs it.
+void norm_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& p, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_p = tb::to_aten(p);
+  tb::give(results, at::norm(a_self, a_p));
+}
+
+// norm_Scalar() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool norm_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& p, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_p = tb::to_aten(p);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::norm(m_self, a_p), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void relu(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -834,7 +883,7 @@ static void body_rms_norm(at::Tensor & out, const at::Tensor & input, const at::
     const int64_t last = input.size(-1);
     out.resize_(input.sizes());
     out.copy_(at::rms_norm(input, {last}, weight, eps));
-#line 838 "torch_fallback/shard_008.cpp"
+#line 887 "torch_fallback/shard_008.cpp"
 }
 
 // rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)
@@ -935,6 +984,61 @@ bool sqrt_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::t
   try {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     tb::give_like(results, at::sqrt(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
+// std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+void std(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool unbiased, bool keepdim, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_unbiased = tb::to_aten(unbiased);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("std", {&out}, {tb::ptr(self)});
+  at::std_out(a_out, a_self, a_dim, a_unbiased, a_keepdim);
+  tb::check_output(out, a_out, "std", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void std(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool unbiased, bool keepdim, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_unbiased = tb::to_aten(unbiased);
+  auto a_keepdim = tb::to_aten(keepdim);
+  auto a_out = tb::to_aten(out);
+  at::std_out(a_out, a_self, a_dim, a_unbiased, a_keepdim);
+}
+
+namespace no_out {
+
+// std() without out=: ATen's functional std.dim, as torch's own call runs it.
+void std(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool unbiased, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_unbiased = tb::to_aten(unbiased);
+  auto a_keepdim = tb::to_aten(keepdim);
+  tb::give(results, at::std(a_self, a_dim, a_unbiased, a_keepdim));
+}
+
+// std() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool std_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool unbiased, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_unbiased = tb::to_aten(unbiased);
+  auto a_keepdim = tb::to_aten(keepdim);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::std(m_self, a_dim, a_unbiased, a_keepdim), device);
   } catch (const c10::NotImplementedError&) {
     return false;  // no meta kernel: the functional overload computes it
   }

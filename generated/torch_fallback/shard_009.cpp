@@ -22,6 +22,7 @@
 #include <ATen/ops/frac_cpu_dispatch.h>
 #include <ATen/ops/max.h>
 #include <ATen/ops/max_cpu_dispatch.h>
+#include <ATen/ops/mean.h>
 #include <ATen/ops/minimum.h>
 #include <ATen/ops/minimum_cpu_dispatch.h>
 #include <ATen/ops/mul.h>
@@ -522,6 +523,53 @@ bool max_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool
 
 }  // namespace no_out
 
+// mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+void mean_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dtype = tb::to_aten(dtype);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("mean_all", {&out}, {tb::ptr(self)});
+  at::mean_out(a_out, a_self, a_dtype);
+  tb::check_output(out, a_out, "mean_all", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void mean_all(::infini::ops::torch_bridge::TensorRef self, std::optional<DataType> dtype, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dtype = tb::to_aten(dtype);
+  auto a_out = tb::to_aten(out);
+  at::mean_out(a_out, a_self, a_dtype);
+}
+
+namespace no_out {
+
+// mean_all() without out=: ATen's functional mean, as torch's own call runs it.
+void mean_all(::infini::ops::torch_bridge::TensorRef self, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dtype = tb::to_aten(dtype);
+  tb::give(results, at::mean(a_self, a_dtype));
+}
+
+// mean_all() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool mean_all_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dtype = tb::to_aten(dtype);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::mean(m_self, a_dtype), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 void minimum(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -735,7 +783,7 @@ static void body_silu_and_mul(at::Tensor & out, const at::Tensor & input) {
     // input is [..., 2d]: silu of the first half times the second half.
     const int64_t d = input.size(-1) / 2;
     at::mul_out(out, at::silu(input.narrow(-1, 0, d)), input.narrow(-1, d, d));
-#line 739 "torch_fallback/shard_009.cpp"
+#line 787 "torch_fallback/shard_009.cpp"
 }
 
 // silu_and_mul(Tensor input, *, Tensor(a!) out) -> Tensor(a!)

@@ -22,6 +22,7 @@
 #include <ATen/ops/lt.h>
 #include <ATen/ops/lt_cpu_dispatch.h>
 #include <ATen/ops/masked_fill.h>
+#include <ATen/ops/min.h>
 #include <ATen/ops/native_layer_norm.h>
 #include <ATen/ops/sigmoid_backward.h>
 #include <ATen/ops/sigmoid_backward_cpu_dispatch.h>
@@ -505,6 +506,54 @@ bool masked_fill_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::
   try {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     tb::give_like(results, at::masked_fill(m_self, m_mask, m_value), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
+// min.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void min_other(const Tensor& self, const Tensor& other, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("min_other", {&out}, {tb::ptr(self), tb::ptr(other)});
+  at::min_out(a_out, a_self, a_other);
+  tb::check_output(out, a_out, "min_other", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void min_other(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  at::min_out(a_out, a_self, a_other);
+}
+
+namespace no_out {
+
+// min_other() without out=: ATen's functional min.other, as torch's own call runs it.
+void min_other(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  tb::give(results, at::min(a_self, a_other));
+}
+
+// min_other() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool min_other_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::min(m_self, m_other), device);
   } catch (const c10::NotImplementedError&) {
     return false;  // no meta kernel: the functional overload computes it
   }

@@ -15,11 +15,14 @@
 #include <ATen/ops/argmin_cpu_dispatch.h>
 #include <ATen/ops/bitwise_xor.h>
 #include <ATen/ops/bitwise_xor_cpu_dispatch.h>
+#include <ATen/ops/clamp_min.h>
+#include <ATen/ops/clamp_min_cpu_dispatch.h>
 #include <ATen/ops/exp.h>
 #include <ATen/ops/exp_cpu_dispatch.h>
 #include <ATen/ops/index_put.h>
 #include <ATen/ops/logical_not.h>
 #include <ATen/ops/logical_not_cpu_dispatch.h>
+#include <ATen/ops/max.h>
 #include <ATen/ops/nansum.h>
 #include <ATen/ops/nansum_cpu_dispatch.h>
 #include <ATen/ops/nonzero.h>
@@ -262,6 +265,77 @@ bool bitwise_xor_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::
 
 }  // namespace no_out
 
+// clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)
+void clamp_min_Tensor(const Tensor& self, const Tensor& min, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_min = tb::to_aten(min);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("clamp_min_Tensor", {&out}, {tb::ptr(self), tb::ptr(min)});
+  if (tb::direct_cpu(a_self, a_min, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::clamp_min_out(a_out, a_self, a_min);
+    tb::bump_version(a_out);
+  } else {
+    at::clamp_min_out(a_out, a_self, a_min);
+  }
+  tb::check_output(out, a_out, "clamp_min_Tensor", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void clamp_min_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef min, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_min = tb::to_aten(min);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::clamp_min_out(a_out, a_self, a_min);
+    tb::bump_version(a_out);
+  } else {
+    at::clamp_min_out(a_out, a_self, a_min);
+  }
+}
+
+namespace no_out {
+
+// clamp_min_Tensor() without out=: ATen's functional clamp_min.Tensor, as torch's own call runs it.
+void clamp_min_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef min, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_min = tb::to_aten(min);
+  if (tb::direct_cpu(a_self, a_min)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::clamp_min(a_self, a_min));
+    return;
+  }
+  tb::give(results, at::clamp_min(a_self, a_min));
+}
+
+// clamp_min_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool clamp_min_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef min, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_min = tb::to_aten(min);
+  const auto device = tb::output_device(a_self, a_min);
+  if (!tb::meta_allowed(a_self, a_min)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_min = tb::to_meta(a_min);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::clamp_min(m_self, m_min), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void exp(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -393,6 +467,54 @@ bool logical_not_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini:
   try {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     tb::give_like(results, at::logical_not(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
+// max.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+void max_other(const Tensor& self, const Tensor& other, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("max_other", {&out}, {tb::ptr(self), tb::ptr(other)});
+  at::max_out(a_out, a_self, a_other);
+  tb::check_output(out, a_out, "max_other", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void max_other(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  auto a_out = tb::to_aten(out);
+  at::max_out(a_out, a_self, a_other);
+}
+
+namespace no_out {
+
+// max_other() without out=: ATen's functional max.other, as torch's own call runs it.
+void max_other(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  tb::give(results, at::max(a_self, a_other));
+}
+
+// max_other() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool max_other_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_other = tb::to_aten(other);
+  const auto device = tb::output_device(a_self, a_other);
+  if (!tb::meta_allowed(a_self, a_other)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_other = tb::to_meta(a_other);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::max(m_self, m_other), device);
   } catch (const c10::NotImplementedError&) {
     return false;  // no meta kernel: the functional overload computes it
   }

@@ -20,6 +20,8 @@
 #include <ATen/ops/logical_xor_cpu_dispatch.h>
 #include <ATen/ops/masked_fill.h>
 #include <ATen/ops/mv.h>
+#include <ATen/ops/round.h>
+#include <ATen/ops/round_cpu_dispatch.h>
 #include <ATen/ops/smooth_l1_loss.h>
 #include <ATen/ops/smooth_l1_loss_cpu_dispatch.h>
 #include <ATen/ops/sub.h>
@@ -461,6 +463,76 @@ bool mv_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   try {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     tb::give_like(results, at::mv(m_self, m_vec), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
+// round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)
+void round_decimals(const Tensor& self, int64_t decimals, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_decimals = tb::to_aten(decimals);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("round_decimals", {&out}, {tb::ptr(self)});
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::round_out(a_out, a_self, a_decimals);
+    tb::bump_version(a_out);
+  } else {
+    at::round_out(a_out, a_self, a_decimals);
+  }
+  tb::check_output(out, a_out, "round_decimals", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void round_decimals(::infini::ops::torch_bridge::TensorRef self, int64_t decimals, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_decimals = tb::to_aten(decimals);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::round_out(a_out, a_self, a_decimals);
+    tb::bump_version(a_out);
+  } else {
+    at::round_out(a_out, a_self, a_decimals);
+  }
+}
+
+namespace no_out {
+
+// round_decimals() without out=: ATen's functional round.decimals, as torch's own call runs it.
+void round_decimals(::infini::ops::torch_bridge::TensorRef self, int64_t decimals, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_decimals = tb::to_aten(decimals);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::round(a_self, a_decimals));
+    return;
+  }
+  tb::give(results, at::round(a_self, a_decimals));
+}
+
+// round_decimals() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool round_decimals_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t decimals, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_decimals = tb::to_aten(decimals);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::round(m_self, a_decimals), device);
   } catch (const c10::NotImplementedError&) {
     return false;  // no meta kernel: the functional overload computes it
   }

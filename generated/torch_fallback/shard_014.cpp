@@ -24,9 +24,13 @@
 #include <ATen/ops/lgamma_cpu_dispatch.h>
 #include <ATen/ops/logical_or.h>
 #include <ATen/ops/logical_or_cpu_dispatch.h>
+#include <ATen/ops/min.h>
+#include <ATen/ops/min_cpu_dispatch.h>
 #include <ATen/ops/prod.h>
 #include <ATen/ops/prod_cpu_dispatch.h>
 #include <ATen/ops/roll.h>
+#include <ATen/ops/scatter.h>
+#include <ATen/ops/scatter_cpu_dispatch.h>
 #include <ATen/ops/sign.h>
 #include <ATen/ops/sign_cpu_dispatch.h>
 
@@ -572,6 +576,72 @@ bool logical_or_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::
 
 }  // namespace no_out
 
+// min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+void min_all(const Tensor& self, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("min_all", {&out}, {tb::ptr(self)});
+  if (tb::direct_cpu(a_self, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::min_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::min_out(a_out, a_self);
+  }
+  tb::check_output(out, a_out, "min_all", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void min_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::min_out(a_out, a_self);
+    tb::bump_version(a_out);
+  } else {
+    at::min_out(a_out, a_self);
+  }
+}
+
+namespace no_out {
+
+// min_all() without out=: ATen's functional min, as torch's own call runs it.
+void min_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  if (tb::direct_cpu(a_self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::min(a_self));
+    return;
+  }
+  tb::give(results, at::min(a_self));
+}
+
+// min_all() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool min_all_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  const auto device = tb::output_device(a_self);
+  if (!tb::meta_allowed(a_self)) return false;
+  auto m_self = tb::to_meta(a_self);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::min(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
 // prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataType> dtype, Tensor& out) {
   auto a_self = tb::to_aten(self);
@@ -693,6 +763,90 @@ bool roll_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const 
   try {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     tb::give_like(results, at::roll(m_self, a_shifts, a_dims), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
+// scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)
+void scatter_reduce_mode(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_src = tb::to_aten(src);
+  auto a_reduce = tb::to_aten(reduce);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("scatter_reduce_mode", {&out}, {tb::ptr(self), tb::ptr(index), tb::ptr(src)});
+  if (tb::direct_cpu(a_self, a_index, a_src, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_src, a_reduce);
+    tb::bump_version(a_out);
+  } else {
+    at::scatter_out(a_out, a_self, a_dim, a_index, a_src, a_reduce);
+  }
+  tb::check_output(out, a_out, "scatter_reduce_mode", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void scatter_reduce_mode(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, std::string_view reduce, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_src = tb::to_aten(src);
+  auto a_reduce = tb::to_aten(reduce);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_src, a_reduce);
+    tb::bump_version(a_out);
+  } else {
+    at::scatter_out(a_out, a_self, a_dim, a_index, a_src, a_reduce);
+  }
+}
+
+namespace no_out {
+
+// scatter_reduce_mode() without out=: ATen's functional scatter.reduce, as torch's own call runs it.
+void scatter_reduce_mode(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, std::string_view reduce, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_src = tb::to_aten(src);
+  auto a_reduce = tb::to_aten(reduce);
+  if (tb::direct_cpu(a_self, a_index, a_src)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::scatter(a_self, a_dim, a_index, a_src, a_reduce));
+    return;
+  }
+  tb::give(results, at::scatter(a_self, a_dim, a_index, a_src, a_reduce));
+}
+
+// scatter_reduce_mode() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool scatter_reduce_mode_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, std::string_view reduce, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_dim = tb::to_aten(dim);
+  auto a_index = tb::to_aten(index);
+  auto a_src = tb::to_aten(src);
+  auto a_reduce = tb::to_aten(reduce);
+  const auto device = tb::output_device(a_self, a_index, a_src);
+  if (!tb::meta_allowed(a_self, a_index, a_src)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_index = tb::to_meta(a_index);
+  auto m_src = tb::to_meta(a_src);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::scatter(m_self, a_dim, m_index, m_src, a_reduce), device);
   } catch (const c10::NotImplementedError&) {
     return false;  // no meta kernel: the functional overload computes it
   }

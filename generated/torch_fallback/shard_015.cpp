@@ -16,6 +16,8 @@
 #include <ATen/ops/atan_cpu_dispatch.h>
 #include <ATen/ops/atanh.h>
 #include <ATen/ops/atanh_cpu_dispatch.h>
+#include <ATen/ops/clamp_max.h>
+#include <ATen/ops/clamp_max_cpu_dispatch.h>
 #include <ATen/ops/ge.h>
 #include <ATen/ops/ge_cpu_dispatch.h>
 #include <ATen/ops/glu.h>
@@ -281,6 +283,77 @@ bool atanh_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::
   try {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     tb::give_like(results, at::atanh(m_self), device);
+  } catch (const c10::NotImplementedError&) {
+    return false;  // no meta kernel: the functional overload computes it
+  }
+  return true;
+}
+
+}  // namespace no_out
+
+// clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)
+void clamp_max_Tensor(const Tensor& self, const Tensor& max, Tensor& out) {
+  auto a_self = tb::to_aten(self);
+  auto a_max = tb::to_aten(max);
+  auto a_out = tb::to_aten(out);
+  tb::check_overlap("clamp_max_Tensor", {&out}, {tb::ptr(self), tb::ptr(max)});
+  if (tb::direct_cpu(a_self, a_max, a_out)) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::clamp_max_out(a_out, a_self, a_max);
+    tb::bump_version(a_out);
+  } else {
+    at::clamp_max_out(a_out, a_self, a_max);
+  }
+  tb::check_output(out, a_out, "clamp_max_Tensor", "out");
+}
+
+// The lane (torch/lane.h): the caller's own tensors, nothing to check after.
+void clamp_max_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef max, ::infini::ops::torch_bridge::TensorRef out) {
+  auto a_self = tb::to_aten(self);
+  auto a_max = tb::to_aten(max);
+  auto a_out = tb::to_aten(out);
+  if (tb::direct_lane()) {
+    // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
+    // with autograd keys excluded as the dispatcher's autograd kernel would
+    // (nested ATen calls of the kernel then skip the autograd layer too).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::cpu::clamp_max_out(a_out, a_self, a_max);
+    tb::bump_version(a_out);
+  } else {
+    at::clamp_max_out(a_out, a_self, a_max);
+  }
+}
+
+namespace no_out {
+
+// clamp_max_Tensor() without out=: ATen's functional clamp_max.Tensor, as torch's own call runs it.
+void clamp_max_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef max, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_max = tb::to_aten(max);
+  if (tb::direct_cpu(a_self, a_max)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give(results, at::cpu::clamp_max(a_self, a_max));
+    return;
+  }
+  tb::give(results, at::clamp_max(a_self, a_max));
+}
+
+// clamp_max_Tensor() without out=, where a native kernel may take it: empty
+// outputs as torch allocates them, shaped by a run on meta stand-ins.
+// False: no such run here (a mode or profiler would see it).
+bool clamp_max_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef max, ::infini::ops::torch_bridge::Results& results) {
+  auto a_self = tb::to_aten(self);
+  auto a_max = tb::to_aten(max);
+  const auto device = tb::output_device(a_self, a_max);
+  if (!tb::meta_allowed(a_self, a_max)) return false;
+  auto m_self = tb::to_meta(a_self);
+  auto m_max = tb::to_meta(a_max);
+  try {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    tb::give_like(results, at::clamp_max(m_self, m_max), device);
   } catch (const c10::NotImplementedError&) {
     return false;  // no meta kernel: the functional overload computes it
   }

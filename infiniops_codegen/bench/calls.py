@@ -6,6 +6,8 @@ Every variant gets the same values:
 
   ours       m.<op>(positional..., kw_attr=..., out=..., [implementation=])
              (Python names)
+  ours_new   m.<function>(positional..., kw_attr=...): no out=, the outputs
+             allocated and returned (torch's API: overloads.py)
   torch      torch.<op>(positional..., kw_attr=..., out=o | out=(o1, o2))
   aten       torch.ops.aten.<op>.<overload>(..., <output names>=...)
   floor      floor.<op>(every argument in schema order, positionally)
@@ -76,6 +78,11 @@ def ours(
     if implementation is not None:
         kw.append(("implementation", implementation))
     return Call(func, tuple(pos), tuple(kw))
+
+
+def ours_new(func, op: Op, values: dict) -> Call:
+    pos, kws = _inputs_and_attrs(op, values)
+    return Call(func, tuple(pos), tuple((a.python_name, v) for a, v in kws))
 
 
 def torch_style(func, op: Op, values: dict, outputs: list) -> Call:

@@ -10,6 +10,11 @@ of speed, which hit a whole round alike, cancel out.
   ratio                     reference / variant (> 1: faster than torch)
   gap                       variant - reference (ns; negative: faster)
   after vs before           after / before - 1 (negative: after is faster)
+  api ratio                 torch_api / api: torch.<function>(...) without
+                            out= against ours without out= (> 1: ours faster)
+  resolution                api_out - the default path: what choosing among a
+                            function's overloads adds to the explicit
+                            overload's call (ns)
 
 "after" is the default path of the configuration (paths.default_path);
 "before" the before build. Summaries are medians (and counts) over
@@ -83,6 +88,11 @@ def config_row(o: Outcome) -> dict:
     row["over_floor_ns"] = over
     row["floor_ratio"] = floor_ratio
     row["after_vs_before"] = paired(lambda a, b: a / b - 1, o.default, "before", 4)
+    if "api" in s and "torch_api" in s:
+        row["api_ratio"] = paired(lambda x, r: r / x, "api", "torch_api", 4)
+        row["api_gap_ns"] = paired(lambda x, r: x - r, "api", "torch_api", 1)
+    if "api_out" in s:
+        row["resolution_ns"] = paired(lambda x, d: x - d, "api_out", o.default, 1)
     return row
 
 
@@ -151,6 +161,23 @@ def summarise(rows: list[dict]) -> dict:
                 s[key] = summary
         lat = s["median_latency_ns"]
         s["after_vs_before_of_medians"] = round(lat["after"] / lat["before"] - 1, 4)
+        api = [r for r in sel if "api_ratio" in r]
+        if api:
+            ratios = [r["api_ratio"] for r in api]
+            s["api"] = {
+                "configs": len(api),
+                "ops": len({r["op"] for r in api}),
+                "median_ratio": _median(ratios),
+                "min_ratio": round(min(ratios), 4),
+                "median_gap_ns": _median(r["api_gap_ns"] for r in api),
+            }
+        resolution = [r["resolution_ns"] for r in sel if "resolution_ns" in r]
+        if resolution:
+            s["resolution"] = {
+                "configs": len(resolution),
+                "median_ns": _median(resolution),
+                "quartiles_ns": _quartiles(resolution),
+            }
         result[group] = s
     return result
 
@@ -254,6 +281,15 @@ def summary_table(summary: dict) -> list[str]:
         lambda s: _signed_ns(s["after"]["median_over_floor_ns"]),
     )
     row(
+        "no out=: median ratio vs torch (lowest)",
+        lambda s: f"{_ratio(s['api']['median_ratio'])} ({_ratio(s['api']['min_ratio'])})",
+    )
+    row("no out=: configurations", lambda s: str(s["api"]["configs"]))
+    row(
+        "overload resolution, median (configs)",
+        lambda s: f"{_signed_ns(s['resolution']['median_ns'])} ({s['resolution']['configs']})",
+    )
+    row(
         "after vs before, median per config",
         lambda s: _pct(s["after_vs_before_median"]),
     )
@@ -317,6 +353,9 @@ def write_markdown(path: Path, meta: dict, rows: list[dict], summary: dict) -> N
         f"{meta['wall_s']:.0f} s · {'quick' if meta['quick'] else 'full'} sweep",
         "",
         "- reference: `torch.<op>(..., out=)` from Python",
+        "- without out=: `torch.<f>(...)` against `ops.<f>(...)` (torch's API, "
+        "the outputs allocated); overload resolution: `ops.<f>(..., out=)` "
+        "minus the explicit overload's call",
         f"- before: {_build_line(meta['before'])}, implementation=\"torch\"",
         f"- after: {_build_line(meta['after'])}; *after* is a plain call (the "
         "default path); each path is the after build forced onto it "
@@ -377,5 +416,19 @@ def summary_text(summary: dict) -> str:
                 f"  {key:<11}{v['configs']:>8}  {over:>11}  "
                 f"{_ratio(v['median_ratio']) + ' (' + _ratio(v['min_ratio']) + ')':<24}"
                 f"{_ratio(v['median_floor_ratio']):>11}"
+            )
+        if "api" in s:
+            a = s["api"]
+            out.append(
+                f"  without out=: {a['configs']} configs, torch.<f>(...) / "
+                f"ops.<f>(...) median {_ratio(a['median_ratio'])} (lowest "
+                f"{_ratio(a['min_ratio'])}), gap {_signed_ns(a['median_gap_ns'])}"
+            )
+        if "resolution" in s:
+            r = s["resolution"]
+            out.append(
+                f"  overload resolution: ops.<f>(..., out=) minus the explicit "
+                f"overload's call, median {_signed_ns(r['median_ns'])} over "
+                f"{r['configs']} configs"
             )
     return "\n".join(out)

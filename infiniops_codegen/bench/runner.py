@@ -66,9 +66,9 @@ def timed_paths(
 
 
 def round_order(present: set[str], paths: tuple[str, ...]) -> list[str]:
-    """The variants of one round: reference, before, then each path followed
-    by its floor (when it has one)."""
-    order = ["reference", "before"]
+    """The variants of one round: reference, the torch-API ones (worker.py),
+    before, then each path followed by its floor (when it has one)."""
+    order = ["reference", "torch_api", "api", "api_out", "before"]
     for p in paths:
         order += [p, worker.floor_role(p)]
     return [r for r in order if r in present]

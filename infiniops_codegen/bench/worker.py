@@ -15,6 +15,13 @@ Variants (roles):
                      direct, dispatcher, from_blob; the switches are set before
                      each batch (they are process-wide)
   floor_<path>       that path's floor (floor.py)
+  torch_api          torch.<function>(...) without out= (torch's own call that
+                     allocates its outputs), where torch has the function
+  api                m.<function>(...) without out= (ours: the outputs
+                     allocated as torch allocates them, overloads.py)
+  api_out            m.<function>(..., out=): the overloaded function, which
+                     resolves the call to this op's binding (compare with the
+                     default path: the explicit overload's call)
 
 Requests (tuples) and their replies ("ok", value) or ("error", text):
   (start)                               -> {"before"|"after": module switches}
@@ -39,6 +46,12 @@ from . import paths as P
 # Which process hosts which kind of variant.
 MAIN, BEFORE = "main", "before"
 PROCESSES = (MAIN, BEFORE)
+
+
+def torch_tensor():
+    import torch
+
+    return torch.Tensor
 
 
 def floor_role(path: str) -> str:
@@ -69,8 +82,13 @@ class _Worker:
 
             self.module = load(params["after_build_dir"])
             self.floor = floor_ext.load(Path(params["floor_path"]))
+            from ..manifest import of_build
+
+            self.functions = of_build(params["after_build_dir"]).functions
         self.loops: dict[str, object] = {}
         self.settings: dict[str, P.Setting] = {}
+        if kind == BEFORE:
+            self.functions = {}
 
     def _synchronize(self) -> None:
         import torch
@@ -108,6 +126,62 @@ class _Worker:
             if floor_fn is not None and P.has_floor(path, self.device):
                 result[floor_role(path)] = (floor_fn, None)
         return result
+
+    def _api(self, op: Op):
+        """(the module function serving op, whether that signature takes
+        out=, torch's function of the name or None); None: no function."""
+        import torch
+
+        for name, overloads in self.functions.items():
+            for o in overloads:
+                if o.op == op.name:
+                    theirs = getattr(torch, name, None)
+                    for ns in ("_nn", "_linalg", "_special", "_fft"):
+                        theirs = theirs or getattr(getattr(torch._C, ns), name, None)
+                    if op.composite:
+                        theirs = None  # torch has no such function
+                    # torch's signature takes out= where it pairs this op's
+                    # overload (not where it serves its functional alone)
+                    return getattr(self.module, name), o.aten == op.aten, theirs
+        return None
+
+    def _api_calls(self, op: Op, values: dict, outputs: list, want, restore, info):
+        """The torch-API roles (api, api_out, torch_api) of a MAIN worker."""
+        api = self._api(op) if self.kind == MAIN and self.functions else None
+        if api is None:
+            return
+        fn, with_out, theirs = api
+        new = []
+        if op.out_optional:
+            new.append(
+                ("api", calls.ours_new(fn, op, values), f"after.{fn.__name__}(no out=)")
+            )
+            if theirs is not None:
+                label = f"torch.{theirs.__name__}(no out=)"
+                new.append(("torch_api", calls.functional(theirs, op, values), label))
+        if with_out:
+            call = calls.ours(fn, op, values, outputs)
+            new.append(("api_out", call, f"after.{fn.__name__}(out=)"))
+        for role, call, label in new:
+            for o in outputs:
+                reference.sentinel_fill(o)
+            restore()
+            self._apply(role)
+            try:
+                result = call()
+            except Exception as e:
+                text = str(e).strip().splitlines()
+                raise RuntimeError(
+                    f"{role} ({label}): {type(e).__name__}: {text[0] if text else ''}"
+                ) from None
+            got = (
+                outputs
+                if role == "api_out"
+                else ([result] if isinstance(result, torch_tensor()) else list(result))
+            )
+            match = all(reference.same(o, w) for o, w in zip(got, want))
+            self.loops[role] = calls.timed_loop(call, self.sync)
+            info[role] = {"match": match, "call": label}
 
     def setup(self, config: cases.Config, op: Op, paths, default) -> dict:
         import torch
@@ -153,6 +227,7 @@ class _Worker:
             match = all(reference.same(o, w) for o, w in zip(outputs, want))
             self.loops[role] = calls.timed_loop(call, self.sync)
             info[role] = {"match": match, "call": label}
+        self._api_calls(op, values, outputs, want, restore, info)
         return info
 
     def time(self, role: str, n: int, warm: bool) -> int:

@@ -433,9 +433,10 @@ inline MetaList to_meta(const AtenBorrowedList& list) {
 }
 
 // The device a call's outputs go to: the first tensor's off the CPU (a CPU
-// 0-dim tensor may join tensors of another device), else the CPU.
+// 0-dim tensor may join tensors of another device, meta ones included),
+// else the CPU.
 inline void first_device(c10::Device& d, const at::Tensor& t) {
-  if (d.is_cpu() && t.defined() && !t.is_cpu() && !t.is_meta()) d = t.device();
+  if (d.is_cpu() && t.defined() && !t.is_cpu()) d = t.device();
 }
 inline void first_device(c10::Device& d, const AtenTensor& t) { first_device(d, t.get()); }
 inline void first_device(c10::Device& d, const AtenOptionalTensor& t) {

@@ -648,8 +648,17 @@ bool NewOutputs::fill(const Signature& sig, Results& results, PyObject** filled)
   return true;
 }
 
-PyObject* as_functional_result(const Signature& sig, PyObject* result) {
-  if (result == nullptr || sig.num_outs < 2) return result;
+PyObject* NewOutputs::returned(const Signature& sig, PyObject* result) {
+  if (result == nullptr) return nullptr;
+  for (int k = 0; k < count_; ++k) {
+    // Written once by the op, seen by nobody else yet: no saved tensor or
+    // view can hold the counter that is replaced.
+    c10::TensorImpl* impl = THPVariable_Unpack(objects_[k]).unsafeGetTensorImpl();
+    if (!impl->is_inference()) {  // inference tensors have no counter
+      impl->set_version_counter(c10::VariableVersion(/*version=*/0));
+    }
+  }
+  if (sig.num_outs < 2) return result;
   PyObject* items[Results::kMax] = {};
   for (int k = 0; k < sig.num_outs; ++k) {
     items[k] = PyTuple_GET_ITEM(result, k);

@@ -134,16 +134,16 @@ class NewOutputs {
   NewOutputs& operator=(const NewOutputs&) = delete;
   // False with a Python error set when wrapping failed.
   bool fill(const Signature& sig, Results& results, PyObject** filled);
+  // The op's out= result on these outputs as a call without out= returns
+  // it: each output's version back at 0 (a fresh tensor's, as torch's own
+  // call returns it), several outputs as torch.return_types.
+  // <functional_return_type> instead of <return_type>. Steals result.
+  PyObject* returned(const Signature& sig, PyObject* result);
 
  private:
   PyObject* objects_[Results::kMax] = {};
   int count_ = 0;
 };
-
-// The result of the op's out= call on such outputs, as a call without out=
-// returns it (several outputs: torch.return_types.<functional_return_type>
-// instead of <return_type>). Steals result.
-PyObject* as_functional_result(const Signature& sig, PyObject* result);
 
 // The converters of the kinds (converters.cpp). borrow: a tensor's handle
 // holds no reference (the argument's Python object keeps it alive for the
