@@ -61,22 +61,10 @@ PyObject* body__log_softmax(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch._log_softmax() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_log_softmax(tb::TensorRef{c_[0]}, v_dim, v_half_to_float, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::_log_softmax_allocate(tb::TensorRef{c_[0]}, v_dim, v_half_to_float, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_log_softmax(tb::TensorRef{c_[0]}, v_dim, v_half_to_float, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body__log_softmax(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -140,22 +128,10 @@ PyObject* body__log_softmax_backward_data(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2);
     auto v_input_dtype = tb::arg<tk::Dtype>(slots[3], sig, 3);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch._log_softmax_backward_data() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_log_softmax_backward_data(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, v_input_dtype, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::_log_softmax_backward_data_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, v_input_dtype, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_log_softmax_backward_data(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, v_input_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body__log_softmax_backward_data(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -221,22 +197,10 @@ PyObject* body__softmax(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch._softmax() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_softmax(tb::TensorRef{c_[0]}, v_dim, v_half_to_float, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::_softmax_allocate(tb::TensorRef{c_[0]}, v_dim, v_half_to_float, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_softmax(tb::TensorRef{c_[0]}, v_dim, v_half_to_float, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body__softmax(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -300,22 +264,10 @@ PyObject* body__softmax_backward_data(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2);
     auto v_input_dtype = tb::arg<tk::Dtype>(slots[3], sig, 3);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch._softmax_backward_data() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_softmax_backward_data(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, v_input_dtype, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::_softmax_backward_data_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, v_input_dtype, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_softmax_backward_data(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, v_input_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body__softmax_backward_data(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -379,22 +331,10 @@ PyObject* body_abs(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.abs() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::abs(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::abs_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::abs(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_abs(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -453,22 +393,10 @@ PyObject* body_acos(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.acos() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::acos(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::acos_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::acos(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_acos(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -527,22 +455,10 @@ PyObject* body_acosh(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.acosh() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::acosh(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::acosh_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::acosh(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_acosh(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -602,22 +518,10 @@ PyObject* body_adaptive_avg_pool2d(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.adaptive_avg_pool2d() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::adaptive_avg_pool2d(tb::TensorRef{c_[0]}, v_output_size, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::adaptive_avg_pool2d_allocate(tb::TensorRef{c_[0]}, v_output_size, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::adaptive_avg_pool2d(tb::TensorRef{c_[0]}, v_output_size, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_adaptive_avg_pool2d(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -679,22 +583,10 @@ PyObject* body_adaptive_max_pool2d(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.adaptive_max_pool2d() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::adaptive_max_pool2d(tb::TensorRef{c_[0]}, v_output_size, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::adaptive_max_pool2d_allocate(tb::TensorRef{c_[0]}, v_output_size, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::adaptive_max_pool2d(tb::TensorRef{c_[0]}, v_output_size, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_adaptive_max_pool2d(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -758,7 +650,7 @@ PyObject* body_add(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.add() runs it.
+    // implementation="torch": ATen's functional overload, as torch runs it.
     if (tb::lane_open(slots[4], slots[5], false)) {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::add(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_alpha, r_); });
       return tb::return_results(sig, r_);
@@ -837,22 +729,10 @@ PyObject* body_add_Scalar(PyObject* const* slots) {
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.add() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::add_Scalar(tb::TensorRef{c_[0]}, v_other, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::add_Scalar_allocate(tb::TensorRef{c_[0]}, v_other, v_alpha, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::add_Scalar(tb::TensorRef{c_[0]}, v_other, v_alpha, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_add_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -917,22 +797,10 @@ PyObject* body_addbmm(PyObject* const* slots) {
     auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
     auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.addbmm() runs it.
-    if (tb::lane_open(slots[6], slots[7], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addbmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::addbmm_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addbmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[8];
-    std::copy(slots, slots + 8, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_addbmm(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -998,22 +866,10 @@ PyObject* body_addcdiv(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.addcdiv() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addcdiv(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_value, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::addcdiv_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_value, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addcdiv(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_value, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_addcdiv(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1077,22 +933,10 @@ PyObject* body_addcmul(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.addcmul() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addcmul(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_value, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::addcmul_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_value, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addcmul(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_value, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_addcmul(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1157,22 +1001,10 @@ PyObject* body_addmm(PyObject* const* slots) {
     auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
     auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.addmm() runs it.
-    if (tb::lane_open(slots[6], slots[7], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::addmm_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[8];
-    std::copy(slots, slots + 8, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_addmm(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1239,22 +1071,10 @@ PyObject* body_addmv(PyObject* const* slots) {
     auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
     auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.addmv() runs it.
-    if (tb::lane_open(slots[6], slots[7], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addmv(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::addmv_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addmv(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[8];
-    std::copy(slots, slots + 8, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_addmv(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1321,22 +1141,10 @@ PyObject* body_all(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.all() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::all(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::all_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::all(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_all(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1399,22 +1207,10 @@ PyObject* body_all_all(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.all() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::all_all(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::all_all_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::all_all(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_all_all(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1475,22 +1271,10 @@ PyObject* body_all_dims(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Optional<tk::IntList<0>>>(slots[1], sig, 1, std::nullopt);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.all() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::all_dims(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::all_dims_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::all_dims(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_all_dims(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1555,22 +1339,10 @@ PyObject* body_amax(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.amax() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::amax(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::amax_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::amax(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_amax(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1635,22 +1407,10 @@ PyObject* body_amin(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.amin() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::amin(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::amin_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::amin(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_amin(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1721,22 +1481,10 @@ PyObject* body_aminmax(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.aminmax() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::aminmax(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::aminmax_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::aminmax(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_aminmax(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1802,22 +1550,10 @@ PyObject* body_any(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.any() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::any(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::any_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::any(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_any(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1880,22 +1616,10 @@ PyObject* body_any_all(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.any() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::any_all(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::any_all_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::any_all(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_any_all(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -1956,22 +1680,10 @@ PyObject* body_any_dims(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Optional<tk::IntList<0>>>(slots[1], sig, 1, std::nullopt);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.any() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::any_dims(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::any_dims_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::any_dims(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_any_dims(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2036,22 +1748,10 @@ PyObject* body_argmax(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.argmax() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::argmax(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::argmax_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::argmax(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_argmax(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2116,22 +1816,10 @@ PyObject* body_argmin(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.argmin() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::argmin(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::argmin_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::argmin(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_argmin(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2194,22 +1882,10 @@ PyObject* body_asin(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.asin() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::asin(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::asin_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::asin(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_asin(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2268,22 +1944,10 @@ PyObject* body_asinh(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.asinh() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::asinh(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::asinh_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::asinh(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_asinh(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2342,22 +2006,10 @@ PyObject* body_atan(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.atan() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::atan(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::atan_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::atan(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_atan(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2416,22 +2068,10 @@ PyObject* body_atan2(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.atan2() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::atan2(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::atan2_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::atan2(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_atan2(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2491,22 +2131,10 @@ PyObject* body_atanh(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.atanh() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::atanh(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::atanh_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::atanh(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_atanh(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2570,22 +2198,10 @@ PyObject* body_avg_pool1d(PyObject* const* slots) {
     auto v_ceil_mode = tb::arg<tk::Bool>(slots[4], sig, 4, false);
     auto v_count_include_pad = tb::arg<tk::Bool>(slots[5], sig, 5, true);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.avg_pool1d() runs it.
-    if (tb::lane_open(slots[7], slots[8], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::avg_pool1d(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::avg_pool1d_allocate(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::avg_pool1d(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[9];
-    std::copy(slots, slots + 9, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_avg_pool1d(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[7], slots[8], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2660,22 +2276,10 @@ PyObject* body_avg_pool2d(PyObject* const* slots) {
     auto v_count_include_pad = tb::arg<tk::Bool>(slots[5], sig, 5, true);
     auto v_divisor_override = tb::arg<tk::Optional<tk::Int>>(slots[6], sig, 6, std::nullopt);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.avg_pool2d() runs it.
-    if (tb::lane_open(slots[8], slots[9], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::avg_pool2d(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::avg_pool2d_allocate(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::avg_pool2d(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[10];
-    std::copy(slots, slots + 10, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_avg_pool2d(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[8], slots[9], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2748,22 +2352,10 @@ PyObject* body_baddbmm(PyObject* const* slots) {
     auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
     auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.baddbmm() runs it.
-    if (tb::lane_open(slots[6], slots[7], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::baddbmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::baddbmm_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::baddbmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[8];
-    std::copy(slots, slots + 8, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_baddbmm(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2828,22 +2420,10 @@ PyObject* body_bitwise_and_Tensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.bitwise_and() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_and_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::bitwise_and_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_and_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_bitwise_and_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2903,22 +2483,10 @@ PyObject* body_bitwise_left_shift_Tensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.bitwise_left_shift() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_left_shift_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::bitwise_left_shift_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_left_shift_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_bitwise_left_shift_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -2978,22 +2546,10 @@ PyObject* body_bitwise_not(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.bitwise_not() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_not(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::bitwise_not_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_not(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_bitwise_not(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3052,22 +2608,10 @@ PyObject* body_bitwise_or_Tensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.bitwise_or() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_or_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::bitwise_or_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_or_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_bitwise_or_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3127,22 +2671,10 @@ PyObject* body_bitwise_right_shift_Tensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.bitwise_right_shift() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_right_shift_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::bitwise_right_shift_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_right_shift_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_bitwise_right_shift_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3202,22 +2734,10 @@ PyObject* body_bitwise_xor_Tensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.bitwise_xor() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_xor_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::bitwise_xor_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_xor_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_bitwise_xor_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3277,22 +2797,10 @@ PyObject* body_bmm(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.bmm() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::bmm_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_bmm(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3353,22 +2861,10 @@ PyObject* body_cat(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_, cl_);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.cat() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cat(cl_[0], v_dim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::cat_allocate(cl_[0], v_dim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cat(cl_[0], v_dim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_cat(filled_));
   }
   void* t_[1];
   tb::TensorListRef l_[1];
@@ -3431,22 +2927,10 @@ PyObject* body_ceil(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.ceil() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ceil(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::ceil_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ceil(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_ceil(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3507,22 +2991,10 @@ PyObject* body_clamp(PyObject* const* slots) {
     auto v_min = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1, std::nullopt);
     auto v_max = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.clamp() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp(tb::TensorRef{c_[0]}, v_min, v_max, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::clamp_allocate(tb::TensorRef{c_[0]}, v_min, v_max, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp(tb::TensorRef{c_[0]}, v_min, v_max, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_clamp(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3586,22 +3058,10 @@ PyObject* body_clamp_Tensor(PyObject* const* slots) {
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.clamp() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_Tensor(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::clamp_Tensor_allocate(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_Tensor(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_clamp_Tensor(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3663,22 +3123,10 @@ PyObject* body_clamp_max(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_max = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.clamp_max() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_max(tb::TensorRef{c_[0]}, v_max, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::clamp_max_allocate(tb::TensorRef{c_[0]}, v_max, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_max(tb::TensorRef{c_[0]}, v_max, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_clamp_max(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3739,22 +3187,10 @@ PyObject* body_clamp_max_Tensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.clamp_max() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_max_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::clamp_max_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_max_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_clamp_max_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3815,22 +3251,10 @@ PyObject* body_clamp_min(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_min = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.clamp_min() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_min(tb::TensorRef{c_[0]}, v_min, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::clamp_min_allocate(tb::TensorRef{c_[0]}, v_min, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_min(tb::TensorRef{c_[0]}, v_min, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_clamp_min(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3891,22 +3315,10 @@ PyObject* body_clamp_min_Tensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.clamp_min() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_min_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::clamp_min_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_min_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_clamp_min_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -3966,22 +3378,10 @@ PyObject* body_clone(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.clone() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clone(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::clone_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clone(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_clone(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4040,22 +3440,10 @@ PyObject* body_copysign(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.copysign() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::copysign(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::copysign_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::copysign(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_copysign(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4116,22 +3504,10 @@ PyObject* body_copysign_Scalar(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.copysign() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::copysign_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::copysign_Scalar_allocate(tb::TensorRef{c_[0]}, v_other, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::copysign_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_copysign_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4192,22 +3568,10 @@ PyObject* body_cos(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.cos() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cos(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::cos_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cos(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_cos(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4266,22 +3630,10 @@ PyObject* body_cosh(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.cosh() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cosh(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::cosh_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cosh(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_cosh(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4341,22 +3693,10 @@ PyObject* body_cross(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[2], sig, 2, std::nullopt);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.cross() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cross(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::cross_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cross(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_cross(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4420,22 +3760,10 @@ PyObject* body_cumprod(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.cumprod() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cumprod(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::cumprod_allocate(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cumprod(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_cumprod(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4500,22 +3828,10 @@ PyObject* body_cumsum(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.cumsum() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cumsum(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::cumsum_allocate(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cumsum(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_cumsum(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4578,22 +3894,10 @@ PyObject* body_digamma(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.digamma() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::digamma(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::digamma_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::digamma(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_digamma(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4653,22 +3957,10 @@ PyObject* body_div(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.div() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::div(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::div_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::div(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_div(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4730,22 +4022,10 @@ PyObject* body_div_out_mode(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_rounding_mode = tb::arg<tk::Optional<tk::Str>>(slots[2], sig, 2);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.div() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::div_out_mode(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_rounding_mode, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::div_out_mode_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_rounding_mode, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::div_out_mode(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_rounding_mode, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_div_out_mode(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4807,22 +4087,10 @@ PyObject* body_dot(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.dot() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::dot(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::dot_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::dot(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_dot(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4885,22 +4153,10 @@ PyObject* body_elu(PyObject* const* slots) {
     auto v_scale = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
     auto v_input_scale = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.elu() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::elu(tb::TensorRef{c_[0]}, v_alpha, v_scale, v_input_scale, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::elu_allocate(tb::TensorRef{c_[0]}, v_alpha, v_scale, v_input_scale, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::elu(tb::TensorRef{c_[0]}, v_alpha, v_scale, v_input_scale, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_elu(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -4967,22 +4223,10 @@ PyObject* body_embedding(PyObject* const* slots) {
     auto v_scale_grad_by_freq = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     auto v_sparse = tb::arg<tk::Bool>(slots[4], sig, 4, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.embedding() runs it.
-    if (tb::lane_open(slots[6], slots[7], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::embedding(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_padding_idx, v_scale_grad_by_freq, v_sparse, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::embedding_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_padding_idx, v_scale_grad_by_freq, v_sparse, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::embedding(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_padding_idx, v_scale_grad_by_freq, v_sparse, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[8];
-    std::copy(slots, slots + 8, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_embedding(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5050,22 +4294,10 @@ PyObject* body_embedding_dense_backward(PyObject* const* slots) {
     auto v_padding_idx = tb::arg<tk::Int>(slots[3], sig, 3);
     auto v_scale_grad_by_freq = tb::arg<tk::Bool>(slots[4], sig, 4);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.embedding_dense_backward() runs it.
-    if (tb::lane_open(slots[6], slots[7], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::embedding_dense_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_num_weights, v_padding_idx, v_scale_grad_by_freq, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::embedding_dense_backward_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_num_weights, v_padding_idx, v_scale_grad_by_freq, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::embedding_dense_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_num_weights, v_padding_idx, v_scale_grad_by_freq, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[8];
-    std::copy(slots, slots + 8, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_embedding_dense_backward(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5132,22 +4364,10 @@ PyObject* body_eq_Scalar(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.eq() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::eq_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::eq_Scalar_allocate(tb::TensorRef{c_[0]}, v_other, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::eq_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_eq_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5208,22 +4428,10 @@ PyObject* body_eq_Tensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.eq() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::eq_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::eq_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::eq_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_eq_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5283,22 +4491,10 @@ PyObject* body_erf(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.erf() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::erf(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::erf_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::erf(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_erf(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5357,22 +4553,10 @@ PyObject* body_erfc(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.erfc() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::erfc(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::erfc_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::erfc(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_erfc(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5431,22 +4615,10 @@ PyObject* body_erfinv(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.erfinv() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::erfinv(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::erfinv_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::erfinv(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_erfinv(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5505,22 +4677,10 @@ PyObject* body_exp(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.exp() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::exp(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::exp_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::exp(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_exp(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5579,22 +4739,10 @@ PyObject* body_exp2(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.exp2() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::exp2(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::exp2_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::exp2(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_exp2(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5653,22 +4801,10 @@ PyObject* body_expm1(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.expm1() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::expm1(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::expm1_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::expm1(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_expm1(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5728,22 +4864,10 @@ PyObject* body_flip(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_dims = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.flip() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::flip(tb::TensorRef{c_[0]}, v_dims, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::flip_allocate(tb::TensorRef{c_[0]}, v_dims, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::flip(tb::TensorRef{c_[0]}, v_dims, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_flip(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5804,22 +4928,10 @@ PyObject* body_floor(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.floor() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::floor(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::floor_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::floor(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_floor(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5879,22 +4991,10 @@ PyObject* body_floor_divide(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.floor_divide() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::floor_divide(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::floor_divide_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::floor_divide(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_floor_divide(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -5954,22 +5054,10 @@ PyObject* body_fmax(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.fmax() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::fmax(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::fmax_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::fmax(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_fmax(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6029,22 +5117,10 @@ PyObject* body_fmin(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.fmin() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::fmin(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::fmin_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::fmin(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_fmin(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6104,22 +5180,10 @@ PyObject* body_fmod_Tensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.fmod() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::fmod_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::fmod_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::fmod_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_fmod_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6179,22 +5243,10 @@ PyObject* body_frac(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.frac() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::frac(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::frac_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::frac(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_frac(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6255,22 +5307,10 @@ PyObject* body_gather(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_sparse_grad = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.gather() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gather(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_sparse_grad, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::gather_allocate(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_sparse_grad, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gather(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_sparse_grad, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_gather(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6335,22 +5375,10 @@ PyObject* body_ge_Scalar(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.ge() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ge_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::ge_Scalar_allocate(tb::TensorRef{c_[0]}, v_other, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ge_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_ge_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6411,22 +5439,10 @@ PyObject* body_ge_Tensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.ge() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ge_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::ge_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ge_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_ge_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6487,22 +5503,10 @@ PyObject* body_gelu(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_approximate = tb::arg<tk::Str>(slots[1], sig, 1, "none");
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.gelu() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gelu(tb::TensorRef{c_[0]}, v_approximate, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::gelu_allocate(tb::TensorRef{c_[0]}, v_approximate, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gelu(tb::TensorRef{c_[0]}, v_approximate, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_gelu(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6564,22 +5568,10 @@ PyObject* body_gelu_backward(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_approximate = tb::arg<tk::Str>(slots[2], sig, 2, "none");
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.gelu_backward() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gelu_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_approximate, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::gelu_backward_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_approximate, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gelu_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_approximate, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_gelu_backward(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6642,22 +5634,10 @@ PyObject* body_glu(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.glu() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::glu(tb::TensorRef{c_[0]}, v_dim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::glu_allocate(tb::TensorRef{c_[0]}, v_dim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::glu(tb::TensorRef{c_[0]}, v_dim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_glu(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6719,22 +5699,10 @@ PyObject* body_gt_Scalar(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.gt() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gt_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::gt_Scalar_allocate(tb::TensorRef{c_[0]}, v_other, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gt_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_gt_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6795,22 +5763,10 @@ PyObject* body_gt_Tensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.gt() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gt_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::gt_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gt_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_gt_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6870,22 +5826,10 @@ PyObject* body_hardsigmoid(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.hardsigmoid() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hardsigmoid(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::hardsigmoid_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hardsigmoid(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_hardsigmoid(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -6944,22 +5888,10 @@ PyObject* body_hardswish(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.hardswish() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hardswish(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::hardswish_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hardswish(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_hardswish(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7020,22 +5952,10 @@ PyObject* body_hardtanh(PyObject* const* slots) {
     auto v_min_val = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{-1}));
     auto v_max_val = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.hardtanh() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hardtanh(tb::TensorRef{c_[0]}, v_min_val, v_max_val, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::hardtanh_allocate(tb::TensorRef{c_[0]}, v_min_val, v_max_val, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hardtanh(tb::TensorRef{c_[0]}, v_min_val, v_max_val, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_hardtanh(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7098,22 +6018,10 @@ PyObject* body_hypot(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.hypot() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hypot(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::hypot_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hypot(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_hypot(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7217,22 +6125,10 @@ PyObject* body_index_add(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.index_add() runs it.
-    if (tb::lane_open(slots[6], slots[7], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::index_add(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::index_add_allocate(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_alpha, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::index_add(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_alpha, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[8];
-    std::copy(slots, slots + 8, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_index_add(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7342,22 +6238,10 @@ PyObject* body_index_select(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.index_select() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::index_select(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::index_select_allocate(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::index_select(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_index_select(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7419,22 +6303,10 @@ PyObject* body_isnan(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.isnan() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::isnan(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::isnan_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::isnan(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_isnan(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7493,22 +6365,10 @@ PyObject* body_kron(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.kron() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::kron(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::kron_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::kron(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_kron(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7577,22 +6437,10 @@ PyObject* body_kthvalue(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
     auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.kthvalue() runs it.
-    if (tb::lane_open(slots[6], slots[7], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::kthvalue(tb::TensorRef{c_[0]}, v_k, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::kthvalue_allocate(tb::TensorRef{c_[0]}, v_k, v_dim, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::kthvalue(tb::TensorRef{c_[0]}, v_k, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[8];
-    std::copy(slots, slots + 8, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_kthvalue(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7659,22 +6507,10 @@ PyObject* body_le_Scalar(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.le() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::le_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::le_Scalar_allocate(tb::TensorRef{c_[0]}, v_other, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::le_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_le_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7735,22 +6571,10 @@ PyObject* body_le_Tensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.le() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::le_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::le_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::le_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_le_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7811,22 +6635,10 @@ PyObject* body_leaky_relu(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_negative_slope = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(0.01));
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.leaky_relu() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::leaky_relu(tb::TensorRef{c_[0]}, v_negative_slope, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::leaky_relu_allocate(tb::TensorRef{c_[0]}, v_negative_slope, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::leaky_relu(tb::TensorRef{c_[0]}, v_negative_slope, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_leaky_relu(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7888,22 +6700,10 @@ PyObject* body_lerp_Scalar(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_weight = tb::arg<tk::Scalar>(slots[2], sig, 2);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.lerp() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lerp_Scalar(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_weight, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::lerp_Scalar_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_weight, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lerp_Scalar(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_weight, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_lerp_Scalar(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -7965,22 +6765,10 @@ PyObject* body_lerp_Tensor(PyObject* const* slots) {
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.lerp() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lerp_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::lerp_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lerp_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_lerp_Tensor(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8041,22 +6829,10 @@ PyObject* body_lgamma(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.lgamma() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lgamma(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::lgamma_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lgamma(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_lgamma(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8115,22 +6891,10 @@ PyObject* body_linear(PyObject* const* slots) {
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.linear() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::linear(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::linear_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::linear(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_linear(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8191,22 +6955,10 @@ PyObject* body_log(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.log() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::log_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_log(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8265,22 +7017,10 @@ PyObject* body_log10(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.log10() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log10(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::log10_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log10(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_log10(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8339,22 +7079,10 @@ PyObject* body_log1p(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.log1p() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log1p(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::log1p_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log1p(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_log1p(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8413,22 +7141,10 @@ PyObject* body_log2(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.log2() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log2(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::log2_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log2(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_log2(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8487,22 +7203,10 @@ PyObject* body_log_sigmoid(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.log_sigmoid() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log_sigmoid(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::log_sigmoid_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log_sigmoid(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_log_sigmoid(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8563,22 +7267,10 @@ PyObject* body_log_softmax(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.log_softmax() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log_softmax(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::log_softmax_allocate(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log_softmax(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_log_softmax(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8641,22 +7333,10 @@ PyObject* body_logaddexp(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.logaddexp() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logaddexp(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::logaddexp_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logaddexp(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_logaddexp(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8716,22 +7396,10 @@ PyObject* body_logaddexp2(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.logaddexp2() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logaddexp2(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::logaddexp2_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logaddexp2(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_logaddexp2(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8791,22 +7459,10 @@ PyObject* body_logical_and(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.logical_and() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logical_and(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::logical_and_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logical_and(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_logical_and(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8866,22 +7522,10 @@ PyObject* body_logical_not(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.logical_not() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logical_not(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::logical_not_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logical_not(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_logical_not(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -8940,22 +7584,10 @@ PyObject* body_logical_or(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.logical_or() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logical_or(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::logical_or_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logical_or(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_logical_or(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9015,22 +7647,10 @@ PyObject* body_logical_xor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.logical_xor() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logical_xor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::logical_xor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logical_xor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_logical_xor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9092,22 +7712,10 @@ PyObject* body_logsumexp(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.logsumexp() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logsumexp(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::logsumexp_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logsumexp(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_logsumexp(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9171,22 +7779,10 @@ PyObject* body_lt_Scalar(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.lt() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lt_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::lt_Scalar_allocate(tb::TensorRef{c_[0]}, v_other, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lt_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_lt_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9247,22 +7843,10 @@ PyObject* body_lt_Tensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.lt() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lt_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::lt_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lt_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_lt_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9323,22 +7907,10 @@ PyObject* body_masked_fill(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.masked_fill() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::masked_fill(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_value, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::masked_fill_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_value, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::masked_fill(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_value, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_masked_fill(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9400,22 +7972,10 @@ PyObject* body_masked_fill_Tensor(PyObject* const* slots) {
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.masked_fill() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::masked_fill_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::masked_fill_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::masked_fill_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_masked_fill_Tensor(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9476,22 +8036,10 @@ PyObject* body_masked_select(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.masked_select() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::masked_select(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::masked_select_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::masked_select(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_masked_select(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9551,22 +8099,10 @@ PyObject* body_matmul(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.matmul() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::matmul(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::matmul_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::matmul(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_matmul(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9634,22 +8170,10 @@ PyObject* body_max(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.max() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::max_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_max(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9713,22 +8237,10 @@ PyObject* body_max_all(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.max() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_all(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::max_all_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_all(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_max_all(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9787,22 +8299,10 @@ PyObject* body_max_other(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.max() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_other(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::max_other_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_other(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_max_other(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9867,22 +8367,10 @@ PyObject* body_max_pool2d_with_indices(PyObject* const* slots) {
     auto v_dilation = tb::arg<tk::IntList<2>>(slots[4], sig, 4, {int64_t{1}, int64_t{1}});
     auto v_ceil_mode = tb::arg<tk::Bool>(slots[5], sig, 5, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.max_pool2d_with_indices() runs it.
-    if (tb::lane_open(slots[8], slots[9], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_pool2d_with_indices(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::max_pool2d_with_indices_allocate(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_pool2d_with_indices(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[10];
-    std::copy(slots, slots + 10, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_max_pool2d_with_indices(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[8], slots[9], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -9952,22 +8440,10 @@ PyObject* body_maximum(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.maximum() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::maximum(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::maximum_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::maximum(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_maximum(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10030,22 +8506,10 @@ PyObject* body_mean(PyObject* const* slots) {
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.mean() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mean(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::mean_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mean(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_mean(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10111,22 +8575,10 @@ PyObject* body_mean_all(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.mean() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mean_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::mean_all_allocate(tb::TensorRef{c_[0]}, v_dtype, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mean_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_mean_all(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10187,22 +8639,10 @@ PyObject* body_median_all(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.median() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::median_all(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::median_all_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::median_all(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_median_all(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10269,22 +8709,10 @@ PyObject* body_median_dim_values(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.median() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::median_dim_values(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::median_dim_values_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::median_dim_values(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_median_dim_values(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10356,22 +8784,10 @@ PyObject* body_min(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.min() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::min_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_min(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10435,22 +8851,10 @@ PyObject* body_min_all(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.min() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min_all(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::min_all_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min_all(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_min_all(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10509,22 +8913,10 @@ PyObject* body_min_other(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.min() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min_other(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::min_other_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min_other(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_min_other(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10584,22 +8976,10 @@ PyObject* body_minimum(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.minimum() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::minimum(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::minimum_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::minimum(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_minimum(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10659,22 +9039,10 @@ PyObject* body_mish(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.mish() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mish(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::mish_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mish(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_mish(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10733,22 +9101,10 @@ PyObject* body_mm(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.mm() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::mm_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_mm(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10809,22 +9165,10 @@ PyObject* body_mse_loss(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.mse_loss() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mse_loss(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::mse_loss_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mse_loss(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_mse_loss(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10887,22 +9231,10 @@ PyObject* body_mse_loss_backward(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_reduction = tb::arg<tk::Int>(slots[3], sig, 3);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.mse_loss_backward() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mse_loss_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_reduction, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::mse_loss_backward_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_reduction, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mse_loss_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_reduction, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_mse_loss_backward(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -10966,7 +9298,7 @@ PyObject* body_mul(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.mul() runs it.
+    // implementation="torch": ATen's functional overload, as torch runs it.
     if (tb::lane_open(slots[3], slots[4], false)) {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mul(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
@@ -11042,22 +9374,10 @@ PyObject* body_mul_Scalar(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.mul() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mul_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::mul_Scalar_allocate(tb::TensorRef{c_[0]}, v_other, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mul_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_mul_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11118,22 +9438,10 @@ PyObject* body_mv(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.mv() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mv(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::mv_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mv(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_mv(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11196,22 +9504,10 @@ PyObject* body_nan_to_num(PyObject* const* slots) {
     auto v_posinf = tb::arg<tk::Optional<tk::Float>>(slots[2], sig, 2, std::nullopt);
     auto v_neginf = tb::arg<tk::Optional<tk::Float>>(slots[3], sig, 3, std::nullopt);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.nan_to_num() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::nan_to_num(tb::TensorRef{c_[0]}, v_nan, v_posinf, v_neginf, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::nan_to_num_allocate(tb::TensorRef{c_[0]}, v_nan, v_posinf, v_neginf, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::nan_to_num(tb::TensorRef{c_[0]}, v_nan, v_posinf, v_neginf, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_nan_to_num(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11279,22 +9575,10 @@ PyObject* body_nansum(PyObject* const* slots) {
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.nansum() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::nansum(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::nansum_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::nansum(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_nansum(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11362,22 +9646,10 @@ PyObject* body_narrow_copy(PyObject* const* slots) {
     auto v_start = tb::arg<tk::Int>(slots[2], sig, 2);
     auto v_length = tb::arg<tk::Int>(slots[3], sig, 3);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.narrow_copy() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::narrow_copy(tb::TensorRef{c_[0]}, v_dim, v_start, v_length, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::narrow_copy_allocate(tb::TensorRef{c_[0]}, v_dim, v_start, v_length, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::narrow_copy(tb::TensorRef{c_[0]}, v_dim, v_start, v_length, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_narrow_copy(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11445,22 +9717,10 @@ PyObject* body_native_batch_norm(PyObject* const* slots) {
     auto v_momentum = tb::arg<tk::Float>(slots[6], sig, 6);
     auto v_eps = tb::arg<tk::Float>(slots[7], sig, 7);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.native_batch_norm() runs it.
-    if (tb::lane_open(slots[11], slots[12], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_batch_norm(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, tb::OptionalTensorRef{c_[3]}, tb::OptionalTensorRef{c_[4]}, v_training, v_momentum, v_eps, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::native_batch_norm_allocate(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, tb::OptionalTensorRef{c_[3]}, tb::OptionalTensorRef{c_[4]}, v_training, v_momentum, v_eps, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_batch_norm(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, tb::OptionalTensorRef{c_[3]}, tb::OptionalTensorRef{c_[4]}, v_training, v_momentum, v_eps, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[13];
-    std::copy(slots, slots + 13, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_native_batch_norm(filled_));
   }
   void* t_[8];
   if (tb::lane_open(slots[11], slots[12], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11536,22 +9796,10 @@ PyObject* body_native_group_norm(PyObject* const* slots) {
     auto v_group = tb::arg<tk::Int>(slots[6], sig, 6);
     auto v_eps = tb::arg<tk::Float>(slots[7], sig, 7);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.native_group_norm() runs it.
-    if (tb::lane_open(slots[11], slots[12], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_group_norm(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, v_N, v_C, v_HxW, v_group, v_eps, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::native_group_norm_allocate(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, v_N, v_C, v_HxW, v_group, v_eps, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_group_norm(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, v_N, v_C, v_HxW, v_group, v_eps, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[13];
-    std::copy(slots, slots + 13, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_native_group_norm(filled_));
   }
   void* t_[6];
   if (tb::lane_open(slots[11], slots[12], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11626,22 +9874,10 @@ PyObject* body_native_layer_norm(PyObject* const* slots) {
     auto v_normalized_shape = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
     auto v_eps = tb::arg<tk::Float>(slots[4], sig, 4);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.native_layer_norm() runs it.
-    if (tb::lane_open(slots[8], slots[9], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_layer_norm(tb::TensorRef{c_[0]}, v_normalized_shape, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, v_eps, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::native_layer_norm_allocate(tb::TensorRef{c_[0]}, v_normalized_shape, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, v_eps, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_layer_norm(tb::TensorRef{c_[0]}, v_normalized_shape, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, v_eps, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[10];
-    std::copy(slots, slots + 10, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_native_layer_norm(filled_));
   }
   void* t_[6];
   if (tb::lane_open(slots[8], slots[9], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11710,22 +9946,10 @@ PyObject* body_native_layer_norm_backward(PyObject* const* slots) {
     auto v_normalized_shape = tb::arg<tk::IntList<0>>(slots[2], sig, 2);
     auto v_output_mask = tb::arg<tk::BoolArray<3>>(slots[7], sig, 7);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.native_layer_norm_backward() runs it.
-    if (tb::lane_open(slots[11], slots[12], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_layer_norm_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_normalized_shape, tb::TensorRef{c_[2]}, tb::TensorRef{c_[3]}, tb::OptionalTensorRef{c_[4]}, tb::OptionalTensorRef{c_[5]}, v_output_mask, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::native_layer_norm_backward_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_normalized_shape, tb::TensorRef{c_[2]}, tb::TensorRef{c_[3]}, tb::OptionalTensorRef{c_[4]}, tb::OptionalTensorRef{c_[5]}, v_output_mask, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_layer_norm_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_normalized_shape, tb::TensorRef{c_[2]}, tb::TensorRef{c_[3]}, tb::OptionalTensorRef{c_[4]}, tb::OptionalTensorRef{c_[5]}, v_output_mask, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[13];
-    std::copy(slots, slots + 13, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_native_layer_norm_backward(filled_));
   }
   void* t_[9];
   if (tb::lane_open(slots[11], slots[12], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11796,22 +10020,10 @@ PyObject* body_ne_Scalar(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.ne() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ne_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::ne_Scalar_allocate(tb::TensorRef{c_[0]}, v_other, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ne_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_ne_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11872,22 +10084,10 @@ PyObject* body_ne_Tensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.ne() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ne_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::ne_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ne_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_ne_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -11947,22 +10147,10 @@ PyObject* body_neg(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.neg() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::neg(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::neg_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::neg(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_neg(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12021,22 +10209,10 @@ PyObject* body_nonzero(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.nonzero() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::nonzero(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::nonzero_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::nonzero(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_nonzero(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12098,22 +10274,10 @@ PyObject* body_norm(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::IntList<1>>(slots[2], sig, 2);
     auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.norm() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::norm(tb::TensorRef{c_[0]}, v_p, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::norm_allocate(tb::TensorRef{c_[0]}, v_p, v_dim, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::norm(tb::TensorRef{c_[0]}, v_p, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_norm(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12179,22 +10343,10 @@ PyObject* body_norm_Scalar(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_p = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{2}));
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.norm() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::norm_Scalar(tb::TensorRef{c_[0]}, v_p, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::norm_Scalar_allocate(tb::TensorRef{c_[0]}, v_p, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::norm_Scalar(tb::TensorRef{c_[0]}, v_p, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_norm_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12255,22 +10407,10 @@ PyObject* body_outer(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.outer() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::outer(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::outer_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::outer(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_outer(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12331,22 +10471,10 @@ PyObject* body_pow_Tensor_Scalar(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_exponent = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.pow() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::pow_Tensor_Scalar(tb::TensorRef{c_[0]}, v_exponent, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::pow_Tensor_Scalar_allocate(tb::TensorRef{c_[0]}, v_exponent, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::pow_Tensor_Scalar(tb::TensorRef{c_[0]}, v_exponent, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_pow_Tensor_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12407,22 +10535,10 @@ PyObject* body_pow_Tensor_Tensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.pow() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::pow_Tensor_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::pow_Tensor_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::pow_Tensor_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_pow_Tensor_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12483,22 +10599,10 @@ PyObject* body_prod_all(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.prod() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::prod_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::prod_all_allocate(tb::TensorRef{c_[0]}, v_dtype, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::prod_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_prod_all(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12562,22 +10666,10 @@ PyObject* body_prod_int(PyObject* const* slots) {
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.prod() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::prod_int(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::prod_int_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::prod_int(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_prod_int(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12642,22 +10734,10 @@ PyObject* body_reciprocal(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.reciprocal() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::reciprocal(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::reciprocal_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::reciprocal(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_reciprocal(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12716,22 +10796,10 @@ PyObject* body_relu(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.relu() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::relu(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::relu_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::relu(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_relu(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12790,22 +10858,10 @@ PyObject* body_remainder_Tensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.remainder() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::remainder_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::remainder_Tensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::remainder_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_remainder_Tensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12921,22 +10977,10 @@ PyObject* body_roll(PyObject* const* slots) {
     auto v_shifts = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
     auto v_dims = tb::arg<tk::IntList<1>>(slots[2], sig, 2, {});
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.roll() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::roll(tb::TensorRef{c_[0]}, v_shifts, v_dims, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::roll_allocate(tb::TensorRef{c_[0]}, v_shifts, v_dims, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::roll(tb::TensorRef{c_[0]}, v_shifts, v_dims, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_roll(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -12999,22 +11043,10 @@ PyObject* body_round(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.round() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::round(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::round_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::round(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_round(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13074,22 +11106,10 @@ PyObject* body_round_decimals(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_decimals = tb::arg<tk::Int>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.round() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::round_decimals(tb::TensorRef{c_[0]}, v_decimals, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::round_decimals_allocate(tb::TensorRef{c_[0]}, v_decimals, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::round_decimals(tb::TensorRef{c_[0]}, v_decimals, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_round_decimals(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13150,22 +11170,10 @@ PyObject* body_rsqrt(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.rsqrt() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::rsqrt(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::rsqrt_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::rsqrt(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_rsqrt(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13286,22 +11294,10 @@ PyObject* body_scatter_add(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.scatter_add() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_add(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::scatter_add_allocate(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_add(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_scatter_add(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13366,22 +11362,10 @@ PyObject* body_scatter_reduce_mode(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.scatter() runs it.
-    if (tb::lane_open(slots[6], slots[7], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_reduce_mode(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_reduce, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::scatter_reduce_mode_allocate(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_reduce, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_reduce_mode(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_reduce, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[8];
-    std::copy(slots, slots + 8, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_scatter_reduce_mode(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13447,22 +11431,10 @@ PyObject* body_scatter_src(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.scatter() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_src(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::scatter_src_allocate(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_src(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_scatter_src(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13527,22 +11499,10 @@ PyObject* body_scatter_value(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.scatter() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_value(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_value, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::scatter_value_allocate(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_value, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_value(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_value, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_scatter_value(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13609,22 +11569,10 @@ PyObject* body_scatter_value_reduce_mode(PyObject* const* slots) {
     auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3);
     auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.scatter() runs it.
-    if (tb::lane_open(slots[6], slots[7], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_value_reduce_mode(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_value, v_reduce, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::scatter_value_reduce_mode_allocate(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_value, v_reduce, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_value_reduce_mode(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_value, v_reduce, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[8];
-    std::copy(slots, slots + 8, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_scatter_value_reduce_mode(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13690,22 +11638,10 @@ PyObject* body_sgn(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.sgn() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sgn(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::sgn_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sgn(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_sgn(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13764,22 +11700,10 @@ PyObject* body_sigmoid(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.sigmoid() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sigmoid(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::sigmoid_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sigmoid(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_sigmoid(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13837,22 +11761,10 @@ PyObject* body_sigmoid_backward(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.sigmoid_backward() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sigmoid_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::sigmoid_backward_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sigmoid_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_sigmoid_backward(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13912,22 +11824,10 @@ PyObject* body_sign(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.sign() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sign(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::sign_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sign(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_sign(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -13986,7 +11886,7 @@ PyObject* body_silu(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.silu() runs it.
+    // implementation="torch": ATen's functional overload, as torch runs it.
     if (tb::lane_open(slots[2], slots[3], false)) {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::silu(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
@@ -14111,22 +12011,10 @@ PyObject* body_silu_backward(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.silu_backward() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::silu_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::silu_backward_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::silu_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_silu_backward(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14186,22 +12074,10 @@ PyObject* body_sin(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.sin() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sin(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::sin_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sin(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_sin(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14260,22 +12136,10 @@ PyObject* body_sinh(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.sinh() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sinh(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::sinh_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sinh(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_sinh(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14336,22 +12200,10 @@ PyObject* body_smooth_l1_loss(PyObject* const* slots) {
     auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
     auto v_beta = tb::arg<tk::Float>(slots[3], sig, 3, 1.0);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.smooth_l1_loss() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::smooth_l1_loss(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, v_beta, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::smooth_l1_loss_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, v_beta, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::smooth_l1_loss(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, v_beta, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_smooth_l1_loss(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14416,22 +12268,10 @@ PyObject* body_soft_margin_loss(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.soft_margin_loss() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::soft_margin_loss(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::soft_margin_loss_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::soft_margin_loss(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_soft_margin_loss(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14495,22 +12335,10 @@ PyObject* body_softmax(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.softmax() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::softmax(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::softmax_allocate(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::softmax(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_softmax(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14575,22 +12403,10 @@ PyObject* body_softplus(PyObject* const* slots) {
     auto v_beta = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
     auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{20}));
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.softplus() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::softplus(tb::TensorRef{c_[0]}, v_beta, v_threshold, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::softplus_allocate(tb::TensorRef{c_[0]}, v_beta, v_threshold, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::softplus(tb::TensorRef{c_[0]}, v_beta, v_threshold, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_softplus(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14662,22 +12478,10 @@ PyObject* body_sort_stable(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
     auto v_descending = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.sort() runs it.
-    if (tb::lane_open(slots[6], slots[7], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sort_stable(tb::TensorRef{c_[0]}, v_stable, v_dim, v_descending, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::sort_stable_allocate(tb::TensorRef{c_[0]}, v_stable, v_dim, v_descending, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sort_stable(tb::TensorRef{c_[0]}, v_stable, v_dim, v_descending, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[8];
-    std::copy(slots, slots + 8, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_sort_stable(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14751,22 +12555,10 @@ PyObject* body_sort_values(PyObject* const* slots) {
     auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
     auto v_descending = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.sort() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sort_values(tb::TensorRef{c_[0]}, v_dim, v_descending, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::sort_values_allocate(tb::TensorRef{c_[0]}, v_dim, v_descending, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sort_values(tb::TensorRef{c_[0]}, v_dim, v_descending, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_sort_values(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14830,22 +12622,10 @@ PyObject* body_sqrt(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.sqrt() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sqrt(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::sqrt_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sqrt(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_sqrt(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14904,22 +12684,10 @@ PyObject* body_square(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.square() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::square(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::square_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::square(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_square(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -14981,22 +12749,10 @@ PyObject* body_std(PyObject* const* slots) {
     auto v_unbiased = tb::arg<tk::Bool>(slots[2], sig, 2, true);
     auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.std() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::std(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::std_allocate(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::std(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_std(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -15064,22 +12820,10 @@ PyObject* body_std_correction(PyObject* const* slots) {
     auto v_correction = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
     auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.std() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::std_correction(tb::TensorRef{c_[0]}, v_dim, v_correction, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::std_correction_allocate(tb::TensorRef{c_[0]}, v_dim, v_correction, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::std_correction(tb::TensorRef{c_[0]}, v_dim, v_correction, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_std_correction(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -15146,22 +12890,10 @@ PyObject* body_sub(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.sub() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sub(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::sub_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_alpha, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sub(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_alpha, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_sub(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -15225,22 +12957,10 @@ PyObject* body_sub_Scalar(PyObject* const* slots) {
     auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.sub() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sub_Scalar(tb::TensorRef{c_[0]}, v_other, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::sub_Scalar_allocate(tb::TensorRef{c_[0]}, v_other, v_alpha, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sub_Scalar(tb::TensorRef{c_[0]}, v_other, v_alpha, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_sub_Scalar(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -15306,22 +13026,10 @@ PyObject* body_sum(PyObject* const* slots) {
     auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.sum() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sum(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::sum_allocate(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sum(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_sum(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -15387,22 +13095,10 @@ PyObject* body_sum_all(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.sum() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sum_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::sum_all_allocate(tb::TensorRef{c_[0]}, v_dtype, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sum_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_sum_all(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -15463,22 +13159,10 @@ PyObject* body_take(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.take() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::take(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::take_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::take(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_take(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -15538,22 +13222,10 @@ PyObject* body_tan(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.tan() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tan(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::tan_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tan(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_tan(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -15612,22 +13284,10 @@ PyObject* body_tanh(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.tanh() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tanh(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::tanh_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tanh(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_tanh(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -15685,22 +13345,10 @@ PyObject* body_tanh_backward(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.tanh_backward() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tanh_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::tanh_backward_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tanh_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_tanh_backward(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -15762,22 +13410,10 @@ PyObject* body_threshold(PyObject* const* slots) {
     auto v_threshold = tb::arg<tk::Scalar>(slots[1], sig, 1);
     auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.threshold() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::threshold(tb::TensorRef{c_[0]}, v_threshold, v_value, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::threshold_allocate(tb::TensorRef{c_[0]}, v_threshold, v_value, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::threshold(tb::TensorRef{c_[0]}, v_threshold, v_value, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_threshold(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -15841,22 +13477,10 @@ PyObject* body_threshold_backward(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.threshold_backward() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::threshold_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_threshold, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::threshold_backward_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_threshold, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::threshold_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_threshold, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_threshold_backward(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -15928,22 +13552,10 @@ PyObject* body_topk(PyObject* const* slots) {
     auto v_largest = tb::arg<tk::Bool>(slots[3], sig, 3, true);
     auto v_sorted = tb::arg<tk::Bool>(slots[4], sig, 4, true);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.topk() runs it.
-    if (tb::lane_open(slots[7], slots[8], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::topk(tb::TensorRef{c_[0]}, v_k, v_dim, v_largest, v_sorted, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::topk_allocate(tb::TensorRef{c_[0]}, v_k, v_dim, v_largest, v_sorted, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::topk(tb::TensorRef{c_[0]}, v_k, v_dim, v_largest, v_sorted, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[9];
-    std::copy(slots, slots + 9, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_topk(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[7], slots[8], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -16012,22 +13624,10 @@ PyObject* body_tril(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_diagonal = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.tril() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tril(tb::TensorRef{c_[0]}, v_diagonal, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::tril_allocate(tb::TensorRef{c_[0]}, v_diagonal, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tril(tb::TensorRef{c_[0]}, v_diagonal, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_tril(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -16089,22 +13689,10 @@ PyObject* body_triu(PyObject* const* slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     auto v_diagonal = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.triu() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::triu(tb::TensorRef{c_[0]}, v_diagonal, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::triu_allocate(tb::TensorRef{c_[0]}, v_diagonal, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::triu(tb::TensorRef{c_[0]}, v_diagonal, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_triu(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -16165,22 +13753,10 @@ PyObject* body_trunc(PyObject* const* slots) {
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.trunc() runs it.
-    if (tb::lane_open(slots[2], slots[3], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::trunc(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::trunc_allocate(tb::TensorRef{c_[0]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::trunc(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_trunc(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -16242,22 +13818,10 @@ PyObject* body_var(PyObject* const* slots) {
     auto v_unbiased = tb::arg<tk::Bool>(slots[2], sig, 2, true);
     auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.var() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::var(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::var_allocate(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::var(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_var(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -16325,22 +13889,10 @@ PyObject* body_var_correction(PyObject* const* slots) {
     auto v_correction = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
     auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.var() runs it.
-    if (tb::lane_open(slots[5], slots[6], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::var_correction(tb::TensorRef{c_[0]}, v_dim, v_correction, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::var_correction_allocate(tb::TensorRef{c_[0]}, v_dim, v_correction, v_keepdim, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::var_correction(tb::TensorRef{c_[0]}, v_dim, v_correction, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[7];
-    std::copy(slots, slots + 7, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_var_correction(filled_));
   }
   void* t_[2];
   if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -16405,22 +13957,10 @@ PyObject* body_vdot(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.vdot() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::vdot(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::vdot_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::vdot(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_vdot(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -16480,22 +14020,10 @@ PyObject* body_where(PyObject* const* slots) {
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.where() runs it.
-    if (tb::lane_open(slots[4], slots[5], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::where(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::where_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::where(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_where(filled_));
   }
   void* t_[4];
   if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
@@ -16556,22 +14084,10 @@ PyObject* body_xlogy_OutTensor(PyObject* const* slots) {
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
-    // ATen serves the call: its functional overload, as torch.xlogy() runs it.
-    if (tb::lane_open(slots[3], slots[4], true)) {
+    {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::xlogy_OutTensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::xlogy_OutTensor_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-    if (!allocated_) {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::xlogy_OutTensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-    PyObject* filled_[5];
-    std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_xlogy_OutTensor(filled_));
   }
   void* t_[3];
   if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {

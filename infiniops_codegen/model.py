@@ -247,6 +247,22 @@ class Op:
         return all(a.lane_ref for a in self.visible if a.tensors is not Tensors.NONE)
 
     @property
+    def meta_allocate(self) -> bool:
+        """A call without out= may allocate its outputs with the structured
+        kernel's C++ meta function (at::meta::) and take the out= way, where
+        a native kernel may serve it; otherwise ATen's functional overload
+        computes it (and a composite's outputs start empty)."""
+        fc = self.functional_call
+        return bool(self.no_out and fc and fc.meta_kernel and self.native)
+
+    @property
+    def allocates(self) -> bool:
+        """A call without out= may allocate its outputs (no_out::<op>_allocate)
+        and take the out= way: composites, and ops whose native kernels may
+        take it (meta_allocate)."""
+        return self.no_out and (self.composite or self.meta_allocate)
+
+    @property
     def first_input(self) -> Argument | None:
         """The first input that is one tensor: a composite's outputs take
         its dtype and device when its body cannot run on meta tensors."""
@@ -605,6 +621,9 @@ class Shard:
     def headers(self) -> tuple[str, ...]:
         names = {h for op in self.ops for h in op.headers}
         names |= {f"{op.headers[0]}_cpu_dispatch" for op in self.ops if op.direct_cpu}
+        names |= {
+            f"{op.headers[0]}_meta_dispatch" for op in self.ops if op.meta_allocate
+        }
         return tuple(sorted(names))
 
     @property

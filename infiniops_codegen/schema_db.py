@@ -26,7 +26,7 @@ from .schema_types import (
 )
 
 # Bump when the extracted records change shape or meaning.
-CACHE_FORMAT = 8
+CACHE_FORMAT = 9
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,10 @@ def _functional_call(out, f, cpu) -> FunctionalCall | None:
     )
     structseq = len(returns) > 1 and structseq_fieldnames(returns)
     return FunctionalCall(
-        name, bool(cpu_kernel), str(f.func.name.name.base) if structseq else None
+        name,
+        bool(cpu_kernel),
+        str(f.func.name.name.base) if structseq else None,
+        meta_kernel=f.structured_delegate is not None,
     )
 
 

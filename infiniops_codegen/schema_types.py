@@ -43,6 +43,9 @@ class FunctionalCall:
     cpp_name: str  # at::<cpp_name>(...), e.g. "add"
     cpu_kernel: bool  # at::cpu::<cpp_name> exists (a CPU kernel entry)
     return_type: str | None  # torch.return_types.<name>; None: one tensor or a tuple
+    # at::meta::<cpp_name> exists: the structured kernel's C++ meta function,
+    # callable without the dispatcher (whose Meta key may run Python: prims)
+    meta_kernel: bool = False
 
 
 @dataclass(frozen=True)

@@ -102,27 +102,6 @@ void addcmul(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   tb::give(results, at::addcmul(a_self, a_tensor1, a_tensor2, a_value));
 }
 
-// addcmul() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool addcmul_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef tensor1, ::infini::ops::torch_bridge::TensorRef tensor2, const Scalar& value, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_tensor1 = tb::to_aten(tensor1);
-  auto a_tensor2 = tb::to_aten(tensor2);
-  auto a_value = tb::to_aten(value);
-  const auto device = tb::output_device(a_self, a_tensor1, a_tensor2);
-  if (!tb::meta_allowed(a_self, a_tensor1, a_tensor2)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_tensor1 = tb::to_meta(a_tensor1);
-  auto m_tensor2 = tb::to_meta(a_tensor2);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::addcmul(m_self, m_tensor1, m_tensor2, a_value), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -173,22 +152,6 @@ void any_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   tb::give(results, at::any(a_self));
 }
 
-// any_all() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool any_all_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::any(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -245,24 +208,6 @@ void any_dims(::infini::ops::torch_bridge::TensorRef self, std::optional<std::sp
   tb::give(results, at::any(a_self, a_dim, a_keepdim));
 }
 
-// any_dims() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool any_dims_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_keepdim = tb::to_aten(keepdim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::any(m_self, a_dim, a_keepdim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -316,24 +261,6 @@ void copysign(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_
   tb::give(results, at::copysign(a_self, a_other));
 }
 
-// copysign() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool copysign_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::copysign(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -384,22 +311,6 @@ void erf(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   tb::give(results, at::erf(a_self));
 }
 
-// erf() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool erf_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::erf(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -450,22 +361,6 @@ void erfc(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   tb::give(results, at::erfc(a_self));
 }
 
-// erfc() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool erfc_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::erfc(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -519,24 +414,6 @@ void fmod_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   tb::give(results, at::fmod(a_self, a_other));
 }
 
-// fmod_Tensor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool fmod_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::fmod(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -593,25 +470,6 @@ void gelu_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini:
   tb::give(results, at::gelu_backward(a_grad_output, a_self, a_approximate));
 }
 
-// gelu_backward() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool gelu_backward_allocate(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef self, std::string_view approximate, ::infini::ops::torch_bridge::Results& results) {
-  auto a_grad_output = tb::to_aten(grad_output);
-  auto a_self = tb::to_aten(self);
-  auto a_approximate = tb::to_aten(approximate);
-  const auto device = tb::output_device(a_grad_output, a_self);
-  if (!tb::meta_allowed(a_grad_output, a_self)) return false;
-  auto m_grad_output = tb::to_meta(a_grad_output);
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::gelu_backward(m_grad_output, m_self, a_approximate), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -639,22 +497,6 @@ void isnan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   tb::give(results, at::isnan(a_self));
 }
 
-// isnan() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool isnan_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::isnan(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -708,24 +550,6 @@ void logaddexp2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torc
   tb::give(results, at::logaddexp2(a_self, a_other));
 }
 
-// logaddexp2() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool logaddexp2_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::logaddexp2(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -785,25 +609,6 @@ void mean(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<c
   tb::give(results, at::mean(a_self, a_dim, a_keepdim, a_dtype));
 }
 
-// mean() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool mean_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_keepdim = tb::to_aten(keepdim);
-  auto a_dtype = tb::to_aten(dtype);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::mean(m_self, a_dim, a_keepdim, a_dtype), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -865,24 +670,6 @@ void min(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
   tb::give(results, at::min(a_self, a_dim, a_keepdim));
 }
 
-// min() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool min_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_keepdim = tb::to_aten(keepdim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::min(m_self, a_dim, a_keepdim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -936,24 +723,6 @@ void mm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge
   tb::give(results, at::mm(a_self, a_mat2));
 }
 
-// mm() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool mm_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mat2, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_mat2 = tb::to_aten(mat2);
-  const auto device = tb::output_device(a_self, a_mat2);
-  if (!tb::meta_allowed(a_self, a_mat2)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_mat2 = tb::to_meta(a_mat2);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::mm(m_self, m_mat2), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -1008,31 +777,6 @@ void native_group_norm(::infini::ops::torch_bridge::TensorRef input, ::infini::o
   tb::give(results, at::native_group_norm(a_input, a_weight, a_bias, a_N, a_C, a_HxW, a_group, a_eps));
 }
 
-// native_group_norm() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool native_group_norm_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::OptionalTensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, int64_t N, int64_t C, int64_t HxW, int64_t group, double eps, ::infini::ops::torch_bridge::Results& results) {
-  auto a_input = tb::to_aten(input);
-  auto a_weight = tb::to_aten(weight);
-  auto a_bias = tb::to_aten(bias);
-  auto a_N = tb::to_aten(N);
-  auto a_C = tb::to_aten(C);
-  auto a_HxW = tb::to_aten(HxW);
-  auto a_group = tb::to_aten(group);
-  auto a_eps = tb::to_aten(eps);
-  const auto device = tb::output_device(a_input, a_weight, a_bias);
-  if (!tb::meta_allowed(a_input, a_weight, a_bias)) return false;
-  auto m_input = tb::to_meta(a_input);
-  auto m_weight = tb::to_meta(a_weight);
-  auto m_bias = tb::to_meta(a_bias);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::native_group_norm(m_input, m_weight, m_bias, a_N, a_C, a_HxW, a_group, a_eps), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -1092,25 +836,6 @@ void norm(::infini::ops::torch_bridge::TensorRef self, const std::optional<Scala
   tb::give(results, at::norm(a_self, a_p, a_dim, a_keepdim));
 }
 
-// norm() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool norm_allocate(::infini::ops::torch_bridge::TensorRef self, const std::optional<Scalar>& p, std::span<const int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_p = tb::to_aten(p);
-  auto a_dim = tb::to_aten(dim);
-  auto a_keepdim = tb::to_aten(keepdim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::norm(m_self, a_p, a_dim, a_keepdim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -1175,25 +900,6 @@ void sort_stable(::infini::ops::torch_bridge::TensorRef self, std::optional<bool
   tb::give(results, at::sort(a_self, a_stable, a_dim, a_descending));
 }
 
-// sort_stable() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool sort_stable_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<bool> stable, int64_t dim, bool descending, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_stable = tb::to_aten(stable);
-  auto a_dim = tb::to_aten(dim);
-  auto a_descending = tb::to_aten(descending);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::sort(m_self, a_stable, a_dim, a_descending), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -1253,25 +959,6 @@ void std_correction(::infini::ops::torch_bridge::TensorRef self, std::optional<s
   tb::give(results, at::std(a_self, a_dim, a_correction, a_keepdim));
 }
 
-// std_correction() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool std_correction_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_correction = tb::to_aten(correction);
-  auto a_keepdim = tb::to_aten(keepdim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::std(m_self, a_dim, a_correction, a_keepdim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -1325,24 +1012,6 @@ void xlogy_OutTensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops:
   tb::give(results, at::xlogy(a_self, a_other));
 }
 
-// xlogy_OutTensor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool xlogy_OutTensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::xlogy(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 

@@ -27,6 +27,7 @@
 #include <ATen/ops/max_cpu_dispatch.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/mul_cpu_dispatch.h>
+#include <ATen/ops/mul_meta_dispatch.h>
 #include <ATen/ops/neg.h>
 #include <ATen/ops/neg_cpu_dispatch.h>
 #include <ATen/ops/outer.h>
@@ -91,24 +92,6 @@ void all_dims(::infini::ops::torch_bridge::TensorRef self, std::optional<std::sp
   tb::give(results, at::all(a_self, a_dim, a_keepdim));
 }
 
-// all_dims() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool all_dims_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_keepdim = tb::to_aten(keepdim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::all(m_self, a_dim, a_keepdim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -165,24 +148,6 @@ void amax(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> 
   tb::give(results, at::amax(a_self, a_dim, a_keepdim));
 }
 
-// amax() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool amax_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_keepdim = tb::to_aten(keepdim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::amax(m_self, a_dim, a_keepdim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -236,24 +201,6 @@ void bitwise_or_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::op
   tb::give(results, at::bitwise_or(a_self, a_other));
 }
 
-// bitwise_or_Tensor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool bitwise_or_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::bitwise_or(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -284,23 +231,6 @@ void copysign_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& 
   tb::give(results, at::copysign(a_self, a_other));
 }
 
-// copysign_Scalar() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool copysign_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::copysign(m_self, a_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -360,25 +290,6 @@ void elu(::infini::ops::torch_bridge::TensorRef self, const Scalar& alpha, const
   tb::give(results, at::elu(a_self, a_alpha, a_scale, a_input_scale));
 }
 
-// elu() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool elu_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_alpha = tb::to_aten(alpha);
-  auto a_scale = tb::to_aten(scale);
-  auto a_input_scale = tb::to_aten(input_scale);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::elu(m_self, a_alpha, a_scale, a_input_scale), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -432,24 +343,6 @@ void fmin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   tb::give(results, at::fmin(a_self, a_other));
 }
 
-// fmin() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool fmin_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::fmin(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -516,25 +409,6 @@ void index_select(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::in
   tb::give(results, at::index_select(a_self, a_dim, a_index));
 }
 
-// index_select() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool index_select_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_index = tb::to_aten(index);
-  const auto device = tb::output_device(a_self, a_index);
-  if (!tb::meta_allowed(a_self, a_index)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_index = tb::to_meta(a_index);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::index_select(m_self, a_dim, m_index), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -585,22 +459,6 @@ void max_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   tb::give(results, at::max(a_self));
 }
 
-// max_all() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool max_all_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::max(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -654,22 +512,20 @@ void mul(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   tb::give(results, at::mul(a_self, a_other));
 }
 
-// mul() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
+
+// mul() without out=, to go the out= way (a native kernel may take
+// it): empty outputs as torch allocates them. False: compute it with the
+// functional overload instead.
 bool mul_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
   if (!tb::meta_allowed(a_self, a_other)) return false;
+  const auto device = tb::output_device(a_self, a_other);
   auto m_self = tb::to_meta(a_self);
   auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::mul(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
+  // The structured kernel's meta function: the geometry torch's own call
+  // gives its outputs, in C++ (the dispatcher's Meta kernel may be Python).
+  tb::give_like(results, at::meta::mul(m_self, m_other), device);
   return true;
 }
 
@@ -722,22 +578,6 @@ void neg(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   tb::give(results, at::neg(a_self));
 }
 
-// neg() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool neg_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::neg(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -768,24 +608,6 @@ void outer(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   tb::give(results, at::outer(a_self, a_vec2));
 }
 
-// outer() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool outer_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef vec2, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_vec2 = tb::to_aten(vec2);
-  const auto device = tb::output_device(a_self, a_vec2);
-  if (!tb::meta_allowed(a_self, a_vec2)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_vec2 = tb::to_meta(a_vec2);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::outer(m_self, m_vec2), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -836,22 +658,6 @@ void reciprocal(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torc
   tb::give(results, at::reciprocal(a_self));
 }
 
-// reciprocal() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool reciprocal_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::reciprocal(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -888,24 +694,6 @@ void sort_values(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool 
   tb::give(results, at::sort(a_self, a_dim, a_descending));
 }
 
-// sort_values() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool sort_values_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool descending, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_descending = tb::to_aten(descending);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::sort(m_self, a_dim, a_descending), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 

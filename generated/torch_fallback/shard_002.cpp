@@ -89,24 +89,6 @@ void argmax(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> 
   tb::give(results, at::argmax(a_self, a_dim, a_keepdim));
 }
 
-// argmax() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool argmax_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_keepdim = tb::to_aten(keepdim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::argmax(m_self, a_dim, a_keepdim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -157,22 +139,6 @@ void asin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   tb::give(results, at::asin(a_self));
 }
 
-// asin() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool asin_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::asin(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -226,23 +192,6 @@ void ge_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
   tb::give(results, at::ge(a_self, a_other));
 }
 
-// ge_Scalar() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool ge_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::ge(m_self, a_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -302,25 +251,6 @@ void kthvalue(::infini::ops::torch_bridge::TensorRef self, int64_t k, int64_t di
   tb::give(results, at::kthvalue(a_self, a_k, a_dim, a_keepdim));
 }
 
-// kthvalue() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool kthvalue_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t k, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_k = tb::to_aten(k);
-  auto a_dim = tb::to_aten(dim);
-  auto a_keepdim = tb::to_aten(keepdim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::kthvalue(m_self, a_k, a_dim, a_keepdim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -374,24 +304,6 @@ void le_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   tb::give(results, at::le(a_self, a_other));
 }
 
-// le_Tensor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool le_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::le(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -422,24 +334,6 @@ void matmul(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_br
   tb::give(results, at::matmul(a_self, a_other));
 }
 
-// matmul() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool matmul_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::matmul(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -467,22 +361,6 @@ void median_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torc
   tb::give(results, at::median(a_self));
 }
 
-// median_all() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool median_all_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::median(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -539,24 +417,6 @@ void median_dim_values(::infini::ops::torch_bridge::TensorRef self, int64_t dim,
   tb::give(results, at::median(a_self, a_dim, a_keepdim));
 }
 
-// median_dim_values() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool median_dim_values_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_keepdim = tb::to_aten(keepdim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::median(m_self, a_dim, a_keepdim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -607,22 +467,6 @@ void mish(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   tb::give(results, at::mish(a_self));
 }
 
-// mish() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool mish_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::mish(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -676,23 +520,6 @@ void pow_Tensor_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar
   tb::give(results, at::pow(a_self, a_exponent));
 }
 
-// pow_Tensor_Scalar() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool pow_Tensor_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& exponent, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_exponent = tb::to_aten(exponent);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::pow(m_self, a_exponent), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -723,23 +550,6 @@ void prod_all(::infini::ops::torch_bridge::TensorRef self, std::optional<DataTyp
   tb::give(results, at::prod(a_self, a_dtype));
 }
 
-// prod_all() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool prod_all_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dtype = tb::to_aten(dtype);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::prod(m_self, a_dtype), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -790,22 +600,6 @@ void sinh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   tb::give(results, at::sinh(a_self));
 }
 
-// sinh() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool sinh_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::sinh(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -859,24 +653,6 @@ void tanh_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini:
   tb::give(results, at::tanh_backward(a_grad_output, a_output));
 }
 
-// tanh_backward() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool tanh_backward_allocate(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef output, ::infini::ops::torch_bridge::Results& results) {
-  auto a_grad_output = tb::to_aten(grad_output);
-  auto a_output = tb::to_aten(output);
-  const auto device = tb::output_device(a_grad_output, a_output);
-  if (!tb::meta_allowed(a_grad_output, a_output)) return false;
-  auto m_grad_output = tb::to_meta(a_grad_output);
-  auto m_output = tb::to_meta(a_output);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::tanh_backward(m_grad_output, m_output), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 

@@ -102,24 +102,6 @@ void _log_softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool
   tb::give(results, at::_log_softmax(a_self, a_dim, a_half_to_float));
 }
 
-// _log_softmax() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool _log_softmax_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool half_to_float, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_half_to_float = tb::to_aten(half_to_float);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::_log_softmax(m_self, a_dim, a_half_to_float), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -179,26 +161,6 @@ void _log_softmax_backward_data(::infini::ops::torch_bridge::TensorRef grad_outp
   tb::give(results, at::_log_softmax_backward_data(a_grad_output, a_output, a_dim, a_input_dtype));
 }
 
-// _log_softmax_backward_data() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool _log_softmax_backward_data_allocate(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef output, int64_t dim, DataType input_dtype, ::infini::ops::torch_bridge::Results& results) {
-  auto a_grad_output = tb::to_aten(grad_output);
-  auto a_output = tb::to_aten(output);
-  auto a_dim = tb::to_aten(dim);
-  auto a_input_dtype = tb::to_aten(input_dtype);
-  const auto device = tb::output_device(a_grad_output, a_output);
-  if (!tb::meta_allowed(a_grad_output, a_output)) return false;
-  auto m_grad_output = tb::to_meta(a_grad_output);
-  auto m_output = tb::to_meta(a_output);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::_log_softmax_backward_data(m_grad_output, m_output, a_dim, a_input_dtype), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -252,24 +214,6 @@ void bmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   tb::give(results, at::bmm(a_self, a_mat2));
 }
 
-// bmm() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool bmm_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mat2, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_mat2 = tb::to_aten(mat2);
-  const auto device = tb::output_device(a_self, a_mat2);
-  if (!tb::meta_allowed(a_self, a_mat2)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_mat2 = tb::to_meta(a_mat2);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::bmm(m_self, m_mat2), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -320,22 +264,6 @@ void cosh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   tb::give(results, at::cosh(a_self));
 }
 
-// cosh() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool cosh_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::cosh(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -392,24 +320,6 @@ void cumprod(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::opti
   tb::give(results, at::cumprod(a_self, a_dim, a_dtype));
 }
 
-// cumprod() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool cumprod_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_dtype = tb::to_aten(dtype);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::cumprod(m_self, a_dim, a_dtype), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -440,24 +350,6 @@ void dot(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   tb::give(results, at::dot(a_self, a_tensor));
 }
 
-// dot() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool dot_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef tensor, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_tensor = tb::to_aten(tensor);
-  const auto device = tb::output_device(a_self, a_tensor);
-  if (!tb::meta_allowed(a_self, a_tensor)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_tensor = tb::to_meta(a_tensor);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::dot(m_self, m_tensor), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -508,22 +400,6 @@ void exp2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   tb::give(results, at::exp2(a_self));
 }
 
-// exp2() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool exp2_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::exp2(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -574,22 +450,6 @@ void expm1(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   tb::give(results, at::expm1(a_self));
 }
 
-// expm1() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool expm1_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::expm1(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -640,22 +500,6 @@ void hardswish(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   tb::give(results, at::hardswish(a_self));
 }
 
-// hardswish() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool hardswish_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::hardswish(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -689,26 +533,6 @@ void linear(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_b
   tb::give(results, at::linear(a_input, a_weight, a_bias));
 }
 
-// linear() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool linear_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::TensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, ::infini::ops::torch_bridge::Results& results) {
-  auto a_input = tb::to_aten(input);
-  auto a_weight = tb::to_aten(weight);
-  auto a_bias = tb::to_aten(bias);
-  const auto device = tb::output_device(a_input, a_weight, a_bias);
-  if (!tb::meta_allowed(a_input, a_weight, a_bias)) return false;
-  auto m_input = tb::to_meta(a_input);
-  auto m_weight = tb::to_meta(a_weight);
-  auto m_bias = tb::to_meta(a_bias);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::linear(m_input, m_weight, m_bias), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -757,24 +581,6 @@ void logical_and(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   tb::give(results, at::logical_and(a_self, a_other));
 }
 
-// logical_and() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool logical_and_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::logical_and(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -845,27 +651,6 @@ void max_pool2d_with_indices(::infini::ops::torch_bridge::TensorRef self, std::s
   tb::give(results, at::max_pool2d_with_indices(a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode));
 }
 
-// max_pool2d_with_indices() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool max_pool2d_with_indices_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, std::span<const int64_t> dilation, bool ceil_mode, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_kernel_size = tb::to_aten(kernel_size);
-  auto a_stride = tb::to_aten(stride);
-  auto a_padding = tb::to_aten(padding);
-  auto a_dilation = tb::to_aten(dilation);
-  auto a_ceil_mode = tb::to_aten(ceil_mode);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::max_pool2d_with_indices(m_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -922,25 +707,6 @@ void mse_loss(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_
   tb::give(results, at::mse_loss(a_self, a_target, a_reduction));
 }
 
-// mse_loss() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool mse_loss_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef target, int64_t reduction, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_target = tb::to_aten(target);
-  auto a_reduction = tb::to_aten(reduction);
-  const auto device = tb::output_device(a_self, a_target);
-  if (!tb::meta_allowed(a_self, a_target)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_target = tb::to_meta(a_target);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::mse_loss(m_self, m_target, a_reduction), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -1000,27 +766,6 @@ void mse_loss_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::inf
   tb::give(results, at::mse_loss_backward(a_grad_output, a_self, a_target, a_reduction));
 }
 
-// mse_loss_backward() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool mse_loss_backward_allocate(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef target, int64_t reduction, ::infini::ops::torch_bridge::Results& results) {
-  auto a_grad_output = tb::to_aten(grad_output);
-  auto a_self = tb::to_aten(self);
-  auto a_target = tb::to_aten(target);
-  auto a_reduction = tb::to_aten(reduction);
-  const auto device = tb::output_device(a_grad_output, a_self, a_target);
-  if (!tb::meta_allowed(a_grad_output, a_self, a_target)) return false;
-  auto m_grad_output = tb::to_meta(a_grad_output);
-  auto m_self = tb::to_meta(a_self);
-  auto m_target = tb::to_meta(a_target);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::mse_loss_backward(m_grad_output, m_self, m_target, a_reduction), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -1080,25 +825,6 @@ void narrow_copy(::infini::ops::torch_bridge::TensorRef self, int64_t dim, int64
   tb::give(results, at::narrow_copy(a_self, a_dim, a_start, a_length));
 }
 
-// narrow_copy() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool narrow_copy_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, int64_t start, int64_t length, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_start = tb::to_aten(start);
-  auto a_length = tb::to_aten(length);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::narrow_copy(m_self, a_dim, a_start, a_length), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -1153,34 +879,6 @@ void native_layer_norm_backward(::infini::ops::torch_bridge::TensorRef grad_out,
   tb::give(results, at::native_layer_norm_backward(a_grad_out, a_input, a_normalized_shape, a_mean, a_rstd, a_weight, a_bias, a_output_mask));
 }
 
-// native_layer_norm_backward() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool native_layer_norm_backward_allocate(::infini::ops::torch_bridge::TensorRef grad_out, ::infini::ops::torch_bridge::TensorRef input, std::span<const int64_t> normalized_shape, ::infini::ops::torch_bridge::TensorRef mean, ::infini::ops::torch_bridge::TensorRef rstd, ::infini::ops::torch_bridge::OptionalTensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, std::array<bool, 3> output_mask, ::infini::ops::torch_bridge::Results& results) {
-  auto a_grad_out = tb::to_aten(grad_out);
-  auto a_input = tb::to_aten(input);
-  auto a_normalized_shape = tb::to_aten(normalized_shape);
-  auto a_mean = tb::to_aten(mean);
-  auto a_rstd = tb::to_aten(rstd);
-  auto a_weight = tb::to_aten(weight);
-  auto a_bias = tb::to_aten(bias);
-  auto a_output_mask = tb::to_aten(output_mask);
-  const auto device = tb::output_device(a_grad_out, a_input, a_mean, a_rstd, a_weight, a_bias);
-  if (!tb::meta_allowed(a_grad_out, a_input, a_mean, a_rstd, a_weight, a_bias)) return false;
-  auto m_grad_out = tb::to_meta(a_grad_out);
-  auto m_input = tb::to_meta(a_input);
-  auto m_mean = tb::to_meta(a_mean);
-  auto m_rstd = tb::to_meta(a_rstd);
-  auto m_weight = tb::to_meta(a_weight);
-  auto m_bias = tb::to_meta(a_bias);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::native_layer_norm_backward(m_grad_out, m_input, a_normalized_shape, m_mean, m_rstd, m_weight, m_bias, a_output_mask), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -1191,7 +889,7 @@ static void body_scaled_dot_product_attention(at::Tensor & out, const at::Tensor
                                                    dropout_p, is_causal, scale);
     out.resize_(result.sizes());
     out.copy_(result);
-#line 1195 "torch_fallback/shard_003.cpp"
+#line 893 "torch_fallback/shard_003.cpp"
 }
 
 // scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -1211,9 +909,10 @@ void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const 
 
 namespace no_out {
 
-// scaled_dot_product_attention() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
+
+// scaled_dot_product_attention() without out=, to go the out= way (a native kernel may take
+// it): empty outputs as torch allocates them. False: compute it with the
+// functional overload instead.
 bool scaled_dot_product_attention_allocate(::infini::ops::torch_bridge::TensorRef query, ::infini::ops::torch_bridge::TensorRef key, ::infini::ops::torch_bridge::TensorRef value, ::infini::ops::torch_bridge::OptionalTensorRef attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, ::infini::ops::torch_bridge::Results& results) {
   auto a_query = tb::to_aten(query);
   auto a_key = tb::to_aten(key);
@@ -1222,22 +921,9 @@ bool scaled_dot_product_attention_allocate(::infini::ops::torch_bridge::TensorRe
   auto a_dropout_p = tb::to_aten(dropout_p);
   auto a_is_causal = tb::to_aten(is_causal);
   auto a_scale = tb::to_aten(scale);
-  const auto device = tb::output_device(a_query, a_key, a_value, a_attn_mask);
-  if (tb::direct_cpu_context()) {
-    try {
-      auto m_query = tb::to_meta(a_query);
-      auto m_key = tb::to_meta(a_key);
-      auto m_value = tb::to_meta(a_value);
-      auto m_attn_mask = tb::to_meta(a_attn_mask);
-      at::Tensor m_out = tb::empty_like_dtype(m_query);
-      at::AutoDispatchBelowADInplaceOrView below_autograd;
-      body_scaled_dot_product_attention(m_out, m_query, m_key, m_value, m_attn_mask, a_dropout_p, a_is_causal, a_scale);
-      tb::give_like(results, m_out, device);
-      return true;
-    } catch (const c10::Error&) {
-      // The body does not run on meta tensors: outputs the body resizes.
-    }
-  }
+  // A composite's outputs: empty, of its first input's dtype and device; the
+  // body resizes them (running it on meta tensors to shape them would cost
+  // more than the call: ATen's meta kernels of composites run in Python).
   tb::give_empty_like(results, a_query);
   return true;
 }
@@ -1274,25 +960,6 @@ void soft_margin_loss(::infini::ops::torch_bridge::TensorRef self, ::infini::ops
   tb::give(results, at::soft_margin_loss(a_self, a_target, a_reduction));
 }
 
-// soft_margin_loss() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool soft_margin_loss_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef target, int64_t reduction, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_target = tb::to_aten(target);
-  auto a_reduction = tb::to_aten(reduction);
-  const auto device = tb::output_device(a_self, a_target);
-  if (!tb::meta_allowed(a_self, a_target)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_target = tb::to_meta(a_target);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::soft_margin_loss(m_self, m_target, a_reduction), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -1349,24 +1016,6 @@ void softplus(::infini::ops::torch_bridge::TensorRef self, const Scalar& beta, c
   tb::give(results, at::softplus(a_self, a_beta, a_threshold));
 }
 
-// softplus() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool softplus_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& beta, const Scalar& threshold, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_beta = tb::to_aten(beta);
-  auto a_threshold = tb::to_aten(threshold);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::softplus(m_self, a_beta, a_threshold), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -1417,22 +1066,6 @@ void tanh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   tb::give(results, at::tanh(a_self));
 }
 
-// tanh() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool tanh_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::tanh(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 

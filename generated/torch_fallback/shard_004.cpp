@@ -89,28 +89,6 @@ void addbmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_br
   tb::give(results, at::addbmm(a_self, a_batch1, a_batch2, a_beta, a_alpha));
 }
 
-// addbmm() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool addbmm_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef batch1, ::infini::ops::torch_bridge::TensorRef batch2, const Scalar& beta, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_batch1 = tb::to_aten(batch1);
-  auto a_batch2 = tb::to_aten(batch2);
-  auto a_beta = tb::to_aten(beta);
-  auto a_alpha = tb::to_aten(alpha);
-  const auto device = tb::output_device(a_self, a_batch1, a_batch2);
-  if (!tb::meta_allowed(a_self, a_batch1, a_batch2)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_batch1 = tb::to_meta(a_batch1);
-  auto m_batch2 = tb::to_meta(a_batch2);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::addbmm(m_self, m_batch1, m_batch2, a_beta, a_alpha), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -167,24 +145,6 @@ void any(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
   tb::give(results, at::any(a_self, a_dim, a_keepdim));
 }
 
-// any() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool any_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_keepdim = tb::to_aten(keepdim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::any(m_self, a_dim, a_keepdim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -227,27 +187,6 @@ void avg_pool1d(::infini::ops::torch_bridge::TensorRef self, std::span<const int
   tb::give(results, at::avg_pool1d(a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad));
 }
 
-// avg_pool1d() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool avg_pool1d_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_kernel_size = tb::to_aten(kernel_size);
-  auto a_stride = tb::to_aten(stride);
-  auto a_padding = tb::to_aten(padding);
-  auto a_ceil_mode = tb::to_aten(ceil_mode);
-  auto a_count_include_pad = tb::to_aten(count_include_pad);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::avg_pool1d(m_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -287,27 +226,6 @@ void embedding_dense_backward(::infini::ops::torch_bridge::TensorRef grad_output
   tb::give(results, at::embedding_dense_backward(a_grad_output, a_indices, a_num_weights, a_padding_idx, a_scale_grad_by_freq));
 }
 
-// embedding_dense_backward() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool embedding_dense_backward_allocate(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef indices, int64_t num_weights, int64_t padding_idx, bool scale_grad_by_freq, ::infini::ops::torch_bridge::Results& results) {
-  auto a_grad_output = tb::to_aten(grad_output);
-  auto a_indices = tb::to_aten(indices);
-  auto a_num_weights = tb::to_aten(num_weights);
-  auto a_padding_idx = tb::to_aten(padding_idx);
-  auto a_scale_grad_by_freq = tb::to_aten(scale_grad_by_freq);
-  const auto device = tb::output_device(a_grad_output, a_indices);
-  if (!tb::meta_allowed(a_grad_output, a_indices)) return false;
-  auto m_grad_output = tb::to_meta(a_grad_output);
-  auto m_indices = tb::to_meta(a_indices);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::embedding_dense_backward(m_grad_output, m_indices, a_num_weights, a_padding_idx, a_scale_grad_by_freq), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -361,24 +279,6 @@ void ne_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   tb::give(results, at::ne(a_self, a_other));
 }
 
-// ne_Tensor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool ne_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::ne(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -429,22 +329,6 @@ void round(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   tb::give(results, at::round(a_self));
 }
 
-// round() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool round_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::round(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -495,22 +379,6 @@ void sgn(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   tb::give(results, at::sgn(a_self));
 }
 
-// sgn() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool sgn_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::sgn(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -564,23 +432,6 @@ void tril(::infini::ops::torch_bridge::TensorRef self, int64_t diagonal, ::infin
   tb::give(results, at::tril(a_self, a_diagonal));
 }
 
-// tril() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool tril_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t diagonal, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_diagonal = tb::to_aten(diagonal);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::tril(m_self, a_diagonal), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -634,23 +485,6 @@ void triu(::infini::ops::torch_bridge::TensorRef self, int64_t diagonal, ::infin
   tb::give(results, at::triu(a_self, a_diagonal));
 }
 
-// triu() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool triu_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t diagonal, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_diagonal = tb::to_aten(diagonal);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::triu(m_self, a_diagonal), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 

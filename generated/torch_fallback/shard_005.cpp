@@ -84,24 +84,6 @@ void atan2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   tb::give(results, at::atan2(a_self, a_other));
 }
 
-// atan2() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool atan2_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::atan2(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -164,28 +146,6 @@ void baddbmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   tb::give(results, at::baddbmm(a_self, a_batch1, a_batch2, a_beta, a_alpha));
 }
 
-// baddbmm() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool baddbmm_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef batch1, ::infini::ops::torch_bridge::TensorRef batch2, const Scalar& beta, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_batch1 = tb::to_aten(batch1);
-  auto a_batch2 = tb::to_aten(batch2);
-  auto a_beta = tb::to_aten(beta);
-  auto a_alpha = tb::to_aten(alpha);
-  const auto device = tb::output_device(a_self, a_batch1, a_batch2);
-  if (!tb::meta_allowed(a_self, a_batch1, a_batch2)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_batch1 = tb::to_meta(a_batch1);
-  auto m_batch2 = tb::to_meta(a_batch2);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::baddbmm(m_self, m_batch1, m_batch2, a_beta, a_alpha), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -236,22 +196,6 @@ void cos(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   tb::give(results, at::cos(a_self));
 }
 
-// cos() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool cos_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::cos(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -305,23 +249,6 @@ void eq_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
   tb::give(results, at::eq(a_self, a_other));
 }
 
-// eq_Scalar() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool eq_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::eq(m_self, a_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -372,22 +299,6 @@ void erfinv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_br
   tb::give(results, at::erfinv(a_self));
 }
 
-// erfinv() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool erfinv_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::erfinv(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -418,23 +329,6 @@ void flip(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> 
   tb::give(results, at::flip(a_self, a_dims));
 }
 
-// flip() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool flip_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> dims, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dims = tb::to_aten(dims);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::flip(m_self, a_dims), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -488,23 +382,6 @@ void gelu(::infini::ops::torch_bridge::TensorRef self, std::string_view approxim
   tb::give(results, at::gelu(a_self, a_approximate));
 }
 
-// gelu() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool gelu_allocate(::infini::ops::torch_bridge::TensorRef self, std::string_view approximate, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_approximate = tb::to_aten(approximate);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::gelu(m_self, a_approximate), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -555,22 +432,6 @@ void log(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   tb::give(results, at::log(a_self));
 }
 
-// log() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool log_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::log(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -604,24 +465,6 @@ void logsumexp(::infini::ops::torch_bridge::TensorRef self, std::span<const int6
   tb::give(results, at::logsumexp(a_self, a_dim, a_keepdim));
 }
 
-// logsumexp() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool logsumexp_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_keepdim = tb::to_aten(keepdim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::logsumexp(m_self, a_dim, a_keepdim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -681,27 +524,6 @@ void scatter_src(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::inf
   tb::give(results, at::scatter(a_self, a_dim, a_index, a_src));
 }
 
-// scatter_src() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool scatter_src_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_index = tb::to_aten(index);
-  auto a_src = tb::to_aten(src);
-  const auto device = tb::output_device(a_self, a_index, a_src);
-  if (!tb::meta_allowed(a_self, a_index, a_src)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_index = tb::to_meta(a_index);
-  auto m_src = tb::to_meta(a_src);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::scatter(m_self, a_dim, m_index, m_src), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -761,26 +583,6 @@ void scatter_value(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::i
   tb::give(results, at::scatter(a_self, a_dim, a_index, a_value));
 }
 
-// scatter_value() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool scatter_value_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, const Scalar& value, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_index = tb::to_aten(index);
-  auto a_value = tb::to_aten(value);
-  const auto device = tb::output_device(a_self, a_index);
-  if (!tb::meta_allowed(a_self, a_index)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_index = tb::to_meta(a_index);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::scatter(m_self, a_dim, m_index, a_value), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -831,22 +633,6 @@ void trunc(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   tb::give(results, at::trunc(a_self));
 }
 
-// trunc() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool trunc_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::trunc(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 

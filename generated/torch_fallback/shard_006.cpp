@@ -80,22 +80,6 @@ void abs(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   tb::give(results, at::abs(a_self));
 }
 
-// abs() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool abs_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::abs(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -149,24 +133,6 @@ void bitwise_and_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::o
   tb::give(results, at::bitwise_and(a_self, a_other));
 }
 
-// bitwise_and_Tensor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool bitwise_and_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::bitwise_and(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -223,26 +189,6 @@ void clamp_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::to
   tb::give(results, at::clamp(a_self, a_min, a_max));
 }
 
-// clamp_Tensor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool clamp_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::OptionalTensorRef min, ::infini::ops::torch_bridge::OptionalTensorRef max, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_min = tb::to_aten(min);
-  auto a_max = tb::to_aten(max);
-  const auto device = tb::output_device(a_self, a_min, a_max);
-  if (!tb::meta_allowed(a_self, a_min, a_max)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_min = tb::to_meta(a_min);
-  auto m_max = tb::to_meta(a_max);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::clamp(m_self, m_min, m_max), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -293,22 +239,6 @@ void digamma(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   tb::give(results, at::digamma(a_self));
 }
 
-// digamma() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool digamma_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::digamma(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -362,24 +292,6 @@ void maximum(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   tb::give(results, at::maximum(a_self, a_other));
 }
 
-// maximum() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool maximum_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::maximum(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -410,23 +322,6 @@ void mul_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other
   tb::give(results, at::mul(a_self, a_other));
 }
 
-// mul_Scalar() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool mul_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::mul(m_self, a_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -481,25 +376,6 @@ void nan_to_num(::infini::ops::torch_bridge::TensorRef self, std::optional<doubl
   tb::give(results, at::nan_to_num(a_self, a_nan, a_posinf, a_neginf));
 }
 
-// nan_to_num() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool nan_to_num_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_nan = tb::to_aten(nan);
-  auto a_posinf = tb::to_aten(posinf);
-  auto a_neginf = tb::to_aten(neginf);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::nan_to_num(m_self, a_nan, a_posinf, a_neginf), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -553,24 +429,6 @@ void remainder_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops
   tb::give(results, at::remainder(a_self, a_other));
 }
 
-// remainder_Tensor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool remainder_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::remainder(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -621,22 +479,6 @@ void rsqrt(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   tb::give(results, at::rsqrt(a_self));
 }
 
-// rsqrt() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool rsqrt_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::rsqrt(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -699,27 +541,6 @@ void scatter_value_reduce_mode(::infini::ops::torch_bridge::TensorRef self, int6
   tb::give(results, at::scatter(a_self, a_dim, a_index, a_value, a_reduce));
 }
 
-// scatter_value_reduce_mode() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool scatter_value_reduce_mode_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, const Scalar& value, std::string_view reduce, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_index = tb::to_aten(index);
-  auto a_value = tb::to_aten(value);
-  auto a_reduce = tb::to_aten(reduce);
-  const auto device = tb::output_device(a_self, a_index);
-  if (!tb::meta_allowed(a_self, a_index)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_index = tb::to_meta(a_index);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::scatter(m_self, a_dim, m_index, a_value, a_reduce), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -776,24 +597,6 @@ void threshold(::infini::ops::torch_bridge::TensorRef self, const Scalar& thresh
   tb::give(results, at::threshold(a_self, a_threshold, a_value));
 }
 
-// threshold() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool threshold_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& threshold, const Scalar& value, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_threshold = tb::to_aten(threshold);
-  auto a_value = tb::to_aten(value);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::threshold(m_self, a_threshold, a_value), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -830,25 +633,6 @@ void var(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<co
   tb::give(results, at::var(a_self, a_dim, a_unbiased, a_keepdim));
 }
 
-// var() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool var_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool unbiased, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_unbiased = tb::to_aten(unbiased);
-  auto a_keepdim = tb::to_aten(keepdim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::var(m_self, a_dim, a_unbiased, a_keepdim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -905,26 +689,6 @@ void where(::infini::ops::torch_bridge::TensorRef condition, ::infini::ops::torc
   tb::give(results, at::where(a_condition, a_self, a_other));
 }
 
-// where() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool where_allocate(::infini::ops::torch_bridge::TensorRef condition, ::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_condition = tb::to_aten(condition);
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_condition, a_self, a_other);
-  if (!tb::meta_allowed(a_condition, a_self, a_other)) return false;
-  auto m_condition = tb::to_meta(a_condition);
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::where(m_condition, m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 

@@ -13,6 +13,7 @@
 #include <ATen/ops/_softmax_cpu_dispatch.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/add_cpu_dispatch.h>
+#include <ATen/ops/add_meta_dispatch.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/addmm_cpu_dispatch.h>
 #include <ATen/ops/avg_pool2d.h>
@@ -92,24 +93,6 @@ void _softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool hal
   tb::give(results, at::_softmax(a_self, a_dim, a_half_to_float));
 }
 
-// _softmax() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool _softmax_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool half_to_float, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_half_to_float = tb::to_aten(half_to_float);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::_softmax(m_self, a_dim, a_half_to_float), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -166,23 +149,21 @@ void add(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   tb::give(results, at::add(a_self, a_other, a_alpha));
 }
 
-// add() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
+
+// add() without out=, to go the out= way (a native kernel may take
+// it): empty outputs as torch allocates them. False: compute it with the
+// functional overload instead.
 bool add_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_alpha = tb::to_aten(alpha);
-  const auto device = tb::output_device(a_self, a_other);
   if (!tb::meta_allowed(a_self, a_other)) return false;
+  const auto device = tb::output_device(a_self, a_other);
   auto m_self = tb::to_meta(a_self);
   auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::add(m_self, m_other, a_alpha), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
+  // The structured kernel's meta function: the geometry torch's own call
+  // gives its outputs, in C++ (the dispatcher's Meta kernel may be Python).
+  tb::give_like(results, at::meta::add(m_self, m_other, a_alpha), device);
   return true;
 }
 
@@ -247,28 +228,6 @@ void addmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   tb::give(results, at::addmm(a_self, a_mat1, a_mat2, a_beta, a_alpha));
 }
 
-// addmm() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool addmm_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mat1, ::infini::ops::torch_bridge::TensorRef mat2, const Scalar& beta, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_mat1 = tb::to_aten(mat1);
-  auto a_mat2 = tb::to_aten(mat2);
-  auto a_beta = tb::to_aten(beta);
-  auto a_alpha = tb::to_aten(alpha);
-  const auto device = tb::output_device(a_self, a_mat1, a_mat2);
-  if (!tb::meta_allowed(a_self, a_mat1, a_mat2)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_mat1 = tb::to_meta(a_mat1);
-  auto m_mat2 = tb::to_meta(a_mat2);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::addmm(m_self, m_mat1, m_mat2, a_beta, a_alpha), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -337,28 +296,6 @@ void avg_pool2d(::infini::ops::torch_bridge::TensorRef self, std::span<const int
   tb::give(results, at::avg_pool2d(a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override));
 }
 
-// avg_pool2d() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool avg_pool2d_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_kernel_size = tb::to_aten(kernel_size);
-  auto a_stride = tb::to_aten(stride);
-  auto a_padding = tb::to_aten(padding);
-  auto a_ceil_mode = tb::to_aten(ceil_mode);
-  auto a_count_include_pad = tb::to_aten(count_include_pad);
-  auto a_divisor_override = tb::to_aten(divisor_override);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::avg_pool2d(m_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -412,24 +349,6 @@ void bitwise_left_shift_Tensor(::infini::ops::torch_bridge::TensorRef self, ::in
   tb::give(results, at::bitwise_left_shift(a_self, a_other));
 }
 
-// bitwise_left_shift_Tensor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool bitwise_left_shift_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::bitwise_left_shift(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -480,22 +399,6 @@ void ceil(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   tb::give(results, at::ceil(a_self));
 }
 
-// ceil() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool ceil_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::ceil(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -549,23 +452,6 @@ void clamp_min(::infini::ops::torch_bridge::TensorRef self, const Scalar& min, :
   tb::give(results, at::clamp_min(a_self, a_min));
 }
 
-// clamp_min() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool clamp_min_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& min, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_min = tb::to_aten(min);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::clamp_min(m_self, a_min), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -619,23 +505,6 @@ void gt_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
   tb::give(results, at::gt(a_self, a_other));
 }
 
-// gt_Scalar() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool gt_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::gt(m_self, a_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -666,24 +535,6 @@ void kron(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   tb::give(results, at::kron(a_self, a_other));
 }
 
-// kron() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool kron_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::kron(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -740,26 +591,6 @@ void lerp_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   tb::give(results, at::lerp(a_self, a_end, a_weight));
 }
 
-// lerp_Tensor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool lerp_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef end, ::infini::ops::torch_bridge::TensorRef weight, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_end = tb::to_aten(end);
-  auto a_weight = tb::to_aten(weight);
-  const auto device = tb::output_device(a_self, a_end, a_weight);
-  if (!tb::meta_allowed(a_self, a_end, a_weight)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_end = tb::to_meta(a_end);
-  auto m_weight = tb::to_meta(a_weight);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::lerp(m_self, m_end, m_weight), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -813,24 +644,6 @@ void lt_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   tb::give(results, at::lt(a_self, a_other));
 }
 
-// lt_Tensor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool lt_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::lt(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -884,24 +697,6 @@ void masked_select(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::t
   tb::give(results, at::masked_select(a_self, a_mask));
 }
 
-// masked_select() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool masked_select_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mask, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_mask = tb::to_aten(mask);
-  const auto device = tb::output_device(a_self, a_mask);
-  if (!tb::meta_allowed(a_self, a_mask)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_mask = tb::to_meta(a_mask);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::masked_select(m_self, m_mask), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -952,22 +747,6 @@ void tan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   tb::give(results, at::tan(a_self));
 }
 
-// tan() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool tan_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::tan(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 

@@ -98,27 +98,6 @@ void addcdiv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   tb::give(results, at::addcdiv(a_self, a_tensor1, a_tensor2, a_value));
 }
 
-// addcdiv() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool addcdiv_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef tensor1, ::infini::ops::torch_bridge::TensorRef tensor2, const Scalar& value, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_tensor1 = tb::to_aten(tensor1);
-  auto a_tensor2 = tb::to_aten(tensor2);
-  auto a_value = tb::to_aten(value);
-  const auto device = tb::output_device(a_self, a_tensor1, a_tensor2);
-  if (!tb::meta_allowed(a_self, a_tensor1, a_tensor2)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_tensor1 = tb::to_meta(a_tensor1);
-  auto m_tensor2 = tb::to_meta(a_tensor2);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::addcdiv(m_self, m_tensor1, m_tensor2, a_value), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -175,24 +154,6 @@ void amin(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> 
   tb::give(results, at::amin(a_self, a_dim, a_keepdim));
 }
 
-// amin() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool amin_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_keepdim = tb::to_aten(keepdim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::amin(m_self, a_dim, a_keepdim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -243,22 +204,6 @@ void bitwise_not(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   tb::give(results, at::bitwise_not(a_self));
 }
 
-// bitwise_not() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool bitwise_not_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::bitwise_not(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -312,24 +257,6 @@ void bitwise_right_shift_Tensor(::infini::ops::torch_bridge::TensorRef self, ::i
   tb::give(results, at::bitwise_right_shift(a_self, a_other));
 }
 
-// bitwise_right_shift_Tensor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool bitwise_right_shift_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::bitwise_right_shift(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -360,23 +287,6 @@ void cat(::infini::ops::torch_bridge::TensorListRef tensors, int64_t dim, ::infi
   tb::give(results, at::cat(a_tensors, a_dim));
 }
 
-// cat() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool cat_allocate(::infini::ops::torch_bridge::TensorListRef tensors, int64_t dim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_tensors = tb::to_aten(tensors);
-  auto a_dim = tb::to_aten(dim);
-  const auto device = tb::output_device(a_tensors);
-  if (!tb::meta_allowed(a_tensors)) return false;
-  auto m_tensors = tb::to_meta(a_tensors);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::cat(m_tensors, a_dim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -404,22 +314,6 @@ void clone(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   tb::give(results, at::clone(a_self, ::std::optional<at::MemoryFormat>(::std::nullopt)));
 }
 
-// clone() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool clone_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::clone(m_self, ::std::optional<at::MemoryFormat>(::std::nullopt)), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -473,24 +367,6 @@ void eq_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   tb::give(results, at::eq(a_self, a_other));
 }
 
-// eq_Tensor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool eq_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::eq(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -544,24 +420,6 @@ void floor_divide(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::to
   tb::give(results, at::floor_divide(a_self, a_other));
 }
 
-// floor_divide() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool floor_divide_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::floor_divide(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -615,24 +473,6 @@ void fmax(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   tb::give(results, at::fmax(a_self, a_other));
 }
 
-// fmax() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool fmax_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::fmax(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -683,22 +523,6 @@ void hardsigmoid(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   tb::give(results, at::hardsigmoid(a_self));
 }
 
-// hardsigmoid() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool hardsigmoid_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::hardsigmoid(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -761,28 +585,6 @@ void index_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infin
   tb::give(results, at::index_add(a_self, a_dim, a_index, a_source, a_alpha));
 }
 
-// index_add() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool index_add_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef source, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_index = tb::to_aten(index);
-  auto a_source = tb::to_aten(source);
-  auto a_alpha = tb::to_aten(alpha);
-  const auto device = tb::output_device(a_self, a_index, a_source);
-  if (!tb::meta_allowed(a_self, a_index, a_source)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_index = tb::to_meta(a_index);
-  auto m_source = tb::to_meta(a_source);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::index_add(m_self, a_dim, m_index, m_source, a_alpha), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -813,23 +615,6 @@ void norm_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& p, :
   tb::give(results, at::norm(a_self, a_p));
 }
 
-// norm_Scalar() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool norm_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& p, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_p = tb::to_aten(p);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::norm(m_self, a_p), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -857,22 +642,6 @@ void relu(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   tb::give(results, at::relu(a_self));
 }
 
-// relu() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool relu_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::relu(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -883,7 +652,7 @@ static void body_rms_norm(at::Tensor & out, const at::Tensor & input, const at::
     const int64_t last = input.size(-1);
     out.resize_(input.sizes());
     out.copy_(at::rms_norm(input, {last}, weight, eps));
-#line 887 "torch_fallback/shard_008.cpp"
+#line 656 "torch_fallback/shard_008.cpp"
 }
 
 // rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)
@@ -899,27 +668,17 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
 
 namespace no_out {
 
-// rms_norm() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
+
+// rms_norm() without out=, to go the out= way (a native kernel may take
+// it): empty outputs as torch allocates them. False: compute it with the
+// functional overload instead.
 bool rms_norm_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::TensorRef weight, double eps, ::infini::ops::torch_bridge::Results& results) {
   auto a_input = tb::to_aten(input);
   auto a_weight = tb::to_aten(weight);
   auto a_eps = tb::to_aten(eps);
-  const auto device = tb::output_device(a_input, a_weight);
-  if (tb::direct_cpu_context()) {
-    try {
-      auto m_input = tb::to_meta(a_input);
-      auto m_weight = tb::to_meta(a_weight);
-      at::Tensor m_out = tb::empty_like_dtype(m_input);
-      at::AutoDispatchBelowADInplaceOrView below_autograd;
-      body_rms_norm(m_out, m_input, m_weight, a_eps);
-      tb::give_like(results, m_out, device);
-      return true;
-    } catch (const c10::Error&) {
-      // The body does not run on meta tensors: outputs the body resizes.
-    }
-  }
+  // A composite's outputs: empty, of its first input's dtype and device; the
+  // body resizes them (running it on meta tensors to shape them would cost
+  // more than the call: ATen's meta kernels of composites run in Python).
   tb::give_empty_like(results, a_input);
   return true;
 }
@@ -973,22 +732,6 @@ void sqrt(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   tb::give(results, at::sqrt(a_self));
 }
 
-// sqrt() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool sqrt_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::sqrt(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -1025,25 +768,6 @@ void std(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<co
   tb::give(results, at::std(a_self, a_dim, a_unbiased, a_keepdim));
 }
 
-// std() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool std_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, bool unbiased, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_unbiased = tb::to_aten(unbiased);
-  auto a_keepdim = tb::to_aten(keepdim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::std(m_self, a_dim, a_unbiased, a_keepdim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -1103,25 +827,6 @@ void var_correction(::infini::ops::torch_bridge::TensorRef self, std::optional<s
   tb::give(results, at::var(a_self, a_dim, a_correction, a_keepdim));
 }
 
-// var_correction() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool var_correction_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_correction = tb::to_aten(correction);
-  auto a_keepdim = tb::to_aten(keepdim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::var(m_self, a_dim, a_correction, a_keepdim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 

@@ -88,23 +88,6 @@ void adaptive_max_pool2d(::infini::ops::torch_bridge::TensorRef self, std::span<
   tb::give(results, at::adaptive_max_pool2d(a_self, a_output_size));
 }
 
-// adaptive_max_pool2d() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool adaptive_max_pool2d_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> output_size, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_output_size = tb::to_aten(output_size);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::adaptive_max_pool2d(m_self, a_output_size), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -166,24 +149,6 @@ void aminmax(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t>
   tb::give(results, at::aminmax(a_self, a_dim, a_keepdim));
 }
 
-// aminmax() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool aminmax_allocate(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> dim, bool keepdim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_keepdim = tb::to_aten(keepdim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::aminmax(m_self, a_dim, a_keepdim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -240,25 +205,6 @@ void div_out_mode(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::to
   tb::give(results, at::div(a_self, a_other, a_rounding_mode));
 }
 
-// div_out_mode() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool div_out_mode_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, std::optional<std::string_view> rounding_mode, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  auto a_rounding_mode = tb::to_aten(rounding_mode);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::div(m_self, m_other, a_rounding_mode), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -286,22 +232,6 @@ void log_sigmoid(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   tb::give(results, at::log_sigmoid(a_self));
 }
 
-// log_sigmoid() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool log_sigmoid_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::log_sigmoid(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -350,24 +280,6 @@ void logical_xor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   tb::give(results, at::logical_xor(a_self, a_other));
 }
 
-// logical_xor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool logical_xor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::logical_xor(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -401,25 +313,6 @@ void masked_fill(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   tb::give(results, at::masked_fill(a_self, a_mask, a_value));
 }
 
-// masked_fill() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool masked_fill_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef mask, const Scalar& value, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_mask = tb::to_aten(mask);
-  auto a_value = tb::to_aten(value);
-  const auto device = tb::output_device(a_self, a_mask);
-  if (!tb::meta_allowed(a_self, a_mask)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_mask = tb::to_meta(a_mask);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::masked_fill(m_self, m_mask, a_value), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -450,24 +343,6 @@ void mv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge
   tb::give(results, at::mv(a_self, a_vec));
 }
 
-// mv() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool mv_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef vec, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_vec = tb::to_aten(vec);
-  const auto device = tb::output_device(a_self, a_vec);
-  if (!tb::meta_allowed(a_self, a_vec)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_vec = tb::to_meta(a_vec);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::mv(m_self, m_vec), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -521,23 +396,6 @@ void round_decimals(::infini::ops::torch_bridge::TensorRef self, int64_t decimal
   tb::give(results, at::round(a_self, a_decimals));
 }
 
-// round_decimals() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool round_decimals_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t decimals, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_decimals = tb::to_aten(decimals);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::round(m_self, a_decimals), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -597,26 +455,6 @@ void smooth_l1_loss(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::
   tb::give(results, at::smooth_l1_loss(a_self, a_target, a_reduction, a_beta));
 }
 
-// smooth_l1_loss() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool smooth_l1_loss_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef target, int64_t reduction, double beta, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_target = tb::to_aten(target);
-  auto a_reduction = tb::to_aten(reduction);
-  auto a_beta = tb::to_aten(beta);
-  const auto device = tb::output_device(a_self, a_target);
-  if (!tb::meta_allowed(a_self, a_target)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_target = tb::to_meta(a_target);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::smooth_l1_loss(m_self, m_target, a_reduction, a_beta), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -673,25 +511,6 @@ void sub(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   tb::give(results, at::sub(a_self, a_other, a_alpha));
 }
 
-// sub() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool sub_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  auto a_alpha = tb::to_aten(alpha);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::sub(m_self, m_other, a_alpha), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -759,26 +578,6 @@ void topk(::infini::ops::torch_bridge::TensorRef self, int64_t k, int64_t dim, b
   tb::give(results, at::topk(a_self, a_k, a_dim, a_largest, a_sorted));
 }
 
-// topk() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool topk_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t k, int64_t dim, bool largest, bool sorted, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_k = tb::to_aten(k);
-  auto a_dim = tb::to_aten(dim);
-  auto a_largest = tb::to_aten(largest);
-  auto a_sorted = tb::to_aten(sorted);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::topk(m_self, a_k, a_dim, a_largest, a_sorted), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 

@@ -85,22 +85,6 @@ void asinh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   tb::give(results, at::asinh(a_self));
 }
 
-// asinh() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool asinh_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::asinh(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -154,23 +138,6 @@ void clamp_max(::infini::ops::torch_bridge::TensorRef self, const Scalar& max, :
   tb::give(results, at::clamp_max(a_self, a_max));
 }
 
-// clamp_max() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool clamp_max_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& max, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_max = tb::to_aten(max);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::clamp_max(m_self, a_max), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -210,27 +177,6 @@ void embedding(::infini::ops::torch_bridge::TensorRef weight, ::infini::ops::tor
   tb::give(results, at::embedding(a_weight, a_indices, a_padding_idx, a_scale_grad_by_freq, a_sparse));
 }
 
-// embedding() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool embedding_allocate(::infini::ops::torch_bridge::TensorRef weight, ::infini::ops::torch_bridge::TensorRef indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse, ::infini::ops::torch_bridge::Results& results) {
-  auto a_weight = tb::to_aten(weight);
-  auto a_indices = tb::to_aten(indices);
-  auto a_padding_idx = tb::to_aten(padding_idx);
-  auto a_scale_grad_by_freq = tb::to_aten(scale_grad_by_freq);
-  auto a_sparse = tb::to_aten(sparse);
-  const auto device = tb::output_device(a_weight, a_indices);
-  if (!tb::meta_allowed(a_weight, a_indices)) return false;
-  auto m_weight = tb::to_meta(a_weight);
-  auto m_indices = tb::to_meta(a_indices);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::embedding(m_weight, m_indices, a_padding_idx, a_scale_grad_by_freq, a_sparse), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -281,22 +227,6 @@ void floor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   tb::give(results, at::floor(a_self));
 }
 
-// floor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool floor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::floor(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -353,24 +283,6 @@ void hardtanh(::infini::ops::torch_bridge::TensorRef self, const Scalar& min_val
   tb::give(results, at::hardtanh(a_self, a_min_val, a_max_val));
 }
 
-// hardtanh() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool hardtanh_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& min_val, const Scalar& max_val, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_min_val = tb::to_aten(min_val);
-  auto a_max_val = tb::to_aten(max_val);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::hardtanh(m_self, a_min_val, a_max_val), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -424,23 +336,6 @@ void leaky_relu(::infini::ops::torch_bridge::TensorRef self, const Scalar& negat
   tb::give(results, at::leaky_relu(a_self, a_negative_slope));
 }
 
-// leaky_relu() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool leaky_relu_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& negative_slope, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_negative_slope = tb::to_aten(negative_slope);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::leaky_relu(m_self, a_negative_slope), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -491,22 +386,6 @@ void lgamma(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_br
   tb::give(results, at::lgamma(a_self));
 }
 
-// lgamma() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool lgamma_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::lgamma(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -555,24 +434,6 @@ void logical_or(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torc
   tb::give(results, at::logical_or(a_self, a_other));
 }
 
-// logical_or() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool logical_or_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::logical_or(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -623,22 +484,6 @@ void min_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   tb::give(results, at::min(a_self));
 }
 
-// min_all() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool min_all_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::min(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -698,25 +543,6 @@ void prod_int(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool kee
   tb::give(results, at::prod(a_self, a_dim, a_keepdim, a_dtype));
 }
 
-// prod_int() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool prod_int_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim, std::optional<DataType> dtype, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_keepdim = tb::to_aten(keepdim);
-  auto a_dtype = tb::to_aten(dtype);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::prod(m_self, a_dim, a_keepdim, a_dtype), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -750,24 +576,6 @@ void roll(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> 
   tb::give(results, at::roll(a_self, a_shifts, a_dims));
 }
 
-// roll() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool roll_allocate(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> shifts, std::span<const int64_t> dims, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_shifts = tb::to_aten(shifts);
-  auto a_dims = tb::to_aten(dims);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::roll(m_self, a_shifts, a_dims), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -830,28 +638,6 @@ void scatter_reduce_mode(::infini::ops::torch_bridge::TensorRef self, int64_t di
   tb::give(results, at::scatter(a_self, a_dim, a_index, a_src, a_reduce));
 }
 
-// scatter_reduce_mode() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool scatter_reduce_mode_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, std::string_view reduce, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_index = tb::to_aten(index);
-  auto a_src = tb::to_aten(src);
-  auto a_reduce = tb::to_aten(reduce);
-  const auto device = tb::output_device(a_self, a_index, a_src);
-  if (!tb::meta_allowed(a_self, a_index, a_src)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_index = tb::to_meta(a_index);
-  auto m_src = tb::to_meta(a_src);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::scatter(m_self, a_dim, m_index, m_src, a_reduce), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -902,22 +688,6 @@ void sign(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   tb::give(results, at::sign(a_self));
 }
 
-// sign() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool sign_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::sign(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 

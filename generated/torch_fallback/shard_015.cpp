@@ -89,22 +89,6 @@ void acosh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   tb::give(results, at::acosh(a_self));
 }
 
-// acosh() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool acosh_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::acosh(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -138,24 +122,6 @@ void add_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other
   tb::give(results, at::add(a_self, a_other, a_alpha));
 }
 
-// add_Scalar() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool add_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  auto a_alpha = tb::to_aten(alpha);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::add(m_self, a_other, a_alpha), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -206,22 +172,6 @@ void atan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   tb::give(results, at::atan(a_self));
 }
 
-// atan() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool atan_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::atan(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -272,22 +222,6 @@ void atanh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   tb::give(results, at::atanh(a_self));
 }
 
-// atanh() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool atanh_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::atanh(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -341,24 +275,6 @@ void clamp_max_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops
   tb::give(results, at::clamp_max(a_self, a_max));
 }
 
-// clamp_max_Tensor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool clamp_max_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef max, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_max = tb::to_aten(max);
-  const auto device = tb::output_device(a_self, a_max);
-  if (!tb::meta_allowed(a_self, a_max)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_max = tb::to_meta(a_max);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::clamp_max(m_self, m_max), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -412,24 +328,6 @@ void ge_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   tb::give(results, at::ge(a_self, a_other));
 }
 
-// ge_Tensor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool ge_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self, a_other);
-  if (!tb::meta_allowed(a_self, a_other)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_other = tb::to_meta(a_other);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::ge(m_self, m_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -483,23 +381,6 @@ void glu(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops
   tb::give(results, at::glu(a_self, a_dim));
 }
 
-// glu() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool glu_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::glu(m_self, a_dim), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -553,23 +434,6 @@ void le_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
   tb::give(results, at::le(a_self, a_other));
 }
 
-// le_Scalar() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool le_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::le(m_self, a_other), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -620,22 +484,6 @@ void log10(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   tb::give(results, at::log10(a_self));
 }
 
-// log10() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool log10_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::log10(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -686,22 +534,6 @@ void log1p(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   tb::give(results, at::log1p(a_self));
 }
 
-// log1p() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool log1p_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::log1p(m_self), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -783,33 +615,6 @@ void native_batch_norm(::infini::ops::torch_bridge::TensorRef input, ::infini::o
   tb::give(results, at::native_batch_norm(a_input, a_weight, a_bias, a_running_mean, a_running_var, a_training, a_momentum, a_eps));
 }
 
-// native_batch_norm() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool native_batch_norm_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::OptionalTensorRef weight, ::infini::ops::torch_bridge::OptionalTensorRef bias, ::infini::ops::torch_bridge::OptionalTensorRef running_mean, ::infini::ops::torch_bridge::OptionalTensorRef running_var, bool training, double momentum, double eps, ::infini::ops::torch_bridge::Results& results) {
-  auto a_input = tb::to_aten(input);
-  auto a_weight = tb::to_aten(weight);
-  auto a_bias = tb::to_aten(bias);
-  auto a_running_mean = tb::to_aten(running_mean);
-  auto a_running_var = tb::to_aten(running_var);
-  auto a_training = tb::to_aten(training);
-  auto a_momentum = tb::to_aten(momentum);
-  auto a_eps = tb::to_aten(eps);
-  const auto device = tb::output_device(a_input, a_weight, a_bias, a_running_mean, a_running_var);
-  if (!tb::meta_allowed(a_input, a_weight, a_bias, a_running_mean, a_running_var)) return false;
-  auto m_input = tb::to_meta(a_input);
-  auto m_weight = tb::to_meta(a_weight);
-  auto m_bias = tb::to_meta(a_bias);
-  auto m_running_mean = tb::to_meta(a_running_mean);
-  auto m_running_var = tb::to_meta(a_running_var);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::native_batch_norm(m_input, m_weight, m_bias, m_running_mean, m_running_var, a_training, a_momentum, a_eps), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -863,24 +668,6 @@ void pow_Tensor_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::op
   tb::give(results, at::pow(a_self, a_exponent));
 }
 
-// pow_Tensor_Tensor() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool pow_Tensor_Tensor_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef exponent, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_exponent = tb::to_aten(exponent);
-  const auto device = tb::output_device(a_self, a_exponent);
-  if (!tb::meta_allowed(a_self, a_exponent)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_exponent = tb::to_meta(a_exponent);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::pow(m_self, m_exponent), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -940,27 +727,6 @@ void scatter_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::inf
   tb::give(results, at::scatter_add(a_self, a_dim, a_index, a_src));
 }
 
-// scatter_add() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool scatter_add_allocate(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_dim = tb::to_aten(dim);
-  auto a_index = tb::to_aten(index);
-  auto a_src = tb::to_aten(src);
-  const auto device = tb::output_device(a_self, a_index, a_src);
-  if (!tb::meta_allowed(a_self, a_index, a_src)) return false;
-  auto m_self = tb::to_meta(a_self);
-  auto m_index = tb::to_meta(a_index);
-  auto m_src = tb::to_meta(a_src);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::scatter_add(m_self, a_dim, m_index, m_src), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -994,24 +760,6 @@ void sub_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other
   tb::give(results, at::sub(a_self, a_other, a_alpha));
 }
 
-// sub_Scalar() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool sub_Scalar_allocate(::infini::ops::torch_bridge::TensorRef self, const Scalar& other, const Scalar& alpha, ::infini::ops::torch_bridge::Results& results) {
-  auto a_self = tb::to_aten(self);
-  auto a_other = tb::to_aten(other);
-  auto a_alpha = tb::to_aten(alpha);
-  const auto device = tb::output_device(a_self);
-  if (!tb::meta_allowed(a_self)) return false;
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::sub(m_self, a_other, a_alpha), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 
@@ -1068,25 +816,6 @@ void threshold_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::in
   tb::give(results, at::threshold_backward(a_grad_output, a_self, a_threshold));
 }
 
-// threshold_backward() without out=, where a native kernel may take it: empty
-// outputs as torch allocates them, shaped by a run on meta stand-ins.
-// False: no such run here (a mode or profiler would see it).
-bool threshold_backward_allocate(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef self, const Scalar& threshold, ::infini::ops::torch_bridge::Results& results) {
-  auto a_grad_output = tb::to_aten(grad_output);
-  auto a_self = tb::to_aten(self);
-  auto a_threshold = tb::to_aten(threshold);
-  const auto device = tb::output_device(a_grad_output, a_self);
-  if (!tb::meta_allowed(a_grad_output, a_self)) return false;
-  auto m_grad_output = tb::to_meta(a_grad_output);
-  auto m_self = tb::to_meta(a_self);
-  try {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    tb::give_like(results, at::threshold_backward(m_grad_output, m_self, a_threshold), device);
-  } catch (const c10::NotImplementedError&) {
-    return false;  // no meta kernel: the functional overload computes it
-  }
-  return true;
-}
 
 }  // namespace no_out
 

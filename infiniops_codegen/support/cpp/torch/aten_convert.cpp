@@ -306,7 +306,8 @@ at::Tensor to_meta(const at::Tensor& t) {
   // A wrapped number stays the CPU scalar it is: ATen takes one beside
   // tensors of any device (and only on the CPU).
   if (t.unsafeGetTensorImpl()->is_wrapped_number()) return t;
-  return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::DeviceType::Meta));
+  // Not through the dispatcher: its Meta kernel of empty_strided may be Python.
+  return at::detail::empty_strided_meta(t.sizes(), t.strides(), t.scalar_type());
 }
 
 void give_like(Results& r, const at::Tensor& meta, c10::Device device) {
