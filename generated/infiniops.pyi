@@ -212,17 +212,6 @@ def all(
     stream: StreamLike | None = None,
 ) -> Tensor: ...
 
-@overload
-def all(
-    input: Tensor,
-    dim: int,
-    keepdim: bool = False,
-    *,
-    out: Tensor | None = None,
-    implementation: Implementation = "default",
-    stream: StreamLike | None = None,
-) -> Tensor: ...
-
 def all_all(
     input: Tensor,
     *,
@@ -271,7 +260,7 @@ def aminmax(
     out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.aminmax | torch.return_types.aminmax_out: ...
+) -> torch.return_types.aminmax: ...
 
 @overload
 def any(
@@ -286,17 +275,6 @@ def any(
 def any(
     input: Tensor,
     dim: int | Sequence[int] | None = None,
-    keepdim: bool = False,
-    *,
-    out: Tensor | None = None,
-    implementation: Implementation = "default",
-    stream: StreamLike | None = None,
-) -> Tensor: ...
-
-@overload
-def any(
-    input: Tensor,
-    dim: int,
     keepdim: bool = False,
     *,
     out: Tensor | None = None,
@@ -1178,7 +1156,7 @@ def kthvalue(
     out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.kthvalue | torch.return_types.kthvalue_out: ...
+) -> torch.return_types.kthvalue: ...
 
 @overload
 def le(
@@ -1518,7 +1496,7 @@ def max(
     out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.max | torch.return_types.max_out: ...
+) -> torch.return_types.max: ...
 
 def max_all(
     input: Tensor,
@@ -1611,7 +1589,7 @@ def median(
     out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.median | torch.return_types.median_out: ...
+) -> torch.return_types.median: ...
 
 def median_all(
     input: Tensor,
@@ -1631,7 +1609,7 @@ def median_dim_values(
     out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.median | torch.return_types.median_out: ...
+) -> torch.return_types.median: ...
 
 @overload
 def min(
@@ -1663,7 +1641,7 @@ def min(
     out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.min | torch.return_types.min_out: ...
+) -> torch.return_types.min: ...
 
 def min_all(
     input: Tensor,
@@ -2369,7 +2347,7 @@ def sort(
     out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.sort | torch.return_types.sort_out: ...
+) -> torch.return_types.sort: ...
 
 @overload
 def sort(
@@ -2382,7 +2360,7 @@ def sort(
     out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.sort | torch.return_types.sort_out: ...
+) -> torch.return_types.sort: ...
 
 def sort_stable(
     input: Tensor,
@@ -2395,7 +2373,7 @@ def sort_stable(
     out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.sort | torch.return_types.sort_out: ...
+) -> torch.return_types.sort: ...
 
 def sort_values(
     input: Tensor,
@@ -2407,7 +2385,7 @@ def sort_values(
     out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.sort | torch.return_types.sort_out: ...
+) -> torch.return_types.sort: ...
 
 def sqrt(
     input: Tensor,
@@ -2577,7 +2555,7 @@ def topk(
     out: tuple[Tensor, Tensor] | None = None,
     implementation: Implementation = "default",
     stream: StreamLike | None = None,
-) -> torch.return_types.topk | torch.return_types.topk_out: ...
+) -> torch.return_types.topk: ...
 
 def tril(
     input: Tensor,

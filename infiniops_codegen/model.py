@@ -511,12 +511,12 @@ class Op:
         outs = self.outputs
         if len(outs) == 1:
             return outs[0].py_type
-        if self.return_type:
-            with_out = f"torch.return_types.{self.return_type}"
-            fc = self.functional_call
-            if self.no_out and fc and fc.return_type:  # torch.max(x, 1) is a max
-                return f"torch.return_types.{fc.return_type} | {with_out}"
-            return with_out
+        fc = self.functional_call
+        if self.return_type and fc and fc.return_type:
+            # torch.return_types.max: what torch.max(x, 1) returns, and the
+            # type torch's stubs declare (with out= it is a max_out, which
+            # they do not declare: the same fields)
+            return f"torch.return_types.{fc.return_type}"
         return "tuple[" + ", ".join(a.py_type for a in outs) + "]"
 
     @property

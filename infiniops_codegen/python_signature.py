@@ -120,9 +120,48 @@ def stub_entries(opset: OpSet) -> tuple[tuple[PythonSignature, ...], ...]:
     fail), then each op under its own name where no function took it."""
     entries = {}
     for f in opset.functions:
-        entries[f.name] = tuple(
-            python_signature(o.op, f.name) for o in f.overloads if o.op is not None
+        entries[f.name] = _distinct(
+            [python_signature(o.op, f.name) for o in f.overloads if o.op is not None]
         )
     for op in opset.ops:
         entries.setdefault(op.name, (python_signature(op),))
     return tuple(sigs for _, sigs in sorted(entries.items()))
+
+
+def _parts(parameter: str) -> tuple[str, frozenset[str], bool]:
+    """("name", the annotation's union members, whether it has a default)."""
+    head, _, default = parameter.partition(" = ")
+    name, _, annotation = head.partition(": ")
+    members = frozenset(m.strip() for m in annotation.split("|"))
+    return name, members, bool(default)
+
+
+def _covers(a: PythonSignature, b: PythonSignature) -> bool:
+    """Every call b's parameters accept, a's accept too (same positional
+    names, each a wider or equal type; a type checker never picks b)."""
+    if a.returns != b.returns:
+        return False
+    split = lambda s: (s.parameters[: s.parameters.index("*")], s.parameters)
+    (a_pos, a_all), (b_pos, b_all) = split(a), split(b)
+    if [_parts(p)[0] for p in a_pos] != [_parts(p)[0] for p in b_pos]:
+        return False
+    a_params = {n: (m, d) for n, m, d in map(_parts, a_all) if n != "*"}
+    for name, members, default in map(_parts, b_all):
+        if name == "*":
+            continue
+        if name not in a_params:
+            return False
+        a_members, a_default = a_params[name]
+        if not members <= a_members or (default and not a_default):
+            return False
+    return True
+
+
+def _distinct(signatures: list[PythonSignature]) -> tuple[PythonSignature, ...]:
+    """The stub's overloads: each signature but those an earlier one covers
+    (a type checker rejects an overload it can never pick)."""
+    kept: list[PythonSignature] = []
+    for sig in signatures:
+        if not any(_covers(k, sig) for k in kept):
+            kept.append(sig)
+    return tuple(kept)

@@ -166,6 +166,8 @@ class _Worker:
             for o in outputs:
                 reference.sentinel_fill(o)
             restore()
+            # a plain call: the default switches (handles, direct mode)
+            self.settings[role] = P.Setting(role, True, True, None)
             self._apply(role)
             try:
                 result = call()

@@ -28,9 +28,21 @@ bool is_number(PyObject* obj) {
   return PyFloat_Check(obj) || PyLong_Check(obj) || PyComplex_Check(obj);
 }
 
+// THPVariable_Check, which is isinstance() and so runs the metaclass's
+// __instancecheck__ (a Python call, an allocation) for anything but a
+// tensor: the common non-tensors are told apart first.
+bool is_tensor(PyObject* obj) {
+  if (Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(THPVariableClass)) return true;
+  if (is_number(obj) || obj == Py_None || PyUnicode_Check(obj) || PyTuple_Check(obj) ||
+      PyList_Check(obj)) {
+    return false;
+  }
+  return THPVariable_Check(obj);
+}
+
 // A 0-dim tensor that does not require grad stands for a number.
 bool is_scalar_tensor(PyObject* obj, bool integral) {
-  if (!THPVariable_Check(obj)) return false;
+  if (!is_tensor(obj)) return false;
   const at::Tensor& t = THPVariable_Unpack(obj);
   if (t.requires_grad() || t.dim() != 0) return false;
   return !integral || at::isIntegralType(t.scalar_type(), /*includeBool=*/false);
@@ -51,7 +63,7 @@ bool all_items(PyObject* obj, F&& f) {
 bool check(const OverloadParam& p, PyObject* obj, bool numbers_as_tensors) {
   switch (p.match) {
     case Match::kTensor:
-      return THPVariable_Check(obj) || (numbers_as_tensors && is_number(obj));
+      return is_tensor(obj) || (numbers_as_tensors && is_number(obj));
     case Match::kScalar:
       return is_number(obj) || is_scalar_tensor(obj, false);
     case Match::kFloat:
@@ -79,7 +91,7 @@ bool check(const OverloadParam& p, PyObject* obj, bool numbers_as_tensors) {
       return PyUnicode_Check(obj) || obj == Py_None;
     case Match::kTensorList:
       return is_sequence(obj) && all_items(obj, [](PyObject* item) {
-               return THPVariable_Check(item) || item == Py_None;
+               return is_tensor(item) || item == Py_None;
              });
     case Match::kIntList:
       // torch looks at the first item only; one int stands for `int[N]`.
@@ -154,7 +166,7 @@ bool matches(const Overload& o, PyObject* const* args, Py_ssize_t nargs, PyObjec
 }
 
 std::string type_name(PyObject* obj) {
-  if (THPVariable_Check(obj)) return "Tensor";
+  if (is_tensor(obj)) return "Tensor";
   if (is_sequence(obj)) {
     std::string items;
     for (Py_ssize_t k = 0, n = PySequence_Fast_GET_SIZE(obj); k < n; ++k) {
