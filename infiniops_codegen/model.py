@@ -229,6 +229,8 @@ class Op:
     functional_call: FunctionalCall | None = None
     # A Tensor parameter takes a Python number (torch's add, sub, mul, ...).
     numbers_as_tensors: bool = False
+    # Composites: output -> the input it is allocated like without out=.
+    output_like: tuple[tuple[str, str], ...] = ()
 
     @property
     def no_out(self) -> bool:

@@ -276,7 +276,29 @@ def _op(spec: OpSpec, db: SchemaDB, name: str) -> Op:
         return_type=schema.return_type,
         tags=schema.tags,
         reference=spec.reference,
+        output_like=_output_like(spec, args),
     )
+
+
+def _output_like(spec: OpSpec, args) -> tuple[tuple[str, str], ...]:
+    """A composite's 'like': each key an output, each value one tensor input
+    (located errors otherwise)."""
+    outputs = {a.name for a in args if a.is_output}
+    inputs = {a.name for a in args if a.is_tensor and not a.is_output}
+    for out, arg in spec.like:
+        if out not in outputs:
+            raise _OpError(
+                spec.at("like"),
+                f"'like' names '{out}', which is not an output of the signature "
+                f"(outputs: {', '.join(sorted(outputs))})",
+            )
+        if arg not in inputs:
+            raise _OpError(
+                spec.at("like"),
+                f"'like' allocates '{out}' like '{arg}', which is not a tensor "
+                f"input of the signature (tensor inputs: {', '.join(sorted(inputs))})",
+            )
+    return spec.like
 
 
 def _name_for(spec: OpSpec, db: SchemaDB) -> str | None:

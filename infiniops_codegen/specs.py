@@ -29,6 +29,7 @@ OP_KEYS = (
     "fallback",
     "uses",
     "reference",
+    "like",
 )
 # Setting name -> (Python type, default, check, what a valid value is).
 SETTINGS = {
@@ -73,6 +74,9 @@ class OpSpec:
     rename: tuple[tuple[str, str], ...] = ()
     native: tuple[NativeSpec, ...] = ()
     hints: tuple[tuple[str, object], ...] = ()
+    # composites: output -> the input it is allocated like (same shape, dtype,
+    # device) in a call without out=
+    like: tuple[tuple[str, str], ...] = ()
     # Positions of sub-values, for errors found later (key -> Where).
     places: dict[str, Where] = field(default_factory=dict, compare=False)
 
@@ -195,6 +199,8 @@ class _Reader:
             fields["uses"] = self.string_list(v["uses"], "'uses'")
         if "rename" in v:
             fields["rename"] = self.rename(v["rename"])
+        if "like" in v:
+            fields["like"] = self.rename(v["like"], "'like'", "the input to allocate")
         if "native" in v:
             fields["native"] = self.native(v["native"])
         if "hints" in v and self.expect(v["hints"], "mapping", "'hints'"):
@@ -225,7 +231,7 @@ class _Reader:
             self.fail(keys["signature"], "'aten' and 'signature' exclude each other")
             return False
         if "aten" in keys:
-            for key in ("fallback", "uses", "reference"):
+            for key in ("fallback", "uses", "reference", "like"):
                 if key in keys:
                     self.fail(
                         keys[key],
@@ -249,12 +255,15 @@ class _Reader:
         items = [self.string(n, f"an item of {what}") for n in node.value]
         return tuple(i for i in items if i)
 
-    def rename(self, node: Node) -> tuple[tuple[str, str], ...]:
-        if not self.expect(node, "mapping", "'rename'"):
+    def rename(
+        self, node: Node, what: str = "'rename'", value_is: str = "the new name of"
+    ) -> tuple[tuple[str, str], ...]:
+        """A mapping of names to names ('rename', 'like')."""
+        if not self.expect(node, "mapping", what):
             return ()
         pairs = []
         for key, value in node.value.items():
-            new = self.identifier(value, f"the new name of '{key}'")
+            new = self.identifier(value, f"{value_is} '{key}'")
             if new:
                 pairs.append((key, new))
         return tuple(pairs)

@@ -367,3 +367,27 @@ def test_bad_aten_or_signature_value_is_located_not_a_crash(run_specs, entry, co
     assert (
         only_error(run_specs, f"ops:\n- {entry}\n") == f"specs/bad.yaml:2:{col}: {got}"
     )
+
+
+def test_like_names_an_output_and_a_tensor_input(run_specs):
+    """A composite's 'like' (how a call without out= allocates an output)
+    is checked against its signature, and is for composites only."""
+    errors = run_specs(
+        {
+            "bad.yaml": "ops:\n"
+            '  - signature: "f(Tensor input, float eps, *, Tensor(a!) out) -> Tensor(a!)"\n'
+            "    fallback: x;\n"
+            "    like: {result: input}\n"
+            '  - signature: "g(Tensor input, float eps, *, Tensor(a!) out) -> Tensor(a!)"\n'
+            "    fallback: x;\n"
+            "    like: {out: eps}\n"
+            "  - {aten: exp.out, like: {out: self}}\n"
+        }
+    )
+    assert errors == [
+        "specs/bad.yaml:4:11: 'like' names 'result', which is not an output of the "
+        "signature (outputs: out)",
+        "specs/bad.yaml:7:11: 'like' allocates 'out' like 'eps', which is not a tensor "
+        "input of the signature (tensor inputs: input)",
+        "specs/bad.yaml:8:27: 'like' is only for composite ops (with 'signature')",
+    ]

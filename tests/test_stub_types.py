@@ -48,14 +48,8 @@ def _mypy(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def mypy_available():
-    pytest.importorskip(
-        "mypy", reason="mypy is in the test extras: pip install -e '.[test]'"
-    )
-
-
-def test_the_stub_accepts_torchs_calls(tmp_path, mypy_available):
+# mypy is in the test extras (pip install -e '.[test]'): required, no skip.
+def test_the_stub_accepts_torchs_calls(tmp_path):
     result = _mypy(tmp_path, ACCEPTED)
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -884,7 +884,7 @@ void native_layer_norm_backward(::infini::ops::torch_bridge::TensorRef grad_out,
 
 // The body of the composite scaled_dot_product_attention, on ATen values.
 static void body_scaled_dot_product_attention(at::Tensor & out, const at::Tensor & query, const at::Tensor & key, const at::Tensor & value, const ::std::optional<at::Tensor> & attn_mask, double dropout_p, bool is_causal, ::std::optional<double> scale) {
-#line 29 "op_specs/composite.yaml"
+#line 31 "op_specs/composite.yaml"
     auto result = at::scaled_dot_product_attention(query, key, value, attn_mask,
                                                    dropout_p, is_causal, scale);
     out.resize_(result.sizes());
@@ -921,9 +921,11 @@ bool scaled_dot_product_attention_allocate(::infini::ops::torch_bridge::TensorRe
   auto a_dropout_p = tb::to_aten(dropout_p);
   auto a_is_causal = tb::to_aten(is_causal);
   auto a_scale = tb::to_aten(scale);
-  // A composite's outputs: empty, of its first input's dtype and device; the
-  // body resizes them (running it on meta tensors to shape them would cost
-  // more than the call: ATen's meta kernels of composites run in Python).
+  // A composite's outputs: like the input its spec names ('like'), where a
+  // native kernel can take them; else empty, of its first input's dtype and
+  // device, for the body to resize (running it on meta tensors to shape them
+  // would cost more than the call: ATen's meta kernels of composites run in
+  // Python).
   tb::give_empty_like(results, a_query);
   return true;
 }

@@ -647,7 +647,7 @@ void relu(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
 
 // The body of the composite rms_norm, on ATen values.
 static void body_rms_norm(at::Tensor & out, const at::Tensor & input, const at::Tensor & weight, double eps) {
-#line 11 "op_specs/composite.yaml"
+#line 13 "op_specs/composite.yaml"
     // Normalise over the last dimension, as the LLM kernels do.
     const int64_t last = input.size(-1);
     out.resize_(input.sizes());
@@ -676,10 +676,12 @@ bool rms_norm_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::o
   auto a_input = tb::to_aten(input);
   auto a_weight = tb::to_aten(weight);
   auto a_eps = tb::to_aten(eps);
-  // A composite's outputs: empty, of its first input's dtype and device; the
-  // body resizes them (running it on meta tensors to shape them would cost
-  // more than the call: ATen's meta kernels of composites run in Python).
-  tb::give_empty_like(results, a_input);
+  // A composite's outputs: like the input its spec names ('like'), where a
+  // native kernel can take them; else empty, of its first input's dtype and
+  // device, for the body to resize (running it on meta tensors to shape them
+  // would cost more than the call: ATen's meta kernels of composites run in
+  // Python).
+  tb::give_like(results, a_input);
   return true;
 }
 

@@ -601,7 +601,7 @@ bool silu_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::t
 
 // The body of the composite silu_and_mul, on ATen values.
 static void body_silu_and_mul(at::Tensor & out, const at::Tensor & input) {
-#line 21 "op_specs/composite.yaml"
+#line 23 "op_specs/composite.yaml"
     // input is [..., 2d]: silu of the first half times the second half.
     const int64_t d = input.size(-1) / 2;
     at::mul_out(out, at::silu(input.narrow(-1, 0, d)), input.narrow(-1, d, d));
@@ -625,9 +625,11 @@ namespace no_out {
 // functional overload instead.
 bool silu_and_mul_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::Results& results) {
   auto a_input = tb::to_aten(input);
-  // A composite's outputs: empty, of its first input's dtype and device; the
-  // body resizes them (running it on meta tensors to shape them would cost
-  // more than the call: ATen's meta kernels of composites run in Python).
+  // A composite's outputs: like the input its spec names ('like'), where a
+  // native kernel can take them; else empty, of its first input's dtype and
+  // device, for the body to resize (running it on meta tensors to shape them
+  // would cost more than the call: ATen's meta kernels of composites run in
+  // Python).
   tb::give_empty_like(results, a_input);
   return true;
 }

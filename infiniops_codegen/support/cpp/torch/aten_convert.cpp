@@ -316,6 +316,10 @@ void give_like(Results& r, const at::Tensor& meta, c10::Device device) {
 
 void give_empty_like(Results& r, const at::Tensor& t) { give(r, empty_like_dtype(t)); }
 
+void give_like(Results& r, const AtenTensor& t) {
+  give(r, at::empty(t.get().sizes(), t.get().options()));
+}
+
 at::Tensor empty_like_dtype(const at::Tensor& t) { return at::empty({0}, t.options()); }
 
 }  // namespace infini::ops::torch_bridge

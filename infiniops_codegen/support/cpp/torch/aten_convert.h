@@ -478,6 +478,8 @@ template <class... T>
 void give_like(Results& r, const std::tuple<T...>& metas, c10::Device device) {
   std::apply([&](const auto&... t) { (give_like(r, t, device), ...); }, metas);
 }
+// An empty output of t's shape, dtype and device (a composite's 'like').
+void give_like(Results& r, const AtenTensor& t);
 // An empty (0-element) output of t's dtype and device, which the fallback
 // resizes: a composite's output where its body cannot run on meta tensors.
 void give_empty_like(Results& r, const at::Tensor& t);
