@@ -26,7 +26,7 @@ from .schema_types import (
 )
 
 # Bump when the extracted records change shape or meaning.
-CACHE_FORMAT = 9
+CACHE_FORMAT = 10
 
 
 @dataclass(frozen=True)
@@ -149,8 +149,12 @@ def _functional_call(out, f, cpu) -> FunctionalCall | None:
     from torchgen.context import native_function_manager
     from torchgen.model import BaseTy, BaseType
 
+    from torchgen.model import Variant
+
     returns = f.func.returns
     if len(returns) != len(out.func.arguments.out) or f.func.arguments.tensor_options:
+        return None
+    if Variant.function not in f.variants:  # a Tensor method only: no at::<name>
         return None
     if any(r.type != BaseType(BaseTy.Tensor) for r in returns):
         return None
