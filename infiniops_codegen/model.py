@@ -265,6 +265,12 @@ class Op:
         return self.no_out and (self.composite or self.meta_allocate)
 
     @property
+    def returns_nothing(self) -> bool:
+        """The schema returns nothing (`-> ()`: outputs in a Tensor[] out=,
+        split_with_sizes_copy.out): torch's out= call returns None."""
+        return self.schema.replace(" ", "").endswith("->()")
+
+    @property
     def first_input(self) -> Argument | None:
         """The first input that is one tensor: a composite's outputs take
         its dtype and device when its body cannot run on meta tensors."""
