@@ -505,7 +505,17 @@ def test_bench_quick_writes_its_files(tmp_path, runner, helpers):
         floors = {f"floor_{p}" for p in r["paths"]}
         if r["op"] == "rms_norm":
             floors = {"floor_native"}  # a composite: no ATen out= to floor
-        assert set(r["median_ns"]) == {"reference", "before", *r["paths"], *floors}
+        # torch's API (worker.py): ours and torch's call without out=, and
+        # the function's call with out= (a composite: its own function only)
+        api = {"api"} | ({"torch_api", "api_out"} if r["op"] != "rms_norm" else set())
+        assert set(r["median_ns"]) == {
+            "reference",
+            "before",
+            *r["paths"],
+            *floors,
+            *api,
+        }
+        assert ("api_ratio" in r) == ("resolution_ns" in r) == ("torch_api" in api)
         assert set(r["over_floor_ns"]) == {f[6:] for f in floors} | {"after"}
         assert set(r["ratio"]) == {"before", "after", *r["paths"]}
     add = rows["tiny/add/1/float32"]["calls"]
@@ -524,6 +534,8 @@ def test_bench_quick_writes_its_files(tmp_path, runner, helpers):
 
     summary = data["summary"]
     assert set(summary) == {"tiny", "llm", "all"}
+    assert summary["tiny"]["api"]["configs"] == 4  # abs and add, not rms_norm
+    assert summary["tiny"]["resolution"]["configs"] == 4
     assert summary["tiny"]["configs"] == 5 and summary["llm"]["configs"] == 2
     assert summary["tiny"]["native"]["configs"] == 3
     assert summary["tiny"]["direct"]["configs"] == 4
