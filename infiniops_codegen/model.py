@@ -296,11 +296,17 @@ class Op:
         (the lane's numbering), tensor list k `cl_[k]`, then `r_`."""
         return ", ".join(self._call_args())
 
-    def _call_args(self):
+    def _tensor_index(self) -> dict[str, int]:
+        """Name -> k: the k-th Python parameter of one tensor (the bridge's
+        refs, outputs included), or the k-th of a tensor list."""
         index = {}
         for kind in (Tensors.ONE, Tensors.LIST):
             params = (a for a in self.python_params if a.tensors is kind)
             index.update({a.name: k for k, a in enumerate(params)})
+        return index
+
+    def _call_args(self):
+        index = self._tensor_index()
         for a in self.call_params:
             if a.tensors is Tensors.LIST:
                 yield f"cl_[{index[a.name]}]"
@@ -314,35 +320,27 @@ class Op:
     def functional_aten_call(self) -> str:
         """The arguments of the functional overload's C++ call: the out=
         call's without the outputs (same order: outputs lead an _out call)."""
-        return ", ".join(
-            a.hidden_value if a.hidden else f"a_{a.name}"
-            for a in self.aten_arguments
-            if not a.is_output
-        )
+        return self._aten_args(outputs=False)
 
     @property
     def meta_aten_call(self) -> str:
         """The same on meta stand-ins of the tensors (`m_<name>`)."""
-        return ", ".join(
-            (
-                a.hidden_value
-                if a.hidden
-                else (f"m_{a.name}" if a.tensors is not Tensors.NONE else f"a_{a.name}")
-            )
-            for a in self.aten_arguments
-            if not a.is_output
-        )
+        return self._aten_args(outputs=False, meta=True)
 
-    @property
-    def meta_body_call(self) -> str:
-        """A composite body's call on meta stand-ins, outputs included."""
+    def _aten_args(self, outputs: bool = True, meta: bool = False) -> str:
+        """The ATen C++ call's arguments: each visible one converted
+        (`a_<name>`, or its meta stand-in `m_<name>` for tensors when meta),
+        each hidden one its value; the outputs left out unless outputs."""
+
+        def arg(a: Argument) -> str:
+            if a.hidden:
+                return a.hidden_value
+            if meta and a.tensors is not Tensors.NONE:
+                return f"m_{a.name}"
+            return f"a_{a.name}"
+
         return ", ".join(
-            (
-                a.hidden_value
-                if a.hidden
-                else (f"m_{a.name}" if a.tensors is not Tensors.NONE else f"a_{a.name}")
-            )
-            for a in self.aten_arguments
+            arg(a) for a in self.aten_arguments if outputs or not a.is_output
         )
 
     @property
@@ -392,10 +390,7 @@ class Op:
         """The binding's call of the lane overload: tensor k of the Python
         parameters is `t_[k]`, tensor list k `l_[k]`, the rest their
         converted values."""
-        index = {}
-        for kind in (Tensors.ONE, Tensors.LIST):
-            params = (a for a in self.python_params if a.tensors is kind)
-            index.update({a.name: k for k, a in enumerate(params)})
+        index = self._tensor_index()
 
         def arg(a: Argument) -> str:
             if a.tensors is Tensors.LIST:
@@ -499,9 +494,7 @@ class Op:
     def aten_call(self) -> str:
         """The arguments of the ATen C++ call in the fallback wrapper: each
         visible one converted (`a_<name>`), each hidden one its value."""
-        return ", ".join(
-            a.hidden_value if a.hidden else f"a_{a.name}" for a in self.aten_arguments
-        )
+        return self._aten_args()
 
     @property
     def aten_params(self) -> str:

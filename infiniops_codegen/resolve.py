@@ -434,14 +434,14 @@ def _functions(
         names.add(new_name)
     if errors:
         raise SpecErrors(errors)
-    functions = python_functions(sorted(ops, key=lambda op: op.name), db)
+    # Membership goes by ATen overload, not name: a rename changes none.
     numbers = {
-        o.op.name
+        o.op.aten
         for f in functions
         for o in f.overloads
         if o.op and o.numbers_as_tensors
     }
-    ops = [replace(op, numbers_as_tensors=op.name in numbers) for op in ops]
+    ops = [replace(op, numbers_as_tensors=op.aten in numbers) for op in ops]
     ops.sort(key=lambda op: op.name)
     return ops, python_functions(ops, db)
 

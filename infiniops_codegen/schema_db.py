@@ -26,7 +26,7 @@ from .schema_types import (
 )
 
 # Bump when the extracted records change shape or meaning.
-CACHE_FORMAT = 10
+CACHE_FORMAT = 11
 
 
 @dataclass(frozen=True)
@@ -268,11 +268,11 @@ def _py_param(a, kwarg_only: bool) -> PyParam:
     else:
         base = inner.name.name if isinstance(inner, BaseType) else str(inner)
         match = _MATCH.get(base, "Any")
-    # The parser's keyword for `Tensor self` is `input` (torchgen's
-    # PythonArgument.argument_str: a Tensor outside methods).
-    renamed = a.name == "self" and match == "Tensor"
+    # The parser's keyword, as torchgen spells the parameter for it (`Tensor
+    # self` is `input` outside methods).
+    keyword = a.argument_str(method=False, symint=True).split("=", 1)[0].split()[-1]
     return PyParam(
-        name="input" if renamed else a.name,
+        name=keyword,
         match=match,
         size=size,
         allow_none=optional or a.default == "None",

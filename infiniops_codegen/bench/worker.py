@@ -48,12 +48,6 @@ MAIN, BEFORE = "main", "before"
 PROCESSES = (MAIN, BEFORE)
 
 
-def torch_tensor():
-    import torch
-
-    return torch.Tensor
-
-
 def floor_role(path: str) -> str:
     return f"floor_{path}"
 
@@ -163,27 +157,33 @@ class _Worker:
             call = calls.ours(fn, op, values, outputs)
             new.append(("api_out", call, f"after.{fn.__name__}(out=)"))
         for role, call, label in new:
-            for o in outputs:
-                reference.sentinel_fill(o)
-            restore()
             # a plain call: the default switches (handles, direct mode)
             self.settings[role] = P.Setting(role, True, True, None)
-            self._apply(role)
-            try:
-                result = call()
-            except Exception as e:
-                text = str(e).strip().splitlines()
-                raise RuntimeError(
-                    f"{role} ({label}): {type(e).__name__}: {text[0] if text else ''}"
-                ) from None
-            got = (
-                outputs
-                if role == "api_out"
-                else ([result] if isinstance(result, torch_tensor()) else list(result))
-            )
-            match = all(reference.same(o, w) for o, w in zip(got, want))
-            self.loops[role] = calls.timed_loop(call, self.sync)
-            info[role] = {"match": match, "call": label}
+            returned = role != "api_out"  # the outputs come back, not in `outputs`
+            self._add(role, label, call, outputs, want, restore, info, returned)
+
+    def _add(self, role, label, call, outputs, want, restore, info, returned=False):
+        """Makes the first call of a variant (its outputs checked against
+        PyTorch's: those written, or those returned) and keeps its loop."""
+        import torch
+
+        for o in outputs:
+            reference.sentinel_fill(o)
+        restore()
+        self._apply(role)
+        try:
+            result = call()
+        except Exception as e:
+            text = str(e).strip().splitlines()
+            raise RuntimeError(
+                f"{role} ({label}): {type(e).__name__}: {text[0] if text else ''}"
+            ) from None
+        got = outputs
+        if returned:
+            got = [result] if isinstance(result, torch.Tensor) else list(result)
+        match = all(reference.same(o, w) for o, w in zip(got, want))
+        self.loops[role] = calls.timed_loop(call, self.sync)
+        info[role] = {"match": match, "call": label}
 
     def setup(self, config: cases.Config, op: Op, paths, default) -> dict:
         import torch
@@ -215,20 +215,7 @@ class _Worker:
                 build = "before" if self.kind == BEFORE else "after"
                 label = f"{build}.{op.name} ({setting.describe()})"
                 self.settings[role] = setting
-            for o in outputs:
-                reference.sentinel_fill(o)
-            restore()
-            self._apply(role)
-            try:
-                call()
-            except Exception as e:
-                text = str(e).strip().splitlines()
-                raise RuntimeError(
-                    f"{role} ({label}): {type(e).__name__}: {text[0] if text else ''}"
-                ) from None
-            match = all(reference.same(o, w) for o, w in zip(outputs, want))
-            self.loops[role] = calls.timed_loop(call, self.sync)
-            info[role] = {"match": match, "call": label}
+            self._add(role, label, call, outputs, want, restore, info)
         self._api_calls(op, values, outputs, want, restore, info)
         return info
 

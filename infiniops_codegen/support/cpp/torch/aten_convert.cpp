@@ -314,12 +314,10 @@ void give_like(Results& r, const at::Tensor& meta, c10::Device device) {
   give(r, at::empty_strided(meta.sizes(), meta.strides(), meta.options().device(device)));
 }
 
-void give_empty_like(Results& r, const at::Tensor& t) { give(r, empty_like_dtype(t)); }
+void give_empty_like(Results& r, const at::Tensor& t) { give(r, at::empty({0}, t.options())); }
 
 void give_like(Results& r, const AtenTensor& t) {
   give(r, at::empty(t.get().sizes(), t.get().options()));
 }
-
-at::Tensor empty_like_dtype(const at::Tensor& t) { return at::empty({0}, t.options()); }
 
 }  // namespace infini::ops::torch_bridge

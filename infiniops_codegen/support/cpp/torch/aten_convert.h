@@ -481,10 +481,8 @@ void give_like(Results& r, const std::tuple<T...>& metas, c10::Device device) {
 // An empty output of t's shape, dtype and device (a composite's 'like').
 void give_like(Results& r, const AtenTensor& t);
 // An empty (0-element) output of t's dtype and device, which the fallback
-// resizes: a composite's output where its body cannot run on meta tensors.
+// resizes: a composite's output that no 'like' shapes.
 void give_empty_like(Results& r, const at::Tensor& t);
-// The same as a tensor (a composite's meta output before its body runs).
-at::Tensor empty_like_dtype(const at::Tensor& t);
 
 // ATen -> core, for the bridge's own use when a Python tensor arrives.
 DataType from_aten(c10::ScalarType type);  // TypeError when unsupported

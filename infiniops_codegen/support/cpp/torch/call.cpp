@@ -50,18 +50,21 @@ void WarningScope::set_in_exception() noexcept {
   }
 }
 
+PyTypeObject* return_type(const char* name, PyObject** cache) {
+  if (*cache == nullptr) {
+    PyObject* types = PyImport_ImportModule("torch.return_types");
+    if (types == nullptr) return nullptr;
+    *cache = PyObject_GetAttrString(types, name);  // kept for good
+    Py_DECREF(types);
+  }
+  return reinterpret_cast<PyTypeObject*>(*cache);
+}
+
 PyObject* pack_outputs(const Signature& sig, std::initializer_list<PyObject*> outputs) {
   PyTypeObject* type = nullptr;
   if (sig.return_type != nullptr) {
-    PyObject*& cached = *sig.return_type_object;
-    if (cached == nullptr) {
-      PyObject* types = PyImport_ImportModule("torch.return_types");
-      if (types == nullptr) return nullptr;
-      cached = PyObject_GetAttrString(types, sig.return_type);  // kept for good
-      Py_DECREF(types);
-      if (cached == nullptr) return nullptr;
-    }
-    type = reinterpret_cast<PyTypeObject*>(cached);
+    type = return_type(sig.return_type, sig.return_type_object);
+    if (type == nullptr) return nullptr;
   }
   PyObject* result = type != nullptr ? PyStructSequence_New(type)
                                      : PyTuple_New(static_cast<Py_ssize_t>(outputs.size()));

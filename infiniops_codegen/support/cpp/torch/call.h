@@ -106,6 +106,10 @@ inline PyObject* new_reference(PyObject* obj) {
   return obj;
 }
 
+// torch.return_types.<name>, looked up once into *cache (GIL held); null
+// with a Python error when torch has none.
+PyTypeObject* return_type(const char* name, PyObject** cache);
+
 // The outputs of a several-output op, as torch's out= call returns them:
 // torch.return_types.<sig.return_type> (its field names) where torch has
 // one, else a plain tuple. Null with a Python error on failure.

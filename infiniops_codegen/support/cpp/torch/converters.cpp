@@ -520,24 +520,15 @@ c10::TensorImpl* call_item(PyObject* obj, const Signature& sig, int i, int64_t& 
   return impl;
 }
 
-PyObject* result_type(const char* name, PyObject** cache) {
-  if (*cache == nullptr) {
-    PyObject* types = PyImport_ImportModule("torch.return_types");
-    if (types == nullptr) return nullptr;
-    *cache = PyObject_GetAttrString(types, name);  // kept for good
-    Py_DECREF(types);
-  }
-  return *cache;
-}
-
 // items (new references, stolen) as one tensor, or as the functional's
 // structseq (a plain tuple when it has none).
 PyObject* functional_pack(const Signature& sig, PyObject** items, int n) {
   if (n == 1) return items[0];
   PyObject* result = nullptr;
   if (sig.functional_return_type != nullptr) {
-    PyObject* type = result_type(sig.functional_return_type, sig.functional_return_type_object);
-    if (type != nullptr) result = PyStructSequence_New(reinterpret_cast<PyTypeObject*>(type));
+    PyTypeObject* type =
+        return_type(sig.functional_return_type, sig.functional_return_type_object);
+    if (type != nullptr) result = PyStructSequence_New(type);
   } else {
     result = PyTuple_New(n);
   }
