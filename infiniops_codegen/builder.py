@@ -64,6 +64,9 @@ class BuildRequest:
     # Overwrite generated files edited by hand (writer.HandEditedError
     # otherwise, before anything is configured or compiled).
     force: bool = False
+    # After building: `cmake --install` into this prefix (headers, the C++
+    # library, its CMake package; docs/cpp.md).
+    install: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,7 @@ class BuildResult:
     steps: int  # Ninja's build steps
     smoke: str  # what the smoke check printed ("" when it did not run)
     seconds: float
+    installed: Path | None = None  # the prefix installed into
 
 
 @dataclass(frozen=True)
@@ -384,6 +388,8 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
     smoke = ""
     if request.smoke and not request.compile_only:
         smoke = smoke_check(build_dir, len(names))
+    if request.install is not None:
+        install(build_dir, Path(request.install), echo)
     return BuildResult(
         build_dir=build_dir,
         generated_dir=gen_dir,
@@ -395,7 +401,23 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
         steps=steps,
         smoke=smoke,
         seconds=time.perf_counter() - start,
+        installed=Path(request.install) if request.install is not None else None,
     )
+
+
+def install(build_dir: Path, prefix: Path, echo) -> None:
+    """`cmake --install` a built directory into prefix: the C++ library, its
+    headers under include/infiniops/ and the CMake package InfiniOps."""
+    echo(f"installing into {prefix}")
+    proc = subprocess.run(
+        ["cmake", "--install", str(build_dir), "--prefix", str(prefix.resolve())],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise BuildError(
+            f"cmake --install into {prefix} failed:\n" + _cmake_error(proc)
+        )
 
 
 def inspect(build_dir: Path) -> Built | None:

@@ -356,6 +356,15 @@ def generate(
     help="The compiler of a platform's native kernels (default: platforms.yaml, "
     "e.g. metax=mxcc); repeatable.",
 )
+@click.option(
+    "--install",
+    "install_prefix",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    metavar="PREFIX",
+    help="After building, install the C++ library, its headers and its CMake "
+    "package (find_package(InfiniOps)) into PREFIX (docs/cpp.md).",
+)
 @FORCE_OPTION
 @EXTENSION_OPTION
 @VERBOSE_OPTION
@@ -373,6 +382,7 @@ def build(
     platform_list,
     compile_only,
     kernel_compilers,
+    install_prefix,
     force,
     extension_dirs,
 ):
@@ -386,7 +396,11 @@ def build(
       infiniops-codegen build                      # default ops, -O3, build/
       infiniops-codegen build --opt-level 0 --build-dir build-O0
       infiniops-codegen build --ops add,mul,rms_norm --build-dir build-small
+      infiniops-codegen build --install /opt/infiniops  # + the C++ library
     """
+    if compile_only and install_prefix is not None:
+        error("--install needs a linked library; --compile-only links none")
+        sys.exit(EXIT_USAGE)
     platforms, compilers = _platform_options(platform_list, kernel_compilers)
     proj = project(ctx)
     request = builder.BuildRequest(
@@ -404,6 +418,7 @@ def build(
         compiler_launcher=_launcher_option(compiler_launcher),
         extensions=tuple(extension_dirs),
         force=force,
+        install=install_prefix,
     )
     try:
         result = builder.build(request, click.echo, verbose=ctx.obj["verbose"])
@@ -429,6 +444,11 @@ def build(
         f"{len(result.ops)} ops, {result.steps} build steps in "
         f"{result.seconds:.1f} s" + (f"; smoke: {result.smoke}" if result.smoke else "")
     )
+    if result.installed is not None:
+        click.echo(
+            f"installed the C++ library into {result.installed} "
+            f"(CMake: find_package(InfiniOps CONFIG), -DCMAKE_PREFIX_PATH={result.installed})"
+        )
 
 
 def _launcher_option(value: str | None) -> tuple[str, ...]:

@@ -113,6 +113,7 @@ def vendor_build(request, tmp_path_factory):
             "-C",
             str(build),
             f"infiniops_kernels_{platform}",
+            "infiniops_dispatch",
             "infiniops_bindings",
         ],
         env=_env(base),
@@ -129,7 +130,9 @@ def _commands(build: Path) -> list[tuple[Path, list[str]]]:
 
 KINDS = {
     "infiniops_bridge": "bridge",
+    "infiniops_aten": "bridge",
     "infiniops_wrappers": "wrapper",
+    "infiniops_dispatch": "dispatch",
     "infiniops_bindings": "dispatch",
     "infiniops_kernels_cpu": "cpu kernel",
 }
