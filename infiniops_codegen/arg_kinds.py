@@ -153,13 +153,13 @@ TENSOR = _kind(
     Sample.TENSOR,
     FloorCode(
         "const at::Tensor& {v} = fl::tensor({o});",
-        from_blob="const at::Tensor {b} = fl::from_blob({v});",
+        from_blob="const at::Tensor& {b} = fl::rebound({v}, [] {{}});",
         native="const infini::ops::Tensor {c} = fl::core(fl::tensor({o}));",
     ),
     out="Tensor&",
     floor_out=FloorCode(
         "at::Tensor& {v} = fl::tensor_out({o});",
-        from_blob="at::Tensor {b} = fl::from_blob({v});",
+        from_blob="at::Tensor {b} = fl::rebound({v}, [] {{}});",
         native="infini::ops::Tensor {c} = fl::core({v});",
     ),
     tensors=Tensors.ONE,
@@ -174,7 +174,7 @@ TENSOR_LIST = _kind(
     FloorCode(
         "const fl::TensorList {v}({o});",
         aten="{v}.ref()",
-        from_blob="const fl::TensorList {b} = {v}.from_blob();",
+        from_blob="const fl::TensorList {b} = {v}.rebound([] {{}});",
     ),
     out="std::span<Tensor>",
     is_list=True,
@@ -313,7 +313,7 @@ KINDS: tuple[ArgKind, ...] = (
         "Tensor | None",
         FloorCode(
             "const std::optional<at::Tensor> {v} = fl::tensor_opt({o});",
-            from_blob="const std::optional<at::Tensor> {b} = fl::from_blob({v});",
+            from_blob="const std::optional<at::Tensor> {b} = fl::rebound({v}, [] {{}});",
         ),
         Sample.TENSOR_OR_NONE,
     ),

@@ -51,6 +51,21 @@ FUNCTIONS = (
         "() -> bool",
     ),
     ModuleFunction(
+        "set_wrapper_pool",
+        "tb::py_set_wrapper_pool",
+        "METH_O",
+        "On the from_blob path, re-bind the at::Tensor wrappers of earlier "
+        "calls (True, the default) or make fresh ones on every call (False).",
+        "(enabled: bool, /) -> None",
+    ),
+    ModuleFunction(
+        "wrapper_pool",
+        "tb::py_wrapper_pool",
+        "METH_NOARGS",
+        "Whether the from_blob path re-binds pooled wrappers.",
+        "() -> bool",
+    ),
+    ModuleFunction(
         "set_direct_mode",
         "tb::py_set_direct_mode",
         "METH_O",
@@ -86,6 +101,14 @@ FUNCTIONS = (
         "METH_NOARGS",
         "Test hook: how many calls took the lane so far.",
         "() -> int",
+    ),
+    ModuleFunction(
+        "_debug_wrapper_pool",
+        "tb::py_debug_wrapper_pool",
+        "METH_O",
+        "Test hook: the calling thread's wrapper pool counts (rebound, fresh, "
+        "kept, dropped, pooled); clears the pool first when given True.",
+        "(clear: bool, /) -> dict[str, int]",
     ),
     ModuleFunction(
         "_debug_keep",

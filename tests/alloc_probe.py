@@ -148,6 +148,14 @@ def main() -> None:
                 low = calls.floor(floor_fn, entry, args, outputs)
                 row["floor"] = count(counter, calls.timed_loop(low))
             print(json.dumps(row), flush=True)
+            if p == "from_blob":
+                # The same without the wrapper pool: fresh wrappers per call.
+                m.set_wrapper_pool(False)
+                fresh = {**row, "case": f"{name}/from_blob_fresh", "path": p}
+                fresh.pop("floor", None)
+                fresh["ours"] = count(counter, calls.timed_loop(ours))
+                m.set_wrapper_pool(True)
+                print(json.dumps(fresh), flush=True)
     m.set_handle_reuse(True)
     m.set_direct_mode(True)
 

@@ -6,10 +6,12 @@ that path and nothing else. What the library adds on top is its own cost.
                     AutoDispatchBelowADInplaceOrView, at::cpu::<op>_out,
                     each output's version bumped
   dispatcher__<op>  the same unpacking, at::<op>_out through the dispatcher
-  from_blob__<op>   the same unpacking, every at::Tensor rebuilt from its raw
-                    pointer (non-owning resizable Storage + make_tensor +
-                    set_sizes_and_strides, as cpp/torch/aten_convert.cpp
-                    does), then the direct (CPU tensors of direct ops) or
+  from_blob__<op>   the same unpacking, every at::Tensor a wrapper re-bound to
+                    its raw pointer and geometry (one per call site and
+                    thread, made once as cpp/torch/aten_convert.cpp makes a
+                    from_blob tensor; the data pointer, storage size, sizes,
+                    strides and version reset on each call, as the library's
+                    wrapper pool does), then the direct (CPU tensors of direct ops) or
                     dispatcher call above on the rebuilt tensors, then each
                     output's version delta carried over to the caller's tensor
   native__<op>      the same unpacking, a core `Tensor` (data pointer, shape,

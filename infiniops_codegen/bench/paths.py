@@ -9,8 +9,9 @@ how the after build is forced onto each (data and pure functions).
   dispatcher  at::<op>_out through the c10 dispatcher (set_direct_mode(False);
               the only torch path of ops without a direct kernel, and of
               composites, whose C++ body calls ATen)
-  from_blob   every at::Tensor rebuilt from the raw pointer per call
-              (set_handle_reuse(False)), then the direct or dispatcher call
+  from_blob   every at::Tensor a pooled wrapper re-bound to the raw pointer
+              per call (set_handle_reuse(False); aten_convert.h: the wrapper
+              pool), then the direct or dispatcher call
 
 Off the CPU (bench --device cuda) only native (the platform's kernels),
 dispatcher and from_blob apply, and only the latter two have floors.

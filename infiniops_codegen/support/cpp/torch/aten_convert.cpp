@@ -12,10 +12,13 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/TensorOptions.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/core/impl/PyObjectSlot.h>
 #include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/util/intrusive_ptr.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -50,6 +53,7 @@ const HandleOps kTorchBorrowedHandleOps{retain, keep, &kTorchHandleOps, &kTorchF
 const HandleOps kTorchOpaqueHandleOps{retain, release, nullptr, &kTorchFramework, true, bump};
 std::atomic<bool> g_handle_reuse{true};
 std::atomic<bool> g_direct_mode{true};
+std::atomic<bool> g_wrapper_pool{true};
 
 bool framework_mode_active() noexcept {
   // BackendSelect and ADInplaceOrView are always included; a TorchDispatchMode
@@ -119,22 +123,25 @@ at::Scalar to_aten(const Scalar& s) {
   throw ValueError("unknown scalar kind");
 }
 
-at::Tensor from_blob(const Tensor& t) {
-  const c10::ScalarType dtype = to_aten(t.dtype());
-  const c10::Device device = to_aten(t.device());
+namespace {
+
+std::size_t storage_bytes(const Tensor& t, at::IntArrayRef sizes, at::IntArrayRef strides,
+                          c10::ScalarType dtype) {
+  return t.numel() == 0 ? 0
+                        : at::detail::computeStorageNbytes(sizes, strides,
+                                                           c10::elementSize(dtype));
+}
+
+at::Tensor make_wrapper(const Tensor& t, c10::ScalarType dtype, c10::Device device) {
   const at::IntArrayRef sizes(t.shape().data(), t.shape().size());
   const at::IntArrayRef strides(t.strides().data(), t.strides().size());
-  const std::size_t nbytes =
-      t.numel() == 0 ? 0
-                     : at::detail::computeStorageNbytes(sizes, strides,
-                                                        c10::elementSize(dtype));
   // A non-owning view of the caller's memory, but resizable through the
   // device allocator: some out= kernels (mse_loss with a reduction) resize
   // their output on the way, and a fixed storage would make them fail.
   // check_output copies a result that moved back into the caller's memory.
-  c10::Storage storage(c10::Storage::use_byte_size_t(), nbytes,
-                       c10::DataPtr(t.data(), device),
-                       c10::GetAllocator(device.type()), /*resizable=*/true);
+  c10::Storage storage(c10::Storage::use_byte_size_t(), storage_bytes(t, sizes, strides, dtype),
+                       c10::DataPtr(t.data(), device), c10::GetAllocator(device.type()),
+                       /*resizable=*/true);
   auto tensor = at::detail::make_tensor<c10::TensorImpl>(
       std::move(storage),
       c10::DispatchKeySet(c10::computeDispatchKey(dtype, c10::kStrided, device)),
@@ -142,6 +149,123 @@ at::Tensor from_blob(const Tensor& t) {
   tensor.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides);
   return tensor;
 }
+
+// --- The wrapper pool ------------------------------------------------------------
+// Per thread: a few wrappers, each with the pool's only reference, keyed by
+// what re-binding does not change (dtype, device, inference or not: the
+// dispatch keys a TensorImpl is made with).
+
+constexpr int kPoolWrappers = 32;  // per thread; more in one call are made fresh
+
+uint64_t pool_key(c10::ScalarType dtype, c10::Device device, bool inference) noexcept {
+  return static_cast<uint64_t>(static_cast<uint8_t>(dtype)) |
+         static_cast<uint64_t>(static_cast<uint8_t>(device.type())) << 8 |
+         static_cast<uint64_t>(static_cast<uint8_t>(device.index())) << 16 |
+         static_cast<uint64_t>(inference) << 24;
+}
+
+struct WrapperPool {
+  struct Entry {
+    uint64_t key;
+    c10::TensorImpl* impl;  // holds one reference
+  };
+  std::array<Entry, kPoolWrappers> entries;
+  int size = 0;
+  WrapperPoolStats stats;
+
+  void clear() noexcept {
+    while (size > 0) c10::raw::intrusive_ptr::decref(entries[--size].impl);
+    stats = {};
+  }
+  ~WrapperPool() { clear(); }
+};
+
+thread_local WrapperPool t_pool;
+
+// Nobody but the caller (one reference) holds the wrapper or its storage,
+// and it is still the plain dense tensor from_blob made: re-binding it then
+// changes nothing anyone else can see.
+bool rebindable(const at::Tensor& wrapper) noexcept {
+  if (wrapper.use_count() != 1 || wrapper.weak_use_count() != 1) return false;
+  const c10::TensorImpl* impl = wrapper.unsafeGetTensorImpl();
+  if (impl->autograd_meta() != nullptr || impl->is_conj() || impl->is_neg() ||
+      impl->is_python_dispatch() || impl->pyobj_slot()->load_pyobj() != nullptr ||
+      !impl->has_storage()) {
+    return false;
+  }
+  c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
+  if (storage == nullptr || !storage->resizable()) return false;
+  // Counted without touching the counts.
+  auto counted = c10::intrusive_ptr<c10::StorageImpl>::reclaim(storage);
+  const bool alone = counted.use_count() == 1 && counted.weak_use_count() == 1;
+  (void)counted.release();
+  return alone;
+}
+
+void rebind(c10::TensorImpl* impl, const Tensor& t, c10::ScalarType dtype, c10::Device device) {
+  const at::IntArrayRef sizes(t.shape().data(), t.shape().size());
+  const at::IntArrayRef strides(t.strides().data(), t.strides().size());
+  c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
+  // Frees what ATen allocated if it resized this wrapper last time.
+  storage->set_data_ptr_noswap(c10::DataPtr(t.data(), device));
+  storage->set_nbytes(storage_bytes(t, sizes, strides, dtype));
+  impl->set_sizes_and_strides(sizes, strides, /*storage_offset=*/0);
+  // Versions count this call's writes only (propagate_writes reads them).
+  const auto& version = impl->version_counter();
+  if (version.enabled()) const_cast<c10::VariableVersion&>(version).set_version(0);
+}
+
+}  // namespace
+
+at::Tensor from_blob(const Tensor& t) {
+  return make_wrapper(t, to_aten(t.dtype()), to_aten(t.device()));
+}
+
+at::Tensor pooled_from_blob(const Tensor& t) {
+  const c10::ScalarType dtype = to_aten(t.dtype());
+  const c10::Device device = to_aten(t.device());
+  WrapperPool& pool = t_pool;
+  if (g_wrapper_pool.load(std::memory_order_relaxed) && !framework_mode_active()) [[likely]] {
+    const uint64_t key = pool_key(dtype, device, c10::InferenceMode::is_enabled());
+    for (int k = pool.size; k-- > 0;) {
+      if (pool.entries[k].key == key) {
+        c10::TensorImpl* impl = pool.entries[k].impl;
+        pool.entries[k] = pool.entries[--pool.size];
+        auto wrapper = at::Tensor(
+            c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(impl));
+        rebind(impl, t, dtype, device);
+        ++pool.stats.rebound;
+        return wrapper;
+      }
+    }
+  }
+  ++pool.stats.fresh;
+  return make_wrapper(t, dtype, device);
+}
+
+void give_back(at::Tensor&& wrapper) noexcept {
+  WrapperPool& pool = t_pool;
+  c10::TensorImpl* impl = wrapper.unsafeGetTensorImpl();
+  // Under a mode the wrapper may have met Python (a TorchDispatchMode): let
+  // it go.
+  if (!wrapper.defined() || !g_wrapper_pool.load(std::memory_order_relaxed) ||
+      pool.size == kPoolWrappers || framework_mode_active() || !rebindable(wrapper)) {
+    ++pool.stats.dropped;
+    return;  // the wrapper's own destructor releases it
+  }
+  const uint64_t key =
+      pool_key(c10::typeMetaToScalarType(impl->dtype()), impl->device(), impl->is_inference());
+  pool.entries[pool.size++] = WrapperPool::Entry{key, wrapper.unsafeReleaseTensorImpl()};
+  ++pool.stats.kept;
+}
+
+WrapperPoolStats wrapper_pool_stats() noexcept {
+  WrapperPoolStats stats = t_pool.stats;
+  stats.pooled = t_pool.size;
+  return stats;
+}
+
+void clear_wrapper_pool() noexcept { t_pool.clear(); }
 
 void propagate_writes(const Tensor& t, const at::Tensor& a) {
   // A stand-in made in inference mode tracks no versions; the dispatcher then

@@ -17,6 +17,7 @@
 #include <span>
 #include <string_view>
 #include <tuple>
+#include <utility>
 
 #include "core/core.h"
 #include "torch/lane.h"
@@ -45,8 +46,37 @@ inline bool is_torch_handle(const SourceHandle& h) noexcept {
 extern std::atomic<bool> g_handle_reuse;
 
 // The from_blob path, for tensors without a torch handle (made in C++, or
-// derived with different metadata). at::empty_strided for zero-size tensors.
+// derived with different metadata): a fresh at::Tensor on t's memory (a
+// TensorImpl, a non-owning resizable Storage, a version counter).
+// at::empty_strided for zero-size tensors.
 at::Tensor from_blob(const Tensor& t);
+
+// The same through the calling thread's wrapper pool: a wrapper of an earlier
+// call, re-bound to t's memory, geometry and dtype (no allocation), or a
+// fresh one when the pool holds none for t's dtype and device. give_back
+// returns it after the call, unless ATen still references it or its storage
+// (then it is left to its holders and never re-bound), it gained autograd or
+// Python state, or the pool is full. Re-binding also undoes whatever ATen did
+// to it (a resize, a new storage size): each call starts from the caller's
+// geometry. Off (g_wrapper_pool false), under a framework mode, and for
+// wrappers that a mode could have kept: a fresh one per call. One pool per
+// thread: no locks, and a wrapper is re-bound only by the thread holding the
+// pool's only reference.
+extern std::atomic<bool> g_wrapper_pool;
+at::Tensor pooled_from_blob(const Tensor& t);
+void give_back(at::Tensor&& wrapper) noexcept;
+
+// The calling thread's pool so far (a test and benchmark hook).
+struct WrapperPoolStats {
+  uint64_t rebound = 0;  // wrappers taken from the pool and re-bound
+  uint64_t fresh = 0;    // wrappers made (the pool had none to offer)
+  uint64_t kept = 0;     // given back and kept for the next call
+  uint64_t dropped = 0;  // given back but not kept (still referenced, full, off)
+  int pooled = 0;        // wrappers in the pool now
+};
+WrapperPoolStats wrapper_pool_stats() noexcept;
+// Drops the calling thread's pooled wrappers (and its counts).
+void clear_wrapper_pool() noexcept;
 
 c10::ScalarType to_aten(DataType dtype);
 c10::Device to_aten(Device device);
@@ -87,12 +117,18 @@ inline at::Tensor unowned(c10::TensorImpl* impl) noexcept {
 // handle is opaque), never through a direct at::cpu:: call.
 class AtenTensor {
  public:
+  struct Pooled {};  // a wrapper of the pool: given back when done
   explicit AtenTensor(c10::TensorImpl* borrowed, bool dispatch_only = false) noexcept
-      : tensor_(unowned(borrowed)), borrowed_(true), dispatch_only_(dispatch_only) {}
-  explicit AtenTensor(at::Tensor&& owned) noexcept
-      : tensor_(std::move(owned)), borrowed_(false) {}
+      : tensor_(unowned(borrowed)), kind_(Kind::kBorrowed), dispatch_only_(dispatch_only) {}
+  explicit AtenTensor(at::Tensor&& owned) noexcept : tensor_(std::move(owned)) {}
+  AtenTensor(Pooled, at::Tensor&& wrapper) noexcept
+      : tensor_(std::move(wrapper)), kind_(Kind::kPooled) {}
   ~AtenTensor() {
-    if (borrowed_) (void)tensor_.unsafeReleaseTensorImpl();  // no decref
+    if (kind_ == Kind::kBorrowed) {
+      (void)tensor_.unsafeReleaseTensorImpl();  // no decref
+    } else if (kind_ == Kind::kPooled) {
+      give_back(std::move(tensor_));
+    }
   }
   AtenTensor(const AtenTensor&) = delete;
   AtenTensor& operator=(const AtenTensor&) = delete;
@@ -104,8 +140,9 @@ class AtenTensor {
   bool dispatch_only() const noexcept { return dispatch_only_; }
 
  private:
+  enum class Kind : unsigned char { kOwned, kBorrowed, kPooled };
   at::Tensor tensor_;
-  bool borrowed_;
+  Kind kind_ = Kind::kOwned;
   bool dispatch_only_ = false;
 };
 
@@ -113,7 +150,7 @@ inline AtenTensor to_aten(const Tensor& t) {
   if (c10::TensorImpl* impl = reusable_impl(t)) [[likely]] {
     return AtenTensor(impl, t.handle().opaque());
   }
-  return AtenTensor(from_blob(t));
+  return AtenTensor(AtenTensor::Pooled{}, pooled_from_blob(t));
 }
 
 // A tensor on the lane (lane.h): the caller's own TensorImpl, borrowed.
@@ -138,9 +175,14 @@ class AtenOptionalTensor {
   AtenOptionalTensor() noexcept = default;
   explicit AtenOptionalTensor(c10::TensorImpl* borrowed, bool dispatch_only = false) noexcept
       : tensor_(unowned(borrowed)), borrowed_(true), dispatch_only_(dispatch_only) {}
-  explicit AtenOptionalTensor(at::Tensor&& owned) noexcept : tensor_(std::move(owned)) {}
+  AtenOptionalTensor(AtenTensor::Pooled, at::Tensor&& wrapper) noexcept
+      : tensor_(std::move(wrapper)), pooled_(true) {}
   ~AtenOptionalTensor() {
-    if (borrowed_) (void)tensor_->unsafeReleaseTensorImpl();
+    if (borrowed_) {
+      (void)tensor_->unsafeReleaseTensorImpl();
+    } else if (pooled_) {
+      give_back(std::move(*tensor_));
+    }
   }
   AtenOptionalTensor(const AtenOptionalTensor&) = delete;
   AtenOptionalTensor& operator=(const AtenOptionalTensor&) = delete;
@@ -152,6 +194,7 @@ class AtenOptionalTensor {
  private:
   std::optional<at::Tensor> tensor_;
   bool borrowed_ = false;
+  bool pooled_ = false;
   bool dispatch_only_ = false;
 };
 
@@ -160,7 +203,7 @@ inline AtenOptionalTensor to_aten(const std::optional<Tensor>& t) {
   if (c10::TensorImpl* impl = reusable_impl(*t)) [[likely]] {
     return AtenOptionalTensor(impl, t->handle().opaque());
   }
-  return AtenOptionalTensor(from_blob(*t));
+  return AtenOptionalTensor(AtenTensor::Pooled{}, pooled_from_blob(*t));
 }
 
 inline AtenOptionalTensor to_aten(OptionalTensorRef t) noexcept {
@@ -191,18 +234,41 @@ class AtenBorrowedList {
 
 inline AtenBorrowedList to_aten(TensorListRef list) { return AtenBorrowedList(list); }
 
-// Holds converted tensors and converts to each list parameter type ATen uses.
+// Holds converted tensors and converts to each list parameter type ATen
+// uses. Elements on the from_blob path are the pool's (the first 64; marked
+// in `pooled`), given back when the list goes.
 class AtenTensorList {
  public:
-  c10::SmallVector<at::Tensor, 8> items;
+  AtenTensorList() = default;
+  AtenTensorList(AtenTensorList&& other) noexcept
+      : items(std::move(other.items)), pooled(std::exchange(other.pooled, 0)) {}
+  AtenTensorList& operator=(AtenTensorList&&) = delete;
+  ~AtenTensorList() {
+    for (std::size_t k = 0; pooled != 0 && k < items.size() && k < 64; ++k) {
+      if (pooled & (uint64_t{1} << k)) give_back(std::move(items[k]));
+    }
+  }
   operator at::TensorList() const { return items; }
   operator at::ITensorListRef() const { return at::TensorList(items); }
+
+  c10::SmallVector<at::Tensor, 8> items;
+  uint64_t pooled = 0;
 };
 
 inline AtenTensorList to_aten(std::span<const Tensor> ts) {
   AtenTensorList list;
   list.items.reserve(ts.size());
-  for (const Tensor& t : ts) list.items.push_back(to_aten_owned(t));
+  for (const Tensor& t : ts) {
+    if (c10::TensorImpl* impl = reusable_impl(t)) [[likely]] {
+      list.items.push_back(at::Tensor(
+          c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim_copy(impl)));
+    } else if (list.items.size() < 64) {
+      list.pooled |= uint64_t{1} << list.items.size();
+      list.items.push_back(pooled_from_blob(t));
+    } else {
+      list.items.push_back(from_blob(t));
+    }
+  }
   return list;
 }
 inline AtenTensorList to_aten(std::span<Tensor> ts) {

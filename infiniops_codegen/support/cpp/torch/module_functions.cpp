@@ -81,6 +81,27 @@ PyObject* py_handle_reuse(PyObject*, PyObject*) {
   return PyBool_FromLong(g_handle_reuse.load(std::memory_order_relaxed));
 }
 
+PyObject* py_set_wrapper_pool(PyObject*, PyObject* enabled) {
+  return set_switch(g_wrapper_pool, "set_wrapper_pool", enabled);
+}
+
+PyObject* py_wrapper_pool(PyObject*, PyObject*) {
+  return PyBool_FromLong(g_wrapper_pool.load(std::memory_order_relaxed));
+}
+
+PyObject* py_debug_wrapper_pool(PyObject*, PyObject* clear) {
+  if (!PyBool_Check(clear)) {
+    PyErr_SetString(PyExc_TypeError, "_debug_wrapper_pool() takes a bool");
+    return nullptr;
+  }
+  if (clear == Py_True) clear_wrapper_pool();
+  const WrapperPoolStats stats = wrapper_pool_stats();
+  return Py_BuildValue("{sKsKsKsKsi}", "rebound", static_cast<unsigned long long>(stats.rebound),
+                       "fresh", static_cast<unsigned long long>(stats.fresh), "kept",
+                       static_cast<unsigned long long>(stats.kept), "dropped",
+                       static_cast<unsigned long long>(stats.dropped), "pooled", stats.pooled);
+}
+
 PyObject* py_set_direct_mode(PyObject*, PyObject* enabled) {
   return set_switch(g_direct_mode, "set_direct_mode", enabled);
 }
