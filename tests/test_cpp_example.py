@@ -1,0 +1,142 @@
+"""The C++ example (examples/cpp/) against an installed library.
+
+`cmake --install` of the suite's build directory (the `ops` fixture builds it
+when it holds no module) into a temporary prefix; the example configured
+with `find_package(InfiniOps)` from that prefix, built with Ninja, and run
+with no LD_LIBRARY_PATH at all, so the RPATHs alone must find libinfiniops
+and torch. Every check line it prints must be "ok". The installed tree: the
+headers and the CMake package are there, and the library needs no Python.
+
+No skips: cmake, ninja and binutils (readelf) are prerequisites of the build
+itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from runtime_conftest_helpers import REPO, build_dir
+
+EXAMPLE = REPO / "examples" / "cpp"
+EXE = "infiniops_example"
+# The example's checks today: 9 results and 6 errors. Fewer means checks
+# were dropped (or the program stopped early without saying so).
+MIN_CHECKS = 15
+CHECK_LINE = re.compile(r"^(ok  |FAIL) (.+)$")
+SUMMARY_LINE = re.compile(r"^(\d+) passed, (\d+) failed$")
+
+
+def _tail(text: str, n: int = 4000) -> str:
+    return text[-n:] if len(text) > n else text
+
+
+def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """Run cmd; fail the test with its output's tail when it exits non-zero."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    if proc.returncode != 0:
+        pytest.fail(
+            f"{' '.join(cmd)} exited {proc.returncode}\n"
+            f"--- stdout (tail)\n{_tail(proc.stdout)}\n"
+            f"--- stderr (tail)\n{_tail(proc.stderr)}",
+            pytrace=False,
+        )
+    return proc
+
+
+def _env_without_library_path() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("LD_LIBRARY_PATH", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def example(ops, tmp_path_factory) -> SimpleNamespace:
+    """Install the build, then configure, build and run the example once."""
+    build = build_dir()
+    if not any(build.glob("libinfiniops.so*")):
+        pytest.fail(f"{build} has no libinfiniops.so: rebuild it", pytrace=False)
+    root = tmp_path_factory.mktemp("cpp_example")
+    prefix = root / "prefix"
+    binary = root / "build"
+    _run(["cmake", "--install", str(build), "--prefix", str(prefix)], timeout=300)
+    _run(
+        ["cmake", "-S", str(EXAMPLE), "-B", str(binary), "-G", "Ninja"]
+        + [f"-DCMAKE_PREFIX_PATH={prefix}"],
+        timeout=300,
+    )
+    _run(["ninja", "-C", str(binary)], timeout=600)
+    run = subprocess.run(
+        [str(binary / EXE)],
+        capture_output=True,
+        text=True,
+        env=_env_without_library_path(),
+        timeout=300,
+    )
+    return SimpleNamespace(prefix=prefix, exe=binary / EXE, run=run)
+
+
+def _output(run: subprocess.CompletedProcess) -> str:
+    return (
+        f"exit {run.returncode}\n--- stdout (tail)\n{_tail(run.stdout)}\n"
+        f"--- stderr (tail)\n{_tail(run.stderr)}"
+    )
+
+
+def test_example_runs_and_every_check_passes(example):
+    run = example.run
+    assert run.returncode == 0, _output(run)
+    assert "FAIL" not in run.stdout, _output(run)
+    lines = [line for line in run.stdout.splitlines() if line.strip()]
+    checks = [line for line in lines if CHECK_LINE.match(line)]
+    others = [line for line in lines if not CHECK_LINE.match(line)]
+    assert all(line.startswith("ok   ") for line in checks), _output(run)
+    assert (
+        len(checks) >= MIN_CHECKS
+    ), f"{len(checks)} check lines, expected at least {MIN_CHECKS}\n" + _output(run)
+    # Nothing but check lines and the closing summary, which agrees with them.
+    assert len(others) == 1 and others == lines[-1:], _output(run)
+    summary = SUMMARY_LINE.match(others[0])
+    assert summary, _output(run)
+    assert (int(summary[1]), int(summary[2])) == (len(checks), 0), _output(run)
+
+
+def test_example_found_the_libraries_by_rpath(example):
+    # The run had no LD_LIBRARY_PATH: ldd resolves as the loader did.
+    ldd = _run(["ldd", str(example.exe)], env=_env_without_library_path()).stdout
+    assert "not found" not in ldd, ldd
+    lib = re.search(r"libinfiniops\.so\S* => (\S+)", ldd)
+    assert lib, ldd
+    assert Path(lib[1]).resolve().parent == (example.prefix / "lib").resolve(), ldd
+
+
+def test_installed_tree(example):
+    prefix = example.prefix
+    for path in (
+        "include/infiniops/ops.h",
+        "include/infiniops/core/tensor.h",
+        "include/infiniops/torch/aten_convert.h",
+        "lib/cmake/InfiniOps/InfiniOpsConfig.cmake",
+        "share/infiniops/manifest.json",
+    ):
+        assert (prefix / path).is_file(), f"{path} not installed under {prefix}"
+
+
+def test_installed_library_needs_no_python(example):
+    lib = example.prefix / "lib" / "libinfiniops.so"
+    assert lib.exists(), f"{lib} not installed"
+    dynamic = _run(["readelf", "-d", str(lib)]).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic)
+    assert any(name.startswith("libtorch_cpu") for name in needed), needed
+    assert not any(
+        name.startswith(("libpython", "libtorch_python")) for name in needed
+    ), needed
+    # Nor through its dependencies (libtorch, c10, ...).
+    ldd = _run(["ldd", str(lib)], env=_env_without_library_path()).stdout
+    assert "not found" not in ldd, ldd
+    assert not re.search(r"\blib(python|torch_python)", ldd), ldd
