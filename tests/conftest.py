@@ -88,6 +88,12 @@ def _fuzz_summary(terminalreporter):
         terminalreporter.write_line(
             f"runtime fuzz: {s['calls']} fuzzed calls of {s['ops']} ops "
             f"({s['examples']} examples, {s['seconds']:.1f} s in the worker)"
+            + (
+                "; from_blob wrappers: {rebound} re-bound, {fresh} fresh, "
+                "{dropped} not kept".format(**s["wrapper_pool"])
+                if "wrapper_pool" in s
+                else ""
+            )
         )
     specs = sys.modules.get("test_fuzz_specs")
     if specs is not None and specs.STATS["documents"]:

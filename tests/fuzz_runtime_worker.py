@@ -657,20 +657,23 @@ def run_example(m, op: OpFuzz, data) -> None:
     for reuse in (True, False):
         impl = data.draw(st.sampled_from(impls))
         direct = data.draw(st.integers(0, 4)) != 0
+        # from_blob: mostly the wrapper pool (re-bound wrappers, the
+        # default), sometimes fresh wrappers.
+        pool = reuse or data.draw(st.integers(0, 3)) != 0
         if name == "impl_native":
             impl = "native"
         impl_arg = {"impl_unknown": "cuda", "impl_int": 3}.get(name, impl)
         args, our_outs = _materialise(call)
-        desc = (
-            f"{op.name} misuse={name or '-'} implementation={impl_arg!r} "
-            f"reuse={reuse} direct={direct} outs:{call.notes or ' exact'} args="
-            + ", ".join(_describe(a) for a in call.args)
-            + (f" kwargs={ {k: _describe(v) for k, v in call.kwargs.items()} }")
+        desc = f"{op.name} misuse={name or '-'} implementation={impl_arg!r} " f"reuse={reuse} pool={pool} direct={direct} outs:{call.notes or ' exact'} args=" + ", ".join(
+            _describe(a) for a in call.args
+        ) + (
+            f" kwargs={ {k: _describe(v) for k, v in call.kwargs.items()} }"
         )
         print("CASE", desc, flush=True)
         fn = getattr(m, op.name)
         m.set_handle_reuse(reuse)
         m.set_direct_mode(direct)
+        m.set_wrapper_pool(pool)
         STATS["calls"] += 1
         per = STATS["per_op"].setdefault(op.name, {"calls": 0, "raised": 0})
         per["calls"] += 1
@@ -688,6 +691,7 @@ def run_example(m, op: OpFuzz, data) -> None:
         finally:
             m.set_handle_reuse(True)
             m.set_direct_mode(True)
+            m.set_wrapper_pool(True)
         if ours is not None:
             per["raised"] += 1
             if DEBUG:
@@ -780,6 +784,8 @@ def main() -> int:
         "calls": STATS["calls"],
         "examples": STATS["examples"],
         "per_op": STATS["per_op"],
+        # The main thread's wrapper pool over the run (the from_blob calls).
+        "wrapper_pool": m._debug_wrapper_pool(False),
         "failures": failures,
         "seconds": round(time.perf_counter() - start, 2),
     }

@@ -89,6 +89,11 @@ def test_fuzzed_calls_match_pytorch(ops):
     assert summary["ops"] >= MIN_OPS
     if EXAMPLES_PER_OP >= 100:
         assert summary["calls"] >= MIN_CALLS, summary["calls"]
+    # The from_blob calls ran mostly on re-bound wrappers, some fresh, and
+    # some wrappers were not kept (an output ATen resized or restrided, ...).
+    pool = summary["wrapper_pool"]
+    STATS.update(wrapper_pool=pool)
+    assert pool["rebound"] > pool["fresh"] > 0, pool
 
 
 def test_a_crash_in_the_worker_names_the_case():

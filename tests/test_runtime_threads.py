@@ -114,15 +114,23 @@ def _expected(ops, inputs):
     return expected
 
 
-@pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "from_blob"])
-def test_threads_on_shared_inputs_match_a_serial_run(ops, reuse):
+@pytest.mark.parametrize(
+    "reuse, pool",
+    [(True, True), (False, True), (False, False)],
+    ids=["reuse", "from_blob", "from_blob_fresh"],
+)
+def test_threads_on_shared_inputs_match_a_serial_run(ops, reuse, pool):
     """8 threads x 1,000 calls on the same input tensors, each thread with its
     own outputs, cycling through ops and implementations: every output equals
-    the serial run's, bit for bit, and the inputs are unchanged."""
+    the serial run's, bit for bit, and the inputs are unchanged. On the
+    from_blob path, each thread's wrapper pool re-binds its wrappers (or,
+    without the pool, makes fresh ones)."""
     from runtime_conftest_helpers import handle_reuse
 
     inputs = _inputs()
     snapshot = {k: v.clone() for k, v in inputs.items()}
+    pools: dict[int, dict] = {}
+    ops.set_wrapper_pool(pool)
     with handle_reuse(ops, reuse):
         expected = _expected(ops, inputs)
         errors: list[str] = []
@@ -131,6 +139,7 @@ def test_threads_on_shared_inputs_match_a_serial_run(ops, reuse):
 
         def work(k: int) -> None:
             outs = {name: _outs(name) for name in NAMES}  # this thread's own
+            ops._debug_wrapper_pool(True)  # this thread's counts from here
             barrier.wait()  # start together
             try:
                 for i in range(CALLS_PER_THREAD):
@@ -144,6 +153,7 @@ def test_threads_on_shared_inputs_match_a_serial_run(ops, reuse):
                         if not torch.equal(mine[key], want):
                             errors.append(f"thread {k} call {i}: {name} ({impl}) {key}")
                     done[k] += 1
+                pools[k] = ops._debug_wrapper_pool(False)
             except Exception as e:  # noqa: BLE001 - reported below
                 errors.append(f"thread {k}: {type(e).__name__}: {e}")
 
@@ -152,10 +162,18 @@ def test_threads_on_shared_inputs_match_a_serial_run(ops, reuse):
             t.start()
         for t in threads:
             t.join()
+        ops.set_wrapper_pool(True)
     assert errors == [], errors[:10]
     assert done == [CALLS_PER_THREAD] * THREADS
     for k, v in inputs.items():
         assert torch.equal(v, snapshot[k]), f"input {k} was modified"
+    for k, stats in pools.items():
+        if reuse:  # handles: no wrapper at all
+            assert stats["rebound"] == stats["fresh"] == 0, (k, stats)
+        elif pool:  # re-bound in the steady state: at most a few fresh ones
+            assert stats["rebound"] > 10 * stats["fresh"] > 0, (k, stats)
+        else:
+            assert stats["rebound"] == 0 and stats["fresh"] > 0, (k, stats)
 
 
 def test_large_calls_run_concurrently(ops):

@@ -125,11 +125,16 @@ at::Scalar to_aten(const Scalar& s) {
 
 namespace {
 
-std::size_t storage_bytes(const Tensor& t, at::IntArrayRef sizes, at::IntArrayRef strides,
-                          c10::ScalarType dtype) {
-  return t.numel() == 0 ? 0
-                        : at::detail::computeStorageNbytes(sizes, strides,
-                                                           c10::elementSize(dtype));
+// The bytes t's elements span (the storage size from_blob gives it):
+// computeStorageNbytes without its overflow checks, which the core Tensor's
+// own (non-negative sizes of memory the caller holds) make moot.
+std::size_t span_bytes(const Tensor& t) noexcept {
+  int64_t last = 0;
+  for (std::size_t d = 0; d < t.shape().size(); ++d) {
+    if (t.shape()[d] == 0) return 0;
+    last += (t.shape()[d] - 1) * t.strides()[d];
+  }
+  return static_cast<std::size_t>(last + 1) * t.element_size();
 }
 
 at::Tensor make_wrapper(const Tensor& t, c10::ScalarType dtype, c10::Device device) {
@@ -139,7 +144,7 @@ at::Tensor make_wrapper(const Tensor& t, c10::ScalarType dtype, c10::Device devi
   // device allocator: some out= kernels (mse_loss with a reduction) resize
   // their output on the way, and a fixed storage would make them fail.
   // check_output copies a result that moved back into the caller's memory.
-  c10::Storage storage(c10::Storage::use_byte_size_t(), storage_bytes(t, sizes, strides, dtype),
+  c10::Storage storage(c10::Storage::use_byte_size_t(), span_bytes(t),
                        c10::DataPtr(t.data(), device), c10::GetAllocator(device.type()),
                        /*resizable=*/true);
   auto tensor = at::detail::make_tensor<c10::TensorImpl>(
@@ -202,14 +207,32 @@ bool rebindable(const at::Tensor& wrapper) noexcept {
   return alone;
 }
 
-void rebind(c10::TensorImpl* impl, const Tensor& t, c10::ScalarType dtype, c10::Device device) {
-  const at::IntArrayRef sizes(t.shape().data(), t.shape().size());
-  const at::IntArrayRef strides(t.strides().data(), t.strides().size());
+bool same_geometry(const c10::TensorImpl* impl, const Tensor& t) noexcept {
+  const auto sizes = impl->sizes();
+  const auto strides = impl->strides();
+  const std::size_t n = t.shape().size();
+  if (sizes.size() != n || impl->storage_offset() != 0) return false;
+  for (std::size_t d = 0; d < n; ++d) {
+    if (sizes[d] != t.shape()[d] || strides[d] != t.strides()[d]) return false;
+  }
+  return true;
+}
+
+void rebind(c10::TensorImpl* impl, const Tensor& t, c10::Device device) {
   c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
-  // Frees what ATen allocated if it resized this wrapper last time.
-  storage->set_data_ptr_noswap(c10::DataPtr(t.data(), device));
-  storage->set_nbytes(storage_bytes(t, sizes, strides, dtype));
-  impl->set_sizes_and_strides(sizes, strides, /*storage_offset=*/0);
+  const at::DataPtr& current = storage->_mutable_data_ptr_no_checks();
+  // The same memory and geometry as its last call (a caller's loop over the
+  // same buffers): only the version is left to reset. A storage ATen
+  // reallocated (a resize) has another pointer and an owning context.
+  const bool same_memory = current.get() == t.data() && current.get_context() == nullptr;
+  if (!same_memory || !same_geometry(impl, t)) {
+    // Frees what ATen allocated if it resized this wrapper last time.
+    storage->set_data_ptr_noswap(c10::DataPtr(t.data(), device));
+    storage->set_nbytes(span_bytes(t));
+    impl->set_sizes_and_strides(at::IntArrayRef(t.shape().data(), t.shape().size()),
+                                at::IntArrayRef(t.strides().data(), t.strides().size()),
+                                /*storage_offset=*/0);
+  }
   // Versions count this call's writes only (propagate_writes reads them).
   const auto& version = impl->version_counter();
   if (version.enabled()) const_cast<c10::VariableVersion&>(version).set_version(0);
@@ -233,7 +256,7 @@ at::Tensor pooled_from_blob(const Tensor& t) {
         pool.entries[k] = pool.entries[--pool.size];
         auto wrapper = at::Tensor(
             c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(impl));
-        rebind(impl, t, dtype, device);
+        rebind(impl, t, device);
         ++pool.stats.rebound;
         return wrapper;
       }
@@ -246,10 +269,10 @@ at::Tensor pooled_from_blob(const Tensor& t) {
 void give_back(at::Tensor&& wrapper) noexcept {
   WrapperPool& pool = t_pool;
   c10::TensorImpl* impl = wrapper.unsafeGetTensorImpl();
-  // Under a mode the wrapper may have met Python (a TorchDispatchMode): let
-  // it go.
+  // Wrappers are handed out only outside framework modes; one that met
+  // Python anyway (a Python kernel) has a PyObject and is let go.
   if (!wrapper.defined() || !g_wrapper_pool.load(std::memory_order_relaxed) ||
-      pool.size == kPoolWrappers || framework_mode_active() || !rebindable(wrapper)) {
+      pool.size == kPoolWrappers || !rebindable(wrapper)) {
     ++pool.stats.dropped;
     return;  // the wrapper's own destructor releases it
   }
@@ -302,7 +325,7 @@ std::pair<uintptr_t, uintptr_t> byte_range(const Tensor& t) {
     const intptr_t span = static_cast<intptr_t>(t.shape()[d] - 1) * t.strides()[d];
     (span < 0 ? lo : hi) += span;
   }
-  const intptr_t item = static_cast<intptr_t>(c10::elementSize(to_aten(t.dtype())));
+  const intptr_t item = static_cast<intptr_t>(t.element_size());
   const auto base = reinterpret_cast<intptr_t>(t.data());
   return {static_cast<uintptr_t>(base + lo * item),
           static_cast<uintptr_t>(base + (hi + 1) * item)};
