@@ -140,3 +140,59 @@ def test_installed_library_needs_no_python(example):
     ldd = _run(["ldd", str(lib)], env=_env_without_library_path()).stdout
     assert "not found" not in ldd, ldd
     assert not re.search(r"\blib(python|torch_python)", ldd), ldd
+
+
+# --- benchmarks/cpp against the same prefix: the wrapper pool's checks and a
+# short run of the C++ benchmark (its figures are not asserted: the bench
+# measures, docs/performance.md reports).
+
+BENCHMARKS = REPO / "benchmarks" / "cpp"
+MIN_POOL_CHECKS = 18
+
+
+@pytest.fixture(scope="module")
+def benchmarks(example, tmp_path_factory) -> Path:
+    binary = tmp_path_factory.mktemp("cpp_bench") / "build"
+    _run(
+        ["cmake", "-S", str(BENCHMARKS), "-B", str(binary), "-G", "Ninja"]
+        + [f"-DCMAKE_PREFIX_PATH={example.prefix}"],
+        timeout=300,
+    )
+    _run(["ninja", "-C", str(binary)], timeout=600)
+    return binary
+
+
+def test_wrapper_pool_checks_pass(benchmarks):
+    run = subprocess.run(
+        [str(benchmarks / "wrapper_pool_check")],
+        capture_output=True,
+        text=True,
+        env=_env_without_library_path(),
+        timeout=300,
+    )
+    assert run.returncode == 0, _output(run)
+    checks = [l for l in run.stdout.splitlines() if CHECK_LINE.match(l)]
+    assert len(checks) >= MIN_POOL_CHECKS, _output(run)
+    assert all(l.startswith("ok   ") for l in checks), _output(run)
+    assert f"{len(checks)} checks, 0 failed" in run.stdout, _output(run)
+
+
+def test_cpp_benchmark_runs(benchmarks):
+    run = subprocess.run(
+        [str(benchmarks / "from_blob_bench"), "--rounds", "3", "--calls", "200"],
+        capture_output=True,
+        text=True,
+        env=_env_without_library_path(),
+        timeout=300,
+    )
+    assert run.returncode == 0, _output(run)
+    rows = [l for l in run.stdout.splitlines() if l.startswith("| ") and "---" not in l]
+    ops = [row.split("|")[1].strip() for row in rows[1:]]
+    assert ops == ["abs", "add", "sum", "mm", "cat", "native_layer_norm", "rms_norm"]
+    for row in rows[1:]:
+        # allocations per call, re-bound / fresh / handle: the re-bound
+        # wrappers allocate no more than handles do, fresh ones more.
+        rebound, fresh, handle = (
+            float(x) for x in row.split("|")[-2].strip().split(" / ")
+        )
+        assert rebound == handle < fresh, row
