@@ -97,33 +97,35 @@ void geometry_changes() {
 
 void held_reference() {
   std::vector<float> x{1, -2, 3}, y{-4, 5, -6, 7};
+  const io::Tensor tx = f32(x, {3}), ty = f32(y, {4}), ty2 = f32(y, {2, 2});
+  const uint32_t key = tb::wrapper_key(tx);  // float32, CPU: all three
   tb::clear_wrapper_pool();
-  at::Tensor wrapper = tb::pooled_from_blob(f32(x, {3}));
+  at::Tensor wrapper = tb::pooled_from_blob(tx);
   at::Tensor extra = wrapper;  // as if ATen kept it beyond the call
   c10::TensorImpl* impl = wrapper.unsafeGetTensorImpl();
-  tb::give_back(std::move(wrapper));
+  tb::give_back(std::move(wrapper), key);
   auto stats = tb::wrapper_pool_stats();
   check(stats.dropped == 1 && stats.pooled == 0, "a wrapper still referenced is not kept");
-  at::Tensor next = tb::pooled_from_blob(f32(y, {4}));
+  at::Tensor next = tb::pooled_from_blob(ty);
   check(next.unsafeGetTensorImpl() != impl && extra.data_ptr() == x.data() &&
             extra.numel() == 3 && next.data_ptr() == y.data(),
         "and never re-bound: its holder keeps the memory and shape it had");
-  tb::give_back(std::move(next));
+  tb::give_back(std::move(next), key);
 
-  at::Tensor w2 = tb::pooled_from_blob(f32(x, {3}));
+  at::Tensor w2 = tb::pooled_from_blob(tx);
   at::Tensor view = w2.view({3, 1});  // shares the storage
-  tb::give_back(std::move(w2));
+  tb::give_back(std::move(w2), key);
   check(tb::wrapper_pool_stats().dropped == 2, "nor one whose storage a view shares");
 
   tb::clear_wrapper_pool();
-  at::Tensor w3 = tb::pooled_from_blob(f32(x, {3}));
+  at::Tensor w3 = tb::pooled_from_blob(tx);
   c10::TensorImpl* kept = w3.unsafeGetTensorImpl();
-  tb::give_back(std::move(w3));
-  at::Tensor w4 = tb::pooled_from_blob(f32(y, {2, 2}));
+  tb::give_back(std::move(w3), key);
+  at::Tensor w4 = tb::pooled_from_blob(ty2);
   check(w4.unsafeGetTensorImpl() == kept && w4.data_ptr() == y.data() &&
             w4.sizes() == at::IntArrayRef({2, 2}) && w4.storage().nbytes() == 16,
         "an unshared one is re-bound: same TensorImpl, new memory, shape and size");
-  tb::give_back(std::move(w4));
+  tb::give_back(std::move(w4), key);
 }
 
 void resize_and_errors() {
@@ -206,12 +208,13 @@ void inference_mode() {
   }
   bool ok = true;
   try {
-    io::abs(tx, to, kTorch);  // wrappers made in inference mode stay there
+    io::abs(tx, to, kTorch);  // the wrappers made in inference mode, re-bound
   } catch (const std::exception& e) {
     ok = false;
     std::printf("     %s\n", e.what());
   }
-  check(ok && abs_matches(x, o), "inference-mode wrappers are not re-bound outside it");
+  check(ok && abs_matches(x, o),
+        "wrappers made in InferenceMode serve calls outside it (never inference tensors)");
 }
 
 template <class T>

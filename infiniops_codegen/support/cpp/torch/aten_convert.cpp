@@ -147,6 +147,11 @@ at::Tensor make_wrapper(const Tensor& t, c10::ScalarType dtype, c10::Device devi
   c10::Storage storage(c10::Storage::use_byte_size_t(), span_bytes(t),
                        c10::DataPtr(t.data(), device), c10::GetAllocator(device.type()),
                        /*resizable=*/true);
+  // Never an inference tensor: made in InferenceMode it would have no
+  // version counter and refuse writes outside it, so the pool could not
+  // serve it there. A normal tensor written in InferenceMode is what
+  // PyTorch's own out= call does to a normal output.
+  const c10::InferenceMode normal(false);
   auto tensor = at::detail::make_tensor<c10::TensorImpl>(
       std::move(storage),
       c10::DispatchKeySet(c10::computeDispatchKey(dtype, c10::kStrided, device)),
@@ -157,50 +162,57 @@ at::Tensor make_wrapper(const Tensor& t, c10::ScalarType dtype, c10::Device devi
 
 // --- The wrapper pool ------------------------------------------------------------
 // Per thread: a few wrappers, each with the pool's only reference, keyed by
-// what re-binding does not change (dtype, device, inference or not: the
-// dispatch keys a TensorImpl is made with).
+// what re-binding does not change (dtype and device: the dispatch keys a
+// TensorImpl is made with). Wrappers are never inference tensors (make_wrapper),
+// so one serves calls in and out of InferenceMode alike.
 
 constexpr int kPoolWrappers = 32;  // per thread; more in one call are made fresh
 
-uint64_t pool_key(c10::ScalarType dtype, c10::Device device, bool inference) noexcept {
-  return static_cast<uint64_t>(static_cast<uint8_t>(dtype)) |
-         static_cast<uint64_t>(static_cast<uint8_t>(device.type())) << 8 |
-         static_cast<uint64_t>(static_cast<uint8_t>(device.index())) << 16 |
-         static_cast<uint64_t>(inference) << 24;
-}
-
+// Trivially destructible, so reaching it costs no initialisation check; the
+// wrappers it holds at thread exit are released by PoolRelease, made once a
+// thread first keeps one.
 struct WrapperPool {
   struct Entry {
-    uint64_t key;
+    uint32_t key;
     c10::TensorImpl* impl;  // holds one reference
   };
-  std::array<Entry, kPoolWrappers> entries;
-  int size = 0;
+  Entry entries[kPoolWrappers];
+  int size;
+  bool releases;  // this thread's PoolRelease exists
   WrapperPoolStats stats;
 
   void clear() noexcept {
     while (size > 0) c10::raw::intrusive_ptr::decref(entries[--size].impl);
     stats = {};
   }
-  ~WrapperPool() { clear(); }
 };
 
-thread_local WrapperPool t_pool;
+thread_local WrapperPool t_pool{};
+
+struct PoolRelease {
+  ~PoolRelease() { t_pool.clear(); }
+};
 
 // Nobody but the caller (one reference) holds the wrapper or its storage,
 // and it is still the plain dense tensor from_blob made: re-binding it then
 // changes nothing anyone else can see.
 bool rebindable(const at::Tensor& wrapper) noexcept {
+  // What from_blob made it, still: a plain dense tensor (no conj or neg bit,
+  // no Python dispatch) without autograd state, and no Python object (it met
+  // Python: a TorchDispatchMode or a Python kernel saw it).
+  constexpr c10::DispatchKeySet kChanged(
+      {c10::DispatchKey::Conjugate, c10::DispatchKey::Negative, c10::DispatchKey::Python,
+       c10::DispatchKey::PythonTLSSnapshot});
   if (wrapper.use_count() != 1 || wrapper.weak_use_count() != 1) return false;
   const c10::TensorImpl* impl = wrapper.unsafeGetTensorImpl();
-  if (impl->autograd_meta() != nullptr || impl->is_conj() || impl->is_neg() ||
-      impl->is_python_dispatch() || impl->pyobj_slot()->load_pyobj() != nullptr ||
-      !impl->has_storage()) {
+  if (!(impl->key_set() & kChanged).empty() || impl->autograd_meta() != nullptr ||
+      impl->pyobj_slot()->load_pyobj() != nullptr || !impl->has_storage()) {
     return false;
   }
+  // Nobody else holds its storage (a view ATen kept): counted without
+  // touching the counts.
   c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
   if (storage == nullptr || !storage->resizable()) return false;
-  // Counted without touching the counts.
   auto counted = c10::intrusive_ptr<c10::StorageImpl>::reclaim(storage);
   const bool alone = counted.use_count() == 1 && counted.weak_use_count() == 1;
   (void)counted.release();
@@ -218,8 +230,8 @@ bool same_geometry(const c10::TensorImpl* impl, const Tensor& t) noexcept {
   return true;
 }
 
-void rebind(c10::TensorImpl* impl, const Tensor& t, c10::Device device) {
-  c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
+void rebind(c10::TensorImpl* impl, const Tensor& t) {
+  c10::StorageImpl* storage = impl->unsafe_storage().unsafeGetStorageImpl();
   const at::DataPtr& current = storage->_mutable_data_ptr_no_checks();
   // The same memory and geometry as its last call (a caller's loop over the
   // same buffers): only the version is left to reset. A storage ATen
@@ -227,7 +239,8 @@ void rebind(c10::TensorImpl* impl, const Tensor& t, c10::Device device) {
   const bool same_memory = current.get() == t.data() && current.get_context() == nullptr;
   if (!same_memory || !same_geometry(impl, t)) {
     // Frees what ATen allocated if it resized this wrapper last time.
-    storage->set_data_ptr_noswap(c10::DataPtr(t.data(), device));
+    // Same device: the pool's key.
+    storage->set_data_ptr_noswap(c10::DataPtr(t.data(), impl->device()));
     storage->set_nbytes(span_bytes(t));
     impl->set_sizes_and_strides(at::IntArrayRef(t.shape().data(), t.shape().size()),
                                 at::IntArrayRef(t.strides().data(), t.strides().size()),
@@ -245,39 +258,36 @@ at::Tensor from_blob(const Tensor& t) {
 }
 
 at::Tensor pooled_from_blob(const Tensor& t) {
-  const c10::ScalarType dtype = to_aten(t.dtype());
-  const c10::Device device = to_aten(t.device());
   WrapperPool& pool = t_pool;
-  if (g_wrapper_pool.load(std::memory_order_relaxed) && !framework_mode_active()) [[likely]] {
-    const uint64_t key = pool_key(dtype, device, c10::InferenceMode::is_enabled());
+  if (g_wrapper_pool.load(std::memory_order_relaxed)) [[likely]] {
+    const uint32_t key = wrapper_key(t);
     for (int k = pool.size; k-- > 0;) {
       if (pool.entries[k].key == key) {
         c10::TensorImpl* impl = pool.entries[k].impl;
         pool.entries[k] = pool.entries[--pool.size];
-        auto wrapper = at::Tensor(
-            c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(impl));
-        rebind(impl, t, device);
+        rebind(impl, t);
         ++pool.stats.rebound;
-        return wrapper;
+        // The pool's reference passes to the caller's at::Tensor.
+        return at::Tensor(
+            c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(impl));
       }
     }
   }
   ++pool.stats.fresh;
-  return make_wrapper(t, dtype, device);
+  return make_wrapper(t, to_aten(t.dtype()), to_aten(t.device()));
 }
 
-void give_back(at::Tensor&& wrapper) noexcept {
+void give_back(at::Tensor&& wrapper, uint32_t key) noexcept {
   WrapperPool& pool = t_pool;
-  c10::TensorImpl* impl = wrapper.unsafeGetTensorImpl();
-  // Wrappers are handed out only outside framework modes; one that met
-  // Python anyway (a Python kernel) has a PyObject and is let go.
   if (!wrapper.defined() || !g_wrapper_pool.load(std::memory_order_relaxed) ||
       pool.size == kPoolWrappers || !rebindable(wrapper)) {
     ++pool.stats.dropped;
     return;  // the wrapper's own destructor releases it
   }
-  const uint64_t key =
-      pool_key(c10::typeMetaToScalarType(impl->dtype()), impl->device(), impl->is_inference());
+  if (!pool.releases) [[unlikely]] {
+    thread_local PoolRelease release;  // once per thread
+    pool.releases = true;
+  }
   pool.entries[pool.size++] = WrapperPool::Entry{key, wrapper.unsafeReleaseTensorImpl()};
   ++pool.stats.kept;
 }
@@ -290,9 +300,28 @@ WrapperPoolStats wrapper_pool_stats() noexcept {
 
 void clear_wrapper_pool() noexcept { t_pool.clear(); }
 
+void check_rebuilt_output(const Tensor& t, const at::Tensor& a, const char* op,
+                          const char* name) {
+  const c10::TensorImpl* impl = a.unsafeGetTensorImpl();
+  const auto sizes = impl->sizes();
+  const auto strides = impl->strides();
+  const std::size_t n = t.shape().size();
+  bool same = sizes.size() == n;
+  for (std::size_t d = 0; same && d < n; ++d) {
+    same = sizes[d] == t.shape()[d] && strides[d] == t.strides()[d];
+  }
+  if (!same) [[unlikely]] output_not_resizable(t, a, op, name);
+  if (impl->numel() != 0) {
+    const auto* data = static_cast<const std::byte*>(impl->unsafe_storage().data()) +
+                       impl->storage_offset() * static_cast<int64_t>(impl->itemsize());
+    if (data != t.data()) [[unlikely]] copy_back_moved_output(t, a);
+  }
+  if (t.has_handle()) propagate_writes(t, a);
+}
+
 void propagate_writes(const Tensor& t, const at::Tensor& a) {
-  // A stand-in made in inference mode tracks no versions; the dispatcher then
-  // bumped the source once for this call's write.
+  // Stand-ins are normal tensors (make_wrapper) and count their writes; a
+  // counter that is off (a stand-in made otherwise) means one write.
   const auto& counter = a.unsafeGetTensorImpl()->version_counter();
   t.handle().written(counter.enabled() ? static_cast<int64_t>(counter.current_version()) : 1);
 }
@@ -318,14 +347,16 @@ namespace {
 
 // [first, last) bytes a tensor can touch; empty for zero elements.
 std::pair<uintptr_t, uintptr_t> byte_range(const Tensor& t) {
-  if (t.numel() == 0) return {0, 0};
   intptr_t lo = 0;
   intptr_t hi = 0;
-  for (std::size_t d = 0; d < t.shape().size(); ++d) {
-    const intptr_t span = static_cast<intptr_t>(t.shape()[d] - 1) * t.strides()[d];
+  const Dims& shape = t.shape();
+  const Dims& strides = t.strides();
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return {0, 0};
+    const intptr_t span = static_cast<intptr_t>(shape[d] - 1) * strides[d];
     (span < 0 ? lo : hi) += span;
   }
-  const intptr_t item = static_cast<intptr_t>(t.element_size());
+  const auto item = static_cast<intptr_t>(t.element_size());
   const auto base = reinterpret_cast<intptr_t>(t.data());
   return {static_cast<uintptr_t>(base + lo * item),
           static_cast<uintptr_t>(base + (hi + 1) * item)};
@@ -340,14 +371,14 @@ bool same_view(const Tensor& a, const Tensor& b) {
 
 void check_overlap_slow(const char* op, std::initializer_list<const Tensor*> outs,
                         std::initializer_list<const Tensor*> ins) {
-  auto overlaps = [](const Tensor& a, const Tensor& b) {
-    const auto [a_lo, a_hi] = byte_range(a);
+  auto overlaps = [](std::pair<uintptr_t, uintptr_t> a, const Tensor& b) {
     const auto [b_lo, b_hi] = byte_range(b);
-    return a_lo < a_hi && b_lo < b_hi && a_lo < b_hi && b_lo < a_hi;
+    return a.first < a.second && b_lo < b_hi && a.first < b_hi && b_lo < a.second;
   };
   for (auto o = outs.begin(); o != outs.end(); ++o) {
+    const auto range = byte_range(**o);
     for (const Tensor* t : ins) {
-      if (t != nullptr && !same_view(**o, *t) && overlaps(**o, *t)) {
+      if (t != nullptr && overlaps(range, *t) && !same_view(**o, *t)) {
         throw Error(std::string(op) +
                     "(): unsupported operation: some elements of the input tensor and "
                     "the written-to tensor refer to a single memory location. Please "
@@ -355,7 +386,7 @@ void check_overlap_slow(const char* op, std::initializer_list<const Tensor*> out
       }
     }
     for (auto other = std::next(o); other != outs.end(); ++other) {
-      if (overlaps(**o, **other)) {
+      if (overlaps(range, **other)) {
         throw Error(std::string(op) +
                     "(): unsupported operation: two outputs refer to the same memory "
                     "location. Please pass separate output tensors.");

@@ -58,13 +58,18 @@ at::Tensor from_blob(const Tensor& t);
 // (then it is left to its holders and never re-bound), it gained autograd or
 // Python state, or the pool is full. Re-binding also undoes whatever ATen did
 // to it (a resize, a new storage size): each call starts from the caller's
-// geometry. Off (g_wrapper_pool false), under a framework mode, and for
-// wrappers that a mode could have kept: a fresh one per call. One pool per
-// thread: no locks, and a wrapper is re-bound only by the thread holding the
-// pool's only reference.
+// geometry. Off (g_wrapper_pool false): a fresh one per call, let go after
+// it. One pool per thread: no locks, and a wrapper is re-bound only by the
+// thread holding the pool's only reference. Wrappers are keyed by the core
+// dtype and device they were made for (wrapper_key).
 extern std::atomic<bool> g_wrapper_pool;
 at::Tensor pooled_from_blob(const Tensor& t);
-void give_back(at::Tensor&& wrapper) noexcept;
+void give_back(at::Tensor&& wrapper, uint32_t key) noexcept;
+inline uint32_t wrapper_key(const Tensor& t) noexcept {
+  return static_cast<uint32_t>(static_cast<uint8_t>(t.dtype())) |
+         static_cast<uint32_t>(static_cast<uint8_t>(t.device().type)) << 8 |
+         static_cast<uint32_t>(static_cast<uint16_t>(t.device().index)) << 16;
+}
 
 // The calling thread's pool so far (a test and benchmark hook).
 struct WrapperPoolStats {
@@ -121,13 +126,13 @@ class AtenTensor {
   explicit AtenTensor(c10::TensorImpl* borrowed, bool dispatch_only = false) noexcept
       : tensor_(unowned(borrowed)), kind_(Kind::kBorrowed), dispatch_only_(dispatch_only) {}
   explicit AtenTensor(at::Tensor&& owned) noexcept : tensor_(std::move(owned)) {}
-  AtenTensor(Pooled, at::Tensor&& wrapper) noexcept
-      : tensor_(std::move(wrapper)), kind_(Kind::kPooled) {}
+  AtenTensor(Pooled, at::Tensor&& wrapper, uint32_t key) noexcept
+      : tensor_(std::move(wrapper)), kind_(Kind::kPooled), key_(key) {}
   ~AtenTensor() {
     if (kind_ == Kind::kBorrowed) {
       (void)tensor_.unsafeReleaseTensorImpl();  // no decref
     } else if (kind_ == Kind::kPooled) {
-      give_back(std::move(tensor_));
+      give_back(std::move(tensor_), key_);
     }
   }
   AtenTensor(const AtenTensor&) = delete;
@@ -144,13 +149,14 @@ class AtenTensor {
   at::Tensor tensor_;
   Kind kind_ = Kind::kOwned;
   bool dispatch_only_ = false;
+  uint32_t key_ = 0;  // kPooled: wrapper_key of the tensor it was made for
 };
 
 inline AtenTensor to_aten(const Tensor& t) {
   if (c10::TensorImpl* impl = reusable_impl(t)) [[likely]] {
     return AtenTensor(impl, t.handle().opaque());
   }
-  return AtenTensor(AtenTensor::Pooled{}, pooled_from_blob(t));
+  return AtenTensor(AtenTensor::Pooled{}, pooled_from_blob(t), wrapper_key(t));
 }
 
 // A tensor on the lane (lane.h): the caller's own TensorImpl, borrowed.
@@ -175,13 +181,13 @@ class AtenOptionalTensor {
   AtenOptionalTensor() noexcept = default;
   explicit AtenOptionalTensor(c10::TensorImpl* borrowed, bool dispatch_only = false) noexcept
       : tensor_(unowned(borrowed)), borrowed_(true), dispatch_only_(dispatch_only) {}
-  AtenOptionalTensor(AtenTensor::Pooled, at::Tensor&& wrapper) noexcept
-      : tensor_(std::move(wrapper)), pooled_(true) {}
+  AtenOptionalTensor(AtenTensor::Pooled, at::Tensor&& wrapper, uint32_t key) noexcept
+      : tensor_(std::move(wrapper)), pooled_(true), key_(key) {}
   ~AtenOptionalTensor() {
     if (borrowed_) {
       (void)tensor_->unsafeReleaseTensorImpl();
     } else if (pooled_) {
-      give_back(std::move(*tensor_));
+      give_back(std::move(*tensor_), key_);
     }
   }
   AtenOptionalTensor(const AtenOptionalTensor&) = delete;
@@ -196,6 +202,7 @@ class AtenOptionalTensor {
   bool borrowed_ = false;
   bool pooled_ = false;
   bool dispatch_only_ = false;
+  uint32_t key_ = 0;
 };
 
 inline AtenOptionalTensor to_aten(const std::optional<Tensor>& t) {
@@ -203,7 +210,7 @@ inline AtenOptionalTensor to_aten(const std::optional<Tensor>& t) {
   if (c10::TensorImpl* impl = reusable_impl(*t)) [[likely]] {
     return AtenOptionalTensor(impl, t->handle().opaque());
   }
-  return AtenOptionalTensor(AtenTensor::Pooled{}, pooled_from_blob(*t));
+  return AtenOptionalTensor(AtenTensor::Pooled{}, pooled_from_blob(*t), wrapper_key(*t));
 }
 
 inline AtenOptionalTensor to_aten(OptionalTensorRef t) noexcept {
@@ -236,22 +243,25 @@ inline AtenBorrowedList to_aten(TensorListRef list) { return AtenBorrowedList(li
 
 // Holds converted tensors and converts to each list parameter type ATen
 // uses. Elements on the from_blob path are the pool's (the first 64; marked
-// in `pooled`), given back when the list goes.
+// in `pooled`, their keys in `keys`), given back when the list goes.
 class AtenTensorList {
  public:
   AtenTensorList() = default;
   AtenTensorList(AtenTensorList&& other) noexcept
-      : items(std::move(other.items)), pooled(std::exchange(other.pooled, 0)) {}
+      : items(std::move(other.items)),
+        keys(std::move(other.keys)),
+        pooled(std::exchange(other.pooled, 0)) {}
   AtenTensorList& operator=(AtenTensorList&&) = delete;
   ~AtenTensorList() {
     for (std::size_t k = 0; pooled != 0 && k < items.size() && k < 64; ++k) {
-      if (pooled & (uint64_t{1} << k)) give_back(std::move(items[k]));
+      if (pooled & (uint64_t{1} << k)) give_back(std::move(items[k]), keys[k]);
     }
   }
   operator at::TensorList() const { return items; }
   operator at::ITensorListRef() const { return at::TensorList(items); }
 
   c10::SmallVector<at::Tensor, 8> items;
+  c10::SmallVector<uint32_t, 8> keys;  // parallel to items where pooled
   uint64_t pooled = 0;
 };
 
@@ -263,6 +273,8 @@ inline AtenTensorList to_aten(std::span<const Tensor> ts) {
       list.items.push_back(at::Tensor(
           c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim_copy(impl)));
     } else if (list.items.size() < 64) {
+      list.keys.resize(list.items.size() + 1);
+      list.keys.back() = wrapper_key(t);
       list.pooled |= uint64_t{1} << list.items.size();
       list.items.push_back(pooled_from_blob(t));
     } else {
@@ -385,18 +397,12 @@ void copy_back_moved_output(const Tensor& t, const at::Tensor& a);
 // the stand-in, so its version counter moves exactly as PyTorch's would.
 void propagate_writes(const Tensor& t, const at::Tensor& a);
 
+void check_rebuilt_output(const Tensor& t, const at::Tensor& a, const char* op,
+                          const char* name);
 inline void check_output(const Tensor& t, const at::Tensor& a, const char* op,
                          const char* name) {
   if (a.unsafeGetTensorImpl() == t.handle().get()) return;  // reused: ATen resized it
-  if (a.sizes() != at::IntArrayRef(t.shape().data(), t.shape().size()) ||
-      a.strides() != at::IntArrayRef(t.strides().data(), t.strides().size()))
-      [[unlikely]] {
-    output_not_resizable(t, a, op, name);
-  }
-  if (t.numel() != 0 && a.data_ptr() != t.data()) [[unlikely]] {
-    copy_back_moved_output(t, a);
-  }
-  if (t.has_handle()) propagate_writes(t, a);
+  check_rebuilt_output(t, a, op, name);
 }
 
 inline void check_output(std::span<const Tensor> ts, const AtenTensorList& as,
