@@ -87,4 +87,8 @@ def summary_lines() -> list[str]:
     """The harness counts of the tests that ran (tests/conftest.py prints them)."""
     if not RESULTS:
         return []
-    return report.summary_lines(report.summarize(RESULTS))
+    w = run.FROM_BLOB_WRAPPERS
+    return report.summary_lines(report.summarize(RESULTS)) + [
+        f"  from_blob runs: {w['rebound']} wrappers re-bound, {w['fresh']} made "
+        f"fresh, {w['dropped']} not kept"
+    ]

@@ -47,6 +47,12 @@ VARIANTS = (
 PATHS = ("lane", "reuse", "from_blob", "dispatcher")
 
 
+# The from_blob runs' at::Tensor wrappers (the calling thread's wrapper
+# pool, aten_convert.h), summed over the runs: re-bound from earlier calls,
+# made fresh, and given back but not kept (ATen kept or resized them, ...).
+FROM_BLOB_WRAPPERS = {"rebound": 0, "fresh": 0, "dropped": 0}
+
+
 @contextmanager
 def path_switches(module, path: str):
     """The module's runtime switches (and torch's intra-op threads) of one
@@ -58,6 +64,7 @@ def path_switches(module, path: str):
     module.set_lane(path != "reuse")
     if path == "lane":
         torch.set_num_threads(1)
+    pool = module._debug_wrapper_pool(False)
     try:
         yield
     finally:
@@ -65,6 +72,10 @@ def path_switches(module, path: str):
         module.set_handle_reuse(previous[0])
         module.set_direct_mode(previous[1])
         module.set_lane(previous[2])
+        if path == "from_blob":
+            after = module._debug_wrapper_pool(False)
+            for key in FROM_BLOB_WRAPPERS:
+                FROM_BLOB_WRAPPERS[key] += after[key] - pool[key]
 
 
 # A from_blob call checked for its documented RuntimeError: PyTorch's own
