@@ -20,6 +20,8 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -151,7 +153,8 @@ at::Tensor make_wrapper(const Tensor& t, c10::ScalarType dtype, c10::Device devi
   // version counter and refuse writes outside it, so the pool could not
   // serve it there. A normal tensor written in InferenceMode is what
   // PyTorch's own out= call does to a normal output.
-  const c10::InferenceMode normal(false);
+  std::optional<c10::InferenceMode> normal;
+  if (c10::InferenceMode::is_enabled()) [[unlikely]] normal.emplace(false);
   auto tensor = at::detail::make_tensor<c10::TensorImpl>(
       std::move(storage),
       c10::DispatchKeySet(c10::computeDispatchKey(dtype, c10::kStrided, device)),
@@ -168,30 +171,52 @@ at::Tensor make_wrapper(const Tensor& t, c10::ScalarType dtype, c10::Device devi
 
 constexpr int kPoolWrappers = 32;  // per thread; more in one call are made fresh
 
-// Trivially destructible, so reaching it costs no initialisation check; the
-// wrappers it holds at thread exit are released by PoolRelease, made once a
-// thread first keeps one.
 struct WrapperPool {
   struct Entry {
     uint32_t key;
     c10::TensorImpl* impl;  // holds one reference
   };
   Entry entries[kPoolWrappers];
-  int size;
-  bool releases;  // this thread's PoolRelease exists
+  int size = 0;
   WrapperPoolStats stats;
 
   void clear() noexcept {
     while (size > 0) c10::raw::intrusive_ptr::decref(entries[--size].impl);
     stats = {};
   }
+  ~WrapperPool() { clear(); }
 };
 
-thread_local WrapperPool t_pool{};
+// The calling thread's pool, reached through one pointer in the static TLS
+// block (initial-exec: no __tls_get_addr call on each access, which cost as
+// much as the rest of a re-bind). Made on the thread's first from_blob call
+// (one allocation per thread) and owned by a thread_local PoolOwner, whose
+// destructor releases the wrappers at thread exit and leaves kExited: from
+// then on the thread gets fresh wrappers only.
+[[gnu::tls_model("initial-exec")]] thread_local WrapperPool* t_pool = nullptr;
+WrapperPool* const kExited = reinterpret_cast<WrapperPool*>(alignof(WrapperPool));
 
-struct PoolRelease {
-  ~PoolRelease() { t_pool.clear(); }
+struct PoolOwner {
+  std::unique_ptr<WrapperPool> pool = std::make_unique<WrapperPool>();
+  ~PoolOwner() { t_pool = kExited; }
 };
+
+[[gnu::noinline]] WrapperPool* first_pool() noexcept {
+  try {
+    thread_local PoolOwner owner;
+    return t_pool = owner.pool.get();
+  } catch (...) {  // out of memory: fresh wrappers
+    return nullptr;
+  }
+}
+
+// The pool, or null once the thread is exiting.
+inline WrapperPool* this_thread_pool() noexcept {
+  WrapperPool* pool = t_pool;
+  if (pool == nullptr) [[unlikely]] return first_pool();
+  return pool == kExited ? nullptr : pool;
+}
+
 
 // Nobody but the caller (one reference) holds the wrapper or its storage,
 // and it is still the plain dense tensor from_blob made: re-binding it then
@@ -206,15 +231,15 @@ bool rebindable(const at::Tensor& wrapper) noexcept {
   if (wrapper.use_count() != 1 || wrapper.weak_use_count() != 1) return false;
   const c10::TensorImpl* impl = wrapper.unsafeGetTensorImpl();
   if (!(impl->key_set() & kChanged).empty() || impl->autograd_meta() != nullptr ||
-      impl->pyobj_slot()->load_pyobj() != nullptr || !impl->has_storage()) {
+      impl->pyobj_slot()->load_pyobj() != nullptr || !impl->has_storage()) [[unlikely]] {
     return false;
   }
   // Nobody else holds its storage (a view ATen kept): counted without
   // touching the counts.
-  c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
-  if (storage == nullptr || !storage->resizable()) return false;
-  auto counted = c10::intrusive_ptr<c10::StorageImpl>::reclaim(storage);
-  const bool alone = counted.use_count() == 1 && counted.weak_use_count() == 1;
+  const c10::Storage& storage = impl->unsafe_storage();
+  if (storage.use_count() != 1 || !storage.resizable()) return false;
+  auto counted = c10::intrusive_ptr<c10::StorageImpl>::reclaim(storage.unsafeGetStorageImpl());
+  const bool alone = counted.weak_use_count() == 1;
   (void)counted.release();
   return alone;
 }
@@ -224,8 +249,10 @@ bool same_geometry(const c10::TensorImpl* impl, const Tensor& t) noexcept {
   const auto strides = impl->strides();
   const std::size_t n = t.shape().size();
   if (sizes.size() != n || impl->storage_offset() != 0) return false;
+  const int64_t* shape = t.shape().data();
+  const int64_t* steps = t.strides().data();
   for (std::size_t d = 0; d < n; ++d) {
-    if (sizes[d] != t.shape()[d] || strides[d] != t.strides()[d]) return false;
+    if (sizes[d] != shape[d] || strides[d] != steps[d]) return false;
   }
   return true;
 }
@@ -247,8 +274,11 @@ void rebind(c10::TensorImpl* impl, const Tensor& t) {
                                 /*storage_offset=*/0);
   }
   // Versions count this call's writes only (propagate_writes reads them).
+  // (An atomic store: skipped for inputs, which nobody wrote.)
   const auto& version = impl->version_counter();
-  if (version.enabled()) const_cast<c10::VariableVersion&>(version).set_version(0);
+  if (version.enabled() && version.current_version() != 0) {
+    const_cast<c10::VariableVersion&>(version).set_version(0);
+  }
 }
 
 }  // namespace
@@ -258,47 +288,48 @@ at::Tensor from_blob(const Tensor& t) {
 }
 
 at::Tensor pooled_from_blob(const Tensor& t) {
-  WrapperPool& pool = t_pool;
-  if (g_wrapper_pool.load(std::memory_order_relaxed)) [[likely]] {
+  WrapperPool* pool = this_thread_pool();
+  if (pool != nullptr && g_wrapper_pool.load(std::memory_order_relaxed)) [[likely]] {
     const uint32_t key = wrapper_key(t);
-    for (int k = pool.size; k-- > 0;) {
-      if (pool.entries[k].key == key) {
-        c10::TensorImpl* impl = pool.entries[k].impl;
-        pool.entries[k] = pool.entries[--pool.size];
+    for (int k = pool->size; k-- > 0;) {
+      if (pool->entries[k].key == key) {
+        c10::TensorImpl* impl = pool->entries[k].impl;
+        pool->entries[k] = pool->entries[--pool->size];
         rebind(impl, t);
-        ++pool.stats.rebound;
+        ++pool->stats.rebound;
         // The pool's reference passes to the caller's at::Tensor.
         return at::Tensor(
             c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(impl));
       }
     }
   }
-  ++pool.stats.fresh;
+  if (pool != nullptr) ++pool->stats.fresh;
   return make_wrapper(t, to_aten(t.dtype()), to_aten(t.device()));
 }
 
 void give_back(at::Tensor&& wrapper, uint32_t key) noexcept {
-  WrapperPool& pool = t_pool;
+  WrapperPool* pool = this_thread_pool();
+  if (pool == nullptr) return;  // the wrapper's own destructor releases it
   if (!wrapper.defined() || !g_wrapper_pool.load(std::memory_order_relaxed) ||
-      pool.size == kPoolWrappers || !rebindable(wrapper)) {
-    ++pool.stats.dropped;
-    return;  // the wrapper's own destructor releases it
+      pool->size == kPoolWrappers || !rebindable(wrapper)) {
+    ++pool->stats.dropped;
+    return;
   }
-  if (!pool.releases) [[unlikely]] {
-    thread_local PoolRelease release;  // once per thread
-    pool.releases = true;
-  }
-  pool.entries[pool.size++] = WrapperPool::Entry{key, wrapper.unsafeReleaseTensorImpl()};
-  ++pool.stats.kept;
+  pool->entries[pool->size++] = WrapperPool::Entry{key, wrapper.unsafeReleaseTensorImpl()};
+  ++pool->stats.kept;
 }
 
 WrapperPoolStats wrapper_pool_stats() noexcept {
-  WrapperPoolStats stats = t_pool.stats;
-  stats.pooled = t_pool.size;
+  WrapperPool* pool = this_thread_pool();
+  if (pool == nullptr) return {};
+  WrapperPoolStats stats = pool->stats;
+  stats.pooled = pool->size;
   return stats;
 }
 
-void clear_wrapper_pool() noexcept { t_pool.clear(); }
+void clear_wrapper_pool() noexcept {
+  if (WrapperPool* pool = this_thread_pool()) pool->clear();
+}
 
 void check_rebuilt_output(const Tensor& t, const at::Tensor& a, const char* op,
                           const char* name) {
@@ -306,9 +337,11 @@ void check_rebuilt_output(const Tensor& t, const at::Tensor& a, const char* op,
   const auto sizes = impl->sizes();
   const auto strides = impl->strides();
   const std::size_t n = t.shape().size();
+  const int64_t* shape = t.shape().data();
+  const int64_t* steps = t.strides().data();
   bool same = sizes.size() == n;
   for (std::size_t d = 0; same && d < n; ++d) {
-    same = sizes[d] == t.shape()[d] && strides[d] == t.strides()[d];
+    same = sizes[d] == shape[d] && strides[d] == steps[d];
   }
   if (!same) [[unlikely]] output_not_resizable(t, a, op, name);
   if (impl->numel() != 0) {
@@ -346,12 +379,12 @@ std::string shape_string(at::IntArrayRef sizes) {
 namespace {
 
 // [first, last) bytes a tensor can touch; empty for zero elements.
-std::pair<uintptr_t, uintptr_t> byte_range(const Tensor& t) {
+[[gnu::always_inline]] inline std::pair<uintptr_t, uintptr_t> byte_range(const Tensor& t) {
   intptr_t lo = 0;
   intptr_t hi = 0;
-  const Dims& shape = t.shape();
-  const Dims& strides = t.strides();
-  for (std::size_t d = 0; d < shape.size(); ++d) {
+  const int64_t* shape = t.shape().data();
+  const int64_t* strides = t.strides().data();
+  for (std::size_t d = 0, n = t.shape().size(); d < n; ++d) {
     if (shape[d] == 0) return {0, 0};
     const intptr_t span = static_cast<intptr_t>(shape[d] - 1) * strides[d];
     (span < 0 ? lo : hi) += span;
