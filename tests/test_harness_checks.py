@@ -81,6 +81,10 @@ class FakeModule:
     def set_lane(self, value):
         self._switches["lane"] = value
 
+    def _debug_wrapper_pool(self, clear):
+        # No from_blob wrappers here: the harness counts nothing.
+        return {"rebound": 0, "fresh": 0, "kept": 0, "dropped": 0, "pooled": 0}
+
     def __getattr__(self, name):
         op = self._ops[name]
 
