@@ -196,3 +196,24 @@ def test_cpp_benchmark_runs(benchmarks):
             float(x) for x in row.split("|")[-2].strip().split(" / ")
         )
         assert rebound == handle < fresh, row
+
+
+def test_builder_install_writes_the_package(ops, tmp_path):
+    """What `infiniops-codegen build --install PREFIX` does after building."""
+    from infiniops_codegen import builder
+
+    lines: list[str] = []
+    builder.install(build_dir(), tmp_path / "prefix", lines.append)
+    assert lines == [f"installing into {tmp_path / 'prefix'}"]
+    config = tmp_path / "prefix" / "lib" / "cmake" / "InfiniOps"
+    assert (config / "InfiniOpsConfig.cmake").is_file()
+    assert (config / "InfiniOpsConfigVersion.cmake").is_file()
+    assert any((tmp_path / "prefix" / "lib").glob("libinfiniops.so*"))
+
+
+def test_install_without_a_library_is_refused(runner):
+    from conftest import invoke
+
+    result = invoke(runner, "build", "--compile-only", "--install", "/nonexistent")
+    assert result.exit_code == 2, result.output
+    assert "--install needs a linked library" in result.output
