@@ -217,14 +217,12 @@ inline WrapperPool* this_thread_pool() noexcept {
   return pool == kExited ? nullptr : pool;
 }
 
-
 // Nobody but the caller (one reference) holds the wrapper or its storage,
-// and it is still the plain dense tensor from_blob made: re-binding it then
-// changes nothing anyone else can see.
+// and it is still the plain dense tensor make_wrapper made (no conj or neg
+// bit, no Python dispatch, no autograd state, no Python object: it never met
+// a TorchDispatchMode or a Python kernel): re-binding it then changes
+// nothing anyone else can see.
 bool rebindable(const at::Tensor& wrapper) noexcept {
-  // What from_blob made it, still: a plain dense tensor (no conj or neg bit,
-  // no Python dispatch) without autograd state, and no Python object (it met
-  // Python: a TorchDispatchMode or a Python kernel saw it).
   constexpr c10::DispatchKeySet kChanged(
       {c10::DispatchKey::Conjugate, c10::DispatchKey::Negative, c10::DispatchKey::Python,
        c10::DispatchKey::PythonTLSSnapshot});

@@ -48,7 +48,6 @@ extern std::atomic<bool> g_handle_reuse;
 // The from_blob path, for tensors without a torch handle (made in C++, or
 // derived with different metadata): a fresh at::Tensor on t's memory (a
 // TensorImpl, a non-owning resizable Storage, a version counter).
-// at::empty_strided for zero-size tensors.
 at::Tensor from_blob(const Tensor& t);
 
 // The same through the calling thread's wrapper pool: a wrapper of an earlier
