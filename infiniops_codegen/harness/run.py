@@ -64,10 +64,7 @@ def path_switches(module, path: str):
     module.set_lane(path != "reuse")
     if path == "lane":
         torch.set_num_threads(1)
-    # Counted where the module has the hook (a build before the pool, or a
-    # test double, may not).
-    counts = getattr(module, "_debug_wrapper_pool", None)
-    pool = counts(False) if counts is not None and path == "from_blob" else None
+    pool = module._debug_wrapper_pool(False) if path == "from_blob" else None
     try:
         yield
     finally:
@@ -76,7 +73,7 @@ def path_switches(module, path: str):
         module.set_direct_mode(previous[1])
         module.set_lane(previous[2])
         if pool is not None:
-            after = counts(False)
+            after = module._debug_wrapper_pool(False)
             for key in FROM_BLOB_WRAPPERS:
                 FROM_BLOB_WRAPPERS[key] += after[key] - pool[key]
 

@@ -139,6 +139,20 @@ std::size_t span_bytes(const Tensor& t) noexcept {
   return static_cast<std::size_t>(last + 1) * t.element_size();
 }
 
+// An at::Tensor's sizes and strides are t's.
+bool same_sizes_and_strides(const c10::TensorImpl* impl, const Tensor& t) noexcept {
+  const auto sizes = impl->sizes();
+  const auto strides = impl->strides();
+  const std::size_t n = t.shape().size();
+  if (sizes.size() != n) return false;
+  const int64_t* shape = t.shape().data();
+  const int64_t* steps = t.strides().data();
+  for (std::size_t d = 0; d < n; ++d) {
+    if (sizes[d] != shape[d] || strides[d] != steps[d]) return false;
+  }
+  return true;
+}
+
 at::Tensor make_wrapper(const Tensor& t, c10::ScalarType dtype, c10::Device device) {
   const at::IntArrayRef sizes(t.shape().data(), t.shape().size());
   const at::IntArrayRef strides(t.strides().data(), t.strides().size());
@@ -242,17 +256,9 @@ bool rebindable(const at::Tensor& wrapper) noexcept {
   return alone;
 }
 
+// The wrapper has t's geometry and starts where its storage does.
 bool same_geometry(const c10::TensorImpl* impl, const Tensor& t) noexcept {
-  const auto sizes = impl->sizes();
-  const auto strides = impl->strides();
-  const std::size_t n = t.shape().size();
-  if (sizes.size() != n || impl->storage_offset() != 0) return false;
-  const int64_t* shape = t.shape().data();
-  const int64_t* steps = t.strides().data();
-  for (std::size_t d = 0; d < n; ++d) {
-    if (sizes[d] != shape[d] || strides[d] != steps[d]) return false;
-  }
-  return true;
+  return impl->storage_offset() == 0 && same_sizes_and_strides(impl, t);
 }
 
 void rebind(c10::TensorImpl* impl, const Tensor& t) {
@@ -332,16 +338,7 @@ void clear_wrapper_pool() noexcept {
 void check_rebuilt_output(const Tensor& t, const at::Tensor& a, const char* op,
                           const char* name) {
   const c10::TensorImpl* impl = a.unsafeGetTensorImpl();
-  const auto sizes = impl->sizes();
-  const auto strides = impl->strides();
-  const std::size_t n = t.shape().size();
-  const int64_t* shape = t.shape().data();
-  const int64_t* steps = t.strides().data();
-  bool same = sizes.size() == n;
-  for (std::size_t d = 0; same && d < n; ++d) {
-    same = sizes[d] == shape[d] && strides[d] == steps[d];
-  }
-  if (!same) [[unlikely]] output_not_resizable(t, a, op, name);
+  if (!same_sizes_and_strides(impl, t)) [[unlikely]] output_not_resizable(t, a, op, name);
   if (impl->numel() != 0) {
     const auto* data = static_cast<const std::byte*>(impl->unsafe_storage().data()) +
                        impl->storage_offset() * static_cast<int64_t>(impl->itemsize());
