@@ -5,18 +5,6 @@ set(INFINI_OPS_GENERATED_FALLBACK_SOURCES
     "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_001.cpp"
     "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_002.cpp"
     "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_003.cpp"
-    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_004.cpp"
-    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_005.cpp"
-    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_006.cpp"
-    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_007.cpp"
-    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_008.cpp"
-    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_009.cpp"
-    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_010.cpp"
-    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_011.cpp"
-    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_012.cpp"
-    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_013.cpp"
-    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_014.cpp"
-    "${CMAKE_CURRENT_LIST_DIR}/torch_fallback/shard_015.cpp"
     "${CMAKE_CURRENT_LIST_DIR}/stream_guards.cpp"
 )
 set(INFINI_OPS_GENERATED_DISPATCH_SOURCES

@@ -33,7 +33,7 @@ OP_KEYS = (
 )
 # Setting name -> (Python type, default, check, what a valid value is).
 SETTINGS = {
-    "shard_size": (int, 16, lambda v: v >= 1, "an integer of at least 1"),
+    "shard_size": (int, 64, lambda v: v >= 1, "an integer of at least 1"),
     # Call at::cpu::<op>_out directly (no dispatcher) for plain CPU tensors.
     "direct_cpu": (bool, True, lambda v: True, "true or false"),
 }

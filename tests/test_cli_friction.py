@@ -334,15 +334,15 @@ def test_writer_refuses_a_hand_edit_unless_forced(proj):
 
 def test_writer_refuses_to_remove_a_hand_edited_file(proj):
     out = proj / "generated"
-    shard = out / "torch_fallback" / "shard_015.cpp"
+    shard = out / "torch_fallback" / "shard_003.cpp"
     shard.write_text(shard.read_text() + "// mine\n")
-    # fewer ops, fewer shards: shard_015.cpp is no longer produced
+    # fewer ops, fewer shards: shard_003.cpp is no longer produced
     (proj / "op_specs" / "extended.yaml").write_text("ops:\n  - hypot.out\n")
     files = pipeline.generate(proj / "op_specs").files
-    assert "torch_fallback/shard_015.cpp" not in files
+    assert "torch_fallback/shard_003.cpp" not in files
     with pytest.raises(writer.HandEditedError) as caught:
         writer.write(files, out)
-    assert caught.value.paths == ["torch_fallback/shard_015.cpp"]
+    assert caught.value.paths == ["torch_fallback/shard_003.cpp"]
     assert shard.exists()
 
 

@@ -192,6 +192,48 @@ def test_generated_tus_really_include_no_umbrella_header(default_build):
     assert checked["dispatch"] == checked["bindings"] == 1
 
 
+def _includes(path: Path) -> list[str]:
+    return re.findall(r"^#include [<\"](.+?)[>\"]", path.read_text(), re.M)
+
+
+def test_shard_prelude_holds_what_every_per_op_header_includes():
+    """The precompiled prelude must hold every header a shard's per-operator
+    ATen headers include besides their own declarations (<op>_ops.h), or
+    each shard parses them again (torch may change the list)."""
+    import torch
+
+    torch_include = Path(torch.__file__).parent / "include"
+    prelude = set(_includes(SUPPORT_DIR / "cpp" / "torch" / "shard_prelude.h"))
+    op_headers = set()
+    for shard in (GENERATED / "torch_fallback").glob("shard_*.cpp"):
+        includes = _includes(shard)
+        assert includes[0] == "torch/shard_prelude.h", shard.name
+        op_headers |= {h for h in includes[1:] if not h.endswith("_cpu_dispatch.h")}
+    assert len(op_headers) > 100
+    for header in sorted(op_headers):
+        own = header.removesuffix(".h") + "_ops.h"
+        missing = set(_includes(torch_include / header)) - prelude - {own}
+        assert not missing, (header, sorted(missing))
+
+
+def test_aten_conversions_share_the_precompiled_header(default_build, configured):
+    """At -O3 aten_convert.cpp takes the shards' precompiled header; at other
+    levels (GCC would reject it: other optimisation macros) it parses."""
+
+    def pch_flag(directory: Path) -> bool:
+        (entry,) = [
+            e
+            for e in json.loads((directory / "compile_commands.json").read_text())
+            if e["file"].endswith("aten_convert.cpp")
+        ]
+        return "cmake_pch.hxx" in entry["command"]
+
+    assert pch_flag(default_build)
+    proc, directory = configured["0"]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not pch_flag(directory)
+
+
 # --- Configure-only runs -------------------------------------------------------------
 
 

@@ -30,6 +30,10 @@ WarningScope::~WarningScope() noexcept(false) {
   std::launder(reinterpret_cast<torch::PyWarningHandler*>(storage_))->~PyWarningHandler();
 }
 
+void own_handle(Tensor& t) {
+  if (t.handle().borrowed()) t = Tensor(t);  // a copy owns
+}
+
 void WarningScope::set_in_exception() noexcept {
   std::launder(reinterpret_cast<torch::PyWarningHandler*>(storage_))->set_in_exception();
   try {

@@ -63,9 +63,9 @@ inline void tally(const List& list, int64_t& elements, bool& cpu) noexcept {
   for (const auto& t : list.items) tally(t, elements, cpu);
 }
 
-inline void own_handle(Tensor& t) {
-  if (t.handle().borrowed()) t = Tensor(t);  // a copy owns
-}
+// Out of line (call.cpp): a Tensor's copy and assignment, inlined into each
+// binding's instantiation, were a tenth of the bindings TU's code.
+void own_handle(Tensor& t);
 inline void own_handle(std::optional<Tensor>& t) {
   if (t) own_handle(*t);
 }
