@@ -199,7 +199,8 @@ def _includes(path: Path) -> list[str]:
 def test_shard_prelude_holds_what_every_per_op_header_includes():
     """The precompiled prelude must hold every header a shard's per-operator
     ATen headers include besides their own declarations (<op>_ops.h), or
-    each shard parses them again (torch may change the list)."""
+    each shard parses them again (torch may change the list). The kernel
+    entry points' headers (<op>_cpu_dispatch.h, ...) are checked too."""
     import torch
 
     torch_include = Path(torch.__file__).parent / "include"
