@@ -95,7 +95,7 @@ bool framework_mode_active() noexcept;
 // is always reused (its tensor has no memory to rebuild a tensor from), and
 // so is every handle while a framework mode is active (the mode must see the
 // tensors the caller passed).
-inline c10::TensorImpl* reusable_impl(const Tensor& t) noexcept {
+[[gnu::always_inline]] inline c10::TensorImpl* reusable_impl(const Tensor& t) noexcept {
   const SourceHandle& h = t.handle();
   if (is_torch_handle(h) &&
       (g_handle_reuse.load(std::memory_order_relaxed) || h.opaque() ||
@@ -107,7 +107,14 @@ inline c10::TensorImpl* reusable_impl(const Tensor& t) noexcept {
 
 // An at::Tensor on impl that holds no reference: release it with
 // unsafeReleaseTensorImpl(), never let it decref.
-inline at::Tensor unowned(c10::TensorImpl* impl) noexcept {
+//
+// always_inline here and on the other helpers of every wrapper call (the
+// conversions, their destructors, the direct-mode and output checks): in a
+// shard of dozens of wrappers GCC's unit-growth limit otherwise leaves them
+// as out-of-line calls (callgrind: 8-10 instructions per tensor per call).
+// The limit (--param inline-unit-growth) cannot simply be raised: a
+// precompiled header fixes the parameters its TUs are compiled with.
+[[gnu::always_inline]] inline at::Tensor unowned(c10::TensorImpl* impl) noexcept {
   return at::Tensor(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(impl));
 }
 
@@ -122,12 +129,13 @@ inline at::Tensor unowned(c10::TensorImpl* impl) noexcept {
 class AtenTensor {
  public:
   struct Pooled {};  // a wrapper of the pool: given back when done
-  explicit AtenTensor(c10::TensorImpl* borrowed, bool dispatch_only = false) noexcept
+  [[gnu::always_inline]] explicit AtenTensor(c10::TensorImpl* borrowed,
+                                             bool dispatch_only = false) noexcept
       : tensor_(unowned(borrowed)), kind_(Kind::kBorrowed), dispatch_only_(dispatch_only) {}
   explicit AtenTensor(at::Tensor&& owned) noexcept : tensor_(std::move(owned)) {}
   AtenTensor(Pooled, at::Tensor&& wrapper, uint32_t key) noexcept
       : tensor_(std::move(wrapper)), kind_(Kind::kPooled), key_(key) {}
-  ~AtenTensor() {
+  [[gnu::always_inline]] ~AtenTensor() {
     if (kind_ == Kind::kBorrowed) {
       (void)tensor_.unsafeReleaseTensorImpl();  // no decref
     } else if (kind_ == Kind::kPooled) {
@@ -151,7 +159,7 @@ class AtenTensor {
   uint32_t key_ = 0;  // kPooled: wrapper_key of the tensor it was made for
 };
 
-inline AtenTensor to_aten(const Tensor& t) {
+[[gnu::always_inline]] inline AtenTensor to_aten(const Tensor& t) {
   if (c10::TensorImpl* impl = reusable_impl(t)) [[likely]] {
     return AtenTensor(impl, t.handle().opaque());
   }
@@ -159,7 +167,7 @@ inline AtenTensor to_aten(const Tensor& t) {
 }
 
 // A tensor on the lane (lane.h): the caller's own TensorImpl, borrowed.
-inline AtenTensor to_aten(TensorRef t) noexcept {
+[[gnu::always_inline]] inline AtenTensor to_aten(TensorRef t) noexcept {
   return AtenTensor(static_cast<c10::TensorImpl*>(t.impl));
 }
 
@@ -178,11 +186,12 @@ inline at::Tensor to_aten_owned(const Tensor& t) {
 class AtenOptionalTensor {
  public:
   AtenOptionalTensor() noexcept = default;
-  explicit AtenOptionalTensor(c10::TensorImpl* borrowed, bool dispatch_only = false) noexcept
+  [[gnu::always_inline]] explicit AtenOptionalTensor(c10::TensorImpl* borrowed,
+                                                     bool dispatch_only = false) noexcept
       : tensor_(unowned(borrowed)), borrowed_(true), dispatch_only_(dispatch_only) {}
   AtenOptionalTensor(AtenTensor::Pooled, at::Tensor&& wrapper, uint32_t key) noexcept
       : tensor_(std::move(wrapper)), pooled_(true), key_(key) {}
-  ~AtenOptionalTensor() {
+  [[gnu::always_inline]] ~AtenOptionalTensor() {
     if (borrowed_) {
       (void)tensor_->unsafeReleaseTensorImpl();
     } else if (pooled_) {
@@ -212,7 +221,7 @@ inline AtenOptionalTensor to_aten(const std::optional<Tensor>& t) {
   return AtenOptionalTensor(AtenTensor::Pooled{}, pooled_from_blob(*t), wrapper_key(*t));
 }
 
-inline AtenOptionalTensor to_aten(OptionalTensorRef t) noexcept {
+[[gnu::always_inline]] inline AtenOptionalTensor to_aten(OptionalTensorRef t) noexcept {
   if (t.impl == nullptr) return AtenOptionalTensor();
   return AtenOptionalTensor(static_cast<c10::TensorImpl*>(t.impl));
 }
@@ -398,8 +407,8 @@ void propagate_writes(const Tensor& t, const at::Tensor& a);
 
 void check_rebuilt_output(const Tensor& t, const at::Tensor& a, const char* op,
                           const char* name);
-inline void check_output(const Tensor& t, const at::Tensor& a, const char* op,
-                         const char* name) {
+[[gnu::always_inline]] inline void check_output(const Tensor& t, const at::Tensor& a,
+                                                const char* op, const char* name) {
   if (a.unsafeGetTensorImpl() == t.handle().get()) return;  // reused: ATen resized it
   check_rebuilt_output(t, a, op, name);
 }
@@ -459,13 +468,17 @@ bool direct_cpu(const T&... tensors) {
 // The same on the lane, whose tensors lane_tensors (converters.h) found
 // plain dense CPU tensors that do not require grad: only the call's context
 // is left to check.
-inline bool direct_lane() {
+[[gnu::always_inline]] inline bool direct_lane() {
   return g_direct_mode.load(std::memory_order_relaxed) && direct_cpu_context();
 }
 
 // What ADInplaceOrView does for each written tensor of a call through the
 // dispatcher.
-inline void bump_version(const at::Tensor& t) { t.unsafeGetTensorImpl()->bump_version(); }
+// Flattened: c10's VariableVersion::bump (its check included) is inlined,
+// which GCC otherwise declines in a large shard.
+[[gnu::always_inline, gnu::flatten]] inline void bump_version(const at::Tensor& t) {
+  t.unsafeGetTensorImpl()->bump_version();
+}
 inline void bump_version(const AtenOptionalTensor& t) {
   if (t.get()) bump_version(*t.get());
 }
