@@ -311,6 +311,16 @@ at::Tensor pooled_from_blob(const Tensor& t) {
   return make_wrapper(t, to_aten(t.dtype()), to_aten(t.device()));
 }
 
+void AtenTensor::release() noexcept {
+  if (kind_ == Kind::kPooled) give_back(std::move(tensor_), key_);
+  tensor_.~Tensor();
+}
+
+void AtenOptionalTensor::release() noexcept {
+  give_back(std::move(*tensor_), key_);
+  tensor_.~optional();
+}
+
 void give_back(at::Tensor&& wrapper, uint32_t key) noexcept {
   WrapperPool* pool = this_thread_pool();
   if (pool == nullptr) return;  // the wrapper's own destructor releases it

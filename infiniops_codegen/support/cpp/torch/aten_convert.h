@@ -95,7 +95,7 @@ bool framework_mode_active() noexcept;
 // is always reused (its tensor has no memory to rebuild a tensor from), and
 // so is every handle while a framework mode is active (the mode must see the
 // tensors the caller passed).
-[[gnu::always_inline]] inline c10::TensorImpl* reusable_impl(const Tensor& t) noexcept {
+inline c10::TensorImpl* reusable_impl(const Tensor& t) noexcept {
   const SourceHandle& h = t.handle();
   if (is_torch_handle(h) &&
       (g_handle_reuse.load(std::memory_order_relaxed) || h.opaque() ||
@@ -108,12 +108,12 @@ bool framework_mode_active() noexcept;
 // An at::Tensor on impl that holds no reference: release it with
 // unsafeReleaseTensorImpl(), never let it decref.
 //
-// always_inline here and on the other helpers of every wrapper call (the
-// conversions, their destructors, the direct-mode and output checks): in a
-// shard of dozens of wrappers GCC's unit-growth limit otherwise leaves them
-// as out-of-line calls (callgrind: 8-10 instructions per tensor per call).
-// The limit (--param inline-unit-growth) cannot simply be raised: a
-// precompiled header fixes the parameters its TUs are compiled with.
+// always_inline here and on the borrowed conversions and their destructors
+// (the lane's whole per-tensor work): in a shard of dozens of wrappers GCC's
+// unit-growth limit otherwise leaves them as out-of-line calls (callgrind:
+// 8-10 instructions per tensor per call). The limit (--param
+// inline-unit-growth) cannot simply be raised: a precompiled header fixes
+// the parameters its TUs are compiled with.
 [[gnu::always_inline]] inline at::Tensor unowned(c10::TensorImpl* impl) noexcept {
   return at::Tensor(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(impl));
 }
@@ -135,12 +135,11 @@ class AtenTensor {
   explicit AtenTensor(at::Tensor&& owned) noexcept : tensor_(std::move(owned)) {}
   AtenTensor(Pooled, at::Tensor&& wrapper, uint32_t key) noexcept
       : tensor_(std::move(wrapper)), kind_(Kind::kPooled), key_(key) {}
+  // A borrowed tensor holds no reference: nothing to release (the union
+  // skips at::Tensor's destructor). An owned or pooled one is released out
+  // of line: inlined into every wrapper, that code doubled a shard's size.
   [[gnu::always_inline]] ~AtenTensor() {
-    if (kind_ == Kind::kBorrowed) {
-      (void)tensor_.unsafeReleaseTensorImpl();  // no decref
-    } else if (kind_ == Kind::kPooled) {
-      give_back(std::move(tensor_), key_);
-    }
+    if (kind_ != Kind::kBorrowed) [[unlikely]] release();
   }
   AtenTensor(const AtenTensor&) = delete;
   AtenTensor& operator=(const AtenTensor&) = delete;
@@ -152,14 +151,17 @@ class AtenTensor {
   bool dispatch_only() const noexcept { return dispatch_only_; }
 
  private:
+  void release() noexcept;  // owned: decref; pooled: give_back
   enum class Kind : unsigned char { kOwned, kBorrowed, kPooled };
-  at::Tensor tensor_;
+  union {
+    at::Tensor tensor_;
+  };
   Kind kind_ = Kind::kOwned;
   bool dispatch_only_ = false;
   uint32_t key_ = 0;  // kPooled: wrapper_key of the tensor it was made for
 };
 
-[[gnu::always_inline]] inline AtenTensor to_aten(const Tensor& t) {
+inline AtenTensor to_aten(const Tensor& t) {
   if (c10::TensorImpl* impl = reusable_impl(t)) [[likely]] {
     return AtenTensor(impl, t.handle().opaque());
   }
@@ -185,18 +187,15 @@ inline at::Tensor to_aten_owned(const Tensor& t) {
 // The same for `Tensor?` parameters.
 class AtenOptionalTensor {
  public:
-  AtenOptionalTensor() noexcept = default;
+  AtenOptionalTensor() noexcept : tensor_() {}
   [[gnu::always_inline]] explicit AtenOptionalTensor(c10::TensorImpl* borrowed,
                                                      bool dispatch_only = false) noexcept
       : tensor_(unowned(borrowed)), borrowed_(true), dispatch_only_(dispatch_only) {}
   AtenOptionalTensor(AtenTensor::Pooled, at::Tensor&& wrapper, uint32_t key) noexcept
       : tensor_(std::move(wrapper)), pooled_(true), key_(key) {}
+  // Borrowed or empty: nothing to release (as AtenTensor's).
   [[gnu::always_inline]] ~AtenOptionalTensor() {
-    if (borrowed_) {
-      (void)tensor_->unsafeReleaseTensorImpl();
-    } else if (pooled_) {
-      give_back(std::move(*tensor_), key_);
-    }
+    if (pooled_) [[unlikely]] release();
   }
   AtenOptionalTensor(const AtenOptionalTensor&) = delete;
   AtenOptionalTensor& operator=(const AtenOptionalTensor&) = delete;
@@ -206,7 +205,10 @@ class AtenOptionalTensor {
   bool dispatch_only() const noexcept { return dispatch_only_; }
 
  private:
-  std::optional<at::Tensor> tensor_;
+  void release() noexcept;  // pooled: give_back
+  union {
+    std::optional<at::Tensor> tensor_;
+  };
   bool borrowed_ = false;
   bool pooled_ = false;
   bool dispatch_only_ = false;
@@ -407,8 +409,8 @@ void propagate_writes(const Tensor& t, const at::Tensor& a);
 
 void check_rebuilt_output(const Tensor& t, const at::Tensor& a, const char* op,
                           const char* name);
-[[gnu::always_inline]] inline void check_output(const Tensor& t, const at::Tensor& a,
-                                                const char* op, const char* name) {
+inline void check_output(const Tensor& t, const at::Tensor& a, const char* op,
+                         const char* name) {
   if (a.unsafeGetTensorImpl() == t.handle().get()) return;  // reused: ATen resized it
   check_rebuilt_output(t, a, op, name);
 }
@@ -474,11 +476,7 @@ bool direct_cpu(const T&... tensors) {
 
 // What ADInplaceOrView does for each written tensor of a call through the
 // dispatcher.
-// Flattened: c10's VariableVersion::bump (its check included) is inlined,
-// which GCC otherwise declines in a large shard.
-[[gnu::always_inline, gnu::flatten]] inline void bump_version(const at::Tensor& t) {
-  t.unsafeGetTensorImpl()->bump_version();
-}
+inline void bump_version(const at::Tensor& t) { t.unsafeGetTensorImpl()->bump_version(); }
 inline void bump_version(const AtenOptionalTensor& t) {
   if (t.get()) bump_version(*t.get());
 }
