@@ -20,6 +20,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -50,6 +51,12 @@ def timed_build(args, log: Path) -> float:
     start = time.perf_counter()
     builder.build(request(args, log), echo=quiet)
     return time.perf_counter() - start
+
+
+def generate_and_build(args, log: Path) -> float:
+    start = time.perf_counter()
+    generate(args)
+    return time.perf_counter() - start + timed_build(args, log)
 
 
 def generate(args) -> None:
@@ -96,9 +103,7 @@ def clean_build(args) -> None:
             f"shards: {len(shards)}, median {shards[len(shards) // 2]:.1f} s, "
             f"longest {shards[-1]:.1f} s, {sum(shards):.1f} s in all"
         )
-    start = time.perf_counter()
-    generate(args)
-    noop = time.perf_counter() - start + timed_build(args, log)
+    noop = generate_and_build(args, log)
     print(f"no-op generate + build: {noop:.2f} s")
     if not args.ops:
         spec = ROOT / "op_specs" / "llm.yaml"
@@ -109,16 +114,15 @@ def clean_build(args) -> None:
                     "  - neg.out\n", "  - {aten: neg.out, rename: {self: x}}\n"
                 )
             )
-            start = time.perf_counter()
-            generate(args)
-            edit = time.perf_counter() - start + timed_build(args, log)
+            edit = generate_and_build(args, log)
             print(f"edit one op's spec, then generate + build: {edit:.1f} s")
         finally:
             spec.write_text(original)
             generate(args)
 
 
-PHASE = re.compile(r"^ (.+?)\s*:\s.*?(\d+\.\d+)\s*\(\s*\d+%\)\s+(\d+)\s*(k|M)?\s*\(")
+# " phase parsing : usr ( %) sys ( %) wall ( %) mem ( %)": name and wall.
+PHASE = re.compile(r"^ (.+?)\s*:.*?(\d+\.\d+)\s*\(\s*\d+%\)\s+\d+\s*[kM]?\s*\(")
 
 
 def time_report(args) -> None:
@@ -130,23 +134,17 @@ def time_report(args) -> None:
         sys.exit(f"{name}: no such TU in {args.build_dir}/compile_commands.json")
     entry = match[0]
     argv = shlex.split(entry["command"])
-    # Drop a launcher (ccache, time, distcc) before the compiler.
-    while (
-        argv
-        and Path(argv[0]).name not in ("c++", "g++", "gcc", "cc")
-        and not argv[0].endswith(("g++", "c++"))
-    ):
-        argv.pop(0)
-    out = Path("/tmp") / f"{name}.time-report.o"
-    argv[argv.index("-o") + 1] = str(out)
-    start = time.perf_counter()
-    proc = subprocess.run(
-        ["/usr/bin/time", "-f", "%M", *argv, "-ftime-report"],
-        cwd=entry["directory"],
-        capture_output=True,
-        text=True,
-    )
-    wall = time.perf_counter() - start
+    # compile_commands.json holds the compiler's command (no launcher).
+    with tempfile.TemporaryDirectory() as tmp:
+        argv[argv.index("-o") + 1] = str(Path(tmp) / f"{name}.o")
+        start = time.perf_counter()
+        proc = subprocess.run(
+            ["/usr/bin/time", "-f", "%M", *argv, "-ftime-report"],
+            cwd=entry["directory"],
+            capture_output=True,
+            text=True,
+        )
+        wall = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(proc.stderr[-3000:])
     phases = []

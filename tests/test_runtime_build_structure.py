@@ -221,18 +221,22 @@ def test_aten_conversions_share_the_precompiled_header(default_build, configured
     """At -O3 aten_convert.cpp takes the shards' precompiled header; at other
     levels (GCC would reject it: other optimisation macros) it parses."""
 
-    def pch_flag(directory: Path) -> bool:
+    def pch_flag(directory: Path, source: str = "aten_convert.cpp") -> bool:
         (entry,) = [
             e
             for e in json.loads((directory / "compile_commands.json").read_text())
-            if e["file"].endswith("aten_convert.cpp")
+            if e["file"].endswith(source)
         ]
         return "cmake_pch.hxx" in entry["command"]
 
     assert pch_flag(default_build)
+    assert pch_flag(default_build, "shard_000.cpp")
+    # The stream guards include no ATen header: they skip it.
+    assert not pch_flag(default_build, "stream_guards.cpp")
     proc, directory = configured["0"]
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert not pch_flag(directory)
+    assert pch_flag(directory, "shard_000.cpp")
 
 
 # --- Configure-only runs -------------------------------------------------------------

@@ -312,7 +312,7 @@ at::Tensor pooled_from_blob(const Tensor& t) {
 }
 
 void AtenTensor::release() noexcept {
-  if (kind_ == Kind::kPooled) give_back(std::move(tensor_), key_);
+  give_back(std::move(tensor_), key_);
   tensor_.~Tensor();
 }
 

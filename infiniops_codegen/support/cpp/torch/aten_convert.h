@@ -131,15 +131,14 @@ class AtenTensor {
   struct Pooled {};  // a wrapper of the pool: given back when done
   [[gnu::always_inline]] explicit AtenTensor(c10::TensorImpl* borrowed,
                                              bool dispatch_only = false) noexcept
-      : tensor_(unowned(borrowed)), kind_(Kind::kBorrowed), dispatch_only_(dispatch_only) {}
-  explicit AtenTensor(at::Tensor&& owned) noexcept : tensor_(std::move(owned)) {}
+      : tensor_(unowned(borrowed)), dispatch_only_(dispatch_only) {}
   AtenTensor(Pooled, at::Tensor&& wrapper, uint32_t key) noexcept
-      : tensor_(std::move(wrapper)), kind_(Kind::kPooled), key_(key) {}
+      : tensor_(std::move(wrapper)), pooled_(true), key_(key) {}
   // A borrowed tensor holds no reference: nothing to release (the union
-  // skips at::Tensor's destructor). An owned or pooled one is released out
-  // of line: inlined into every wrapper, that code doubled a shard's size.
+  // skips at::Tensor's destructor). A pooled one is given back out of line:
+  // inlined into every wrapper, that code doubled a shard's size.
   [[gnu::always_inline]] ~AtenTensor() {
-    if (kind_ != Kind::kBorrowed) [[unlikely]] release();
+    if (pooled_) [[unlikely]] release();
   }
   AtenTensor(const AtenTensor&) = delete;
   AtenTensor& operator=(const AtenTensor&) = delete;
@@ -151,12 +150,11 @@ class AtenTensor {
   bool dispatch_only() const noexcept { return dispatch_only_; }
 
  private:
-  void release() noexcept;  // owned: decref; pooled: give_back
-  enum class Kind : unsigned char { kOwned, kBorrowed, kPooled };
+  void release() noexcept;  // give_back
   union {
     at::Tensor tensor_;
   };
-  Kind kind_ = Kind::kOwned;
+  bool pooled_ = false;
   bool dispatch_only_ = false;
   uint32_t key_ = 0;  // kPooled: wrapper_key of the tensor it was made for
 };
