@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "ops.h"
+#include "runtime/dispatch_support.h"
 #include "torch_fallback.h"
 #include "torch/call.h"
 #include "torch/converters.h"
@@ -52,43 +53,49 @@ const tb::Signature kSig__log_softmax{
     .functional_torch_function = &kFunctionalTorchFunction__log_softmax,
 };
 
-PyObject* body__log_softmax(PyObject* const* slots) {
+PyObject* body__log_softmax(PyObject** slots) {
   const tb::Signature& sig = kSig__log_softmax;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::_log_softmax(tb::TensorRef{t_[0]}, v_dim, v_half_to_float, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::_log_softmax(v_self, v_dim, v_half_to_float, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_log_softmax(tb::TensorRef{c_[0]}, v_dim, v_half_to_float, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::_log_softmax(tb::TensorRef{t_[0]}, v_dim, v_half_to_float, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::_log_softmax(v_self, v_dim, v_half_to_float, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py__log_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig__log_softmax, module, args, nargs, kwnames, slots, body__log_softmax);
 }
 
@@ -119,44 +126,50 @@ const tb::Signature kSig__log_softmax_backward_data{
     .functional_torch_function = &kFunctionalTorchFunction__log_softmax_backward_data,
 };
 
-PyObject* body__log_softmax_backward_data(PyObject* const* slots) {
+PyObject* body__log_softmax_backward_data(PyObject** slots) {
   const tb::Signature& sig = kSig__log_softmax_backward_data;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2);
+  auto v_input_dtype = tb::arg<tk::Dtype>(slots[3], sig, 3);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::_log_softmax_backward_data(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_dim, v_input_dtype, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_grad_output, v_output, v_out), [&] {
+      ::infini::ops::_log_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2);
-    auto v_input_dtype = tb::arg<tk::Dtype>(slots[3], sig, 3);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_log_softmax_backward_data(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, v_input_dtype, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2);
-    auto v_input_dtype = tb::arg<tk::Dtype>(slots[3], sig, 3);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::_log_softmax_backward_data(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_dim, v_input_dtype, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2);
-  auto v_input_dtype = tb::arg<tk::Dtype>(slots[3], sig, 3);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_grad_output, v_output, v_out), [&] {
-    ::infini::ops::_log_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py__log_softmax_backward_data(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig__log_softmax_backward_data, module, args, nargs, kwnames, slots, body__log_softmax_backward_data);
 }
 
@@ -188,43 +201,49 @@ const tb::Signature kSig__softmax{
     .functional_torch_function = &kFunctionalTorchFunction__softmax,
 };
 
-PyObject* body__softmax(PyObject* const* slots) {
+PyObject* body__softmax(PyObject** slots) {
   const tb::Signature& sig = kSig__softmax;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::_softmax(tb::TensorRef{t_[0]}, v_dim, v_half_to_float, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::_softmax(v_self, v_dim, v_half_to_float, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_softmax(tb::TensorRef{c_[0]}, v_dim, v_half_to_float, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::_softmax(tb::TensorRef{t_[0]}, v_dim, v_half_to_float, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::_softmax(v_self, v_dim, v_half_to_float, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py__softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig__softmax, module, args, nargs, kwnames, slots, body__softmax);
 }
 
@@ -255,44 +274,50 @@ const tb::Signature kSig__softmax_backward_data{
     .functional_torch_function = &kFunctionalTorchFunction__softmax_backward_data,
 };
 
-PyObject* body__softmax_backward_data(PyObject* const* slots) {
+PyObject* body__softmax_backward_data(PyObject** slots) {
   const tb::Signature& sig = kSig__softmax_backward_data;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2);
+  auto v_input_dtype = tb::arg<tk::Dtype>(slots[3], sig, 3);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::_softmax_backward_data(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_dim, v_input_dtype, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_grad_input = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_grad_output, v_output, v_grad_input), [&] {
+      ::infini::ops::_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_grad_input, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2);
-    auto v_input_dtype = tb::arg<tk::Dtype>(slots[3], sig, 3);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_softmax_backward_data(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, v_input_dtype, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2);
-    auto v_input_dtype = tb::arg<tk::Dtype>(slots[3], sig, 3);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::_softmax_backward_data(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_dim, v_input_dtype, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2);
-  auto v_input_dtype = tb::arg<tk::Dtype>(slots[3], sig, 3);
-  auto v_grad_input = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_grad_output, v_output, v_grad_input), [&] {
-    ::infini::ops::_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_grad_input, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py__softmax_backward_data(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig__softmax_backward_data, module, args, nargs, kwnames, slots, body__softmax_backward_data);
 }
 
@@ -324,10 +349,34 @@ const tb::Signature kSig_abs{
     .functional_torch_function = &kFunctionalTorchFunction_abs,
 };
 
-PyObject* body_abs(PyObject* const* slots) {
+PyObject* body_abs(PyObject** slots) {
   const tb::Signature& sig = kSig_abs;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::abs(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::abs(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -336,25 +385,11 @@ PyObject* body_abs(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::abs(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::abs(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_abs(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_abs, module, args, nargs, kwnames, slots, body_abs);
 }
 
@@ -386,10 +421,34 @@ const tb::Signature kSig_acos{
     .functional_torch_function = &kFunctionalTorchFunction_acos,
 };
 
-PyObject* body_acos(PyObject* const* slots) {
+PyObject* body_acos(PyObject** slots) {
   const tb::Signature& sig = kSig_acos;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::acos(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::acos(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -398,25 +457,11 @@ PyObject* body_acos(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::acos(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::acos(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_acos(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_acos, module, args, nargs, kwnames, slots, body_acos);
 }
 
@@ -448,10 +493,34 @@ const tb::Signature kSig_acosh{
     .functional_torch_function = &kFunctionalTorchFunction_acosh,
 };
 
-PyObject* body_acosh(PyObject* const* slots) {
+PyObject* body_acosh(PyObject** slots) {
   const tb::Signature& sig = kSig_acosh;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::acosh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::acosh(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -460,25 +529,11 @@ PyObject* body_acosh(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::acosh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::acosh(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_acosh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_acosh, module, args, nargs, kwnames, slots, body_acosh);
 }
 
@@ -510,40 +565,48 @@ const tb::Signature kSig_adaptive_avg_pool2d{
     .functional_torch_function = &kFunctionalTorchFunction_adaptive_avg_pool2d,
 };
 
-PyObject* body_adaptive_avg_pool2d(PyObject* const* slots) {
+PyObject* body_adaptive_avg_pool2d(PyObject** slots) {
   const tb::Signature& sig = kSig_adaptive_avg_pool2d;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_output_size = tb::arg<tk::SymIntList<2>>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::adaptive_avg_pool2d(tb::TensorRef{t_[0]}, v_output_size, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::adaptive_avg_pool2d(v_self, v_output_size, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::adaptive_avg_pool2d(tb::TensorRef{c_[0]}, v_output_size, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::adaptive_avg_pool2d(tb::TensorRef{t_[0]}, v_output_size, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::adaptive_avg_pool2d(v_self, v_output_size, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_adaptive_avg_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_adaptive_avg_pool2d, module, args, nargs, kwnames, slots, body_adaptive_avg_pool2d);
 }
 
@@ -575,41 +638,51 @@ const tb::Signature kSig_adaptive_max_pool2d{
     .functional_torch_function = &kFunctionalTorchFunction_adaptive_max_pool2d,
 };
 
-PyObject* body_adaptive_max_pool2d(PyObject* const* slots) {
+PyObject* body_adaptive_max_pool2d(PyObject** slots) {
   const tb::Signature& sig = kSig_adaptive_max_pool2d;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  tb::index_check(slots[1], sig, 1, true);
+  const tb::OutList out_list_(sig, slots);
+  auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::adaptive_max_pool2d(tb::TensorRef{t_[0]}, v_output_size, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::pack_outputs(sig, {slots[2], slots[3]});
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_indices = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out, v_indices), [&] {
+      ::infini::ops::adaptive_max_pool2d(v_self, v_output_size, v_out, v_indices, impl_, stream_);
+    });
+    return tb::pack_outputs(sig, {slots[2], slots[3]});
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::adaptive_max_pool2d(tb::TensorRef{c_[0]}, v_output_size, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::adaptive_max_pool2d(tb::TensorRef{t_[0]}, v_output_size, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::pack_outputs(sig, {slots[2], slots[3]});
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_indices = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out, v_indices), [&] {
-    ::infini::ops::adaptive_max_pool2d(v_self, v_output_size, v_out, v_indices, impl_, stream_);
-  });
-  return tb::pack_outputs(sig, {slots[2], slots[3]});
+  return call_(slots);
 }
 
 PyObject* py_adaptive_max_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_adaptive_max_pool2d, module, args, nargs, kwnames, slots, body_adaptive_max_pool2d);
 }
 
@@ -642,22 +715,47 @@ const tb::Signature kSig_add{
     .number_tensor_params = 0x3,
 };
 
-PyObject* body_add(PyObject* const* slots) {
+PyObject* body_add(PyObject** slots) {
   const tb::Signature& sig = kSig_add;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, false) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::add(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_alpha, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::add(v_self, v_other, v_alpha, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
     tb::Results r_;
     // implementation="torch": ATen's functional overload, as torch runs it.
-    if (tb::lane_open(slots[4], slots[5], false)) {
+    if (tb::lane_allows(impl_, stream_, false)) {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::add(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
     bool allocated_ = false;
     tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::add_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_alpha, r_); });
     if (!allocated_) {
+      if (impl_ == Implementation::kNative) ::infini::ops::native_needs_out(sig.op);
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::add(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
@@ -665,30 +763,13 @@ PyObject* body_add(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_add(filled_));
+    return outs_.returned(sig, call_(filled_));
   }
-  void* t_[3];
-  if (tb::lane_open(slots[4], slots[5], false) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::add(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_alpha, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::add(v_self, v_other, v_alpha, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_add, module, args, nargs, kwnames, slots, body_add);
 }
 
@@ -720,43 +801,49 @@ const tb::Signature kSig_add_Scalar{
     .functional_torch_function = &kFunctionalTorchFunction_add_Scalar,
 };
 
-PyObject* body_add_Scalar(PyObject* const* slots) {
+PyObject* body_add_Scalar(PyObject** slots) {
   const tb::Signature& sig = kSig_add_Scalar;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+  auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::add_Scalar(tb::TensorRef{t_[0]}, v_other, v_alpha, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::add_Scalar(v_self, v_other, v_alpha, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::add_Scalar(tb::TensorRef{c_[0]}, v_other, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::add_Scalar(tb::TensorRef{t_[0]}, v_other, v_alpha, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-  auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::add_Scalar(v_self, v_other, v_alpha, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_add_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_add_Scalar, module, args, nargs, kwnames, slots, body_add_Scalar);
 }
 
@@ -788,45 +875,51 @@ const tb::Signature kSig_addbmm{
     .functional_torch_function = &kFunctionalTorchFunction_addbmm,
 };
 
-PyObject* body_addbmm(PyObject* const* slots) {
+PyObject* body_addbmm(PyObject** slots) {
   const tb::Signature& sig = kSig_addbmm;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+  auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
+  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[4];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::addbmm(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_beta, v_alpha, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[5]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_batch1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_batch2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    tb::run(tb::release_gil_for(v_self, v_batch1, v_batch2, v_out), [&] {
+      ::infini::ops::addbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[5]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-    auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addbmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[4];
-  if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-    auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::addbmm(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_beta, v_alpha, tb::TensorRef{t_[3]});
-    });
-    return tb::new_reference(slots[5]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_batch1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_batch2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-  auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
-  auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_batch1, v_batch2, v_out), [&] {
-    ::infini::ops::addbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[5]);
+  return call_(slots);
 }
 
 PyObject* py_addbmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
+  PyObject* slots[9] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_addbmm, module, args, nargs, kwnames, slots, body_addbmm);
 }
 
@@ -858,42 +951,50 @@ const tb::Signature kSig_addcdiv{
     .functional_torch_function = &kFunctionalTorchFunction_addcdiv,
 };
 
-PyObject* body_addcdiv(PyObject* const* slots) {
+PyObject* body_addcdiv(PyObject** slots) {
   const tb::Signature& sig = kSig_addcdiv;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[4];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::addcdiv(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_value, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_tensor1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_tensor2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_tensor1, v_tensor2, v_out), [&] {
+      ::infini::ops::addcdiv(v_self, v_tensor1, v_tensor2, v_value, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addcdiv(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_value, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[4];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::addcdiv(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_value, tb::TensorRef{t_[3]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_tensor1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_tensor2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_tensor1, v_tensor2, v_out), [&] {
-    ::infini::ops::addcdiv(v_self, v_tensor1, v_tensor2, v_value, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_addcdiv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_addcdiv, module, args, nargs, kwnames, slots, body_addcdiv);
 }
 
@@ -925,42 +1026,50 @@ const tb::Signature kSig_addcmul{
     .functional_torch_function = &kFunctionalTorchFunction_addcmul,
 };
 
-PyObject* body_addcmul(PyObject* const* slots) {
+PyObject* body_addcmul(PyObject** slots) {
   const tb::Signature& sig = kSig_addcmul;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[4];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::addcmul(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_value, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_tensor1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_tensor2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_tensor1, v_tensor2, v_out), [&] {
+      ::infini::ops::addcmul(v_self, v_tensor1, v_tensor2, v_value, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addcmul(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_value, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[4];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::addcmul(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_value, tb::TensorRef{t_[3]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_tensor1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_tensor2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_tensor1, v_tensor2, v_out), [&] {
-    ::infini::ops::addcmul(v_self, v_tensor1, v_tensor2, v_value, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_addcmul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_addcmul, module, args, nargs, kwnames, slots, body_addcmul);
 }
 
@@ -992,45 +1101,51 @@ const tb::Signature kSig_addmm{
     .functional_torch_function = &kFunctionalTorchFunction_addmm,
 };
 
-PyObject* body_addmm(PyObject* const* slots) {
+PyObject* body_addmm(PyObject** slots) {
   const tb::Signature& sig = kSig_addmm;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+  auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
+  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[4];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::addmm(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_beta, v_alpha, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[5]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_mat1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_mat2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    tb::run(tb::release_gil_for(v_self, v_mat1, v_mat2, v_out), [&] {
+      ::infini::ops::addmm(v_self, v_mat1, v_mat2, v_beta, v_alpha, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[5]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-    auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[4];
-  if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-    auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::addmm(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_beta, v_alpha, tb::TensorRef{t_[3]});
-    });
-    return tb::new_reference(slots[5]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_mat1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_mat2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-  auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
-  auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_mat1, v_mat2, v_out), [&] {
-    ::infini::ops::addmm(v_self, v_mat1, v_mat2, v_beta, v_alpha, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[5]);
+  return call_(slots);
 }
 
 PyObject* py_addmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
+  PyObject* slots[9] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_addmm, module, args, nargs, kwnames, slots, body_addmm);
 }
 
@@ -1062,45 +1177,51 @@ const tb::Signature kSig_addmv{
     .functional_torch_function = &kFunctionalTorchFunction_addmv,
 };
 
-PyObject* body_addmv(PyObject* const* slots) {
+PyObject* body_addmv(PyObject** slots) {
   const tb::Signature& sig = kSig_addmv;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+  auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
+  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[4];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::addmv(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_beta, v_alpha, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[5]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_mat = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_vec = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    tb::run(tb::release_gil_for(v_self, v_mat, v_vec, v_out), [&] {
+      ::infini::ops::addmv(v_self, v_mat, v_vec, v_beta, v_alpha, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[5]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-    auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addmv(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[4];
-  if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-    auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::addmv(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_beta, v_alpha, tb::TensorRef{t_[3]});
-    });
-    return tb::new_reference(slots[5]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_mat = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_vec = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-  auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
-  auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_mat, v_vec, v_out), [&] {
-    ::infini::ops::addmv(v_self, v_mat, v_vec, v_beta, v_alpha, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[5]);
+  return call_(slots);
 }
 
 PyObject* py_addmv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
+  PyObject* slots[9] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_addmv, module, args, nargs, kwnames, slots, body_addmv);
 }
 
@@ -1132,43 +1253,49 @@ const tb::Signature kSig_all{
     .functional_torch_function = &kFunctionalTorchFunction_all,
 };
 
-PyObject* body_all(PyObject* const* slots) {
+PyObject* body_all(PyObject** slots) {
   const tb::Signature& sig = kSig_all;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::all(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::all(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::all(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::all(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::all(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_all, module, args, nargs, kwnames, slots, body_all);
 }
 
@@ -1200,10 +1327,34 @@ const tb::Signature kSig_all_all{
     .functional_torch_function = &kFunctionalTorchFunction_all_all,
 };
 
-PyObject* body_all_all(PyObject* const* slots) {
+PyObject* body_all_all(PyObject** slots) {
   const tb::Signature& sig = kSig_all_all;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::all_all(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::all_all(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -1212,25 +1363,11 @@ PyObject* body_all_all(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::all_all(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::all_all(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_all_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_all_all, module, args, nargs, kwnames, slots, body_all_all);
 }
 
@@ -1262,43 +1399,49 @@ const tb::Signature kSig_all_dims{
     .functional_torch_function = &kFunctionalTorchFunction_all_dims,
 };
 
-PyObject* body_all_dims(PyObject* const* slots) {
+PyObject* body_all_dims(PyObject** slots) {
   const tb::Signature& sig = kSig_all_dims;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Optional<tk::IntList<0>>>(slots[1], sig, 1, std::nullopt);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::all_dims(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::all_dims(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<0>>>(slots[1], sig, 1, std::nullopt);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::all_dims(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<0>>>(slots[1], sig, 1, std::nullopt);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::all_dims(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Optional<tk::IntList<0>>>(slots[1], sig, 1, std::nullopt);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::all_dims(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_all_dims(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_all_dims, module, args, nargs, kwnames, slots, body_all_dims);
 }
 
@@ -1330,43 +1473,49 @@ const tb::Signature kSig_amax{
     .functional_torch_function = &kFunctionalTorchFunction_amax,
 };
 
-PyObject* body_amax(PyObject* const* slots) {
+PyObject* body_amax(PyObject** slots) {
   const tb::Signature& sig = kSig_amax;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::amax(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::amax(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::amax(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::amax(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::amax(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_amax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_amax, module, args, nargs, kwnames, slots, body_amax);
 }
 
@@ -1398,43 +1547,49 @@ const tb::Signature kSig_amin{
     .functional_torch_function = &kFunctionalTorchFunction_amin,
 };
 
-PyObject* body_amin(PyObject* const* slots) {
+PyObject* body_amin(PyObject** slots) {
   const tb::Signature& sig = kSig_amin;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::amin(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::amin(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::amin(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::amin(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1, {});
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::amin(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_amin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_amin, module, args, nargs, kwnames, slots, body_amin);
 }
 
@@ -1472,44 +1627,51 @@ const tb::Signature kSig_aminmax{
     .functional_return_type_object = &kFunctionalReturnType_aminmax,
 };
 
-PyObject* body_aminmax(PyObject* const* slots) {
+PyObject* body_aminmax(PyObject** slots) {
   const tb::Signature& sig = kSig_aminmax;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const tb::OutList out_list_(sig, slots);
+  auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::aminmax(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::pack_outputs(sig, {slots[3], slots[4]});
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_min = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_max = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_min, v_max), [&] {
+      ::infini::ops::aminmax(v_self, v_dim, v_keepdim, v_min, v_max, impl_, stream_);
+    });
+    return tb::pack_outputs(sig, {slots[3], slots[4]});
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::aminmax(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::aminmax(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::pack_outputs(sig, {slots[3], slots[4]});
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_min = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  auto v_max = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_min, v_max), [&] {
-    ::infini::ops::aminmax(v_self, v_dim, v_keepdim, v_min, v_max, impl_, stream_);
-  });
-  return tb::pack_outputs(sig, {slots[3], slots[4]});
+  return call_(slots);
 }
 
 PyObject* py_aminmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_aminmax, module, args, nargs, kwnames, slots, body_aminmax);
 }
 
@@ -1541,43 +1703,49 @@ const tb::Signature kSig_any{
     .functional_torch_function = &kFunctionalTorchFunction_any,
 };
 
-PyObject* body_any(PyObject* const* slots) {
+PyObject* body_any(PyObject** slots) {
   const tb::Signature& sig = kSig_any;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::any(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::any(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::any(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::any(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::any(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_any(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_any, module, args, nargs, kwnames, slots, body_any);
 }
 
@@ -1609,10 +1777,34 @@ const tb::Signature kSig_any_all{
     .functional_torch_function = &kFunctionalTorchFunction_any_all,
 };
 
-PyObject* body_any_all(PyObject* const* slots) {
+PyObject* body_any_all(PyObject** slots) {
   const tb::Signature& sig = kSig_any_all;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::any_all(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::any_all(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -1621,25 +1813,11 @@ PyObject* body_any_all(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::any_all(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::any_all(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_any_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_any_all, module, args, nargs, kwnames, slots, body_any_all);
 }
 
@@ -1671,43 +1849,49 @@ const tb::Signature kSig_any_dims{
     .functional_torch_function = &kFunctionalTorchFunction_any_dims,
 };
 
-PyObject* body_any_dims(PyObject* const* slots) {
+PyObject* body_any_dims(PyObject** slots) {
   const tb::Signature& sig = kSig_any_dims;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Optional<tk::IntList<0>>>(slots[1], sig, 1, std::nullopt);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::any_dims(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::any_dims(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<0>>>(slots[1], sig, 1, std::nullopt);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::any_dims(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<0>>>(slots[1], sig, 1, std::nullopt);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::any_dims(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Optional<tk::IntList<0>>>(slots[1], sig, 1, std::nullopt);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::any_dims(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_any_dims(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_any_dims, module, args, nargs, kwnames, slots, body_any_dims);
 }
 
@@ -1739,43 +1923,49 @@ const tb::Signature kSig_argmax{
     .functional_torch_function = &kFunctionalTorchFunction_argmax,
 };
 
-PyObject* body_argmax(PyObject* const* slots) {
+PyObject* body_argmax(PyObject** slots) {
   const tb::Signature& sig = kSig_argmax;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::argmax(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::argmax(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::argmax(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::argmax(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::argmax(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_argmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_argmax, module, args, nargs, kwnames, slots, body_argmax);
 }
 
@@ -1807,43 +1997,49 @@ const tb::Signature kSig_argmin{
     .functional_torch_function = &kFunctionalTorchFunction_argmin,
 };
 
-PyObject* body_argmin(PyObject* const* slots) {
+PyObject* body_argmin(PyObject** slots) {
   const tb::Signature& sig = kSig_argmin;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::argmin(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::argmin(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::argmin(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::argmin(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[1], sig, 1, std::nullopt);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::argmin(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_argmin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_argmin, module, args, nargs, kwnames, slots, body_argmin);
 }
 
@@ -1875,10 +2071,34 @@ const tb::Signature kSig_asin{
     .functional_torch_function = &kFunctionalTorchFunction_asin,
 };
 
-PyObject* body_asin(PyObject* const* slots) {
+PyObject* body_asin(PyObject** slots) {
   const tb::Signature& sig = kSig_asin;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::asin(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::asin(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -1887,25 +2107,11 @@ PyObject* body_asin(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::asin(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::asin(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_asin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_asin, module, args, nargs, kwnames, slots, body_asin);
 }
 
@@ -1937,10 +2143,34 @@ const tb::Signature kSig_asinh{
     .functional_torch_function = &kFunctionalTorchFunction_asinh,
 };
 
-PyObject* body_asinh(PyObject* const* slots) {
+PyObject* body_asinh(PyObject** slots) {
   const tb::Signature& sig = kSig_asinh;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::asinh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::asinh(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -1949,25 +2179,11 @@ PyObject* body_asinh(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::asinh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::asinh(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_asinh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_asinh, module, args, nargs, kwnames, slots, body_asinh);
 }
 
@@ -1999,10 +2215,34 @@ const tb::Signature kSig_atan{
     .functional_torch_function = &kFunctionalTorchFunction_atan,
 };
 
-PyObject* body_atan(PyObject* const* slots) {
+PyObject* body_atan(PyObject** slots) {
   const tb::Signature& sig = kSig_atan;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::atan(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::atan(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -2011,25 +2251,11 @@ PyObject* body_atan(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::atan(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::atan(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_atan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_atan, module, args, nargs, kwnames, slots, body_atan);
 }
 
@@ -2061,10 +2287,35 @@ const tb::Signature kSig_atan2{
     .functional_torch_function = &kFunctionalTorchFunction_atan2,
 };
 
-PyObject* body_atan2(PyObject* const* slots) {
+PyObject* body_atan2(PyObject** slots) {
   const tb::Signature& sig = kSig_atan2;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::atan2(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::atan2(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -2073,26 +2324,11 @@ PyObject* body_atan2(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::atan2(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::atan2(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_atan2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_atan2, module, args, nargs, kwnames, slots, body_atan2);
 }
 
@@ -2124,10 +2360,34 @@ const tb::Signature kSig_atanh{
     .functional_torch_function = &kFunctionalTorchFunction_atanh,
 };
 
-PyObject* body_atanh(PyObject* const* slots) {
+PyObject* body_atanh(PyObject** slots) {
   const tb::Signature& sig = kSig_atanh;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::atanh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::atanh(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -2136,25 +2396,11 @@ PyObject* body_atanh(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::atanh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::atanh(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_atanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_atanh, module, args, nargs, kwnames, slots, body_atanh);
 }
 
@@ -2186,52 +2432,52 @@ const tb::Signature kSig_avg_pool1d{
     .functional_torch_function = &kFunctionalTorchFunction_avg_pool1d,
 };
 
-PyObject* body_avg_pool1d(PyObject* const* slots) {
+PyObject* body_avg_pool1d(PyObject** slots) {
   const tb::Signature& sig = kSig_avg_pool1d;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_kernel_size = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
+  auto v_stride = tb::arg<tk::IntList<1>>(slots[2], sig, 2, {});
+  auto v_padding = tb::arg<tk::IntList<1>>(slots[3], sig, 3, {int64_t{0}});
+  auto v_ceil_mode = tb::arg<tk::Bool>(slots[4], sig, 4, false);
+  auto v_count_include_pad = tb::arg<tk::Bool>(slots[5], sig, 5, true);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[7], sig, 7, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[8], sig, 8, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::avg_pool1d(tb::TensorRef{t_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[6]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[6], sig, 6);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::avg_pool1d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[6]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_kernel_size = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
-    auto v_stride = tb::arg<tk::IntList<1>>(slots[2], sig, 2, {});
-    auto v_padding = tb::arg<tk::IntList<1>>(slots[3], sig, 3, {int64_t{0}});
-    auto v_ceil_mode = tb::arg<tk::Bool>(slots[4], sig, 4, false);
-    auto v_count_include_pad = tb::arg<tk::Bool>(slots[5], sig, 5, true);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::avg_pool1d(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[7], slots[8], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_kernel_size = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
-    auto v_stride = tb::arg<tk::IntList<1>>(slots[2], sig, 2, {});
-    auto v_padding = tb::arg<tk::IntList<1>>(slots[3], sig, 3, {int64_t{0}});
-    auto v_ceil_mode = tb::arg<tk::Bool>(slots[4], sig, 4, false);
-    auto v_count_include_pad = tb::arg<tk::Bool>(slots[5], sig, 5, true);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::avg_pool1d(tb::TensorRef{t_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[6]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_kernel_size = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
-  auto v_stride = tb::arg<tk::IntList<1>>(slots[2], sig, 2, {});
-  auto v_padding = tb::arg<tk::IntList<1>>(slots[3], sig, 3, {int64_t{0}});
-  auto v_ceil_mode = tb::arg<tk::Bool>(slots[4], sig, 4, false);
-  auto v_count_include_pad = tb::arg<tk::Bool>(slots[5], sig, 5, true);
-  auto v_out = tb::arg<tk::Tensor>(slots[6], sig, 6);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[7], sig, 7, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[8], sig, 8, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::avg_pool1d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[6]);
+  return call_(slots);
 }
 
 PyObject* py_avg_pool1d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[9] = {};
+  PyObject* slots[10] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_avg_pool1d, module, args, nargs, kwnames, slots, body_avg_pool1d);
 }
 
@@ -2263,55 +2509,53 @@ const tb::Signature kSig_avg_pool2d{
     .functional_torch_function = &kFunctionalTorchFunction_avg_pool2d,
 };
 
-PyObject* body_avg_pool2d(PyObject* const* slots) {
+PyObject* body_avg_pool2d(PyObject** slots) {
   const tb::Signature& sig = kSig_avg_pool2d;
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    auto v_kernel_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
-    auto v_stride = tb::arg<tk::IntList<2>>(slots[2], sig, 2, {});
-    auto v_padding = tb::arg<tk::IntList<2>>(slots[3], sig, 3, {int64_t{0}, int64_t{0}});
-    auto v_ceil_mode = tb::arg<tk::Bool>(slots[4], sig, 4, false);
-    auto v_count_include_pad = tb::arg<tk::Bool>(slots[5], sig, 5, true);
-    auto v_divisor_override = tb::arg<tk::Optional<tk::Int>>(slots[6], sig, 6, std::nullopt);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::avg_pool2d(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  void* t_[2];
-  if (tb::lane_open(slots[8], slots[9], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_kernel_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
-    auto v_stride = tb::arg<tk::IntList<2>>(slots[2], sig, 2, {});
-    auto v_padding = tb::arg<tk::IntList<2>>(slots[3], sig, 3, {int64_t{0}, int64_t{0}});
-    auto v_ceil_mode = tb::arg<tk::Bool>(slots[4], sig, 4, false);
-    auto v_count_include_pad = tb::arg<tk::Bool>(slots[5], sig, 5, true);
-    auto v_divisor_override = tb::arg<tk::Optional<tk::Int>>(slots[6], sig, 6, std::nullopt);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::avg_pool2d(tb::TensorRef{t_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[7]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
   auto v_kernel_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
   auto v_stride = tb::arg<tk::IntList<2>>(slots[2], sig, 2, {});
   auto v_padding = tb::arg<tk::IntList<2>>(slots[3], sig, 3, {int64_t{0}, int64_t{0}});
   auto v_ceil_mode = tb::arg<tk::Bool>(slots[4], sig, 4, false);
   auto v_count_include_pad = tb::arg<tk::Bool>(slots[5], sig, 5, true);
   auto v_divisor_override = tb::arg<tk::Optional<tk::Int>>(slots[6], sig, 6, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[7], sig, 7);
   const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::avg_pool2d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[7]);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::avg_pool2d(tb::TensorRef{t_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[7]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[7], sig, 7);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::avg_pool2d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[7]);
+  };
+  if (tb::outs_absent(sig, slots)) {
+    // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::avg_pool2d(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
+  return call_(slots);
 }
 
 PyObject* py_avg_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[10] = {};
+  PyObject* slots[11] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_avg_pool2d, module, args, nargs, kwnames, slots, body_avg_pool2d);
 }
 
@@ -2343,45 +2587,51 @@ const tb::Signature kSig_baddbmm{
     .functional_torch_function = &kFunctionalTorchFunction_baddbmm,
 };
 
-PyObject* body_baddbmm(PyObject* const* slots) {
+PyObject* body_baddbmm(PyObject** slots) {
   const tb::Signature& sig = kSig_baddbmm;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+  auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
+  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[4];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::baddbmm(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_beta, v_alpha, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[5]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_batch1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_batch2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    tb::run(tb::release_gil_for(v_self, v_batch1, v_batch2, v_out), [&] {
+      ::infini::ops::baddbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[5]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-    auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::baddbmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[4];
-  if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-    auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::baddbmm(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_beta, v_alpha, tb::TensorRef{t_[3]});
-    });
-    return tb::new_reference(slots[5]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_batch1 = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_batch2 = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_beta = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-  auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
-  auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_batch1, v_batch2, v_out), [&] {
-    ::infini::ops::baddbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[5]);
+  return call_(slots);
 }
 
 PyObject* py_baddbmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
+  PyObject* slots[9] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_baddbmm, module, args, nargs, kwnames, slots, body_baddbmm);
 }
 
@@ -2413,10 +2663,35 @@ const tb::Signature kSig_bitwise_and_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_bitwise_and_Tensor,
 };
 
-PyObject* body_bitwise_and_Tensor(PyObject* const* slots) {
+PyObject* body_bitwise_and_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_bitwise_and_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::bitwise_and_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::bitwise_and_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -2425,26 +2700,11 @@ PyObject* body_bitwise_and_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::bitwise_and_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::bitwise_and_Tensor(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_bitwise_and_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_bitwise_and_Tensor, module, args, nargs, kwnames, slots, body_bitwise_and_Tensor);
 }
 
@@ -2476,10 +2736,35 @@ const tb::Signature kSig_bitwise_left_shift_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_bitwise_left_shift_Tensor,
 };
 
-PyObject* body_bitwise_left_shift_Tensor(PyObject* const* slots) {
+PyObject* body_bitwise_left_shift_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_bitwise_left_shift_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::bitwise_left_shift_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::bitwise_left_shift_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -2488,26 +2773,11 @@ PyObject* body_bitwise_left_shift_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::bitwise_left_shift_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::bitwise_left_shift_Tensor(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_bitwise_left_shift_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_bitwise_left_shift_Tensor, module, args, nargs, kwnames, slots, body_bitwise_left_shift_Tensor);
 }
 
@@ -2539,10 +2809,34 @@ const tb::Signature kSig_bitwise_not{
     .functional_torch_function = &kFunctionalTorchFunction_bitwise_not,
 };
 
-PyObject* body_bitwise_not(PyObject* const* slots) {
+PyObject* body_bitwise_not(PyObject** slots) {
   const tb::Signature& sig = kSig_bitwise_not;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::bitwise_not(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::bitwise_not(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -2551,25 +2845,11 @@ PyObject* body_bitwise_not(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::bitwise_not(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::bitwise_not(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_bitwise_not(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_bitwise_not, module, args, nargs, kwnames, slots, body_bitwise_not);
 }
 
@@ -2601,10 +2881,35 @@ const tb::Signature kSig_bitwise_or_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_bitwise_or_Tensor,
 };
 
-PyObject* body_bitwise_or_Tensor(PyObject* const* slots) {
+PyObject* body_bitwise_or_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_bitwise_or_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::bitwise_or_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::bitwise_or_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -2613,26 +2918,11 @@ PyObject* body_bitwise_or_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::bitwise_or_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::bitwise_or_Tensor(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_bitwise_or_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_bitwise_or_Tensor, module, args, nargs, kwnames, slots, body_bitwise_or_Tensor);
 }
 
@@ -2664,10 +2954,35 @@ const tb::Signature kSig_bitwise_right_shift_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_bitwise_right_shift_Tensor,
 };
 
-PyObject* body_bitwise_right_shift_Tensor(PyObject* const* slots) {
+PyObject* body_bitwise_right_shift_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_bitwise_right_shift_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::bitwise_right_shift_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::bitwise_right_shift_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -2676,26 +2991,11 @@ PyObject* body_bitwise_right_shift_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::bitwise_right_shift_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::bitwise_right_shift_Tensor(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_bitwise_right_shift_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_bitwise_right_shift_Tensor, module, args, nargs, kwnames, slots, body_bitwise_right_shift_Tensor);
 }
 
@@ -2727,10 +3027,35 @@ const tb::Signature kSig_bitwise_xor_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_bitwise_xor_Tensor,
 };
 
-PyObject* body_bitwise_xor_Tensor(PyObject* const* slots) {
+PyObject* body_bitwise_xor_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_bitwise_xor_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::bitwise_xor_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::bitwise_xor_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -2739,26 +3064,11 @@ PyObject* body_bitwise_xor_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::bitwise_xor_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::bitwise_xor_Tensor(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_bitwise_xor_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_bitwise_xor_Tensor, module, args, nargs, kwnames, slots, body_bitwise_xor_Tensor);
 }
 
@@ -2790,10 +3100,35 @@ const tb::Signature kSig_bmm{
     .functional_torch_function = &kFunctionalTorchFunction_bmm,
 };
 
-PyObject* body_bmm(PyObject* const* slots) {
+PyObject* body_bmm(PyObject** slots) {
   const tb::Signature& sig = kSig_bmm;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::bmm(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_mat2 = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_mat2, v_out), [&] {
+      ::infini::ops::bmm(v_self, v_mat2, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -2802,26 +3137,11 @@ PyObject* body_bmm(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::bmm(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_mat2 = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_mat2, v_out), [&] {
-    ::infini::ops::bmm(v_self, v_mat2, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_bmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_bmm, module, args, nargs, kwnames, slots, body_bmm);
 }
 
@@ -2852,43 +3172,51 @@ const tb::Signature kSig_cat{
     .functional_torch_function = &kFunctionalTorchFunction_cat,
 };
 
-PyObject* body_cat(PyObject* const* slots) {
+PyObject* body_cat(PyObject** slots) {
   const tb::Signature& sig = kSig_cat;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[1];
+    tb::TensorListRef l_[1];
+    void* items_[tb::kLaneListItems];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_, l_, items_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::cat(l_[0], v_dim, tb::TensorRef{t_[0]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_tensors = tb::arg<tk::TensorList>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_tensors, v_out), [&] {
+      ::infini::ops::cat(v_tensors, v_dim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[1];
     tb::TensorListRef cl_[1];
     tb::CallTensors tensors_(sig, slots, c_, cl_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cat(cl_[0], v_dim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[1];
-  tb::TensorListRef l_[1];
-  void* items_[tb::kLaneListItems];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_, l_, items_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::cat(l_[0], v_dim, tb::TensorRef{t_[0]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_tensors = tb::arg<tk::TensorList>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_tensors, v_out), [&] {
-    ::infini::ops::cat(v_tensors, v_dim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_cat(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_cat, module, args, nargs, kwnames, slots, body_cat);
 }
 
@@ -2920,10 +3248,34 @@ const tb::Signature kSig_ceil{
     .functional_torch_function = &kFunctionalTorchFunction_ceil,
 };
 
-PyObject* body_ceil(PyObject* const* slots) {
+PyObject* body_ceil(PyObject** slots) {
   const tb::Signature& sig = kSig_ceil;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::ceil(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::ceil(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -2932,25 +3284,11 @@ PyObject* body_ceil(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::ceil(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::ceil(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_ceil(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_ceil, module, args, nargs, kwnames, slots, body_ceil);
 }
 
@@ -2982,43 +3320,49 @@ const tb::Signature kSig_clamp{
     .functional_torch_function = &kFunctionalTorchFunction_clamp,
 };
 
-PyObject* body_clamp(PyObject* const* slots) {
+PyObject* body_clamp(PyObject** slots) {
   const tb::Signature& sig = kSig_clamp;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_min = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1, std::nullopt);
+  auto v_max = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::clamp(tb::TensorRef{t_[0]}, v_min, v_max, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::clamp(v_self, v_min, v_max, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_min = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1, std::nullopt);
-    auto v_max = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp(tb::TensorRef{c_[0]}, v_min, v_max, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_min = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1, std::nullopt);
-    auto v_max = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::clamp(tb::TensorRef{t_[0]}, v_min, v_max, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_min = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1, std::nullopt);
-  auto v_max = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::clamp(v_self, v_min, v_max, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_clamp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_clamp, module, args, nargs, kwnames, slots, body_clamp);
 }
 
@@ -3051,10 +3395,36 @@ const tb::Signature kSig_clamp_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_clamp_Tensor,
 };
 
-PyObject* body_clamp_Tensor(PyObject* const* slots) {
+PyObject* body_clamp_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_clamp_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[4];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::clamp_Tensor(tb::TensorRef{t_[0]}, tb::OptionalTensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_min = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1, std::nullopt);
+    auto v_max = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_min, v_max, v_out), [&] {
+      ::infini::ops::clamp_Tensor(v_self, v_min, v_max, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -3063,27 +3433,11 @@ PyObject* body_clamp_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[4];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::clamp_Tensor(tb::TensorRef{t_[0]}, tb::OptionalTensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, tb::TensorRef{t_[3]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_min = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1, std::nullopt);
-  auto v_max = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_min, v_max, v_out), [&] {
-    ::infini::ops::clamp_Tensor(v_self, v_min, v_max, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_clamp_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_clamp_Tensor, module, args, nargs, kwnames, slots, body_clamp_Tensor);
 }
 
@@ -3115,40 +3469,48 @@ const tb::Signature kSig_clamp_max{
     .functional_torch_function = &kFunctionalTorchFunction_clamp_max,
 };
 
-PyObject* body_clamp_max(PyObject* const* slots) {
+PyObject* body_clamp_max(PyObject** slots) {
   const tb::Signature& sig = kSig_clamp_max;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_max = tb::arg<tk::Scalar>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::clamp_max(tb::TensorRef{t_[0]}, v_max, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::clamp_max(v_self, v_max, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_max = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_max(tb::TensorRef{c_[0]}, v_max, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_max = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::clamp_max(tb::TensorRef{t_[0]}, v_max, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_max = tb::arg<tk::Scalar>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::clamp_max(v_self, v_max, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_clamp_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_clamp_max, module, args, nargs, kwnames, slots, body_clamp_max);
 }
 
@@ -3180,10 +3542,35 @@ const tb::Signature kSig_clamp_max_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_clamp_max_Tensor,
 };
 
-PyObject* body_clamp_max_Tensor(PyObject* const* slots) {
+PyObject* body_clamp_max_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_clamp_max_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::clamp_max_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_max = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_max, v_out), [&] {
+      ::infini::ops::clamp_max_Tensor(v_self, v_max, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -3192,26 +3579,11 @@ PyObject* body_clamp_max_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::clamp_max_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_max = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_max, v_out), [&] {
-    ::infini::ops::clamp_max_Tensor(v_self, v_max, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_clamp_max_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_clamp_max_Tensor, module, args, nargs, kwnames, slots, body_clamp_max_Tensor);
 }
 
@@ -3243,40 +3615,48 @@ const tb::Signature kSig_clamp_min{
     .functional_torch_function = &kFunctionalTorchFunction_clamp_min,
 };
 
-PyObject* body_clamp_min(PyObject* const* slots) {
+PyObject* body_clamp_min(PyObject** slots) {
   const tb::Signature& sig = kSig_clamp_min;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_min = tb::arg<tk::Scalar>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::clamp_min(tb::TensorRef{t_[0]}, v_min, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::clamp_min(v_self, v_min, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_min = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_min(tb::TensorRef{c_[0]}, v_min, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_min = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::clamp_min(tb::TensorRef{t_[0]}, v_min, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_min = tb::arg<tk::Scalar>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::clamp_min(v_self, v_min, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_clamp_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_clamp_min, module, args, nargs, kwnames, slots, body_clamp_min);
 }
 
@@ -3308,10 +3688,35 @@ const tb::Signature kSig_clamp_min_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_clamp_min_Tensor,
 };
 
-PyObject* body_clamp_min_Tensor(PyObject* const* slots) {
+PyObject* body_clamp_min_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_clamp_min_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::clamp_min_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_min = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_min, v_out), [&] {
+      ::infini::ops::clamp_min_Tensor(v_self, v_min, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -3320,26 +3725,11 @@ PyObject* body_clamp_min_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::clamp_min_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_min = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_min, v_out), [&] {
-    ::infini::ops::clamp_min_Tensor(v_self, v_min, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_clamp_min_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_clamp_min_Tensor, module, args, nargs, kwnames, slots, body_clamp_min_Tensor);
 }
 
@@ -3371,10 +3761,34 @@ const tb::Signature kSig_clone{
     .functional_torch_function = &kFunctionalTorchFunction_clone,
 };
 
-PyObject* body_clone(PyObject* const* slots) {
+PyObject* body_clone(PyObject** slots) {
   const tb::Signature& sig = kSig_clone;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::clone(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::clone(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -3383,25 +3797,11 @@ PyObject* body_clone(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::clone(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::clone(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_clone(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_clone, module, args, nargs, kwnames, slots, body_clone);
 }
 
@@ -3433,10 +3833,35 @@ const tb::Signature kSig_copysign{
     .functional_torch_function = &kFunctionalTorchFunction_copysign,
 };
 
-PyObject* body_copysign(PyObject* const* slots) {
+PyObject* body_copysign(PyObject** slots) {
   const tb::Signature& sig = kSig_copysign;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::copysign(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::copysign(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -3445,26 +3870,11 @@ PyObject* body_copysign(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::copysign(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::copysign(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_copysign(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_copysign, module, args, nargs, kwnames, slots, body_copysign);
 }
 
@@ -3496,40 +3906,48 @@ const tb::Signature kSig_copysign_Scalar{
     .functional_torch_function = &kFunctionalTorchFunction_copysign_Scalar,
 };
 
-PyObject* body_copysign_Scalar(PyObject* const* slots) {
+PyObject* body_copysign_Scalar(PyObject** slots) {
   const tb::Signature& sig = kSig_copysign_Scalar;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::copysign_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::copysign_Scalar(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::copysign_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::copysign_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::copysign_Scalar(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_copysign_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_copysign_Scalar, module, args, nargs, kwnames, slots, body_copysign_Scalar);
 }
 
@@ -3561,10 +3979,34 @@ const tb::Signature kSig_cos{
     .functional_torch_function = &kFunctionalTorchFunction_cos,
 };
 
-PyObject* body_cos(PyObject* const* slots) {
+PyObject* body_cos(PyObject** slots) {
   const tb::Signature& sig = kSig_cos;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::cos(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::cos(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -3573,25 +4015,11 @@ PyObject* body_cos(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::cos(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::cos(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_cos(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_cos, module, args, nargs, kwnames, slots, body_cos);
 }
 
@@ -3623,10 +4051,34 @@ const tb::Signature kSig_cosh{
     .functional_torch_function = &kFunctionalTorchFunction_cosh,
 };
 
-PyObject* body_cosh(PyObject* const* slots) {
+PyObject* body_cosh(PyObject** slots) {
   const tb::Signature& sig = kSig_cosh;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::cosh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::cosh(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -3635,25 +4087,11 @@ PyObject* body_cosh(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::cosh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::cosh(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_cosh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_cosh, module, args, nargs, kwnames, slots, body_cosh);
 }
 
@@ -3685,41 +4123,49 @@ const tb::Signature kSig_cross{
     .functional_torch_function = &kFunctionalTorchFunction_cross,
 };
 
-PyObject* body_cross(PyObject* const* slots) {
+PyObject* body_cross(PyObject** slots) {
   const tb::Signature& sig = kSig_cross;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[2], sig, 2, std::nullopt);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::cross(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_dim, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::cross(v_self, v_other, v_dim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[2], sig, 2, std::nullopt);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cross(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[2], sig, 2, std::nullopt);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::cross(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_dim, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[2], sig, 2, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::cross(v_self, v_other, v_dim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_cross(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_cross, module, args, nargs, kwnames, slots, body_cross);
 }
 
@@ -3751,43 +4197,49 @@ const tb::Signature kSig_cumprod{
     .functional_torch_function = &kFunctionalTorchFunction_cumprod,
 };
 
-PyObject* body_cumprod(PyObject* const* slots) {
+PyObject* body_cumprod(PyObject** slots) {
   const tb::Signature& sig = kSig_cumprod;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::cumprod(tb::TensorRef{t_[0]}, v_dim, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::cumprod(v_self, v_dim, v_dtype, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cumprod(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::cumprod(tb::TensorRef{t_[0]}, v_dim, v_dtype, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::cumprod(v_self, v_dim, v_dtype, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_cumprod(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_cumprod, module, args, nargs, kwnames, slots, body_cumprod);
 }
 
@@ -3819,43 +4271,49 @@ const tb::Signature kSig_cumsum{
     .functional_torch_function = &kFunctionalTorchFunction_cumsum,
 };
 
-PyObject* body_cumsum(PyObject* const* slots) {
+PyObject* body_cumsum(PyObject** slots) {
   const tb::Signature& sig = kSig_cumsum;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::cumsum(tb::TensorRef{t_[0]}, v_dim, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::cumsum(v_self, v_dim, v_dtype, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cumsum(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::cumsum(tb::TensorRef{t_[0]}, v_dim, v_dtype, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::cumsum(v_self, v_dim, v_dtype, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_cumsum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_cumsum, module, args, nargs, kwnames, slots, body_cumsum);
 }
 
@@ -3887,10 +4345,34 @@ const tb::Signature kSig_digamma{
     .functional_torch_function = &kFunctionalTorchFunction_digamma,
 };
 
-PyObject* body_digamma(PyObject* const* slots) {
+PyObject* body_digamma(PyObject** slots) {
   const tb::Signature& sig = kSig_digamma;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::digamma(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::digamma(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -3899,25 +4381,11 @@ PyObject* body_digamma(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::digamma(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::digamma(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_digamma(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_digamma, module, args, nargs, kwnames, slots, body_digamma);
 }
 
@@ -3950,10 +4418,35 @@ const tb::Signature kSig_div{
     .number_tensor_params = 0x3,
 };
 
-PyObject* body_div(PyObject* const* slots) {
+PyObject* body_div(PyObject** slots) {
   const tb::Signature& sig = kSig_div;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::div(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::div(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -3962,26 +4455,11 @@ PyObject* body_div(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::div(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::div(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_div(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_div, module, args, nargs, kwnames, slots, body_div);
 }
 
@@ -4014,41 +4492,49 @@ const tb::Signature kSig_div_out_mode{
     .number_tensor_params = 0x3,
 };
 
-PyObject* body_div_out_mode(PyObject* const* slots) {
+PyObject* body_div_out_mode(PyObject** slots) {
   const tb::Signature& sig = kSig_div_out_mode;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_rounding_mode = tb::arg<tk::Optional<tk::Str>>(slots[2], sig, 2);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::div_out_mode(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_rounding_mode, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::div_out_mode(v_self, v_other, v_rounding_mode, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_rounding_mode = tb::arg<tk::Optional<tk::Str>>(slots[2], sig, 2);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::div_out_mode(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_rounding_mode, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_rounding_mode = tb::arg<tk::Optional<tk::Str>>(slots[2], sig, 2);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::div_out_mode(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_rounding_mode, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_rounding_mode = tb::arg<tk::Optional<tk::Str>>(slots[2], sig, 2);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::div_out_mode(v_self, v_other, v_rounding_mode, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_div_out_mode(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_div_out_mode, module, args, nargs, kwnames, slots, body_div_out_mode);
 }
 
@@ -4080,10 +4566,35 @@ const tb::Signature kSig_dot{
     .functional_torch_function = &kFunctionalTorchFunction_dot,
 };
 
-PyObject* body_dot(PyObject* const* slots) {
+PyObject* body_dot(PyObject** slots) {
   const tb::Signature& sig = kSig_dot;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::dot(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_tensor = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_tensor, v_out), [&] {
+      ::infini::ops::dot(v_self, v_tensor, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -4092,26 +4603,11 @@ PyObject* body_dot(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::dot(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_tensor = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_tensor, v_out), [&] {
-    ::infini::ops::dot(v_self, v_tensor, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_dot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_dot, module, args, nargs, kwnames, slots, body_dot);
 }
 
@@ -4143,46 +4639,50 @@ const tb::Signature kSig_elu{
     .functional_torch_function = &kFunctionalTorchFunction_elu,
 };
 
-PyObject* body_elu(PyObject* const* slots) {
+PyObject* body_elu(PyObject** slots) {
   const tb::Signature& sig = kSig_elu;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_alpha = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
+  auto v_scale = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+  auto v_input_scale = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::elu(tb::TensorRef{t_[0]}, v_alpha, v_scale, v_input_scale, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::elu(v_self, v_alpha, v_scale, v_input_scale, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_alpha = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
-    auto v_scale = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
-    auto v_input_scale = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::elu(tb::TensorRef{c_[0]}, v_alpha, v_scale, v_input_scale, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_alpha = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
-    auto v_scale = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
-    auto v_input_scale = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::elu(tb::TensorRef{t_[0]}, v_alpha, v_scale, v_input_scale, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_alpha = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
-  auto v_scale = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
-  auto v_input_scale = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::elu(v_self, v_alpha, v_scale, v_input_scale, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_elu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_elu, module, args, nargs, kwnames, slots, body_elu);
 }
 
@@ -4213,47 +4713,51 @@ const tb::Signature kSig_embedding{
     .functional_torch_function = &kFunctionalTorchFunction_embedding,
 };
 
-PyObject* body_embedding(PyObject* const* slots) {
+PyObject* body_embedding(PyObject** slots) {
   const tb::Signature& sig = kSig_embedding;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_padding_idx = tb::arg<tk::SymInt>(slots[2], sig, 2, int64_t{-1});
+  auto v_scale_grad_by_freq = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+  auto v_sparse = tb::arg<tk::Bool>(slots[4], sig, 4, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::embedding(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_padding_idx, v_scale_grad_by_freq, v_sparse, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[5]);
+    }
+    auto v_weight = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_indices = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    tb::run(tb::release_gil_for(v_weight, v_indices, v_out), [&] {
+      ::infini::ops::embedding(v_weight, v_indices, v_padding_idx, v_scale_grad_by_freq, v_sparse, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[5]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_padding_idx = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
-    auto v_scale_grad_by_freq = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-    auto v_sparse = tb::arg<tk::Bool>(slots[4], sig, 4, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::embedding(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_padding_idx, v_scale_grad_by_freq, v_sparse, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_padding_idx = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
-    auto v_scale_grad_by_freq = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-    auto v_sparse = tb::arg<tk::Bool>(slots[4], sig, 4, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::embedding(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_padding_idx, v_scale_grad_by_freq, v_sparse, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[5]);
-  }
-  auto v_weight = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_indices = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_padding_idx = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
-  auto v_scale_grad_by_freq = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-  auto v_sparse = tb::arg<tk::Bool>(slots[4], sig, 4, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_weight, v_indices, v_out), [&] {
-    ::infini::ops::embedding(v_weight, v_indices, v_padding_idx, v_scale_grad_by_freq, v_sparse, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[5]);
+  return call_(slots);
 }
 
 PyObject* py_embedding(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
+  PyObject* slots[9] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_embedding, module, args, nargs, kwnames, slots, body_embedding);
 }
 
@@ -4284,47 +4788,51 @@ const tb::Signature kSig_embedding_dense_backward{
     .functional_torch_function = &kFunctionalTorchFunction_embedding_dense_backward,
 };
 
-PyObject* body_embedding_dense_backward(PyObject* const* slots) {
+PyObject* body_embedding_dense_backward(PyObject** slots) {
   const tb::Signature& sig = kSig_embedding_dense_backward;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_num_weights = tb::arg<tk::SymInt>(slots[2], sig, 2);
+  auto v_padding_idx = tb::arg<tk::SymInt>(slots[3], sig, 3);
+  auto v_scale_grad_by_freq = tb::arg<tk::Bool>(slots[4], sig, 4);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::embedding_dense_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_num_weights, v_padding_idx, v_scale_grad_by_freq, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[5]);
+    }
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_indices = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    tb::run(tb::release_gil_for(v_grad_output, v_indices, v_out), [&] {
+      ::infini::ops::embedding_dense_backward(v_grad_output, v_indices, v_num_weights, v_padding_idx, v_scale_grad_by_freq, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[5]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_num_weights = tb::arg<tk::Int>(slots[2], sig, 2);
-    auto v_padding_idx = tb::arg<tk::Int>(slots[3], sig, 3);
-    auto v_scale_grad_by_freq = tb::arg<tk::Bool>(slots[4], sig, 4);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::embedding_dense_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_num_weights, v_padding_idx, v_scale_grad_by_freq, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_num_weights = tb::arg<tk::Int>(slots[2], sig, 2);
-    auto v_padding_idx = tb::arg<tk::Int>(slots[3], sig, 3);
-    auto v_scale_grad_by_freq = tb::arg<tk::Bool>(slots[4], sig, 4);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::embedding_dense_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_num_weights, v_padding_idx, v_scale_grad_by_freq, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[5]);
-  }
-  auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_indices = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_num_weights = tb::arg<tk::Int>(slots[2], sig, 2);
-  auto v_padding_idx = tb::arg<tk::Int>(slots[3], sig, 3);
-  auto v_scale_grad_by_freq = tb::arg<tk::Bool>(slots[4], sig, 4);
-  auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_grad_output, v_indices, v_out), [&] {
-    ::infini::ops::embedding_dense_backward(v_grad_output, v_indices, v_num_weights, v_padding_idx, v_scale_grad_by_freq, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[5]);
+  return call_(slots);
 }
 
 PyObject* py_embedding_dense_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
+  PyObject* slots[9] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_embedding_dense_backward, module, args, nargs, kwnames, slots, body_embedding_dense_backward);
 }
 
@@ -4356,40 +4864,48 @@ const tb::Signature kSig_eq_Scalar{
     .functional_torch_function = &kFunctionalTorchFunction_eq_Scalar,
 };
 
-PyObject* body_eq_Scalar(PyObject* const* slots) {
+PyObject* body_eq_Scalar(PyObject** slots) {
   const tb::Signature& sig = kSig_eq_Scalar;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::eq_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::eq_Scalar(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::eq_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::eq_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::eq_Scalar(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_eq_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_eq_Scalar, module, args, nargs, kwnames, slots, body_eq_Scalar);
 }
 
@@ -4421,10 +4937,35 @@ const tb::Signature kSig_eq_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_eq_Tensor,
 };
 
-PyObject* body_eq_Tensor(PyObject* const* slots) {
+PyObject* body_eq_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_eq_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::eq_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::eq_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -4433,26 +4974,11 @@ PyObject* body_eq_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::eq_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::eq_Tensor(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_eq_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_eq_Tensor, module, args, nargs, kwnames, slots, body_eq_Tensor);
 }
 
@@ -4484,10 +5010,34 @@ const tb::Signature kSig_erf{
     .functional_torch_function = &kFunctionalTorchFunction_erf,
 };
 
-PyObject* body_erf(PyObject* const* slots) {
+PyObject* body_erf(PyObject** slots) {
   const tb::Signature& sig = kSig_erf;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::erf(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::erf(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -4496,25 +5046,11 @@ PyObject* body_erf(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::erf(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::erf(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_erf(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_erf, module, args, nargs, kwnames, slots, body_erf);
 }
 
@@ -4546,10 +5082,34 @@ const tb::Signature kSig_erfc{
     .functional_torch_function = &kFunctionalTorchFunction_erfc,
 };
 
-PyObject* body_erfc(PyObject* const* slots) {
+PyObject* body_erfc(PyObject** slots) {
   const tb::Signature& sig = kSig_erfc;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::erfc(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::erfc(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -4558,25 +5118,11 @@ PyObject* body_erfc(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::erfc(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::erfc(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_erfc(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_erfc, module, args, nargs, kwnames, slots, body_erfc);
 }
 
@@ -4608,10 +5154,34 @@ const tb::Signature kSig_erfinv{
     .functional_torch_function = &kFunctionalTorchFunction_erfinv,
 };
 
-PyObject* body_erfinv(PyObject* const* slots) {
+PyObject* body_erfinv(PyObject** slots) {
   const tb::Signature& sig = kSig_erfinv;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::erfinv(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::erfinv(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -4620,25 +5190,11 @@ PyObject* body_erfinv(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::erfinv(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::erfinv(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_erfinv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_erfinv, module, args, nargs, kwnames, slots, body_erfinv);
 }
 
@@ -4670,10 +5226,34 @@ const tb::Signature kSig_exp{
     .functional_torch_function = &kFunctionalTorchFunction_exp,
 };
 
-PyObject* body_exp(PyObject* const* slots) {
+PyObject* body_exp(PyObject** slots) {
   const tb::Signature& sig = kSig_exp;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::exp(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::exp(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -4682,25 +5262,11 @@ PyObject* body_exp(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::exp(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::exp(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_exp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_exp, module, args, nargs, kwnames, slots, body_exp);
 }
 
@@ -4732,10 +5298,34 @@ const tb::Signature kSig_exp2{
     .functional_torch_function = &kFunctionalTorchFunction_exp2,
 };
 
-PyObject* body_exp2(PyObject* const* slots) {
+PyObject* body_exp2(PyObject** slots) {
   const tb::Signature& sig = kSig_exp2;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::exp2(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::exp2(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -4744,25 +5334,11 @@ PyObject* body_exp2(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::exp2(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::exp2(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_exp2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_exp2, module, args, nargs, kwnames, slots, body_exp2);
 }
 
@@ -4794,10 +5370,34 @@ const tb::Signature kSig_expm1{
     .functional_torch_function = &kFunctionalTorchFunction_expm1,
 };
 
-PyObject* body_expm1(PyObject* const* slots) {
+PyObject* body_expm1(PyObject** slots) {
   const tb::Signature& sig = kSig_expm1;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::expm1(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::expm1(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -4806,25 +5406,11 @@ PyObject* body_expm1(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::expm1(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::expm1(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_expm1(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_expm1, module, args, nargs, kwnames, slots, body_expm1);
 }
 
@@ -4856,40 +5442,48 @@ const tb::Signature kSig_flip{
     .functional_torch_function = &kFunctionalTorchFunction_flip,
 };
 
-PyObject* body_flip(PyObject* const* slots) {
+PyObject* body_flip(PyObject** slots) {
   const tb::Signature& sig = kSig_flip;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dims = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::flip(tb::TensorRef{t_[0]}, v_dims, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::flip(v_self, v_dims, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dims = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::flip(tb::TensorRef{c_[0]}, v_dims, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dims = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::flip(tb::TensorRef{t_[0]}, v_dims, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dims = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::flip(v_self, v_dims, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_flip(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_flip, module, args, nargs, kwnames, slots, body_flip);
 }
 
@@ -4921,10 +5515,34 @@ const tb::Signature kSig_floor{
     .functional_torch_function = &kFunctionalTorchFunction_floor,
 };
 
-PyObject* body_floor(PyObject* const* slots) {
+PyObject* body_floor(PyObject** slots) {
   const tb::Signature& sig = kSig_floor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::floor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::floor(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -4933,25 +5551,11 @@ PyObject* body_floor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::floor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::floor(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_floor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_floor, module, args, nargs, kwnames, slots, body_floor);
 }
 
@@ -4984,10 +5588,35 @@ const tb::Signature kSig_floor_divide{
     .number_tensor_params = 0x3,
 };
 
-PyObject* body_floor_divide(PyObject* const* slots) {
+PyObject* body_floor_divide(PyObject** slots) {
   const tb::Signature& sig = kSig_floor_divide;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::floor_divide(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::floor_divide(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -4996,26 +5625,11 @@ PyObject* body_floor_divide(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::floor_divide(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::floor_divide(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_floor_divide(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_floor_divide, module, args, nargs, kwnames, slots, body_floor_divide);
 }
 
@@ -5047,10 +5661,35 @@ const tb::Signature kSig_fmax{
     .functional_torch_function = &kFunctionalTorchFunction_fmax,
 };
 
-PyObject* body_fmax(PyObject* const* slots) {
+PyObject* body_fmax(PyObject** slots) {
   const tb::Signature& sig = kSig_fmax;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::fmax(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::fmax(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -5059,26 +5698,11 @@ PyObject* body_fmax(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::fmax(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::fmax(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_fmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_fmax, module, args, nargs, kwnames, slots, body_fmax);
 }
 
@@ -5110,10 +5734,35 @@ const tb::Signature kSig_fmin{
     .functional_torch_function = &kFunctionalTorchFunction_fmin,
 };
 
-PyObject* body_fmin(PyObject* const* slots) {
+PyObject* body_fmin(PyObject** slots) {
   const tb::Signature& sig = kSig_fmin;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::fmin(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::fmin(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -5122,26 +5771,11 @@ PyObject* body_fmin(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::fmin(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::fmin(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_fmin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_fmin, module, args, nargs, kwnames, slots, body_fmin);
 }
 
@@ -5173,10 +5807,35 @@ const tb::Signature kSig_fmod_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_fmod_Tensor,
 };
 
-PyObject* body_fmod_Tensor(PyObject* const* slots) {
+PyObject* body_fmod_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_fmod_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::fmod_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::fmod_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -5185,26 +5844,11 @@ PyObject* body_fmod_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::fmod_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::fmod_Tensor(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_fmod_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_fmod_Tensor, module, args, nargs, kwnames, slots, body_fmod_Tensor);
 }
 
@@ -5236,10 +5880,34 @@ const tb::Signature kSig_frac{
     .functional_torch_function = &kFunctionalTorchFunction_frac,
 };
 
-PyObject* body_frac(PyObject* const* slots) {
+PyObject* body_frac(PyObject** slots) {
   const tb::Signature& sig = kSig_frac;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::frac(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::frac(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -5248,25 +5916,11 @@ PyObject* body_frac(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::frac(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::frac(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_frac(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_frac, module, args, nargs, kwnames, slots, body_frac);
 }
 
@@ -5298,44 +5952,50 @@ const tb::Signature kSig_gather{
     .functional_torch_function = &kFunctionalTorchFunction_gather,
 };
 
-PyObject* body_gather(PyObject* const* slots) {
+PyObject* body_gather(PyObject** slots) {
   const tb::Signature& sig = kSig_gather;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_sparse_grad = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::gather(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, v_sparse_grad, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_index, v_out), [&] {
+      ::infini::ops::gather(v_self, v_dim, v_index, v_sparse_grad, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_sparse_grad = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gather(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_sparse_grad, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_sparse_grad = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::gather(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, v_sparse_grad, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_sparse_grad = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_index, v_out), [&] {
-    ::infini::ops::gather(v_self, v_dim, v_index, v_sparse_grad, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_gather(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_gather, module, args, nargs, kwnames, slots, body_gather);
 }
 
@@ -5367,40 +6027,48 @@ const tb::Signature kSig_ge_Scalar{
     .functional_torch_function = &kFunctionalTorchFunction_ge_Scalar,
 };
 
-PyObject* body_ge_Scalar(PyObject* const* slots) {
+PyObject* body_ge_Scalar(PyObject** slots) {
   const tb::Signature& sig = kSig_ge_Scalar;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::ge_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::ge_Scalar(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ge_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::ge_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::ge_Scalar(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_ge_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_ge_Scalar, module, args, nargs, kwnames, slots, body_ge_Scalar);
 }
 
@@ -5432,10 +6100,35 @@ const tb::Signature kSig_ge_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_ge_Tensor,
 };
 
-PyObject* body_ge_Tensor(PyObject* const* slots) {
+PyObject* body_ge_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_ge_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::ge_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::ge_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -5444,26 +6137,11 @@ PyObject* body_ge_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::ge_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::ge_Tensor(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_ge_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_ge_Tensor, module, args, nargs, kwnames, slots, body_ge_Tensor);
 }
 
@@ -5495,40 +6173,48 @@ const tb::Signature kSig_gelu{
     .functional_torch_function = &kFunctionalTorchFunction_gelu,
 };
 
-PyObject* body_gelu(PyObject* const* slots) {
+PyObject* body_gelu(PyObject** slots) {
   const tb::Signature& sig = kSig_gelu;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_approximate = tb::arg<tk::Str>(slots[1], sig, 1, "none");
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::gelu(tb::TensorRef{t_[0]}, v_approximate, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::gelu(v_self, v_approximate, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_approximate = tb::arg<tk::Str>(slots[1], sig, 1, "none");
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gelu(tb::TensorRef{c_[0]}, v_approximate, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_approximate = tb::arg<tk::Str>(slots[1], sig, 1, "none");
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::gelu(tb::TensorRef{t_[0]}, v_approximate, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_approximate = tb::arg<tk::Str>(slots[1], sig, 1, "none");
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::gelu(v_self, v_approximate, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_gelu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_gelu, module, args, nargs, kwnames, slots, body_gelu);
 }
 
@@ -5560,41 +6246,49 @@ const tb::Signature kSig_gelu_backward{
     .functional_torch_function = &kFunctionalTorchFunction_gelu_backward,
 };
 
-PyObject* body_gelu_backward(PyObject* const* slots) {
+PyObject* body_gelu_backward(PyObject** slots) {
   const tb::Signature& sig = kSig_gelu_backward;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_approximate = tb::arg<tk::Str>(slots[2], sig, 2, "none");
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::gelu_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_approximate, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_grad_input = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_grad_output, v_self, v_grad_input), [&] {
+      ::infini::ops::gelu_backward(v_grad_output, v_self, v_approximate, v_grad_input, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_approximate = tb::arg<tk::Str>(slots[2], sig, 2, "none");
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gelu_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_approximate, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_approximate = tb::arg<tk::Str>(slots[2], sig, 2, "none");
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::gelu_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_approximate, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_approximate = tb::arg<tk::Str>(slots[2], sig, 2, "none");
-  auto v_grad_input = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_grad_output, v_self, v_grad_input), [&] {
-    ::infini::ops::gelu_backward(v_grad_output, v_self, v_approximate, v_grad_input, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_gelu_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_gelu_backward, module, args, nargs, kwnames, slots, body_gelu_backward);
 }
 
@@ -5626,40 +6320,48 @@ const tb::Signature kSig_glu{
     .functional_torch_function = &kFunctionalTorchFunction_glu,
 };
 
-PyObject* body_glu(PyObject* const* slots) {
+PyObject* body_glu(PyObject** slots) {
   const tb::Signature& sig = kSig_glu;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::glu(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::glu(v_self, v_dim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::glu(tb::TensorRef{c_[0]}, v_dim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::glu(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::glu(v_self, v_dim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_glu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_glu, module, args, nargs, kwnames, slots, body_glu);
 }
 
@@ -5691,40 +6393,48 @@ const tb::Signature kSig_gt_Scalar{
     .functional_torch_function = &kFunctionalTorchFunction_gt_Scalar,
 };
 
-PyObject* body_gt_Scalar(PyObject* const* slots) {
+PyObject* body_gt_Scalar(PyObject** slots) {
   const tb::Signature& sig = kSig_gt_Scalar;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::gt_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::gt_Scalar(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gt_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::gt_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::gt_Scalar(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_gt_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_gt_Scalar, module, args, nargs, kwnames, slots, body_gt_Scalar);
 }
 
@@ -5756,10 +6466,35 @@ const tb::Signature kSig_gt_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_gt_Tensor,
 };
 
-PyObject* body_gt_Tensor(PyObject* const* slots) {
+PyObject* body_gt_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_gt_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::gt_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::gt_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -5768,26 +6503,11 @@ PyObject* body_gt_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::gt_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::gt_Tensor(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_gt_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_gt_Tensor, module, args, nargs, kwnames, slots, body_gt_Tensor);
 }
 
@@ -5819,10 +6539,34 @@ const tb::Signature kSig_hardsigmoid{
     .functional_torch_function = &kFunctionalTorchFunction_hardsigmoid,
 };
 
-PyObject* body_hardsigmoid(PyObject* const* slots) {
+PyObject* body_hardsigmoid(PyObject** slots) {
   const tb::Signature& sig = kSig_hardsigmoid;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::hardsigmoid(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::hardsigmoid(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -5831,25 +6575,11 @@ PyObject* body_hardsigmoid(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::hardsigmoid(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::hardsigmoid(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_hardsigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_hardsigmoid, module, args, nargs, kwnames, slots, body_hardsigmoid);
 }
 
@@ -5881,10 +6611,34 @@ const tb::Signature kSig_hardswish{
     .functional_torch_function = &kFunctionalTorchFunction_hardswish,
 };
 
-PyObject* body_hardswish(PyObject* const* slots) {
+PyObject* body_hardswish(PyObject** slots) {
   const tb::Signature& sig = kSig_hardswish;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::hardswish(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::hardswish(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -5893,25 +6647,11 @@ PyObject* body_hardswish(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::hardswish(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::hardswish(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_hardswish(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_hardswish, module, args, nargs, kwnames, slots, body_hardswish);
 }
 
@@ -5943,43 +6683,49 @@ const tb::Signature kSig_hardtanh{
     .functional_torch_function = &kFunctionalTorchFunction_hardtanh,
 };
 
-PyObject* body_hardtanh(PyObject* const* slots) {
+PyObject* body_hardtanh(PyObject** slots) {
   const tb::Signature& sig = kSig_hardtanh;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_min_val = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{-1}));
+  auto v_max_val = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::hardtanh(tb::TensorRef{t_[0]}, v_min_val, v_max_val, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::hardtanh(v_self, v_min_val, v_max_val, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_min_val = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{-1}));
-    auto v_max_val = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hardtanh(tb::TensorRef{c_[0]}, v_min_val, v_max_val, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_min_val = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{-1}));
-    auto v_max_val = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::hardtanh(tb::TensorRef{t_[0]}, v_min_val, v_max_val, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_min_val = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{-1}));
-  auto v_max_val = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::hardtanh(v_self, v_min_val, v_max_val, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_hardtanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_hardtanh, module, args, nargs, kwnames, slots, body_hardtanh);
 }
 
@@ -6011,10 +6757,35 @@ const tb::Signature kSig_hypot{
     .functional_torch_function = &kFunctionalTorchFunction_hypot,
 };
 
-PyObject* body_hypot(PyObject* const* slots) {
+PyObject* body_hypot(PyObject** slots) {
   const tb::Signature& sig = kSig_hypot;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::hypot(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::hypot(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -6023,26 +6794,11 @@ PyObject* body_hypot(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::hypot(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::hypot(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_hypot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_hypot, module, args, nargs, kwnames, slots, body_hypot);
 }
 
@@ -6070,21 +6826,30 @@ const tb::Signature kSig_index{
     .num_outs = 1,
 };
 
-PyObject* body_index(PyObject* const* slots) {
+PyObject* body_index(PyObject** slots) {
   const tb::Signature& sig = kSig_index;
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_indices = tb::arg<tk::TensorOptList>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_indices, v_out), [&] {
-    ::infini::ops::index(v_self, v_indices, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_indices = tb::arg<tk::TensorOptList>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_indices, v_out), [&] {
+      ::infini::ops::index(v_self, v_indices, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
+  return call_(slots);
 }
 
 PyObject* py_index(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_index, module, args, nargs, kwnames, slots, body_index);
 }
 
@@ -6116,45 +6881,51 @@ const tb::Signature kSig_index_add{
     .functional_torch_function = &kFunctionalTorchFunction_index_add,
 };
 
-PyObject* body_index_add(PyObject* const* slots) {
+PyObject* body_index_add(PyObject** slots) {
   const tb::Signature& sig = kSig_index_add;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
+  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[4];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::index_add(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_alpha, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[5]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_source = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    tb::run(tb::release_gil_for(v_self, v_index, v_source, v_out), [&] {
+      ::infini::ops::index_add(v_self, v_dim, v_index, v_source, v_alpha, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[5]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::index_add(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[4];
-  if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::index_add(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_alpha, tb::TensorRef{t_[3]});
-    });
-    return tb::new_reference(slots[5]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_source = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
-  auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_index, v_source, v_out), [&] {
-    ::infini::ops::index_add(v_self, v_dim, v_index, v_source, v_alpha, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[5]);
+  return call_(slots);
 }
 
 PyObject* py_index_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
+  PyObject* slots[9] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_index_add, module, args, nargs, kwnames, slots, body_index_add);
 }
 
@@ -6182,23 +6953,32 @@ const tb::Signature kSig_index_put{
     .num_outs = 1,
 };
 
-PyObject* body_index_put(PyObject* const* slots) {
+PyObject* body_index_put(PyObject** slots) {
   const tb::Signature& sig = kSig_index_put;
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_indices = tb::arg<tk::TensorOptList>(slots[1], sig, 1);
-  auto v_values = tb::arg<tk::Tensor>(slots[2], sig, 2);
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
   auto v_accumulate = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_indices, v_values, v_out), [&] {
-    ::infini::ops::index_put(v_self, v_indices, v_values, v_accumulate, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_indices = tb::arg<tk::TensorOptList>(slots[1], sig, 1);
+    auto v_values = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_indices, v_values, v_out), [&] {
+      ::infini::ops::index_put(v_self, v_indices, v_values, v_accumulate, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
+  return call_(slots);
 }
 
 PyObject* py_index_put(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_index_put, module, args, nargs, kwnames, slots, body_index_put);
 }
 
@@ -6230,41 +7010,49 @@ const tb::Signature kSig_index_select{
     .functional_torch_function = &kFunctionalTorchFunction_index_select,
 };
 
-PyObject* body_index_select(PyObject* const* slots) {
+PyObject* body_index_select(PyObject** slots) {
   const tb::Signature& sig = kSig_index_select;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::index_select(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_index, v_out), [&] {
+      ::infini::ops::index_select(v_self, v_dim, v_index, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::index_select(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::index_select(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_index, v_out), [&] {
-    ::infini::ops::index_select(v_self, v_dim, v_index, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_index_select(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_index_select, module, args, nargs, kwnames, slots, body_index_select);
 }
 
@@ -6296,10 +7084,34 @@ const tb::Signature kSig_isnan{
     .functional_torch_function = &kFunctionalTorchFunction_isnan,
 };
 
-PyObject* body_isnan(PyObject* const* slots) {
+PyObject* body_isnan(PyObject** slots) {
   const tb::Signature& sig = kSig_isnan;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::isnan(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::isnan(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -6308,25 +7120,11 @@ PyObject* body_isnan(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::isnan(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::isnan(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_isnan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_isnan, module, args, nargs, kwnames, slots, body_isnan);
 }
 
@@ -6358,10 +7156,35 @@ const tb::Signature kSig_kron{
     .functional_torch_function = &kFunctionalTorchFunction_kron,
 };
 
-PyObject* body_kron(PyObject* const* slots) {
+PyObject* body_kron(PyObject** slots) {
   const tb::Signature& sig = kSig_kron;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::kron(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::kron(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -6370,26 +7193,11 @@ PyObject* body_kron(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::kron(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::kron(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_kron(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_kron, module, args, nargs, kwnames, slots, body_kron);
 }
 
@@ -6427,47 +7235,53 @@ const tb::Signature kSig_kthvalue{
     .functional_return_type_object = &kFunctionalReturnType_kthvalue,
 };
 
-PyObject* body_kthvalue(PyObject* const* slots) {
+PyObject* body_kthvalue(PyObject** slots) {
   const tb::Signature& sig = kSig_kthvalue;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  tb::index_check(slots[1], sig, 1, false);
+  const tb::OutList out_list_(sig, slots);
+  auto v_k = tb::arg<tk::SymInt>(slots[1], sig, 1);
+  auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
+  auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::kthvalue(tb::TensorRef{t_[0]}, v_k, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::pack_outputs(sig, {slots[4], slots[5]});
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_values = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    auto v_indices = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
+      ::infini::ops::kthvalue(v_self, v_k, v_dim, v_keepdim, v_values, v_indices, impl_, stream_);
+    });
+    return tb::pack_outputs(sig, {slots[4], slots[5]});
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_k = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
-    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::kthvalue(tb::TensorRef{c_[0]}, v_k, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_k = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
-    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::kthvalue(tb::TensorRef{t_[0]}, v_k, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::pack_outputs(sig, {slots[4], slots[5]});
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_k = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
-  auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-  auto v_values = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  auto v_indices = tb::arg<tk::Tensor>(slots[5], sig, 5);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
-    ::infini::ops::kthvalue(v_self, v_k, v_dim, v_keepdim, v_values, v_indices, impl_, stream_);
-  });
-  return tb::pack_outputs(sig, {slots[4], slots[5]});
+  return call_(slots);
 }
 
 PyObject* py_kthvalue(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
+  PyObject* slots[9] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_kthvalue, module, args, nargs, kwnames, slots, body_kthvalue);
 }
 
@@ -6499,40 +7313,48 @@ const tb::Signature kSig_le_Scalar{
     .functional_torch_function = &kFunctionalTorchFunction_le_Scalar,
 };
 
-PyObject* body_le_Scalar(PyObject* const* slots) {
+PyObject* body_le_Scalar(PyObject** slots) {
   const tb::Signature& sig = kSig_le_Scalar;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::le_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::le_Scalar(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::le_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::le_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::le_Scalar(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_le_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_le_Scalar, module, args, nargs, kwnames, slots, body_le_Scalar);
 }
 
@@ -6564,10 +7386,35 @@ const tb::Signature kSig_le_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_le_Tensor,
 };
 
-PyObject* body_le_Tensor(PyObject* const* slots) {
+PyObject* body_le_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_le_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::le_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::le_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -6576,26 +7423,11 @@ PyObject* body_le_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::le_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::le_Tensor(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_le_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_le_Tensor, module, args, nargs, kwnames, slots, body_le_Tensor);
 }
 
@@ -6627,40 +7459,48 @@ const tb::Signature kSig_leaky_relu{
     .functional_torch_function = &kFunctionalTorchFunction_leaky_relu,
 };
 
-PyObject* body_leaky_relu(PyObject* const* slots) {
+PyObject* body_leaky_relu(PyObject** slots) {
   const tb::Signature& sig = kSig_leaky_relu;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_negative_slope = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(0.01));
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::leaky_relu(tb::TensorRef{t_[0]}, v_negative_slope, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::leaky_relu(v_self, v_negative_slope, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_negative_slope = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(0.01));
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::leaky_relu(tb::TensorRef{c_[0]}, v_negative_slope, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_negative_slope = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(0.01));
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::leaky_relu(tb::TensorRef{t_[0]}, v_negative_slope, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_negative_slope = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(0.01));
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::leaky_relu(v_self, v_negative_slope, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_leaky_relu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_leaky_relu, module, args, nargs, kwnames, slots, body_leaky_relu);
 }
 
@@ -6692,41 +7532,49 @@ const tb::Signature kSig_lerp_Scalar{
     .functional_torch_function = &kFunctionalTorchFunction_lerp_Scalar,
 };
 
-PyObject* body_lerp_Scalar(PyObject* const* slots) {
+PyObject* body_lerp_Scalar(PyObject** slots) {
   const tb::Signature& sig = kSig_lerp_Scalar;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_weight = tb::arg<tk::Scalar>(slots[2], sig, 2);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::lerp_Scalar(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_weight, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_end = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_end, v_out), [&] {
+      ::infini::ops::lerp_Scalar(v_self, v_end, v_weight, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_weight = tb::arg<tk::Scalar>(slots[2], sig, 2);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lerp_Scalar(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_weight, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_weight = tb::arg<tk::Scalar>(slots[2], sig, 2);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::lerp_Scalar(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_weight, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_end = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_weight = tb::arg<tk::Scalar>(slots[2], sig, 2);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_end, v_out), [&] {
-    ::infini::ops::lerp_Scalar(v_self, v_end, v_weight, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_lerp_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_lerp_Scalar, module, args, nargs, kwnames, slots, body_lerp_Scalar);
 }
 
@@ -6758,10 +7606,36 @@ const tb::Signature kSig_lerp_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_lerp_Tensor,
 };
 
-PyObject* body_lerp_Tensor(PyObject* const* slots) {
+PyObject* body_lerp_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_lerp_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[4];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::lerp_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_end = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_weight = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_end, v_weight, v_out), [&] {
+      ::infini::ops::lerp_Tensor(v_self, v_end, v_weight, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -6770,27 +7644,11 @@ PyObject* body_lerp_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[4];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::lerp_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_end = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_weight = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_end, v_weight, v_out), [&] {
-    ::infini::ops::lerp_Tensor(v_self, v_end, v_weight, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_lerp_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_lerp_Tensor, module, args, nargs, kwnames, slots, body_lerp_Tensor);
 }
 
@@ -6822,10 +7680,34 @@ const tb::Signature kSig_lgamma{
     .functional_torch_function = &kFunctionalTorchFunction_lgamma,
 };
 
-PyObject* body_lgamma(PyObject* const* slots) {
+PyObject* body_lgamma(PyObject** slots) {
   const tb::Signature& sig = kSig_lgamma;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::lgamma(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::lgamma(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -6834,25 +7716,11 @@ PyObject* body_lgamma(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::lgamma(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::lgamma(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_lgamma(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_lgamma, module, args, nargs, kwnames, slots, body_lgamma);
 }
 
@@ -6884,10 +7752,36 @@ const tb::Signature kSig_linear{
     .functional_torch_function = &kFunctionalTorchFunction_linear,
 };
 
-PyObject* body_linear(PyObject* const* slots) {
+PyObject* body_linear(PyObject** slots) {
   const tb::Signature& sig = kSig_linear;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[4];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::linear(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_weight = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_input, v_weight, v_bias, v_out), [&] {
+      ::infini::ops::linear(v_input, v_weight, v_bias, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -6896,27 +7790,11 @@ PyObject* body_linear(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[4];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::linear(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, tb::TensorRef{t_[3]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_weight = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_input, v_weight, v_bias, v_out), [&] {
-    ::infini::ops::linear(v_input, v_weight, v_bias, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_linear(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_linear, module, args, nargs, kwnames, slots, body_linear);
 }
 
@@ -6948,10 +7826,34 @@ const tb::Signature kSig_log{
     .functional_torch_function = &kFunctionalTorchFunction_log,
 };
 
-PyObject* body_log(PyObject* const* slots) {
+PyObject* body_log(PyObject** slots) {
   const tb::Signature& sig = kSig_log;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::log(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::log(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -6960,25 +7862,11 @@ PyObject* body_log(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::log(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::log(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_log(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_log, module, args, nargs, kwnames, slots, body_log);
 }
 
@@ -7010,10 +7898,34 @@ const tb::Signature kSig_log10{
     .functional_torch_function = &kFunctionalTorchFunction_log10,
 };
 
-PyObject* body_log10(PyObject* const* slots) {
+PyObject* body_log10(PyObject** slots) {
   const tb::Signature& sig = kSig_log10;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::log10(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::log10(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -7022,25 +7934,11 @@ PyObject* body_log10(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::log10(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::log10(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_log10(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_log10, module, args, nargs, kwnames, slots, body_log10);
 }
 
@@ -7072,10 +7970,34 @@ const tb::Signature kSig_log1p{
     .functional_torch_function = &kFunctionalTorchFunction_log1p,
 };
 
-PyObject* body_log1p(PyObject* const* slots) {
+PyObject* body_log1p(PyObject** slots) {
   const tb::Signature& sig = kSig_log1p;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::log1p(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::log1p(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -7084,25 +8006,11 @@ PyObject* body_log1p(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::log1p(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::log1p(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_log1p(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_log1p, module, args, nargs, kwnames, slots, body_log1p);
 }
 
@@ -7134,10 +8042,34 @@ const tb::Signature kSig_log2{
     .functional_torch_function = &kFunctionalTorchFunction_log2,
 };
 
-PyObject* body_log2(PyObject* const* slots) {
+PyObject* body_log2(PyObject** slots) {
   const tb::Signature& sig = kSig_log2;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::log2(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::log2(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -7146,25 +8078,11 @@ PyObject* body_log2(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::log2(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::log2(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_log2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_log2, module, args, nargs, kwnames, slots, body_log2);
 }
 
@@ -7196,10 +8114,34 @@ const tb::Signature kSig_log_sigmoid{
     .functional_torch_function = &kFunctionalTorchFunction_log_sigmoid,
 };
 
-PyObject* body_log_sigmoid(PyObject* const* slots) {
+PyObject* body_log_sigmoid(PyObject** slots) {
   const tb::Signature& sig = kSig_log_sigmoid;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::log_sigmoid(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::log_sigmoid(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -7208,25 +8150,11 @@ PyObject* body_log_sigmoid(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::log_sigmoid(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::log_sigmoid(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_log_sigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_log_sigmoid, module, args, nargs, kwnames, slots, body_log_sigmoid);
 }
 
@@ -7258,43 +8186,49 @@ const tb::Signature kSig_log_softmax{
     .functional_torch_function = &kFunctionalTorchFunction_log_softmax,
 };
 
-PyObject* body_log_softmax(PyObject* const* slots) {
+PyObject* body_log_softmax(PyObject** slots) {
   const tb::Signature& sig = kSig_log_softmax;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::log_softmax(tb::TensorRef{t_[0]}, v_dim, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::log_softmax(v_self, v_dim, v_dtype, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log_softmax(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::log_softmax(tb::TensorRef{t_[0]}, v_dim, v_dtype, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::log_softmax(v_self, v_dim, v_dtype, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_log_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_log_softmax, module, args, nargs, kwnames, slots, body_log_softmax);
 }
 
@@ -7326,10 +8260,35 @@ const tb::Signature kSig_logaddexp{
     .functional_torch_function = &kFunctionalTorchFunction_logaddexp,
 };
 
-PyObject* body_logaddexp(PyObject* const* slots) {
+PyObject* body_logaddexp(PyObject** slots) {
   const tb::Signature& sig = kSig_logaddexp;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::logaddexp(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::logaddexp(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -7338,26 +8297,11 @@ PyObject* body_logaddexp(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::logaddexp(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::logaddexp(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_logaddexp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_logaddexp, module, args, nargs, kwnames, slots, body_logaddexp);
 }
 
@@ -7389,10 +8333,35 @@ const tb::Signature kSig_logaddexp2{
     .functional_torch_function = &kFunctionalTorchFunction_logaddexp2,
 };
 
-PyObject* body_logaddexp2(PyObject* const* slots) {
+PyObject* body_logaddexp2(PyObject** slots) {
   const tb::Signature& sig = kSig_logaddexp2;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::logaddexp2(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::logaddexp2(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -7401,26 +8370,11 @@ PyObject* body_logaddexp2(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::logaddexp2(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::logaddexp2(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_logaddexp2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_logaddexp2, module, args, nargs, kwnames, slots, body_logaddexp2);
 }
 
@@ -7452,10 +8406,35 @@ const tb::Signature kSig_logical_and{
     .functional_torch_function = &kFunctionalTorchFunction_logical_and,
 };
 
-PyObject* body_logical_and(PyObject* const* slots) {
+PyObject* body_logical_and(PyObject** slots) {
   const tb::Signature& sig = kSig_logical_and;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::logical_and(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::logical_and(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -7464,26 +8443,11 @@ PyObject* body_logical_and(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::logical_and(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::logical_and(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_logical_and(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_logical_and, module, args, nargs, kwnames, slots, body_logical_and);
 }
 
@@ -7515,10 +8479,34 @@ const tb::Signature kSig_logical_not{
     .functional_torch_function = &kFunctionalTorchFunction_logical_not,
 };
 
-PyObject* body_logical_not(PyObject* const* slots) {
+PyObject* body_logical_not(PyObject** slots) {
   const tb::Signature& sig = kSig_logical_not;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::logical_not(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::logical_not(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -7527,25 +8515,11 @@ PyObject* body_logical_not(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::logical_not(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::logical_not(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_logical_not(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_logical_not, module, args, nargs, kwnames, slots, body_logical_not);
 }
 
@@ -7577,10 +8551,35 @@ const tb::Signature kSig_logical_or{
     .functional_torch_function = &kFunctionalTorchFunction_logical_or,
 };
 
-PyObject* body_logical_or(PyObject* const* slots) {
+PyObject* body_logical_or(PyObject** slots) {
   const tb::Signature& sig = kSig_logical_or;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::logical_or(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::logical_or(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -7589,26 +8588,11 @@ PyObject* body_logical_or(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::logical_or(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::logical_or(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_logical_or(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_logical_or, module, args, nargs, kwnames, slots, body_logical_or);
 }
 
@@ -7640,10 +8624,35 @@ const tb::Signature kSig_logical_xor{
     .functional_torch_function = &kFunctionalTorchFunction_logical_xor,
 };
 
-PyObject* body_logical_xor(PyObject* const* slots) {
+PyObject* body_logical_xor(PyObject** slots) {
   const tb::Signature& sig = kSig_logical_xor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::logical_xor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::logical_xor(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -7652,26 +8661,11 @@ PyObject* body_logical_xor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::logical_xor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::logical_xor(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_logical_xor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_logical_xor, module, args, nargs, kwnames, slots, body_logical_xor);
 }
 
@@ -7703,43 +8697,49 @@ const tb::Signature kSig_logsumexp{
     .functional_torch_function = &kFunctionalTorchFunction_logsumexp,
 };
 
-PyObject* body_logsumexp(PyObject* const* slots) {
+PyObject* body_logsumexp(PyObject** slots) {
   const tb::Signature& sig = kSig_logsumexp;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::logsumexp(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::logsumexp(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logsumexp(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::logsumexp(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::logsumexp(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_logsumexp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_logsumexp, module, args, nargs, kwnames, slots, body_logsumexp);
 }
 
@@ -7771,40 +8771,48 @@ const tb::Signature kSig_lt_Scalar{
     .functional_torch_function = &kFunctionalTorchFunction_lt_Scalar,
 };
 
-PyObject* body_lt_Scalar(PyObject* const* slots) {
+PyObject* body_lt_Scalar(PyObject** slots) {
   const tb::Signature& sig = kSig_lt_Scalar;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::lt_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::lt_Scalar(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lt_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::lt_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::lt_Scalar(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_lt_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_lt_Scalar, module, args, nargs, kwnames, slots, body_lt_Scalar);
 }
 
@@ -7836,10 +8844,35 @@ const tb::Signature kSig_lt_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_lt_Tensor,
 };
 
-PyObject* body_lt_Tensor(PyObject* const* slots) {
+PyObject* body_lt_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_lt_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::lt_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::lt_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -7848,26 +8881,11 @@ PyObject* body_lt_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::lt_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::lt_Tensor(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_lt_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_lt_Tensor, module, args, nargs, kwnames, slots, body_lt_Tensor);
 }
 
@@ -7899,41 +8917,49 @@ const tb::Signature kSig_masked_fill{
     .functional_torch_function = &kFunctionalTorchFunction_masked_fill,
 };
 
-PyObject* body_masked_fill(PyObject* const* slots) {
+PyObject* body_masked_fill(PyObject** slots) {
   const tb::Signature& sig = kSig_masked_fill;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::masked_fill(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_value, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_mask = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_mask, v_out), [&] {
+      ::infini::ops::masked_fill(v_self, v_mask, v_value, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::masked_fill(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_value, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::masked_fill(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_value, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_mask = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_mask, v_out), [&] {
-    ::infini::ops::masked_fill(v_self, v_mask, v_value, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_masked_fill(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_masked_fill, module, args, nargs, kwnames, slots, body_masked_fill);
 }
 
@@ -7965,10 +8991,36 @@ const tb::Signature kSig_masked_fill_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_masked_fill_Tensor,
 };
 
-PyObject* body_masked_fill_Tensor(PyObject* const* slots) {
+PyObject* body_masked_fill_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_masked_fill_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[4];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::masked_fill_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_mask = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_value = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_mask, v_value, v_out), [&] {
+      ::infini::ops::masked_fill_Tensor(v_self, v_mask, v_value, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -7977,27 +9029,11 @@ PyObject* body_masked_fill_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[4];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::masked_fill_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_mask = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_value = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_mask, v_value, v_out), [&] {
-    ::infini::ops::masked_fill_Tensor(v_self, v_mask, v_value, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_masked_fill_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_masked_fill_Tensor, module, args, nargs, kwnames, slots, body_masked_fill_Tensor);
 }
 
@@ -8029,10 +9065,35 @@ const tb::Signature kSig_masked_select{
     .functional_torch_function = &kFunctionalTorchFunction_masked_select,
 };
 
-PyObject* body_masked_select(PyObject* const* slots) {
+PyObject* body_masked_select(PyObject** slots) {
   const tb::Signature& sig = kSig_masked_select;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::masked_select(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_mask = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_mask, v_out), [&] {
+      ::infini::ops::masked_select(v_self, v_mask, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -8041,26 +9102,11 @@ PyObject* body_masked_select(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::masked_select(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_mask = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_mask, v_out), [&] {
-    ::infini::ops::masked_select(v_self, v_mask, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_masked_select(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_masked_select, module, args, nargs, kwnames, slots, body_masked_select);
 }
 
@@ -8092,10 +9138,35 @@ const tb::Signature kSig_matmul{
     .functional_torch_function = &kFunctionalTorchFunction_matmul,
 };
 
-PyObject* body_matmul(PyObject* const* slots) {
+PyObject* body_matmul(PyObject** slots) {
   const tb::Signature& sig = kSig_matmul;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::matmul(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::matmul(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -8104,26 +9175,11 @@ PyObject* body_matmul(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::matmul(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::matmul(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_matmul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_matmul, module, args, nargs, kwnames, slots, body_matmul);
 }
 
@@ -8161,44 +9217,51 @@ const tb::Signature kSig_max{
     .functional_return_type_object = &kFunctionalReturnType_max,
 };
 
-PyObject* body_max(PyObject* const* slots) {
+PyObject* body_max(PyObject** slots) {
   const tb::Signature& sig = kSig_max;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const tb::OutList out_list_(sig, slots);
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::max(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::pack_outputs(sig, {slots[3], slots[4]});
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_max = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_max_values = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_max, v_max_values), [&] {
+      ::infini::ops::max(v_self, v_dim, v_keepdim, v_max, v_max_values, impl_, stream_);
+    });
+    return tb::pack_outputs(sig, {slots[3], slots[4]});
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::max(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::pack_outputs(sig, {slots[3], slots[4]});
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_max = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  auto v_max_values = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_max, v_max_values), [&] {
-    ::infini::ops::max(v_self, v_dim, v_keepdim, v_max, v_max_values, impl_, stream_);
-  });
-  return tb::pack_outputs(sig, {slots[3], slots[4]});
+  return call_(slots);
 }
 
 PyObject* py_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_max, module, args, nargs, kwnames, slots, body_max);
 }
 
@@ -8230,10 +9293,34 @@ const tb::Signature kSig_max_all{
     .functional_torch_function = &kFunctionalTorchFunction_max_all,
 };
 
-PyObject* body_max_all(PyObject* const* slots) {
+PyObject* body_max_all(PyObject** slots) {
   const tb::Signature& sig = kSig_max_all;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::max_all(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::max_all(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -8242,25 +9329,11 @@ PyObject* body_max_all(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::max_all(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::max_all(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_max_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_max_all, module, args, nargs, kwnames, slots, body_max_all);
 }
 
@@ -8292,10 +9365,35 @@ const tb::Signature kSig_max_other{
     .functional_torch_function = &kFunctionalTorchFunction_max_other,
 };
 
-PyObject* body_max_other(PyObject* const* slots) {
+PyObject* body_max_other(PyObject** slots) {
   const tb::Signature& sig = kSig_max_other;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::max_other(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::max_other(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -8304,26 +9402,11 @@ PyObject* body_max_other(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::max_other(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::max_other(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_max_other(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_max_other, module, args, nargs, kwnames, slots, body_max_other);
 }
 
@@ -8355,53 +9438,58 @@ const tb::Signature kSig_max_pool2d_with_indices{
     .functional_torch_function = &kFunctionalTorchFunction_max_pool2d_with_indices,
 };
 
-PyObject* body_max_pool2d_with_indices(PyObject* const* slots) {
+PyObject* body_max_pool2d_with_indices(PyObject** slots) {
   const tb::Signature& sig = kSig_max_pool2d_with_indices;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  tb::index_check(slots[1], sig, 1, true);
+  tb::index_check(slots[2], sig, 2, true);
+  tb::index_check(slots[3], sig, 3, true);
+  tb::index_check(slots[4], sig, 4, true);
+  const tb::OutList out_list_(sig, slots);
+  auto v_kernel_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
+  auto v_stride = tb::arg<tk::IntList<2>>(slots[2], sig, 2, {});
+  auto v_padding = tb::arg<tk::IntList<2>>(slots[3], sig, 3, {int64_t{0}, int64_t{0}});
+  auto v_dilation = tb::arg<tk::IntList<2>>(slots[4], sig, 4, {int64_t{1}, int64_t{1}});
+  auto v_ceil_mode = tb::arg<tk::Bool>(slots[5], sig, 5, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::max_pool2d_with_indices(tb::TensorRef{t_[0]}, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::pack_outputs(sig, {slots[6], slots[7]});
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[6], sig, 6);
+    auto v_indices = tb::arg<tk::Tensor>(slots[7], sig, 7);
+    tb::run(tb::release_gil_for(v_self, v_out, v_indices), [&] {
+      ::infini::ops::max_pool2d_with_indices(v_self, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, v_out, v_indices, impl_, stream_);
+    });
+    return tb::pack_outputs(sig, {slots[6], slots[7]});
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_kernel_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
-    auto v_stride = tb::arg<tk::IntList<2>>(slots[2], sig, 2, {});
-    auto v_padding = tb::arg<tk::IntList<2>>(slots[3], sig, 3, {int64_t{0}, int64_t{0}});
-    auto v_dilation = tb::arg<tk::IntList<2>>(slots[4], sig, 4, {int64_t{1}, int64_t{1}});
-    auto v_ceil_mode = tb::arg<tk::Bool>(slots[5], sig, 5, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_pool2d_with_indices(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[8], slots[9], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_kernel_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
-    auto v_stride = tb::arg<tk::IntList<2>>(slots[2], sig, 2, {});
-    auto v_padding = tb::arg<tk::IntList<2>>(slots[3], sig, 3, {int64_t{0}, int64_t{0}});
-    auto v_dilation = tb::arg<tk::IntList<2>>(slots[4], sig, 4, {int64_t{1}, int64_t{1}});
-    auto v_ceil_mode = tb::arg<tk::Bool>(slots[5], sig, 5, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::max_pool2d_with_indices(tb::TensorRef{t_[0]}, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::pack_outputs(sig, {slots[6], slots[7]});
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_kernel_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
-  auto v_stride = tb::arg<tk::IntList<2>>(slots[2], sig, 2, {});
-  auto v_padding = tb::arg<tk::IntList<2>>(slots[3], sig, 3, {int64_t{0}, int64_t{0}});
-  auto v_dilation = tb::arg<tk::IntList<2>>(slots[4], sig, 4, {int64_t{1}, int64_t{1}});
-  auto v_ceil_mode = tb::arg<tk::Bool>(slots[5], sig, 5, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[6], sig, 6);
-  auto v_indices = tb::arg<tk::Tensor>(slots[7], sig, 7);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out, v_indices), [&] {
-    ::infini::ops::max_pool2d_with_indices(v_self, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, v_out, v_indices, impl_, stream_);
-  });
-  return tb::pack_outputs(sig, {slots[6], slots[7]});
+  return call_(slots);
 }
 
 PyObject* py_max_pool2d_with_indices(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[10] = {};
+  PyObject* slots[11] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_max_pool2d_with_indices, module, args, nargs, kwnames, slots, body_max_pool2d_with_indices);
 }
 
@@ -8433,10 +9521,35 @@ const tb::Signature kSig_maximum{
     .functional_torch_function = &kFunctionalTorchFunction_maximum,
 };
 
-PyObject* body_maximum(PyObject* const* slots) {
+PyObject* body_maximum(PyObject** slots) {
   const tb::Signature& sig = kSig_maximum;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::maximum(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::maximum(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -8445,26 +9558,11 @@ PyObject* body_maximum(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::maximum(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::maximum(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_maximum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_maximum, module, args, nargs, kwnames, slots, body_maximum);
 }
 
@@ -8496,46 +9594,50 @@ const tb::Signature kSig_mean{
     .functional_torch_function = &kFunctionalTorchFunction_mean,
 };
 
-PyObject* body_mean(PyObject* const* slots) {
+PyObject* body_mean(PyObject** slots) {
   const tb::Signature& sig = kSig_mean;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mean(tb::TensorRef{t_[0]}, v_dim, v_keepdim, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::mean(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mean(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::mean(tb::TensorRef{t_[0]}, v_dim, v_keepdim, v_dtype, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::mean(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_mean(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_mean, module, args, nargs, kwnames, slots, body_mean);
 }
 
@@ -8567,40 +9669,48 @@ const tb::Signature kSig_mean_all{
     .functional_torch_function = &kFunctionalTorchFunction_mean_all,
 };
 
-PyObject* body_mean_all(PyObject* const* slots) {
+PyObject* body_mean_all(PyObject** slots) {
   const tb::Signature& sig = kSig_mean_all;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mean_all(tb::TensorRef{t_[0]}, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::mean_all(v_self, v_dtype, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mean_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::mean_all(tb::TensorRef{t_[0]}, v_dtype, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::mean_all(v_self, v_dtype, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_mean_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_mean_all, module, args, nargs, kwnames, slots, body_mean_all);
 }
 
@@ -8632,10 +9742,34 @@ const tb::Signature kSig_median_all{
     .functional_torch_function = &kFunctionalTorchFunction_median_all,
 };
 
-PyObject* body_median_all(PyObject* const* slots) {
+PyObject* body_median_all(PyObject** slots) {
   const tb::Signature& sig = kSig_median_all;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::median_all(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::median_all(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -8644,25 +9778,11 @@ PyObject* body_median_all(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::median_all(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::median_all(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_median_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_median_all, module, args, nargs, kwnames, slots, body_median_all);
 }
 
@@ -8700,44 +9820,51 @@ const tb::Signature kSig_median_dim_values{
     .functional_return_type_object = &kFunctionalReturnType_median_dim_values,
 };
 
-PyObject* body_median_dim_values(PyObject* const* slots) {
+PyObject* body_median_dim_values(PyObject** slots) {
   const tb::Signature& sig = kSig_median_dim_values;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const tb::OutList out_list_(sig, slots);
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::median_dim_values(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::pack_outputs(sig, {slots[3], slots[4]});
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_values = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_indices = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
+      ::infini::ops::median_dim_values(v_self, v_dim, v_keepdim, v_values, v_indices, impl_, stream_);
+    });
+    return tb::pack_outputs(sig, {slots[3], slots[4]});
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::median_dim_values(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::median_dim_values(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::pack_outputs(sig, {slots[3], slots[4]});
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_values = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  auto v_indices = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
-    ::infini::ops::median_dim_values(v_self, v_dim, v_keepdim, v_values, v_indices, impl_, stream_);
-  });
-  return tb::pack_outputs(sig, {slots[3], slots[4]});
+  return call_(slots);
 }
 
 PyObject* py_median_dim_values(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_median_dim_values, module, args, nargs, kwnames, slots, body_median_dim_values);
 }
 
@@ -8775,44 +9902,51 @@ const tb::Signature kSig_min{
     .functional_return_type_object = &kFunctionalReturnType_min,
 };
 
-PyObject* body_min(PyObject* const* slots) {
+PyObject* body_min(PyObject** slots) {
   const tb::Signature& sig = kSig_min;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const tb::OutList out_list_(sig, slots);
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::min(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::pack_outputs(sig, {slots[3], slots[4]});
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_min = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_min_indices = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_min, v_min_indices), [&] {
+      ::infini::ops::min(v_self, v_dim, v_keepdim, v_min, v_min_indices, impl_, stream_);
+    });
+    return tb::pack_outputs(sig, {slots[3], slots[4]});
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::min(tb::TensorRef{t_[0]}, v_dim, v_keepdim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::pack_outputs(sig, {slots[3], slots[4]});
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_min = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  auto v_min_indices = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_min, v_min_indices), [&] {
-    ::infini::ops::min(v_self, v_dim, v_keepdim, v_min, v_min_indices, impl_, stream_);
-  });
-  return tb::pack_outputs(sig, {slots[3], slots[4]});
+  return call_(slots);
 }
 
 PyObject* py_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_min, module, args, nargs, kwnames, slots, body_min);
 }
 
@@ -8844,10 +9978,34 @@ const tb::Signature kSig_min_all{
     .functional_torch_function = &kFunctionalTorchFunction_min_all,
 };
 
-PyObject* body_min_all(PyObject* const* slots) {
+PyObject* body_min_all(PyObject** slots) {
   const tb::Signature& sig = kSig_min_all;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::min_all(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::min_all(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -8856,25 +10014,11 @@ PyObject* body_min_all(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::min_all(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::min_all(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_min_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_min_all, module, args, nargs, kwnames, slots, body_min_all);
 }
 
@@ -8906,10 +10050,35 @@ const tb::Signature kSig_min_other{
     .functional_torch_function = &kFunctionalTorchFunction_min_other,
 };
 
-PyObject* body_min_other(PyObject* const* slots) {
+PyObject* body_min_other(PyObject** slots) {
   const tb::Signature& sig = kSig_min_other;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::min_other(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::min_other(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -8918,26 +10087,11 @@ PyObject* body_min_other(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::min_other(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::min_other(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_min_other(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_min_other, module, args, nargs, kwnames, slots, body_min_other);
 }
 
@@ -8969,10 +10123,35 @@ const tb::Signature kSig_minimum{
     .functional_torch_function = &kFunctionalTorchFunction_minimum,
 };
 
-PyObject* body_minimum(PyObject* const* slots) {
+PyObject* body_minimum(PyObject** slots) {
   const tb::Signature& sig = kSig_minimum;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::minimum(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::minimum(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -8981,26 +10160,11 @@ PyObject* body_minimum(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::minimum(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::minimum(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_minimum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_minimum, module, args, nargs, kwnames, slots, body_minimum);
 }
 
@@ -9032,10 +10196,34 @@ const tb::Signature kSig_mish{
     .functional_torch_function = &kFunctionalTorchFunction_mish,
 };
 
-PyObject* body_mish(PyObject* const* slots) {
+PyObject* body_mish(PyObject** slots) {
   const tb::Signature& sig = kSig_mish;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mish(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::mish(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -9044,25 +10232,11 @@ PyObject* body_mish(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::mish(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::mish(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_mish(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_mish, module, args, nargs, kwnames, slots, body_mish);
 }
 
@@ -9094,10 +10268,35 @@ const tb::Signature kSig_mm{
     .functional_torch_function = &kFunctionalTorchFunction_mm,
 };
 
-PyObject* body_mm(PyObject* const* slots) {
+PyObject* body_mm(PyObject** slots) {
   const tb::Signature& sig = kSig_mm;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mm(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_mat2 = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_mat2, v_out), [&] {
+      ::infini::ops::mm(v_self, v_mat2, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -9106,26 +10305,11 @@ PyObject* body_mm(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::mm(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_mat2 = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_mat2, v_out), [&] {
-    ::infini::ops::mm(v_self, v_mat2, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_mm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_mm, module, args, nargs, kwnames, slots, body_mm);
 }
 
@@ -9157,41 +10341,49 @@ const tb::Signature kSig_mse_loss{
     .functional_torch_function = &kFunctionalTorchFunction_mse_loss,
 };
 
-PyObject* body_mse_loss(PyObject* const* slots) {
+PyObject* body_mse_loss(PyObject** slots) {
   const tb::Signature& sig = kSig_mse_loss;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mse_loss(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_reduction, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_target = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_target, v_out), [&] {
+      ::infini::ops::mse_loss(v_self, v_target, v_reduction, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mse_loss(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::mse_loss(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_reduction, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_target = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_target, v_out), [&] {
-    ::infini::ops::mse_loss(v_self, v_target, v_reduction, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_mse_loss(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_mse_loss, module, args, nargs, kwnames, slots, body_mse_loss);
 }
 
@@ -9223,42 +10415,50 @@ const tb::Signature kSig_mse_loss_backward{
     .functional_torch_function = &kFunctionalTorchFunction_mse_loss_backward,
 };
 
-PyObject* body_mse_loss_backward(PyObject* const* slots) {
+PyObject* body_mse_loss_backward(PyObject** slots) {
   const tb::Signature& sig = kSig_mse_loss_backward;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_reduction = tb::arg<tk::Int>(slots[3], sig, 3);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[4];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mse_loss_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_reduction, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_target = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_grad_input = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_grad_output, v_self, v_target, v_grad_input), [&] {
+      ::infini::ops::mse_loss_backward(v_grad_output, v_self, v_target, v_reduction, v_grad_input, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_reduction = tb::arg<tk::Int>(slots[3], sig, 3);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mse_loss_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_reduction, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[4];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_reduction = tb::arg<tk::Int>(slots[3], sig, 3);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::mse_loss_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_reduction, tb::TensorRef{t_[3]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_target = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_reduction = tb::arg<tk::Int>(slots[3], sig, 3);
-  auto v_grad_input = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_grad_output, v_self, v_target, v_grad_input), [&] {
-    ::infini::ops::mse_loss_backward(v_grad_output, v_self, v_target, v_reduction, v_grad_input, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_mse_loss_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_mse_loss_backward, module, args, nargs, kwnames, slots, body_mse_loss_backward);
 }
 
@@ -9291,21 +10491,46 @@ const tb::Signature kSig_mul{
     .number_tensor_params = 0x3,
 };
 
-PyObject* body_mul(PyObject* const* slots) {
+PyObject* body_mul(PyObject** slots) {
   const tb::Signature& sig = kSig_mul;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, false) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mul(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::mul(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
     // implementation="torch": ATen's functional overload, as torch runs it.
-    if (tb::lane_open(slots[3], slots[4], false)) {
+    if (tb::lane_allows(impl_, stream_, false)) {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mul(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
     bool allocated_ = false;
     tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::mul_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
     if (!allocated_) {
+      if (impl_ == Implementation::kNative) ::infini::ops::native_needs_out(sig.op);
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mul(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
@@ -9313,28 +10538,13 @@ PyObject* body_mul(PyObject* const* slots) {
     std::copy(slots, slots + 5, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_mul(filled_));
+    return outs_.returned(sig, call_(filled_));
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], false) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::mul(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::mul(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_mul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_mul, module, args, nargs, kwnames, slots, body_mul);
 }
 
@@ -9366,40 +10576,48 @@ const tb::Signature kSig_mul_Scalar{
     .functional_torch_function = &kFunctionalTorchFunction_mul_Scalar,
 };
 
-PyObject* body_mul_Scalar(PyObject* const* slots) {
+PyObject* body_mul_Scalar(PyObject** slots) {
   const tb::Signature& sig = kSig_mul_Scalar;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mul_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::mul_Scalar(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mul_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::mul_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::mul_Scalar(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_mul_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_mul_Scalar, module, args, nargs, kwnames, slots, body_mul_Scalar);
 }
 
@@ -9431,10 +10649,35 @@ const tb::Signature kSig_mv{
     .functional_torch_function = &kFunctionalTorchFunction_mv,
 };
 
-PyObject* body_mv(PyObject* const* slots) {
+PyObject* body_mv(PyObject** slots) {
   const tb::Signature& sig = kSig_mv;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mv(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_vec = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_vec, v_out), [&] {
+      ::infini::ops::mv(v_self, v_vec, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -9443,26 +10686,11 @@ PyObject* body_mv(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::mv(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_vec = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_vec, v_out), [&] {
-    ::infini::ops::mv(v_self, v_vec, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_mv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_mv, module, args, nargs, kwnames, slots, body_mv);
 }
 
@@ -9494,46 +10722,50 @@ const tb::Signature kSig_nan_to_num{
     .functional_torch_function = &kFunctionalTorchFunction_nan_to_num,
 };
 
-PyObject* body_nan_to_num(PyObject* const* slots) {
+PyObject* body_nan_to_num(PyObject** slots) {
   const tb::Signature& sig = kSig_nan_to_num;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_nan = tb::arg<tk::Optional<tk::Float>>(slots[1], sig, 1, std::nullopt);
+  auto v_posinf = tb::arg<tk::Optional<tk::Float>>(slots[2], sig, 2, std::nullopt);
+  auto v_neginf = tb::arg<tk::Optional<tk::Float>>(slots[3], sig, 3, std::nullopt);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::nan_to_num(tb::TensorRef{t_[0]}, v_nan, v_posinf, v_neginf, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::nan_to_num(v_self, v_nan, v_posinf, v_neginf, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_nan = tb::arg<tk::Optional<tk::Float>>(slots[1], sig, 1, std::nullopt);
-    auto v_posinf = tb::arg<tk::Optional<tk::Float>>(slots[2], sig, 2, std::nullopt);
-    auto v_neginf = tb::arg<tk::Optional<tk::Float>>(slots[3], sig, 3, std::nullopt);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::nan_to_num(tb::TensorRef{c_[0]}, v_nan, v_posinf, v_neginf, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_nan = tb::arg<tk::Optional<tk::Float>>(slots[1], sig, 1, std::nullopt);
-    auto v_posinf = tb::arg<tk::Optional<tk::Float>>(slots[2], sig, 2, std::nullopt);
-    auto v_neginf = tb::arg<tk::Optional<tk::Float>>(slots[3], sig, 3, std::nullopt);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::nan_to_num(tb::TensorRef{t_[0]}, v_nan, v_posinf, v_neginf, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_nan = tb::arg<tk::Optional<tk::Float>>(slots[1], sig, 1, std::nullopt);
-  auto v_posinf = tb::arg<tk::Optional<tk::Float>>(slots[2], sig, 2, std::nullopt);
-  auto v_neginf = tb::arg<tk::Optional<tk::Float>>(slots[3], sig, 3, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::nan_to_num(v_self, v_nan, v_posinf, v_neginf, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_nan_to_num(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_nan_to_num, module, args, nargs, kwnames, slots, body_nan_to_num);
 }
 
@@ -9565,46 +10797,50 @@ const tb::Signature kSig_nansum{
     .functional_torch_function = &kFunctionalTorchFunction_nansum,
 };
 
-PyObject* body_nansum(PyObject* const* slots) {
+PyObject* body_nansum(PyObject** slots) {
   const tb::Signature& sig = kSig_nansum;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::nansum(tb::TensorRef{t_[0]}, v_dim, v_keepdim, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::nansum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::nansum(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::nansum(tb::TensorRef{t_[0]}, v_dim, v_keepdim, v_dtype, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::nansum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_nansum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_nansum, module, args, nargs, kwnames, slots, body_nansum);
 }
 
@@ -9636,46 +10872,50 @@ const tb::Signature kSig_narrow_copy{
     .functional_torch_function = &kFunctionalTorchFunction_narrow_copy,
 };
 
-PyObject* body_narrow_copy(PyObject* const* slots) {
+PyObject* body_narrow_copy(PyObject** slots) {
   const tb::Signature& sig = kSig_narrow_copy;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_start = tb::arg<tk::SymInt>(slots[2], sig, 2);
+  auto v_length = tb::arg<tk::SymInt>(slots[3], sig, 3);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::narrow_copy(tb::TensorRef{t_[0]}, v_dim, v_start, v_length, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::narrow_copy(v_self, v_dim, v_start, v_length, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_start = tb::arg<tk::Int>(slots[2], sig, 2);
-    auto v_length = tb::arg<tk::Int>(slots[3], sig, 3);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::narrow_copy(tb::TensorRef{c_[0]}, v_dim, v_start, v_length, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_start = tb::arg<tk::Int>(slots[2], sig, 2);
-    auto v_length = tb::arg<tk::Int>(slots[3], sig, 3);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::narrow_copy(tb::TensorRef{t_[0]}, v_dim, v_start, v_length, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_start = tb::arg<tk::Int>(slots[2], sig, 2);
-  auto v_length = tb::arg<tk::Int>(slots[3], sig, 3);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::narrow_copy(v_self, v_dim, v_start, v_length, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_narrow_copy(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_narrow_copy, module, args, nargs, kwnames, slots, body_narrow_copy);
 }
 
@@ -9707,52 +10947,57 @@ const tb::Signature kSig_native_batch_norm{
     .functional_torch_function = &kFunctionalTorchFunction_native_batch_norm,
 };
 
-PyObject* body_native_batch_norm(PyObject* const* slots) {
+PyObject* body_native_batch_norm(PyObject** slots) {
   const tb::Signature& sig = kSig_native_batch_norm;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const tb::OutList out_list_(sig, slots);
+  auto v_training = tb::arg<tk::Bool>(slots[5], sig, 5);
+  auto v_momentum = tb::arg<tk::Float>(slots[6], sig, 6);
+  auto v_eps = tb::arg<tk::Float>(slots[7], sig, 7);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[11], sig, 11, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[12], sig, 12, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[8];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::native_batch_norm(tb::TensorRef{t_[0]}, tb::OptionalTensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, tb::OptionalTensorRef{t_[3]}, tb::OptionalTensorRef{t_[4]}, v_training, v_momentum, v_eps, tb::TensorRef{t_[5]}, tb::TensorRef{t_[6]}, tb::TensorRef{t_[7]});
+      });
+      return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
+    }
+    auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1);
+    auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2);
+    auto v_running_mean = tb::arg<tk::Optional<tk::Tensor>>(slots[3], sig, 3);
+    auto v_running_var = tb::arg<tk::Optional<tk::Tensor>>(slots[4], sig, 4);
+    auto v_out = tb::arg<tk::Tensor>(slots[8], sig, 8);
+    auto v_save_mean = tb::arg<tk::Tensor>(slots[9], sig, 9);
+    auto v_save_invstd = tb::arg<tk::Tensor>(slots[10], sig, 10);
+    tb::run(tb::release_gil_for(v_input, v_weight, v_bias, v_running_mean, v_running_var, v_out, v_save_mean, v_save_invstd), [&] {
+      ::infini::ops::native_batch_norm(v_input, v_weight, v_bias, v_running_mean, v_running_var, v_training, v_momentum, v_eps, v_out, v_save_mean, v_save_invstd, impl_, stream_);
+    });
+    return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[8];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_training = tb::arg<tk::Bool>(slots[5], sig, 5);
-    auto v_momentum = tb::arg<tk::Float>(slots[6], sig, 6);
-    auto v_eps = tb::arg<tk::Float>(slots[7], sig, 7);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_batch_norm(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, tb::OptionalTensorRef{c_[3]}, tb::OptionalTensorRef{c_[4]}, v_training, v_momentum, v_eps, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[8];
-  if (tb::lane_open(slots[11], slots[12], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_training = tb::arg<tk::Bool>(slots[5], sig, 5);
-    auto v_momentum = tb::arg<tk::Float>(slots[6], sig, 6);
-    auto v_eps = tb::arg<tk::Float>(slots[7], sig, 7);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::native_batch_norm(tb::TensorRef{t_[0]}, tb::OptionalTensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, tb::OptionalTensorRef{t_[3]}, tb::OptionalTensorRef{t_[4]}, v_training, v_momentum, v_eps, tb::TensorRef{t_[5]}, tb::TensorRef{t_[6]}, tb::TensorRef{t_[7]});
-    });
-    return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
-  }
-  auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1);
-  auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2);
-  auto v_running_mean = tb::arg<tk::Optional<tk::Tensor>>(slots[3], sig, 3);
-  auto v_running_var = tb::arg<tk::Optional<tk::Tensor>>(slots[4], sig, 4);
-  auto v_training = tb::arg<tk::Bool>(slots[5], sig, 5);
-  auto v_momentum = tb::arg<tk::Float>(slots[6], sig, 6);
-  auto v_eps = tb::arg<tk::Float>(slots[7], sig, 7);
-  auto v_out = tb::arg<tk::Tensor>(slots[8], sig, 8);
-  auto v_save_mean = tb::arg<tk::Tensor>(slots[9], sig, 9);
-  auto v_save_invstd = tb::arg<tk::Tensor>(slots[10], sig, 10);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[11], sig, 11, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[12], sig, 12, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_input, v_weight, v_bias, v_running_mean, v_running_var, v_out, v_save_mean, v_save_invstd), [&] {
-    ::infini::ops::native_batch_norm(v_input, v_weight, v_bias, v_running_mean, v_running_var, v_training, v_momentum, v_eps, v_out, v_save_mean, v_save_invstd, impl_, stream_);
-  });
-  return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
+  return call_(slots);
 }
 
 PyObject* py_native_batch_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[13] = {};
+  PyObject* slots[14] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_native_batch_norm, module, args, nargs, kwnames, slots, body_native_batch_norm);
 }
 
@@ -9784,56 +11029,60 @@ const tb::Signature kSig_native_group_norm{
     .functional_torch_function = &kFunctionalTorchFunction_native_group_norm,
 };
 
-PyObject* body_native_group_norm(PyObject* const* slots) {
+PyObject* body_native_group_norm(PyObject** slots) {
   const tb::Signature& sig = kSig_native_group_norm;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  tb::index_check(slots[3], sig, 3, false);
+  tb::index_check(slots[4], sig, 4, false);
+  tb::index_check(slots[5], sig, 5, false);
+  const tb::OutList out_list_(sig, slots);
+  auto v_N = tb::arg<tk::SymInt>(slots[3], sig, 3);
+  auto v_C = tb::arg<tk::SymInt>(slots[4], sig, 4);
+  auto v_HxW = tb::arg<tk::SymInt>(slots[5], sig, 5);
+  auto v_group = tb::arg<tk::Int>(slots[6], sig, 6);
+  auto v_eps = tb::arg<tk::Float>(slots[7], sig, 7);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[11], sig, 11, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[12], sig, 12, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[6];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::native_group_norm(tb::TensorRef{t_[0]}, tb::OptionalTensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, v_N, v_C, v_HxW, v_group, v_eps, tb::TensorRef{t_[3]}, tb::TensorRef{t_[4]}, tb::TensorRef{t_[5]});
+      });
+      return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
+    }
+    auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1);
+    auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2);
+    auto v_out0 = tb::arg<tk::Tensor>(slots[8], sig, 8);
+    auto v_out1 = tb::arg<tk::Tensor>(slots[9], sig, 9);
+    auto v_out2 = tb::arg<tk::Tensor>(slots[10], sig, 10);
+    tb::run(tb::release_gil_for(v_input, v_weight, v_bias, v_out0, v_out1, v_out2), [&] {
+      ::infini::ops::native_group_norm(v_input, v_weight, v_bias, v_N, v_C, v_HxW, v_group, v_eps, v_out0, v_out1, v_out2, impl_, stream_);
+    });
+    return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[6];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_N = tb::arg<tk::Int>(slots[3], sig, 3);
-    auto v_C = tb::arg<tk::Int>(slots[4], sig, 4);
-    auto v_HxW = tb::arg<tk::Int>(slots[5], sig, 5);
-    auto v_group = tb::arg<tk::Int>(slots[6], sig, 6);
-    auto v_eps = tb::arg<tk::Float>(slots[7], sig, 7);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_group_norm(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, v_N, v_C, v_HxW, v_group, v_eps, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[6];
-  if (tb::lane_open(slots[11], slots[12], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_N = tb::arg<tk::Int>(slots[3], sig, 3);
-    auto v_C = tb::arg<tk::Int>(slots[4], sig, 4);
-    auto v_HxW = tb::arg<tk::Int>(slots[5], sig, 5);
-    auto v_group = tb::arg<tk::Int>(slots[6], sig, 6);
-    auto v_eps = tb::arg<tk::Float>(slots[7], sig, 7);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::native_group_norm(tb::TensorRef{t_[0]}, tb::OptionalTensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, v_N, v_C, v_HxW, v_group, v_eps, tb::TensorRef{t_[3]}, tb::TensorRef{t_[4]}, tb::TensorRef{t_[5]});
-    });
-    return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
-  }
-  auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[1], sig, 1);
-  auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2);
-  auto v_N = tb::arg<tk::Int>(slots[3], sig, 3);
-  auto v_C = tb::arg<tk::Int>(slots[4], sig, 4);
-  auto v_HxW = tb::arg<tk::Int>(slots[5], sig, 5);
-  auto v_group = tb::arg<tk::Int>(slots[6], sig, 6);
-  auto v_eps = tb::arg<tk::Float>(slots[7], sig, 7);
-  auto v_out0 = tb::arg<tk::Tensor>(slots[8], sig, 8);
-  auto v_out1 = tb::arg<tk::Tensor>(slots[9], sig, 9);
-  auto v_out2 = tb::arg<tk::Tensor>(slots[10], sig, 10);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[11], sig, 11, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[12], sig, 12, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_input, v_weight, v_bias, v_out0, v_out1, v_out2), [&] {
-    ::infini::ops::native_group_norm(v_input, v_weight, v_bias, v_N, v_C, v_HxW, v_group, v_eps, v_out0, v_out1, v_out2, impl_, stream_);
-  });
-  return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
+  return call_(slots);
 }
 
 PyObject* py_native_group_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[13] = {};
+  PyObject* slots[14] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_native_group_norm, module, args, nargs, kwnames, slots, body_native_group_norm);
 }
 
@@ -9865,47 +11114,55 @@ const tb::Signature kSig_native_layer_norm{
     .functional_torch_function = &kFunctionalTorchFunction_native_layer_norm,
 };
 
-PyObject* body_native_layer_norm(PyObject* const* slots) {
+PyObject* body_native_layer_norm(PyObject** slots) {
   const tb::Signature& sig = kSig_native_layer_norm;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  tb::index_check(slots[1], sig, 1, true);
+  const tb::OutList out_list_(sig, slots);
+  auto v_normalized_shape = tb::arg<tk::SymIntList<0>>(slots[1], sig, 1);
+  auto v_eps = tb::arg<tk::Float>(slots[4], sig, 4);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[6];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::native_layer_norm(tb::TensorRef{t_[0]}, v_normalized_shape, tb::OptionalTensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, v_eps, tb::TensorRef{t_[3]}, tb::TensorRef{t_[4]}, tb::TensorRef{t_[5]});
+      });
+      return tb::pack_outputs(sig, {slots[5], slots[6], slots[7]});
+    }
+    auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2);
+    auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[3], sig, 3);
+    auto v_out0 = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    auto v_out1 = tb::arg<tk::Tensor>(slots[6], sig, 6);
+    auto v_out2 = tb::arg<tk::Tensor>(slots[7], sig, 7);
+    tb::run(tb::release_gil_for(v_input, v_weight, v_bias, v_out0, v_out1, v_out2), [&] {
+      ::infini::ops::native_layer_norm(v_input, v_normalized_shape, v_weight, v_bias, v_eps, v_out0, v_out1, v_out2, impl_, stream_);
+    });
+    return tb::pack_outputs(sig, {slots[5], slots[6], slots[7]});
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[6];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_normalized_shape = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
-    auto v_eps = tb::arg<tk::Float>(slots[4], sig, 4);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_layer_norm(tb::TensorRef{c_[0]}, v_normalized_shape, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, v_eps, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[6];
-  if (tb::lane_open(slots[8], slots[9], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_normalized_shape = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
-    auto v_eps = tb::arg<tk::Float>(slots[4], sig, 4);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::native_layer_norm(tb::TensorRef{t_[0]}, v_normalized_shape, tb::OptionalTensorRef{t_[1]}, tb::OptionalTensorRef{t_[2]}, v_eps, tb::TensorRef{t_[3]}, tb::TensorRef{t_[4]}, tb::TensorRef{t_[5]});
-    });
-    return tb::pack_outputs(sig, {slots[5], slots[6], slots[7]});
-  }
-  auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_normalized_shape = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
-  auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[2], sig, 2);
-  auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[3], sig, 3);
-  auto v_eps = tb::arg<tk::Float>(slots[4], sig, 4);
-  auto v_out0 = tb::arg<tk::Tensor>(slots[5], sig, 5);
-  auto v_out1 = tb::arg<tk::Tensor>(slots[6], sig, 6);
-  auto v_out2 = tb::arg<tk::Tensor>(slots[7], sig, 7);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_input, v_weight, v_bias, v_out0, v_out1, v_out2), [&] {
-    ::infini::ops::native_layer_norm(v_input, v_normalized_shape, v_weight, v_bias, v_eps, v_out0, v_out1, v_out2, impl_, stream_);
-  });
-  return tb::pack_outputs(sig, {slots[5], slots[6], slots[7]});
+  return call_(slots);
 }
 
 PyObject* py_native_layer_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[10] = {};
+  PyObject* slots[11] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_native_layer_norm, module, args, nargs, kwnames, slots, body_native_layer_norm);
 }
 
@@ -9937,50 +11194,58 @@ const tb::Signature kSig_native_layer_norm_backward{
     .functional_torch_function = &kFunctionalTorchFunction_native_layer_norm_backward,
 };
 
-PyObject* body_native_layer_norm_backward(PyObject* const* slots) {
+PyObject* body_native_layer_norm_backward(PyObject** slots) {
   const tb::Signature& sig = kSig_native_layer_norm_backward;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  tb::index_check(slots[2], sig, 2, true);
+  const tb::OutList out_list_(sig, slots);
+  auto v_normalized_shape = tb::arg<tk::SymIntList<0>>(slots[2], sig, 2);
+  auto v_output_mask = tb::arg<tk::BoolArray<3>>(slots[7], sig, 7);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[11], sig, 11, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[12], sig, 12, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[9];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::native_layer_norm_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_normalized_shape, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]}, tb::OptionalTensorRef{t_[4]}, tb::OptionalTensorRef{t_[5]}, v_output_mask, tb::TensorRef{t_[6]}, tb::TensorRef{t_[7]}, tb::TensorRef{t_[8]});
+      });
+      return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
+    }
+    auto v_grad_out = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_input = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_mean = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_rstd = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[5], sig, 5);
+    auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[6], sig, 6);
+    auto v_out0 = tb::arg<tk::Tensor>(slots[8], sig, 8);
+    auto v_out1 = tb::arg<tk::Tensor>(slots[9], sig, 9);
+    auto v_out2 = tb::arg<tk::Tensor>(slots[10], sig, 10);
+    tb::run(tb::release_gil_for(v_grad_out, v_input, v_mean, v_rstd, v_weight, v_bias, v_out0, v_out1, v_out2), [&] {
+      ::infini::ops::native_layer_norm_backward(v_grad_out, v_input, v_normalized_shape, v_mean, v_rstd, v_weight, v_bias, v_output_mask, v_out0, v_out1, v_out2, impl_, stream_);
+    });
+    return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[9];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_normalized_shape = tb::arg<tk::IntList<0>>(slots[2], sig, 2);
-    auto v_output_mask = tb::arg<tk::BoolArray<3>>(slots[7], sig, 7);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_layer_norm_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_normalized_shape, tb::TensorRef{c_[2]}, tb::TensorRef{c_[3]}, tb::OptionalTensorRef{c_[4]}, tb::OptionalTensorRef{c_[5]}, v_output_mask, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[9];
-  if (tb::lane_open(slots[11], slots[12], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_normalized_shape = tb::arg<tk::IntList<0>>(slots[2], sig, 2);
-    auto v_output_mask = tb::arg<tk::BoolArray<3>>(slots[7], sig, 7);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::native_layer_norm_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_normalized_shape, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]}, tb::OptionalTensorRef{t_[4]}, tb::OptionalTensorRef{t_[5]}, v_output_mask, tb::TensorRef{t_[6]}, tb::TensorRef{t_[7]}, tb::TensorRef{t_[8]});
-    });
-    return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
-  }
-  auto v_grad_out = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_input = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_normalized_shape = tb::arg<tk::IntList<0>>(slots[2], sig, 2);
-  auto v_mean = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  auto v_rstd = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  auto v_weight = tb::arg<tk::Optional<tk::Tensor>>(slots[5], sig, 5);
-  auto v_bias = tb::arg<tk::Optional<tk::Tensor>>(slots[6], sig, 6);
-  auto v_output_mask = tb::arg<tk::BoolArray<3>>(slots[7], sig, 7);
-  auto v_out0 = tb::arg<tk::Tensor>(slots[8], sig, 8);
-  auto v_out1 = tb::arg<tk::Tensor>(slots[9], sig, 9);
-  auto v_out2 = tb::arg<tk::Tensor>(slots[10], sig, 10);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[11], sig, 11, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[12], sig, 12, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_grad_out, v_input, v_mean, v_rstd, v_weight, v_bias, v_out0, v_out1, v_out2), [&] {
-    ::infini::ops::native_layer_norm_backward(v_grad_out, v_input, v_normalized_shape, v_mean, v_rstd, v_weight, v_bias, v_output_mask, v_out0, v_out1, v_out2, impl_, stream_);
-  });
-  return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
+  return call_(slots);
 }
 
 PyObject* py_native_layer_norm_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[13] = {};
+  PyObject* slots[14] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_native_layer_norm_backward, module, args, nargs, kwnames, slots, body_native_layer_norm_backward);
 }
 
@@ -10012,40 +11277,48 @@ const tb::Signature kSig_ne_Scalar{
     .functional_torch_function = &kFunctionalTorchFunction_ne_Scalar,
 };
 
-PyObject* body_ne_Scalar(PyObject* const* slots) {
+PyObject* body_ne_Scalar(PyObject** slots) {
   const tb::Signature& sig = kSig_ne_Scalar;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::ne_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::ne_Scalar(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ne_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::ne_Scalar(tb::TensorRef{t_[0]}, v_other, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::ne_Scalar(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_ne_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_ne_Scalar, module, args, nargs, kwnames, slots, body_ne_Scalar);
 }
 
@@ -10077,10 +11350,35 @@ const tb::Signature kSig_ne_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_ne_Tensor,
 };
 
-PyObject* body_ne_Tensor(PyObject* const* slots) {
+PyObject* body_ne_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_ne_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::ne_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::ne_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -10089,26 +11387,11 @@ PyObject* body_ne_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::ne_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::ne_Tensor(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_ne_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_ne_Tensor, module, args, nargs, kwnames, slots, body_ne_Tensor);
 }
 
@@ -10140,10 +11423,34 @@ const tb::Signature kSig_neg{
     .functional_torch_function = &kFunctionalTorchFunction_neg,
 };
 
-PyObject* body_neg(PyObject* const* slots) {
+PyObject* body_neg(PyObject** slots) {
   const tb::Signature& sig = kSig_neg;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::neg(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::neg(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -10152,25 +11459,11 @@ PyObject* body_neg(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::neg(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::neg(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_neg(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_neg, module, args, nargs, kwnames, slots, body_neg);
 }
 
@@ -10202,10 +11495,34 @@ const tb::Signature kSig_nonzero{
     .functional_torch_function = &kFunctionalTorchFunction_nonzero,
 };
 
-PyObject* body_nonzero(PyObject* const* slots) {
+PyObject* body_nonzero(PyObject** slots) {
   const tb::Signature& sig = kSig_nonzero;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::nonzero(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::nonzero(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -10214,25 +11531,11 @@ PyObject* body_nonzero(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::nonzero(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::nonzero(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_nonzero(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_nonzero, module, args, nargs, kwnames, slots, body_nonzero);
 }
 
@@ -10264,46 +11567,50 @@ const tb::Signature kSig_norm{
     .functional_torch_function = &kFunctionalTorchFunction_norm,
 };
 
-PyObject* body_norm(PyObject* const* slots) {
+PyObject* body_norm(PyObject** slots) {
   const tb::Signature& sig = kSig_norm;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_p = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1);
+  auto v_dim = tb::arg<tk::IntList<1>>(slots[2], sig, 2);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::norm(tb::TensorRef{t_[0]}, v_p, v_dim, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::norm(v_self, v_p, v_dim, v_keepdim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_p = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1);
-    auto v_dim = tb::arg<tk::IntList<1>>(slots[2], sig, 2);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::norm(tb::TensorRef{c_[0]}, v_p, v_dim, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_p = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1);
-    auto v_dim = tb::arg<tk::IntList<1>>(slots[2], sig, 2);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::norm(tb::TensorRef{t_[0]}, v_p, v_dim, v_keepdim, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_p = tb::arg<tk::Optional<tk::Scalar>>(slots[1], sig, 1);
-  auto v_dim = tb::arg<tk::IntList<1>>(slots[2], sig, 2);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::norm(v_self, v_p, v_dim, v_keepdim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_norm, module, args, nargs, kwnames, slots, body_norm);
 }
 
@@ -10335,40 +11642,48 @@ const tb::Signature kSig_norm_Scalar{
     .functional_torch_function = &kFunctionalTorchFunction_norm_Scalar,
 };
 
-PyObject* body_norm_Scalar(PyObject* const* slots) {
+PyObject* body_norm_Scalar(PyObject** slots) {
   const tb::Signature& sig = kSig_norm_Scalar;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_p = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{2}));
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::norm_Scalar(tb::TensorRef{t_[0]}, v_p, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::norm_Scalar(v_self, v_p, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_p = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{2}));
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::norm_Scalar(tb::TensorRef{c_[0]}, v_p, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_p = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{2}));
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::norm_Scalar(tb::TensorRef{t_[0]}, v_p, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_p = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{2}));
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::norm_Scalar(v_self, v_p, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_norm_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_norm_Scalar, module, args, nargs, kwnames, slots, body_norm_Scalar);
 }
 
@@ -10400,10 +11715,35 @@ const tb::Signature kSig_outer{
     .functional_torch_function = &kFunctionalTorchFunction_outer,
 };
 
-PyObject* body_outer(PyObject* const* slots) {
+PyObject* body_outer(PyObject** slots) {
   const tb::Signature& sig = kSig_outer;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::outer(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_vec2 = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_vec2, v_out), [&] {
+      ::infini::ops::outer(v_self, v_vec2, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -10412,26 +11752,11 @@ PyObject* body_outer(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::outer(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_vec2 = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_vec2, v_out), [&] {
-    ::infini::ops::outer(v_self, v_vec2, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_outer(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_outer, module, args, nargs, kwnames, slots, body_outer);
 }
 
@@ -10463,40 +11788,48 @@ const tb::Signature kSig_pow_Tensor_Scalar{
     .functional_torch_function = &kFunctionalTorchFunction_pow_Tensor_Scalar,
 };
 
-PyObject* body_pow_Tensor_Scalar(PyObject* const* slots) {
+PyObject* body_pow_Tensor_Scalar(PyObject** slots) {
   const tb::Signature& sig = kSig_pow_Tensor_Scalar;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_exponent = tb::arg<tk::Scalar>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::pow_Tensor_Scalar(tb::TensorRef{t_[0]}, v_exponent, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::pow_Tensor_Scalar(v_self, v_exponent, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_exponent = tb::arg<tk::Scalar>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::pow_Tensor_Scalar(tb::TensorRef{c_[0]}, v_exponent, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_exponent = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::pow_Tensor_Scalar(tb::TensorRef{t_[0]}, v_exponent, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_exponent = tb::arg<tk::Scalar>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::pow_Tensor_Scalar(v_self, v_exponent, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_pow_Tensor_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_pow_Tensor_Scalar, module, args, nargs, kwnames, slots, body_pow_Tensor_Scalar);
 }
 
@@ -10528,10 +11861,35 @@ const tb::Signature kSig_pow_Tensor_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_pow_Tensor_Tensor,
 };
 
-PyObject* body_pow_Tensor_Tensor(PyObject* const* slots) {
+PyObject* body_pow_Tensor_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_pow_Tensor_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::pow_Tensor_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_exponent = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_exponent, v_out), [&] {
+      ::infini::ops::pow_Tensor_Tensor(v_self, v_exponent, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -10540,26 +11898,11 @@ PyObject* body_pow_Tensor_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::pow_Tensor_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_exponent = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_exponent, v_out), [&] {
-    ::infini::ops::pow_Tensor_Tensor(v_self, v_exponent, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_pow_Tensor_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_pow_Tensor_Tensor, module, args, nargs, kwnames, slots, body_pow_Tensor_Tensor);
 }
 
@@ -10591,40 +11934,48 @@ const tb::Signature kSig_prod_all{
     .functional_torch_function = &kFunctionalTorchFunction_prod_all,
 };
 
-PyObject* body_prod_all(PyObject* const* slots) {
+PyObject* body_prod_all(PyObject** slots) {
   const tb::Signature& sig = kSig_prod_all;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::prod_all(tb::TensorRef{t_[0]}, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::prod_all(v_self, v_dtype, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::prod_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::prod_all(tb::TensorRef{t_[0]}, v_dtype, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::prod_all(v_self, v_dtype, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_prod_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_prod_all, module, args, nargs, kwnames, slots, body_prod_all);
 }
 
@@ -10656,46 +12007,50 @@ const tb::Signature kSig_prod_int{
     .functional_torch_function = &kFunctionalTorchFunction_prod_int,
 };
 
-PyObject* body_prod_int(PyObject* const* slots) {
+PyObject* body_prod_int(PyObject** slots) {
   const tb::Signature& sig = kSig_prod_int;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::prod_int(tb::TensorRef{t_[0]}, v_dim, v_keepdim, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::prod_int(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::prod_int(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::prod_int(tb::TensorRef{t_[0]}, v_dim, v_keepdim, v_dtype, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::prod_int(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_prod_int(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_prod_int, module, args, nargs, kwnames, slots, body_prod_int);
 }
 
@@ -10727,10 +12082,34 @@ const tb::Signature kSig_reciprocal{
     .functional_torch_function = &kFunctionalTorchFunction_reciprocal,
 };
 
-PyObject* body_reciprocal(PyObject* const* slots) {
+PyObject* body_reciprocal(PyObject** slots) {
   const tb::Signature& sig = kSig_reciprocal;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::reciprocal(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::reciprocal(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -10739,25 +12118,11 @@ PyObject* body_reciprocal(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::reciprocal(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::reciprocal(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_reciprocal(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_reciprocal, module, args, nargs, kwnames, slots, body_reciprocal);
 }
 
@@ -10789,10 +12154,34 @@ const tb::Signature kSig_relu{
     .functional_torch_function = &kFunctionalTorchFunction_relu,
 };
 
-PyObject* body_relu(PyObject* const* slots) {
+PyObject* body_relu(PyObject** slots) {
   const tb::Signature& sig = kSig_relu;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::relu(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::relu(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -10801,25 +12190,11 @@ PyObject* body_relu(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::relu(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::relu(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_relu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_relu, module, args, nargs, kwnames, slots, body_relu);
 }
 
@@ -10851,10 +12226,35 @@ const tb::Signature kSig_remainder_Tensor{
     .functional_torch_function = &kFunctionalTorchFunction_remainder_Tensor,
 };
 
-PyObject* body_remainder_Tensor(PyObject* const* slots) {
+PyObject* body_remainder_Tensor(PyObject** slots) {
   const tb::Signature& sig = kSig_remainder_Tensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::remainder_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::remainder_Tensor(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -10863,26 +12263,11 @@ PyObject* body_remainder_Tensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::remainder_Tensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::remainder_Tensor(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_remainder_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_remainder_Tensor, module, args, nargs, kwnames, slots, body_remainder_Tensor);
 }
 
@@ -10907,13 +12292,30 @@ const tb::Signature kSig_rms_norm{
     .out_optional = true,
 };
 
-PyObject* body_rms_norm(PyObject* const* slots) {
+PyObject* body_rms_norm(PyObject** slots) {
   const tb::Signature& sig = kSig_rms_norm;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_eps = tb::arg<tk::Float>(slots[2], sig, 2, 1e-06);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_weight = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_input, v_weight, v_out), [&] {
+      ::infini::ops::rms_norm(v_input, v_weight, v_eps, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_eps = tb::arg<tk::Float>(slots[2], sig, 2, 1e-06);
     tb::Results r_;
     bool allocated_ = false;
     tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::rms_norm_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_eps, r_); });
@@ -10921,22 +12323,13 @@ PyObject* body_rms_norm(PyObject* const* slots) {
     std::copy(slots, slots + 6, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_rms_norm(filled_));
+    return outs_.returned(sig, call_(filled_));
   }
-  auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_weight = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_eps = tb::arg<tk::Float>(slots[2], sig, 2, 1e-06);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_input, v_weight, v_out), [&] {
-    ::infini::ops::rms_norm(v_input, v_weight, v_eps, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_rms_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_rms_norm, module, args, nargs, kwnames, slots, body_rms_norm);
 }
 
@@ -10968,43 +12361,49 @@ const tb::Signature kSig_roll{
     .functional_torch_function = &kFunctionalTorchFunction_roll,
 };
 
-PyObject* body_roll(PyObject* const* slots) {
+PyObject* body_roll(PyObject** slots) {
   const tb::Signature& sig = kSig_roll;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_shifts = tb::arg<tk::SymIntList<1>>(slots[1], sig, 1);
+  auto v_dims = tb::arg<tk::IntList<1>>(slots[2], sig, 2, {});
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::roll(tb::TensorRef{t_[0]}, v_shifts, v_dims, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::roll(v_self, v_shifts, v_dims, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_shifts = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
-    auto v_dims = tb::arg<tk::IntList<1>>(slots[2], sig, 2, {});
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::roll(tb::TensorRef{c_[0]}, v_shifts, v_dims, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_shifts = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
-    auto v_dims = tb::arg<tk::IntList<1>>(slots[2], sig, 2, {});
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::roll(tb::TensorRef{t_[0]}, v_shifts, v_dims, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_shifts = tb::arg<tk::IntList<1>>(slots[1], sig, 1);
-  auto v_dims = tb::arg<tk::IntList<1>>(slots[2], sig, 2, {});
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::roll(v_self, v_shifts, v_dims, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_roll(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_roll, module, args, nargs, kwnames, slots, body_roll);
 }
 
@@ -11036,10 +12435,34 @@ const tb::Signature kSig_round{
     .functional_torch_function = &kFunctionalTorchFunction_round,
 };
 
-PyObject* body_round(PyObject* const* slots) {
+PyObject* body_round(PyObject** slots) {
   const tb::Signature& sig = kSig_round;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::round(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::round(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -11048,25 +12471,11 @@ PyObject* body_round(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::round(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::round(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_round(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_round, module, args, nargs, kwnames, slots, body_round);
 }
 
@@ -11098,40 +12507,48 @@ const tb::Signature kSig_round_decimals{
     .functional_torch_function = &kFunctionalTorchFunction_round_decimals,
 };
 
-PyObject* body_round_decimals(PyObject* const* slots) {
+PyObject* body_round_decimals(PyObject** slots) {
   const tb::Signature& sig = kSig_round_decimals;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_decimals = tb::arg<tk::Int>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::round_decimals(tb::TensorRef{t_[0]}, v_decimals, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::round_decimals(v_self, v_decimals, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_decimals = tb::arg<tk::Int>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::round_decimals(tb::TensorRef{c_[0]}, v_decimals, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_decimals = tb::arg<tk::Int>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::round_decimals(tb::TensorRef{t_[0]}, v_decimals, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_decimals = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::round_decimals(v_self, v_decimals, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_round_decimals(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_round_decimals, module, args, nargs, kwnames, slots, body_round_decimals);
 }
 
@@ -11163,10 +12580,34 @@ const tb::Signature kSig_rsqrt{
     .functional_torch_function = &kFunctionalTorchFunction_rsqrt,
 };
 
-PyObject* body_rsqrt(PyObject* const* slots) {
+PyObject* body_rsqrt(PyObject** slots) {
   const tb::Signature& sig = kSig_rsqrt;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::rsqrt(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::rsqrt(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -11175,25 +12616,11 @@ PyObject* body_rsqrt(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::rsqrt(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::rsqrt(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_rsqrt(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_rsqrt, module, args, nargs, kwnames, slots, body_rsqrt);
 }
 
@@ -11219,15 +12646,35 @@ const tb::Signature kSig_scaled_dot_product_attention{
     .out_optional = true,
 };
 
-PyObject* body_scaled_dot_product_attention(PyObject* const* slots) {
+PyObject* body_scaled_dot_product_attention(PyObject** slots) {
   const tb::Signature& sig = kSig_scaled_dot_product_attention;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dropout_p = tb::arg<tk::Float>(slots[4], sig, 4, 0.0);
+  auto v_is_causal = tb::arg<tk::Bool>(slots[5], sig, 5, false);
+  auto v_scale = tb::arg<tk::Optional<tk::Float>>(slots[6], sig, 6, std::nullopt);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    auto v_query = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_key = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_value = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_attn_mask = tb::arg<tk::Optional<tk::Tensor>>(slots[3], sig, 3, std::nullopt);
+    auto v_out = tb::arg<tk::Tensor>(slots[7], sig, 7);
+    tb::run(tb::release_gil_for(v_query, v_key, v_value, v_attn_mask, v_out), [&] {
+      ::infini::ops::scaled_dot_product_attention(v_query, v_key, v_value, v_attn_mask, v_dropout_p, v_is_causal, v_scale, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[7]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[5];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dropout_p = tb::arg<tk::Float>(slots[4], sig, 4, 0.0);
-    auto v_is_causal = tb::arg<tk::Bool>(slots[5], sig, 5, false);
-    auto v_scale = tb::arg<tk::Optional<tk::Float>>(slots[6], sig, 6, std::nullopt);
     tb::Results r_;
     bool allocated_ = false;
     tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::scaled_dot_product_attention_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, tb::OptionalTensorRef{c_[3]}, v_dropout_p, v_is_causal, v_scale, r_); });
@@ -11235,26 +12682,13 @@ PyObject* body_scaled_dot_product_attention(PyObject* const* slots) {
     std::copy(slots, slots + 10, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_scaled_dot_product_attention(filled_));
+    return outs_.returned(sig, call_(filled_));
   }
-  auto v_query = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_key = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_value = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_attn_mask = tb::arg<tk::Optional<tk::Tensor>>(slots[3], sig, 3, std::nullopt);
-  auto v_dropout_p = tb::arg<tk::Float>(slots[4], sig, 4, 0.0);
-  auto v_is_causal = tb::arg<tk::Bool>(slots[5], sig, 5, false);
-  auto v_scale = tb::arg<tk::Optional<tk::Float>>(slots[6], sig, 6, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[7], sig, 7);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_query, v_key, v_value, v_attn_mask, v_out), [&] {
-    ::infini::ops::scaled_dot_product_attention(v_query, v_key, v_value, v_attn_mask, v_dropout_p, v_is_causal, v_scale, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[7]);
+  return call_(slots);
 }
 
 PyObject* py_scaled_dot_product_attention(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[10] = {};
+  PyObject* slots[11] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_scaled_dot_product_attention, module, args, nargs, kwnames, slots, body_scaled_dot_product_attention);
 }
 
@@ -11286,42 +12720,50 @@ const tb::Signature kSig_scatter_add{
     .functional_torch_function = &kFunctionalTorchFunction_scatter_add,
 };
 
-PyObject* body_scatter_add(PyObject* const* slots) {
+PyObject* body_scatter_add(PyObject** slots) {
   const tb::Signature& sig = kSig_scatter_add;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[4];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::scatter_add(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_src = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_index, v_src, v_out), [&] {
+      ::infini::ops::scatter_add(v_self, v_dim, v_index, v_src, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_add(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[4];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::scatter_add(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_src = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_index, v_src, v_out), [&] {
-    ::infini::ops::scatter_add(v_self, v_dim, v_index, v_src, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_scatter_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_scatter_add, module, args, nargs, kwnames, slots, body_scatter_add);
 }
 
@@ -11353,45 +12795,51 @@ const tb::Signature kSig_scatter_reduce_mode{
     .functional_torch_function = &kFunctionalTorchFunction_scatter_reduce_mode,
 };
 
-PyObject* body_scatter_reduce_mode(PyObject* const* slots) {
+PyObject* body_scatter_reduce_mode(PyObject** slots) {
   const tb::Signature& sig = kSig_scatter_reduce_mode;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[4];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::scatter_reduce_mode(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_reduce, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[5]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_src = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    tb::run(tb::release_gil_for(v_self, v_index, v_src, v_out), [&] {
+      ::infini::ops::scatter_reduce_mode(v_self, v_dim, v_index, v_src, v_reduce, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[5]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_reduce_mode(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_reduce, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[4];
-  if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::scatter_reduce_mode(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, v_reduce, tb::TensorRef{t_[3]});
-    });
-    return tb::new_reference(slots[5]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_src = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
-  auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_index, v_src, v_out), [&] {
-    ::infini::ops::scatter_reduce_mode(v_self, v_dim, v_index, v_src, v_reduce, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[5]);
+  return call_(slots);
 }
 
 PyObject* py_scatter_reduce_mode(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
+  PyObject* slots[9] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_scatter_reduce_mode, module, args, nargs, kwnames, slots, body_scatter_reduce_mode);
 }
 
@@ -11423,42 +12871,50 @@ const tb::Signature kSig_scatter_src{
     .functional_torch_function = &kFunctionalTorchFunction_scatter_src,
 };
 
-PyObject* body_scatter_src(PyObject* const* slots) {
+PyObject* body_scatter_src(PyObject** slots) {
   const tb::Signature& sig = kSig_scatter_src;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[4];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::scatter_src(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_src = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_index, v_src, v_out), [&] {
+      ::infini::ops::scatter_src(v_self, v_dim, v_index, v_src, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_src(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[4];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::scatter_src(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_src = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_index, v_src, v_out), [&] {
-    ::infini::ops::scatter_src(v_self, v_dim, v_index, v_src, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_scatter_src(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_scatter_src, module, args, nargs, kwnames, slots, body_scatter_src);
 }
 
@@ -11490,44 +12946,50 @@ const tb::Signature kSig_scatter_value{
     .functional_torch_function = &kFunctionalTorchFunction_scatter_value,
 };
 
-PyObject* body_scatter_value(PyObject* const* slots) {
+PyObject* body_scatter_value(PyObject** slots) {
   const tb::Signature& sig = kSig_scatter_value;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::scatter_value(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, v_value, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_index, v_out), [&] {
+      ::infini::ops::scatter_value(v_self, v_dim, v_index, v_value, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_value(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_value, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::scatter_value(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, v_value, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_index, v_out), [&] {
-    ::infini::ops::scatter_value(v_self, v_dim, v_index, v_value, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_scatter_value(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_scatter_value, module, args, nargs, kwnames, slots, body_scatter_value);
 }
 
@@ -11559,47 +13021,51 @@ const tb::Signature kSig_scatter_value_reduce_mode{
     .functional_torch_function = &kFunctionalTorchFunction_scatter_value_reduce_mode,
 };
 
-PyObject* body_scatter_value_reduce_mode(PyObject* const* slots) {
+PyObject* body_scatter_value_reduce_mode(PyObject** slots) {
   const tb::Signature& sig = kSig_scatter_value_reduce_mode;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3);
+  auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::scatter_value_reduce_mode(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, v_value, v_reduce, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[5]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    tb::run(tb::release_gil_for(v_self, v_index, v_out), [&] {
+      ::infini::ops::scatter_value_reduce_mode(v_self, v_dim, v_index, v_value, v_reduce, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[5]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3);
-    auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_value_reduce_mode(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_value, v_reduce, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3);
-    auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::scatter_value_reduce_mode(tb::TensorRef{t_[0]}, v_dim, tb::TensorRef{t_[1]}, v_value, v_reduce, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[5]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_index = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3);
-  auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
-  auto v_out = tb::arg<tk::Tensor>(slots[5], sig, 5);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_index, v_out), [&] {
-    ::infini::ops::scatter_value_reduce_mode(v_self, v_dim, v_index, v_value, v_reduce, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[5]);
+  return call_(slots);
 }
 
 PyObject* py_scatter_value_reduce_mode(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
+  PyObject* slots[9] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_scatter_value_reduce_mode, module, args, nargs, kwnames, slots, body_scatter_value_reduce_mode);
 }
 
@@ -11631,10 +13097,34 @@ const tb::Signature kSig_sgn{
     .functional_torch_function = &kFunctionalTorchFunction_sgn,
 };
 
-PyObject* body_sgn(PyObject* const* slots) {
+PyObject* body_sgn(PyObject** slots) {
   const tb::Signature& sig = kSig_sgn;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sgn(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::sgn(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -11643,25 +13133,11 @@ PyObject* body_sgn(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::sgn(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::sgn(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_sgn(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_sgn, module, args, nargs, kwnames, slots, body_sgn);
 }
 
@@ -11693,10 +13169,34 @@ const tb::Signature kSig_sigmoid{
     .functional_torch_function = &kFunctionalTorchFunction_sigmoid,
 };
 
-PyObject* body_sigmoid(PyObject* const* slots) {
+PyObject* body_sigmoid(PyObject** slots) {
   const tb::Signature& sig = kSig_sigmoid;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sigmoid(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::sigmoid(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -11705,25 +13205,11 @@ PyObject* body_sigmoid(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::sigmoid(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::sigmoid(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_sigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_sigmoid, module, args, nargs, kwnames, slots, body_sigmoid);
 }
 
@@ -11754,10 +13240,35 @@ const tb::Signature kSig_sigmoid_backward{
     .functional_torch_function = &kFunctionalTorchFunction_sigmoid_backward,
 };
 
-PyObject* body_sigmoid_backward(PyObject* const* slots) {
+PyObject* body_sigmoid_backward(PyObject** slots) {
   const tb::Signature& sig = kSig_sigmoid_backward;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sigmoid_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_grad_input = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_grad_output, v_output, v_grad_input), [&] {
+      ::infini::ops::sigmoid_backward(v_grad_output, v_output, v_grad_input, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -11766,26 +13277,11 @@ PyObject* body_sigmoid_backward(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::sigmoid_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_grad_input = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_grad_output, v_output, v_grad_input), [&] {
-    ::infini::ops::sigmoid_backward(v_grad_output, v_output, v_grad_input, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_sigmoid_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_sigmoid_backward, module, args, nargs, kwnames, slots, body_sigmoid_backward);
 }
 
@@ -11817,10 +13313,34 @@ const tb::Signature kSig_sign{
     .functional_torch_function = &kFunctionalTorchFunction_sign,
 };
 
-PyObject* body_sign(PyObject* const* slots) {
+PyObject* body_sign(PyObject** slots) {
   const tb::Signature& sig = kSig_sign;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sign(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::sign(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -11829,25 +13349,11 @@ PyObject* body_sign(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::sign(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::sign(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_sign(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_sign, module, args, nargs, kwnames, slots, body_sign);
 }
 
@@ -11879,21 +13385,45 @@ const tb::Signature kSig_silu{
     .functional_torch_function = &kFunctionalTorchFunction_silu,
 };
 
-PyObject* body_silu(PyObject* const* slots) {
+PyObject* body_silu(PyObject** slots) {
   const tb::Signature& sig = kSig_silu;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, false) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::silu(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::silu(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
     // implementation="torch": ATen's functional overload, as torch runs it.
-    if (tb::lane_open(slots[2], slots[3], false)) {
+    if (tb::lane_allows(impl_, stream_, false)) {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::silu(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
     bool allocated_ = false;
     tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::silu_allocate(tb::TensorRef{c_[0]}, r_); });
     if (!allocated_) {
+      if (impl_ == Implementation::kNative) ::infini::ops::native_needs_out(sig.op);
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::silu(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
@@ -11901,27 +13431,13 @@ PyObject* body_silu(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_silu(filled_));
+    return outs_.returned(sig, call_(filled_));
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], false) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::silu(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::silu(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_silu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_silu, module, args, nargs, kwnames, slots, body_silu);
 }
 
@@ -11946,8 +13462,24 @@ const tb::Signature kSig_silu_and_mul{
     .out_optional = true,
 };
 
-PyObject* body_silu_and_mul(PyObject* const* slots) {
+PyObject* body_silu_and_mul(PyObject** slots) {
   const tb::Signature& sig = kSig_silu_and_mul;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_input, v_out), [&] {
+      ::infini::ops::silu_and_mul(v_input, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
     void* c_[2];
@@ -11959,20 +13491,13 @@ PyObject* body_silu_and_mul(PyObject* const* slots) {
     std::copy(slots, slots + 4, filled_);
     tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, body_silu_and_mul(filled_));
+    return outs_.returned(sig, call_(filled_));
   }
-  auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_input, v_out), [&] {
-    ::infini::ops::silu_and_mul(v_input, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_silu_and_mul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_silu_and_mul, module, args, nargs, kwnames, slots, body_silu_and_mul);
 }
 
@@ -12004,10 +13529,35 @@ const tb::Signature kSig_silu_backward{
     .functional_torch_function = &kFunctionalTorchFunction_silu_backward,
 };
 
-PyObject* body_silu_backward(PyObject* const* slots) {
+PyObject* body_silu_backward(PyObject** slots) {
   const tb::Signature& sig = kSig_silu_backward;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::silu_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_grad_input = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_grad_output, v_self, v_grad_input), [&] {
+      ::infini::ops::silu_backward(v_grad_output, v_self, v_grad_input, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -12016,26 +13566,11 @@ PyObject* body_silu_backward(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::silu_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_grad_input = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_grad_output, v_self, v_grad_input), [&] {
-    ::infini::ops::silu_backward(v_grad_output, v_self, v_grad_input, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_silu_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_silu_backward, module, args, nargs, kwnames, slots, body_silu_backward);
 }
 
@@ -12067,10 +13602,34 @@ const tb::Signature kSig_sin{
     .functional_torch_function = &kFunctionalTorchFunction_sin,
 };
 
-PyObject* body_sin(PyObject* const* slots) {
+PyObject* body_sin(PyObject** slots) {
   const tb::Signature& sig = kSig_sin;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sin(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::sin(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -12079,25 +13638,11 @@ PyObject* body_sin(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::sin(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::sin(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_sin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_sin, module, args, nargs, kwnames, slots, body_sin);
 }
 
@@ -12129,10 +13674,34 @@ const tb::Signature kSig_sinh{
     .functional_torch_function = &kFunctionalTorchFunction_sinh,
 };
 
-PyObject* body_sinh(PyObject* const* slots) {
+PyObject* body_sinh(PyObject** slots) {
   const tb::Signature& sig = kSig_sinh;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sinh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::sinh(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -12141,25 +13710,11 @@ PyObject* body_sinh(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::sinh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::sinh(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_sinh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_sinh, module, args, nargs, kwnames, slots, body_sinh);
 }
 
@@ -12191,44 +13746,50 @@ const tb::Signature kSig_smooth_l1_loss{
     .functional_torch_function = &kFunctionalTorchFunction_smooth_l1_loss,
 };
 
-PyObject* body_smooth_l1_loss(PyObject* const* slots) {
+PyObject* body_smooth_l1_loss(PyObject** slots) {
   const tb::Signature& sig = kSig_smooth_l1_loss;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
+  auto v_beta = tb::arg<tk::Float>(slots[3], sig, 3, 1.0);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::smooth_l1_loss(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_reduction, v_beta, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_target = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_target, v_out), [&] {
+      ::infini::ops::smooth_l1_loss(v_self, v_target, v_reduction, v_beta, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
-    auto v_beta = tb::arg<tk::Float>(slots[3], sig, 3, 1.0);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::smooth_l1_loss(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, v_beta, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
-    auto v_beta = tb::arg<tk::Float>(slots[3], sig, 3, 1.0);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::smooth_l1_loss(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_reduction, v_beta, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_target = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
-  auto v_beta = tb::arg<tk::Float>(slots[3], sig, 3, 1.0);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_target, v_out), [&] {
-    ::infini::ops::smooth_l1_loss(v_self, v_target, v_reduction, v_beta, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_smooth_l1_loss(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_smooth_l1_loss, module, args, nargs, kwnames, slots, body_smooth_l1_loss);
 }
 
@@ -12260,41 +13821,49 @@ const tb::Signature kSig_soft_margin_loss{
     .functional_torch_function = &kFunctionalTorchFunction_soft_margin_loss,
 };
 
-PyObject* body_soft_margin_loss(PyObject* const* slots) {
+PyObject* body_soft_margin_loss(PyObject** slots) {
   const tb::Signature& sig = kSig_soft_margin_loss;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::soft_margin_loss(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_reduction, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_target = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_target, v_out), [&] {
+      ::infini::ops::soft_margin_loss(v_self, v_target, v_reduction, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::soft_margin_loss(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::soft_margin_loss(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_reduction, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_target = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_target, v_out), [&] {
-    ::infini::ops::soft_margin_loss(v_self, v_target, v_reduction, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_soft_margin_loss(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_soft_margin_loss, module, args, nargs, kwnames, slots, body_soft_margin_loss);
 }
 
@@ -12326,43 +13895,49 @@ const tb::Signature kSig_softmax{
     .functional_torch_function = &kFunctionalTorchFunction_softmax,
 };
 
-PyObject* body_softmax(PyObject* const* slots) {
+PyObject* body_softmax(PyObject** slots) {
   const tb::Signature& sig = kSig_softmax;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
+  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::softmax(tb::TensorRef{t_[0]}, v_dim, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::softmax(v_self, v_dim, v_dtype, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::softmax(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::softmax(tb::TensorRef{t_[0]}, v_dim, v_dtype, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::softmax(v_self, v_dim, v_dtype, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_softmax, module, args, nargs, kwnames, slots, body_softmax);
 }
 
@@ -12394,43 +13969,49 @@ const tb::Signature kSig_softplus{
     .functional_torch_function = &kFunctionalTorchFunction_softplus,
 };
 
-PyObject* body_softplus(PyObject* const* slots) {
+PyObject* body_softplus(PyObject** slots) {
   const tb::Signature& sig = kSig_softplus;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_beta = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
+  auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{20}));
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::softplus(tb::TensorRef{t_[0]}, v_beta, v_threshold, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::softplus(v_self, v_beta, v_threshold, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_beta = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
-    auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{20}));
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::softplus(tb::TensorRef{c_[0]}, v_beta, v_threshold, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_beta = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
-    auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{20}));
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::softplus(tb::TensorRef{t_[0]}, v_beta, v_threshold, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_beta = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{1}));
-  auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{20}));
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::softplus(v_self, v_beta, v_threshold, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_softplus(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_softplus, module, args, nargs, kwnames, slots, body_softplus);
 }
 
@@ -12468,47 +14049,52 @@ const tb::Signature kSig_sort_stable{
     .functional_return_type_object = &kFunctionalReturnType_sort_stable,
 };
 
-PyObject* body_sort_stable(PyObject* const* slots) {
+PyObject* body_sort_stable(PyObject** slots) {
   const tb::Signature& sig = kSig_sort_stable;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const tb::OutList out_list_(sig, slots);
+  auto v_stable = tb::arg<tk::Optional<tk::Bool>>(slots[1], sig, 1);
+  auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
+  auto v_descending = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sort_stable(tb::TensorRef{t_[0]}, v_stable, v_dim, v_descending, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::pack_outputs(sig, {slots[4], slots[5]});
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_values = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    auto v_indices = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
+      ::infini::ops::sort_stable(v_self, v_stable, v_dim, v_descending, v_values, v_indices, impl_, stream_);
+    });
+    return tb::pack_outputs(sig, {slots[4], slots[5]});
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_stable = tb::arg<tk::Optional<tk::Bool>>(slots[1], sig, 1);
-    auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
-    auto v_descending = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sort_stable(tb::TensorRef{c_[0]}, v_stable, v_dim, v_descending, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[6], slots[7], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_stable = tb::arg<tk::Optional<tk::Bool>>(slots[1], sig, 1);
-    auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
-    auto v_descending = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::sort_stable(tb::TensorRef{t_[0]}, v_stable, v_dim, v_descending, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::pack_outputs(sig, {slots[4], slots[5]});
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_stable = tb::arg<tk::Optional<tk::Bool>>(slots[1], sig, 1);
-  auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
-  auto v_descending = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-  auto v_values = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  auto v_indices = tb::arg<tk::Tensor>(slots[5], sig, 5);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
-    ::infini::ops::sort_stable(v_self, v_stable, v_dim, v_descending, v_values, v_indices, impl_, stream_);
-  });
-  return tb::pack_outputs(sig, {slots[4], slots[5]});
+  return call_(slots);
 }
 
 PyObject* py_sort_stable(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[8] = {};
+  PyObject* slots[9] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_sort_stable, module, args, nargs, kwnames, slots, body_sort_stable);
 }
 
@@ -12546,44 +14132,51 @@ const tb::Signature kSig_sort_values{
     .functional_return_type_object = &kFunctionalReturnType_sort_values,
 };
 
-PyObject* body_sort_values(PyObject* const* slots) {
+PyObject* body_sort_values(PyObject** slots) {
   const tb::Signature& sig = kSig_sort_values;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const tb::OutList out_list_(sig, slots);
+  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
+  auto v_descending = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sort_values(tb::TensorRef{t_[0]}, v_dim, v_descending, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::pack_outputs(sig, {slots[3], slots[4]});
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_values = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    auto v_indices = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
+      ::infini::ops::sort_values(v_self, v_dim, v_descending, v_values, v_indices, impl_, stream_);
+    });
+    return tb::pack_outputs(sig, {slots[3], slots[4]});
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
-    auto v_descending = tb::arg<tk::Bool>(slots[2], sig, 2, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sort_values(tb::TensorRef{c_[0]}, v_dim, v_descending, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
-    auto v_descending = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::sort_values(tb::TensorRef{t_[0]}, v_dim, v_descending, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::pack_outputs(sig, {slots[3], slots[4]});
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
-  auto v_descending = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_values = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  auto v_indices = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
-    ::infini::ops::sort_values(v_self, v_dim, v_descending, v_values, v_indices, impl_, stream_);
-  });
-  return tb::pack_outputs(sig, {slots[3], slots[4]});
+  return call_(slots);
 }
 
 PyObject* py_sort_values(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_sort_values, module, args, nargs, kwnames, slots, body_sort_values);
 }
 
@@ -12615,10 +14208,34 @@ const tb::Signature kSig_sqrt{
     .functional_torch_function = &kFunctionalTorchFunction_sqrt,
 };
 
-PyObject* body_sqrt(PyObject* const* slots) {
+PyObject* body_sqrt(PyObject** slots) {
   const tb::Signature& sig = kSig_sqrt;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sqrt(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::sqrt(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -12627,25 +14244,11 @@ PyObject* body_sqrt(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::sqrt(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::sqrt(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_sqrt(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_sqrt, module, args, nargs, kwnames, slots, body_sqrt);
 }
 
@@ -12677,10 +14280,34 @@ const tb::Signature kSig_square{
     .functional_torch_function = &kFunctionalTorchFunction_square,
 };
 
-PyObject* body_square(PyObject* const* slots) {
+PyObject* body_square(PyObject** slots) {
   const tb::Signature& sig = kSig_square;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::square(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::square(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -12689,25 +14316,11 @@ PyObject* body_square(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::square(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::square(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_square(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_square, module, args, nargs, kwnames, slots, body_square);
 }
 
@@ -12739,46 +14352,50 @@ const tb::Signature kSig_std{
     .functional_torch_function = &kFunctionalTorchFunction_std,
 };
 
-PyObject* body_std(PyObject* const* slots) {
+PyObject* body_std(PyObject** slots) {
   const tb::Signature& sig = kSig_std;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
+  auto v_unbiased = tb::arg<tk::Bool>(slots[2], sig, 2, true);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::std(tb::TensorRef{t_[0]}, v_dim, v_unbiased, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::std(v_self, v_dim, v_unbiased, v_keepdim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
-    auto v_unbiased = tb::arg<tk::Bool>(slots[2], sig, 2, true);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::std(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
-    auto v_unbiased = tb::arg<tk::Bool>(slots[2], sig, 2, true);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::std(tb::TensorRef{t_[0]}, v_dim, v_unbiased, v_keepdim, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
-  auto v_unbiased = tb::arg<tk::Bool>(slots[2], sig, 2, true);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::std(v_self, v_dim, v_unbiased, v_keepdim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_std(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_std, module, args, nargs, kwnames, slots, body_std);
 }
 
@@ -12810,46 +14427,50 @@ const tb::Signature kSig_std_correction{
     .functional_torch_function = &kFunctionalTorchFunction_std_correction,
 };
 
-PyObject* body_std_correction(PyObject* const* slots) {
+PyObject* body_std_correction(PyObject** slots) {
   const tb::Signature& sig = kSig_std_correction;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
+  auto v_correction = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::std_correction(tb::TensorRef{t_[0]}, v_dim, v_correction, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::std_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
-    auto v_correction = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::std_correction(tb::TensorRef{c_[0]}, v_dim, v_correction, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
-    auto v_correction = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::std_correction(tb::TensorRef{t_[0]}, v_dim, v_correction, v_keepdim, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
-  auto v_correction = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::std_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_std_correction(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_std_correction, module, args, nargs, kwnames, slots, body_std_correction);
 }
 
@@ -12882,41 +14503,49 @@ const tb::Signature kSig_sub{
     .number_tensor_params = 0x3,
 };
 
-PyObject* body_sub(PyObject* const* slots) {
+PyObject* body_sub(PyObject** slots) {
   const tb::Signature& sig = kSig_sub;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sub(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_alpha, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::sub(v_self, v_other, v_alpha, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sub(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::sub(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_alpha, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::sub(v_self, v_other, v_alpha, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_sub(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_sub, module, args, nargs, kwnames, slots, body_sub);
 }
 
@@ -12948,43 +14577,49 @@ const tb::Signature kSig_sub_Scalar{
     .functional_torch_function = &kFunctionalTorchFunction_sub_Scalar,
 };
 
-PyObject* body_sub_Scalar(PyObject* const* slots) {
+PyObject* body_sub_Scalar(PyObject** slots) {
   const tb::Signature& sig = kSig_sub_Scalar;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
+  auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sub_Scalar(tb::TensorRef{t_[0]}, v_other, v_alpha, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::sub_Scalar(v_self, v_other, v_alpha, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sub_Scalar(tb::TensorRef{c_[0]}, v_other, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::sub_Scalar(tb::TensorRef{t_[0]}, v_other, v_alpha, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
-  auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::sub_Scalar(v_self, v_other, v_alpha, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_sub_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_sub_Scalar, module, args, nargs, kwnames, slots, body_sub_Scalar);
 }
 
@@ -13016,46 +14651,50 @@ const tb::Signature kSig_sum{
     .functional_torch_function = &kFunctionalTorchFunction_sum,
 };
 
-PyObject* body_sum(PyObject* const* slots) {
+PyObject* body_sum(PyObject** slots) {
   const tb::Signature& sig = kSig_sum;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
+  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sum(tb::TensorRef{t_[0]}, v_dim, v_keepdim, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::sum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sum(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::sum(tb::TensorRef{t_[0]}, v_dim, v_keepdim, v_dtype, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
-  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::sum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_sum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_sum, module, args, nargs, kwnames, slots, body_sum);
 }
 
@@ -13087,40 +14726,48 @@ const tb::Signature kSig_sum_all{
     .functional_torch_function = &kFunctionalTorchFunction_sum_all,
 };
 
-PyObject* body_sum_all(PyObject* const* slots) {
+PyObject* body_sum_all(PyObject** slots) {
   const tb::Signature& sig = kSig_sum_all;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::sum_all(tb::TensorRef{t_[0]}, v_dtype, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::sum_all(v_self, v_dtype, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sum_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::sum_all(tb::TensorRef{t_[0]}, v_dtype, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::sum_all(v_self, v_dtype, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_sum_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_sum_all, module, args, nargs, kwnames, slots, body_sum_all);
 }
 
@@ -13152,10 +14799,35 @@ const tb::Signature kSig_take{
     .functional_torch_function = &kFunctionalTorchFunction_take,
 };
 
-PyObject* body_take(PyObject* const* slots) {
+PyObject* body_take(PyObject** slots) {
   const tb::Signature& sig = kSig_take;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::take(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_index = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_index, v_out), [&] {
+      ::infini::ops::take(v_self, v_index, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -13164,26 +14836,11 @@ PyObject* body_take(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::take(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_index = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_index, v_out), [&] {
-    ::infini::ops::take(v_self, v_index, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_take(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_take, module, args, nargs, kwnames, slots, body_take);
 }
 
@@ -13215,10 +14872,34 @@ const tb::Signature kSig_tan{
     .functional_torch_function = &kFunctionalTorchFunction_tan,
 };
 
-PyObject* body_tan(PyObject* const* slots) {
+PyObject* body_tan(PyObject** slots) {
   const tb::Signature& sig = kSig_tan;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::tan(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::tan(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -13227,25 +14908,11 @@ PyObject* body_tan(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::tan(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::tan(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_tan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_tan, module, args, nargs, kwnames, slots, body_tan);
 }
 
@@ -13277,10 +14944,34 @@ const tb::Signature kSig_tanh{
     .functional_torch_function = &kFunctionalTorchFunction_tanh,
 };
 
-PyObject* body_tanh(PyObject* const* slots) {
+PyObject* body_tanh(PyObject** slots) {
   const tb::Signature& sig = kSig_tanh;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::tanh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::tanh(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -13289,25 +14980,11 @@ PyObject* body_tanh(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::tanh(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::tanh(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_tanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_tanh, module, args, nargs, kwnames, slots, body_tanh);
 }
 
@@ -13338,10 +15015,35 @@ const tb::Signature kSig_tanh_backward{
     .functional_torch_function = &kFunctionalTorchFunction_tanh_backward,
 };
 
-PyObject* body_tanh_backward(PyObject* const* slots) {
+PyObject* body_tanh_backward(PyObject** slots) {
   const tb::Signature& sig = kSig_tanh_backward;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::tanh_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_grad_input = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_grad_output, v_output, v_grad_input), [&] {
+      ::infini::ops::tanh_backward(v_grad_output, v_output, v_grad_input, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -13350,26 +15052,11 @@ PyObject* body_tanh_backward(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::tanh_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_output = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_grad_input = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_grad_output, v_output, v_grad_input), [&] {
-    ::infini::ops::tanh_backward(v_grad_output, v_output, v_grad_input, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_tanh_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_tanh_backward, module, args, nargs, kwnames, slots, body_tanh_backward);
 }
 
@@ -13401,43 +15088,49 @@ const tb::Signature kSig_threshold{
     .functional_torch_function = &kFunctionalTorchFunction_threshold,
 };
 
-PyObject* body_threshold(PyObject* const* slots) {
+PyObject* body_threshold(PyObject** slots) {
   const tb::Signature& sig = kSig_threshold;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_threshold = tb::arg<tk::Scalar>(slots[1], sig, 1);
+  auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::threshold(tb::TensorRef{t_[0]}, v_threshold, v_value, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::threshold(v_self, v_threshold, v_value, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_threshold = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::threshold(tb::TensorRef{c_[0]}, v_threshold, v_value, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_threshold = tb::arg<tk::Scalar>(slots[1], sig, 1);
-    auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::threshold(tb::TensorRef{t_[0]}, v_threshold, v_value, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_threshold = tb::arg<tk::Scalar>(slots[1], sig, 1);
-  auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::threshold(v_self, v_threshold, v_value, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_threshold(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_threshold, module, args, nargs, kwnames, slots, body_threshold);
 }
 
@@ -13469,41 +15162,49 @@ const tb::Signature kSig_threshold_backward{
     .functional_torch_function = &kFunctionalTorchFunction_threshold_backward,
 };
 
-PyObject* body_threshold_backward(PyObject* const* slots) {
+PyObject* body_threshold_backward(PyObject** slots) {
   const tb::Signature& sig = kSig_threshold_backward;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::threshold_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_threshold, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_grad_input = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_grad_output, v_self, v_grad_input), [&] {
+      ::infini::ops::threshold_backward(v_grad_output, v_self, v_threshold, v_grad_input, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::threshold_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_threshold, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::threshold_backward(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_threshold, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_grad_output = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2);
-  auto v_grad_input = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_grad_output, v_self, v_grad_input), [&] {
-    ::infini::ops::threshold_backward(v_grad_output, v_self, v_threshold, v_grad_input, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_threshold_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_threshold_backward, module, args, nargs, kwnames, slots, body_threshold_backward);
 }
 
@@ -13541,50 +15242,54 @@ const tb::Signature kSig_topk{
     .functional_return_type_object = &kFunctionalReturnType_topk,
 };
 
-PyObject* body_topk(PyObject* const* slots) {
+PyObject* body_topk(PyObject** slots) {
   const tb::Signature& sig = kSig_topk;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  tb::index_check(slots[1], sig, 1, false);
+  const tb::OutList out_list_(sig, slots);
+  auto v_k = tb::arg<tk::SymInt>(slots[1], sig, 1);
+  auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
+  auto v_largest = tb::arg<tk::Bool>(slots[3], sig, 3, true);
+  auto v_sorted = tb::arg<tk::Bool>(slots[4], sig, 4, true);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[7], sig, 7, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[8], sig, 8, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::topk(tb::TensorRef{t_[0]}, v_k, v_dim, v_largest, v_sorted, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::pack_outputs(sig, {slots[5], slots[6]});
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_values = tb::arg<tk::Tensor>(slots[5], sig, 5);
+    auto v_indices = tb::arg<tk::Tensor>(slots[6], sig, 6);
+    tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
+      ::infini::ops::topk(v_self, v_k, v_dim, v_largest, v_sorted, v_values, v_indices, impl_, stream_);
+    });
+    return tb::pack_outputs(sig, {slots[5], slots[6]});
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_k = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
-    auto v_largest = tb::arg<tk::Bool>(slots[3], sig, 3, true);
-    auto v_sorted = tb::arg<tk::Bool>(slots[4], sig, 4, true);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::topk(tb::TensorRef{c_[0]}, v_k, v_dim, v_largest, v_sorted, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[7], slots[8], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_k = tb::arg<tk::Int>(slots[1], sig, 1);
-    auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
-    auto v_largest = tb::arg<tk::Bool>(slots[3], sig, 3, true);
-    auto v_sorted = tb::arg<tk::Bool>(slots[4], sig, 4, true);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::topk(tb::TensorRef{t_[0]}, v_k, v_dim, v_largest, v_sorted, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::pack_outputs(sig, {slots[5], slots[6]});
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_k = tb::arg<tk::Int>(slots[1], sig, 1);
-  auto v_dim = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{-1});
-  auto v_largest = tb::arg<tk::Bool>(slots[3], sig, 3, true);
-  auto v_sorted = tb::arg<tk::Bool>(slots[4], sig, 4, true);
-  auto v_values = tb::arg<tk::Tensor>(slots[5], sig, 5);
-  auto v_indices = tb::arg<tk::Tensor>(slots[6], sig, 6);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[7], sig, 7, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[8], sig, 8, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_values, v_indices), [&] {
-    ::infini::ops::topk(v_self, v_k, v_dim, v_largest, v_sorted, v_values, v_indices, impl_, stream_);
-  });
-  return tb::pack_outputs(sig, {slots[5], slots[6]});
+  return call_(slots);
 }
 
 PyObject* py_topk(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[9] = {};
+  PyObject* slots[10] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_topk, module, args, nargs, kwnames, slots, body_topk);
 }
 
@@ -13616,40 +15321,48 @@ const tb::Signature kSig_tril{
     .functional_torch_function = &kFunctionalTorchFunction_tril,
 };
 
-PyObject* body_tril(PyObject* const* slots) {
+PyObject* body_tril(PyObject** slots) {
   const tb::Signature& sig = kSig_tril;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_diagonal = tb::arg<tk::SymInt>(slots[1], sig, 1, int64_t{0});
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::tril(tb::TensorRef{t_[0]}, v_diagonal, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::tril(v_self, v_diagonal, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_diagonal = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tril(tb::TensorRef{c_[0]}, v_diagonal, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_diagonal = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::tril(tb::TensorRef{t_[0]}, v_diagonal, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_diagonal = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::tril(v_self, v_diagonal, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_tril(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_tril, module, args, nargs, kwnames, slots, body_tril);
 }
 
@@ -13681,40 +15394,48 @@ const tb::Signature kSig_triu{
     .functional_torch_function = &kFunctionalTorchFunction_triu,
 };
 
-PyObject* body_triu(PyObject* const* slots) {
+PyObject* body_triu(PyObject** slots) {
   const tb::Signature& sig = kSig_triu;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_diagonal = tb::arg<tk::SymInt>(slots[1], sig, 1, int64_t{0});
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::triu(tb::TensorRef{t_[0]}, v_diagonal, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::triu(v_self, v_diagonal, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_diagonal = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::triu(tb::TensorRef{c_[0]}, v_diagonal, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_diagonal = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::triu(tb::TensorRef{t_[0]}, v_diagonal, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_diagonal = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::triu(v_self, v_diagonal, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_triu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_triu, module, args, nargs, kwnames, slots, body_triu);
 }
 
@@ -13746,10 +15467,34 @@ const tb::Signature kSig_trunc{
     .functional_torch_function = &kFunctionalTorchFunction_trunc,
 };
 
-PyObject* body_trunc(PyObject* const* slots) {
+PyObject* body_trunc(PyObject** slots) {
   const tb::Signature& sig = kSig_trunc;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::trunc(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::trunc(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -13758,25 +15503,11 @@ PyObject* body_trunc(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[2], slots[3], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::trunc(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[1]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::trunc(v_self, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[1]);
+  return call_(slots);
 }
 
 PyObject* py_trunc(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[4] = {};
+  PyObject* slots[5] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_trunc, module, args, nargs, kwnames, slots, body_trunc);
 }
 
@@ -13808,46 +15539,50 @@ const tb::Signature kSig_var{
     .functional_torch_function = &kFunctionalTorchFunction_var,
 };
 
-PyObject* body_var(PyObject* const* slots) {
+PyObject* body_var(PyObject** slots) {
   const tb::Signature& sig = kSig_var;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
+  auto v_unbiased = tb::arg<tk::Bool>(slots[2], sig, 2, true);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::var(tb::TensorRef{t_[0]}, v_dim, v_unbiased, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::var(v_self, v_dim, v_unbiased, v_keepdim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
-    auto v_unbiased = tb::arg<tk::Bool>(slots[2], sig, 2, true);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::var(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
-    auto v_unbiased = tb::arg<tk::Bool>(slots[2], sig, 2, true);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::var(tb::TensorRef{t_[0]}, v_dim, v_unbiased, v_keepdim, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1);
-  auto v_unbiased = tb::arg<tk::Bool>(slots[2], sig, 2, true);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::var(v_self, v_dim, v_unbiased, v_keepdim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_var(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_var, module, args, nargs, kwnames, slots, body_var);
 }
 
@@ -13879,46 +15614,50 @@ const tb::Signature kSig_var_correction{
     .functional_torch_function = &kFunctionalTorchFunction_var_correction,
 };
 
-PyObject* body_var_correction(PyObject* const* slots) {
+PyObject* body_var_correction(PyObject** slots) {
   const tb::Signature& sig = kSig_var_correction;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
+  auto v_correction = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
+  auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::var_correction(tb::TensorRef{t_[0]}, v_dim, v_correction, v_keepdim, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[4]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::var_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[4]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
-    auto v_correction = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
     tb::Results r_;
     {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::var_correction(tb::TensorRef{c_[0]}, v_dim, v_correction, v_keepdim, r_); });
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[2];
-  if (tb::lane_open(slots[5], slots[6], true) && tb::lane_tensors(sig, slots, t_)) {
-    auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
-    auto v_correction = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
-    auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::var_correction(tb::TensorRef{t_[0]}, v_dim, v_correction, v_keepdim, tb::TensorRef{t_[1]});
-    });
-    return tb::new_reference(slots[4]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_dim = tb::arg<tk::Optional<tk::IntList<1>>>(slots[1], sig, 1, std::nullopt);
-  auto v_correction = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
-  auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
-  auto v_out = tb::arg<tk::Tensor>(slots[4], sig, 4);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_out), [&] {
-    ::infini::ops::var_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[4]);
+  return call_(slots);
 }
 
 PyObject* py_var_correction(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[7] = {};
+  PyObject* slots[8] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_var_correction, module, args, nargs, kwnames, slots, body_var_correction);
 }
 
@@ -13950,10 +15689,35 @@ const tb::Signature kSig_vdot{
     .functional_torch_function = &kFunctionalTorchFunction_vdot,
 };
 
-PyObject* body_vdot(PyObject* const* slots) {
+PyObject* body_vdot(PyObject** slots) {
   const tb::Signature& sig = kSig_vdot;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::vdot(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::vdot(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -13962,26 +15726,11 @@ PyObject* body_vdot(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::vdot(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::vdot(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_vdot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_vdot, module, args, nargs, kwnames, slots, body_vdot);
 }
 
@@ -14013,10 +15762,36 @@ const tb::Signature kSig_where{
     .functional_torch_function = &kFunctionalTorchFunction_where,
 };
 
-PyObject* body_where(PyObject* const* slots) {
+PyObject* body_where(PyObject** slots) {
   const tb::Signature& sig = kSig_where;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[4];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::where(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_condition = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_other = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_condition, v_self, v_other, v_out), [&] {
+      ::infini::ops::where(v_condition, v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[4];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -14025,27 +15800,11 @@ PyObject* body_where(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[4];
-  if (tb::lane_open(slots[4], slots[5], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::where(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]}, tb::TensorRef{t_[3]});
-    });
-    return tb::new_reference(slots[3]);
-  }
-  auto v_condition = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_self = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_other = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_condition, v_self, v_other, v_out), [&] {
-    ::infini::ops::where(v_condition, v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[3]);
+  return call_(slots);
 }
 
 PyObject* py_where(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[6] = {};
+  PyObject* slots[7] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_where, module, args, nargs, kwnames, slots, body_where);
 }
 
@@ -14077,10 +15836,35 @@ const tb::Signature kSig_xlogy_OutTensor{
     .functional_torch_function = &kFunctionalTorchFunction_xlogy_OutTensor,
 };
 
-PyObject* body_xlogy_OutTensor(PyObject* const* slots) {
+PyObject* body_xlogy_OutTensor(PyObject** slots) {
   const tb::Signature& sig = kSig_xlogy_OutTensor;
+  // Every argument but the tensors first: converting one may run Python
+  // code (__index__, __float__, a stream's attributes) that changes the
+  // others, so no pointer into a tensor or a list is taken before. Where
+  // out= may come as a list, as PyTorch's parser: the SymInts' and int
+  // lists' __index__ called (checking), the list read, then the rest.
+  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // Then the tensors and the call, with no Python code in between.
+  const auto call_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::xlogy_OutTensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::xlogy_OutTensor(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  };
   if (tb::outs_absent(sig, slots)) {
     // No outputs given: allocated as torch's own call allocates them.
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -14089,26 +15873,11 @@ PyObject* body_xlogy_OutTensor(PyObject* const* slots) {
       return tb::return_results(sig, r_);
     }
   }
-  void* t_[3];
-  if (tb::lane_open(slots[3], slots[4], true) && tb::lane_tensors(sig, slots, t_)) {
-    tb::run(false, [&] {
-      ::infini::ops::torch_fallback::xlogy_OutTensor(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-    });
-    return tb::new_reference(slots[2]);
-  }
-  auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-  auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-  auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-    ::infini::ops::xlogy_OutTensor(v_self, v_other, v_out, impl_, stream_);
-  });
-  return tb::new_reference(slots[2]);
+  return call_(slots);
 }
 
 PyObject* py_xlogy_OutTensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[5] = {};
+  PyObject* slots[6] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_xlogy_OutTensor, module, args, nargs, kwnames, slots, body_xlogy_OutTensor);
 }
 

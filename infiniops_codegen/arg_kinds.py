@@ -84,8 +84,9 @@ class ArgKind:
     out_core_type: str | None  # as an out= argument; None: never one
     py_type: str  # annotation in the .pyi stub
     # traits type in cpp/torch/converters.h, its names qualified "{ns}" (the
-    # namespace torch_bridge::kinds as the code using it spells it) and
-    # "{size}" a list's N
+    # namespace torch_bridge::kinds as the code using it spells it),
+    # "{size}" a list's N and "{sym}" "Sym" for a SymInt schema type (whose
+    # Python values torch's parser takes more of than an int's)
     converter: str
     sample: Sample
     floor: FloorCode | None  # None: the bench's floor does not take the kind
@@ -97,8 +98,8 @@ class ArgKind:
         text = self.out_core_type if output else self.core_type
         return text.format(size=size or 0)
 
-    def converter_type(self, size: int | None, ns: str) -> str:
-        return self.converter.format(size=size or 0, ns=ns)
+    def converter_type(self, size: int | None, ns: str, symint: bool = False) -> str:
+        return self.converter.format(size=size or 0, ns=ns, sym="Sym" if symint else "")
 
 
 def _optional(
@@ -222,7 +223,7 @@ INT = _kind(
     "int",
     "int64_t",
     "int",
-    "{ns}Int",
+    "{ns}{sym}Int",
     Sample.INT,
     FloorCode(
         "const int64_t {v} = fl::int64({o});",
@@ -234,7 +235,7 @@ INT_LIST = _kind(
     "int",
     "std::span<const int64_t>",
     "int | Sequence[int]",
-    "{ns}IntList<{size}>",
+    "{ns}{sym}IntList<{size}>",
     Sample.INT_LIST,
     FloorCode("const fl::IntList {v}({o}, {size});", aten="{v}.ref()"),
     is_list=True,

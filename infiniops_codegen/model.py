@@ -131,7 +131,24 @@ class Argument:
     def converter(self) -> str | None:
         """The bridge's traits type converting it (cpp/torch/converters.h),
         spelled through the alias `tk` of the generated bindings."""
-        return self.kind.converter_type(self.size, "tk::") if self.kind else None
+        if self.kind is None:
+            return None
+        return self.kind.converter_type(self.size, "tk::", symint=self.symint)
+
+    @property
+    def symint(self) -> bool:
+        """A `SymInt` or `SymInt[]` schema type: torch's parser takes any
+        __index__ object for it, where an `int` takes only ints."""
+        return self.aten_type.startswith("SymInt")
+
+    @property
+    def checks_index(self) -> bool:
+        """torch's parser calls __index__ of its value (a SymInt) or of its
+        first element (an int list) while it checks the arguments, before it
+        converts any."""
+        if self.kind is None or self.kind.family != "int":
+            return False
+        return self.symint or self.kind.is_list
 
     @property
     def tensors(self) -> Tensors:
@@ -326,6 +343,11 @@ class Op:
     def meta_aten_call(self) -> str:
         """The same on meta stand-ins of the tensors (`m_<name>`)."""
         return self._aten_args(outputs=False, meta=True)
+
+    @property
+    def meta_body_call(self) -> str:
+        """A composite's body call on meta stand-ins, outputs included."""
+        return self._aten_args(outputs=True, meta=True)
 
     def _aten_args(self, outputs: bool = True, meta: bool = False) -> str:
         """The ATen C++ call's arguments: each visible one converted

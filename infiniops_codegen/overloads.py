@@ -129,10 +129,15 @@ def _param(a: Argument) -> PyParam:
         match = "Tensor"
     else:
         match = _KIND_MATCH.get(kind.family, "Any")
+        if match == "Int" and a.symint:
+            match = "SymInt"
         if kind.is_list:
-            match = {"Int": "IntList", "Float": "FloatList", "Bool": "BoolList"}.get(
-                match, "Any"
-            )
+            match = {
+                "Int": "IntList",
+                "SymInt": "SymIntList",
+                "Float": "FloatList",
+                "Bool": "BoolList",
+            }.get(match, "Any")
     return PyParam(
         name=a.py_name,
         match=match,

@@ -26,7 +26,7 @@ from .schema_types import (
 )
 
 # Bump when the extracted records change shape or meaning.
-CACHE_FORMAT = 11
+CACHE_FORMAT = 12
 
 
 @dataclass(frozen=True)
@@ -231,7 +231,7 @@ _MATCH = {
     "Tensor": "Tensor",
     "Scalar": "Scalar",
     "int": "Int",
-    "SymInt": "Int",
+    "SymInt": "SymInt",
     "float": "Float",
     "bool": "Bool",
     "str": "Str",
@@ -245,7 +245,7 @@ _MATCH = {
 _LIST_MATCH = {
     "Tensor": "TensorList",
     "int": "IntList",
-    "SymInt": "IntList",
+    "SymInt": "SymIntList",
     "float": "FloatList",
     "Scalar": "ScalarList",
     "bool": "BoolList",

@@ -95,6 +95,15 @@ def _fuzz_summary(terminalreporter):
                 else ""
             )
         )
+    reentrancy = sys.modules.get("test_fuzz_reentrancy")
+    if reentrancy is not None and reentrancy.STATS["calls"]:
+        s = reentrancy.STATS
+        terminalreporter.write_line(
+            f"re-entrancy fuzz: {s['calls']} calls of {s['ops']} ops with hostile "
+            f"arguments ({s['seconds']:.1f} s in the worker; oracle: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(s["by_oracle"].items()))
+            + f"; {s['excluded']} changes left out by tests/skips.yaml)"
+        )
     specs = sys.modules.get("test_fuzz_specs")
     if specs is not None and specs.STATS["documents"]:
         s = specs.STATS

@@ -194,13 +194,37 @@ def test_native_kernels_serve_calls_without_out(ops):
     forced = ops.add(x, y, implementation="native")  # the native kernel or an error
     torch.testing.assert_close(forced, x + y)
     # a composite's 'like' output (rms_norm: like input) reaches its native
-    # kernel; one without (silu_and_mul) starts empty, which only the body
-    # can fill, so forcing the native kernel fails as for any call it refuses
+    # kernel, and so does one its body shapes (silu_and_mul's, run on meta
+    # tensors); a call the kernel refuses (float64) raises as with out=
     x, w = torch.randn(4, 6), torch.randn(6)
     native = ops.rms_norm(x, w, implementation="native")
     torch.testing.assert_close(native, torch.nn.functional.rms_norm(x, (6,), w, 1e-6))
-    with pytest.raises(NotImplementedError):
-        ops.silu_and_mul(x, implementation="native")
+    half = ops.silu_and_mul(x, implementation="native")
+    torch.testing.assert_close(half, torch.nn.functional.silu(x[:, :3]) * x[:, 3:])
+    with pytest.raises(NotImplementedError, match="declined|no native kernel applies"):
+        ops.silu_and_mul(x.double(), implementation="native")
+    # an op without a native kernel raises as its out= call does, not
+    # silently running PyTorch's
+    with pytest.raises(NotImplementedError, match="has no native kernel"):
+        ops.erfinv(x, implementation="native")
+
+
+def test_composites_without_out_on_the_from_blob_path(ops):
+    """Outputs allocated for a call without out= are shaped before the call
+    (a from_blob output cannot grow): by 'like', else by the body run on
+    meta tensors."""
+    x = torch.randn(4, 6)
+    q = torch.randn(1, 2, 4, 8)
+    ops.set_handle_reuse(False)
+    try:
+        half = ops.silu_and_mul(x)
+        attention = ops.scaled_dot_product_attention(q, q, q)
+    finally:
+        ops.set_handle_reuse(True)
+    torch.testing.assert_close(half, torch.nn.functional.silu(x[:, :3]) * x[:, 3:])
+    torch.testing.assert_close(
+        attention, torch.nn.functional.scaled_dot_product_attention(q, q, q)
+    )
 
 
 def test_composites_without_out(ops):

@@ -2099,9 +2099,7 @@ bool rms_norm_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::o
   auto a_eps = tb::to_aten(eps);
   // A composite's outputs: like the input its spec names ('like'), where a
   // native kernel can take them; else empty, of its first input's dtype and
-  // device, for the body to resize (running it on meta tensors to shape them
-  // would cost more than the call: ATen's meta kernels of composites run in
-  // Python).
+  // device, for the body to resize.
   tb::give_like(results, a_input);
   return true;
 }

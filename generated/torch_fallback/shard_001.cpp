@@ -2154,11 +2154,25 @@ namespace no_out {
 // functional overload instead.
 bool silu_and_mul_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::Results& results) {
   auto a_input = tb::to_aten(input);
+  // Outputs no 'like' shapes: as the body shapes them, run on meta stand-ins
+  // of the tensors, where a native kernel may take the call (it wants its
+  // outputs shaped) or the outputs cannot grow (the from_blob path); else,
+  // or where the body cannot run so, empty, for the body to resize.
+  if (tb::shape_composite_outputs(true) && tb::meta_allowed(a_input)) {
+    try {
+      auto m_input = tb::to_meta(a_input);
+      at::Tensor m_out = tb::empty_meta_like(a_input);
+      body_silu_and_mul(m_out, m_input);
+      const auto device = tb::output_device(a_input);
+      tb::give_like(results, m_out, device);
+      return true;
+    } catch (...) {
+      results.clear();
+    }
+  }
   // A composite's outputs: like the input its spec names ('like'), where a
   // native kernel can take them; else empty, of its first input's dtype and
-  // device, for the body to resize (running it on meta tensors to shape them
-  // would cost more than the call: ATen's meta kernels of composites run in
-  // Python).
+  // device, for the body to resize.
   tb::give_empty_like(results, a_input);
   return true;
 }

@@ -2755,11 +2755,28 @@ bool scaled_dot_product_attention_allocate(::infini::ops::torch_bridge::TensorRe
   auto a_dropout_p = tb::to_aten(dropout_p);
   auto a_is_causal = tb::to_aten(is_causal);
   auto a_scale = tb::to_aten(scale);
+  // Outputs no 'like' shapes: as the body shapes them, run on meta stand-ins
+  // of the tensors, where a native kernel may take the call (it wants its
+  // outputs shaped) or the outputs cannot grow (the from_blob path); else,
+  // or where the body cannot run so, empty, for the body to resize.
+  if (tb::shape_composite_outputs(false) && tb::meta_allowed(a_query, a_key, a_value, a_attn_mask)) {
+    try {
+      auto m_query = tb::to_meta(a_query);
+      auto m_key = tb::to_meta(a_key);
+      auto m_value = tb::to_meta(a_value);
+      auto m_attn_mask = tb::to_meta(a_attn_mask);
+      at::Tensor m_out = tb::empty_meta_like(a_query);
+      body_scaled_dot_product_attention(m_out, m_query, m_key, m_value, m_attn_mask, a_dropout_p, a_is_causal, a_scale);
+      const auto device = tb::output_device(a_query, a_key, a_value, a_attn_mask);
+      tb::give_like(results, m_out, device);
+      return true;
+    } catch (...) {
+      results.clear();
+    }
+  }
   // A composite's outputs: like the input its spec names ('like'), where a
   // native kernel can take them; else empty, of its first input's dtype and
-  // device, for the body to resize (running it on meta tensors to shape them
-  // would cost more than the call: ATen's meta kernels of composites run in
-  // Python).
+  // device, for the body to resize.
   tb::give_empty_like(results, a_query);
   return true;
 }

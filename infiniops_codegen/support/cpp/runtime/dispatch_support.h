@@ -67,6 +67,16 @@ inline Device list_device(std::span<const Tensor> tensors) {
                             "'default'");
 }
 
+// implementation='native' in a call without out= whose outputs cannot be
+// allocated ahead of it (the op's meta function cannot run on these
+// arguments), so no native kernel can take it.
+[[noreturn]] inline void native_needs_out(const char* op) {
+  throw NotImplementedError(std::string(op) +
+                            "(): implementation='native' was requested without out=, but "
+                            "this call's outputs cannot be allocated ahead of it for a "
+                            "native kernel to fill; pass out=, or use 'torch' or 'default'");
+}
+
 // Whether the library may run its own kernels on these arguments: no tensor
 // with an opaque handle (core/handle.h), whose memory only its framework
 // may touch.

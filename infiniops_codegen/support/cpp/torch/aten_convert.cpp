@@ -530,6 +530,21 @@ void give_like(Results& r, const at::Tensor& meta, c10::Device device) {
   give(r, at::empty_strided(meta.sizes(), meta.strides(), meta.options().device(device)));
 }
 
+// Here, not beside the bindings: the fallbacks in this library drop them too.
+Results::~Results() { clear(); }
+
+void Results::clear() {
+  for (int k = 0; k < count; ++k) {
+    if (impls[k] != nullptr) c10::raw::intrusive_ptr::decref(static_cast<c10::TensorImpl*>(impls[k]));
+    impls[k] = nullptr;
+  }
+  count = 0;
+}
+
+at::Tensor empty_meta_like(const AtenTensor& t) {
+  return at::detail::empty_meta({0}, t.get().scalar_type());
+}
+
 void give_empty_like(Results& r, const at::Tensor& t) { give(r, at::empty({0}, t.options())); }
 
 void give_like(Results& r, const AtenTensor& t) {

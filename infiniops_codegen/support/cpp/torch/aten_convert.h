@@ -552,6 +552,15 @@ bool meta_allowed(const T&... tensors) {
   return (meta_plain(tensors) && ...) && direct_cpu_context();
 }
 
+// Whether a composite's outputs allocated for a call without out= are shaped
+// by its body run on meta tensors: where a native kernel may take the call,
+// or the outputs go the from_blob path, which cannot grow them.
+inline bool shape_composite_outputs(bool has_native) noexcept {
+  return has_native || !g_handle_reuse.load(std::memory_order_relaxed);
+}
+// An empty meta tensor of t's dtype: a composite's output for its meta run.
+at::Tensor empty_meta_like(const AtenTensor& t);
+
 // Empty outputs on `device` with the geometry of meta ones.
 void give_like(Results& r, const at::Tensor& meta, c10::Device device);
 template <class... T>

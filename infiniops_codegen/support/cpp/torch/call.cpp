@@ -84,6 +84,8 @@ PyObject* pack_outputs(const Signature& sig, std::initializer_list<PyObject*> ou
 void raise_python_error(const Signature& sig) noexcept {
   try {
     throw;
+  } catch (PythonException& e) {
+    e.restore();
   } catch (const TypeError& e) {
     PyErr_SetString(PyExc_TypeError, e.what());
   } catch (const ValueError& e) {
@@ -114,6 +116,26 @@ void raise_python_error(const Signature& sig) noexcept {
     // c10 errors and the rest: exactly PyTorch's own translation.
     torch::translate_exception_to_python(std::current_exception());
   }
+}
+
+OutList::OutList(const Signature& sig, PyObject** slots) {
+  PyObject* seq = slots[sig.num_params];
+  if (seq == nullptr || !PyList_Check(seq)) [[likely]] return;
+  if (PyList_GET_SIZE(seq) != sig.num_outs) {
+    throw TypeError(std::string(sig.op) + "(): argument 'out' must be a tuple of " +
+                    std::to_string(sig.num_outs) + " Tensors, not a list of " +
+                    std::to_string(PyList_GET_SIZE(seq)));
+  }
+  for (int j = 0; j < sig.num_outs && j < static_cast<int>(std::size(items_)); ++j) {
+    PyObject* item = PyList_GET_ITEM(seq, j);
+    Py_INCREF(item);
+    items_[count_++] = item;
+    slots[sig.out_params[j]] = item;
+  }
+}
+
+OutList::~OutList() {
+  for (int k = 0; k < count_; ++k) Py_DECREF(items_[k]);
 }
 
 namespace {

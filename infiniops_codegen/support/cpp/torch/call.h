@@ -120,9 +120,26 @@ PyObject* pack_outputs(const Signature& sig, std::initializer_list<PyObject*> ou
 void raise_python_error(const Signature& sig) noexcept;
 
 // A binding's own part: converts the parsed parameters (slots, in the op's
-// parameter order: positional, keyword-only, implementation, stream), calls
-// run() and returns the result.
-using Body = PyObject* (*)(PyObject* const* slots);
+// parameter order: positional, keyword-only, implementation, stream; then
+// out= given as one sequence, see parse_args), calls run() and returns the
+// result.
+using Body = PyObject* (*)(PyObject** slots);
+
+// out= of a several-output op given as one list, taken again once every
+// other argument is converted: the list as it is then (a conversion hook may
+// have changed it; PyTorch reads it then too), each item held for the call.
+// A tuple, which cannot change, stays as parse_args took it.
+class OutList {
+ public:
+  OutList(const Signature& sig, PyObject** slots);
+  ~OutList();
+  OutList(const OutList&) = delete;
+  OutList& operator=(const OutList&) = delete;
+
+ private:
+  PyObject* items_[8] = {};
+  int count_ = 0;
+};
 
 // The skeleton around it, once for every binding (call.cpp): parse the
 // vectorcall into slots (the binding's array, one per parameter), hand the

@@ -23,38 +23,87 @@ namespace {
 
 const char* type_name(PyObject* obj) { return Py_TYPE(obj)->tp_name; }
 
-bool is_int(PyObject* obj) {
-  return PyLong_Check(obj) && !PyBool_Check(obj);
+// A torch.Tensor or subclass instance, by its real type: unlike
+// THPVariable_Check (isinstance), never runs Python code (a __class__
+// property, a metaclass's __instancecheck__), so it is safe where pointers
+// into other arguments are held, and an object only pretending to be a
+// tensor is never unpacked as one.
+bool tensor_object(PyObject* obj) {
+  return PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(THPVariableClass));
 }
 
-// Python ints and objects with __index__ (numpy integers), not bool.
-bool int_like(PyObject* obj) {
-  if (PyBool_Check(obj)) return false;
-  if (PyLong_Check(obj)) return true;
-  return PyIndex_Check(obj);  // numpy ints; 1-element integer tensors
-}
+// numpy's scalar types, which PyTorch's parser takes as numbers. Looked up
+// once numpy is imported (never importing it: without numpy there is no
+// numpy scalar to meet); GIL held.
+struct NumpyTypes {
+  PyObject* integer = nullptr;
+  PyObject* floating = nullptr;
+  PyObject* complexfloating = nullptr;
+  PyObject* bool_ = nullptr;
+};
 
-int64_t unpack_int(PyObject* obj, const Signature& sig, int i) {
-  int overflow = 0;
-  long long value;
-  if (PyLong_Check(obj)) {
-    value = PyLong_AsLongLongAndOverflow(obj, &overflow);
-  } else {
-    PyObject* index = PyNumber_Index(obj);
-    if (index == nullptr) {
-      PyErr_Clear();
-      wrong_type(obj, sig, i, "int");
-    }
-    value = PyLong_AsLongLongAndOverflow(index, &overflow);
-    Py_DECREF(index);
+const NumpyTypes* numpy_types() {
+  static NumpyTypes types;
+  static bool resolved = false;
+  if (resolved) return &types;
+  static PyObject* name = PyUnicode_InternFromString("numpy");
+  PyObject* numpy = name != nullptr ? PyImport_GetModule(name) : nullptr;
+  if (numpy == nullptr) {
+    PyErr_Clear();
+    return nullptr;
   }
+  auto attr = [numpy](const char* n) {
+    PyObject* t = PyObject_GetAttrString(numpy, n);  // kept for good
+    if (t == nullptr || !PyType_Check(t)) {
+      PyErr_Clear();
+      Py_XDECREF(t);
+      return static_cast<PyObject*>(nullptr);
+    }
+    return t;
+  };
+  types = {attr("integer"), attr("floating"), attr("complexfloating"), attr("bool_")};
+  Py_DECREF(numpy);
+  resolved = true;
+  return &types;
+}
+
+bool instance_of(PyObject* obj, PyObject* type) {
+  return type != nullptr && PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(type));
+}
+
+// An int (or int subclass, whose __index__ and __int__ are not called, as in
+// PyTorch).
+int64_t long_value(PyObject* obj, const Signature& sig, int i) {
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
   if (overflow != 0) {
     throw ValueError(where(sig, i) + ": Overflow when unpacking long long");
   }
-  if (value == -1 && PyErr_Occurred()) {
+  return value;
+}
+
+// What obj's __index__ gives (Python code may run); nullopt with no Python
+// error set when it has none or it raised.
+std::optional<int64_t> index_value(PyObject* obj, const Signature& sig, int i) {
+  PyObject* index = PyNumber_Index(obj);
+  if (index == nullptr) {
     PyErr_Clear();
-    wrong_type(obj, sig, i, "int");
+    return std::nullopt;
   }
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(index, &overflow);
+  Py_DECREF(index);
+  if (overflow != 0) {
+    throw ValueError(where(sig, i) + ": Overflow when unpacking long long");
+  }
+  return value;
+}
+
+// float(obj) by its __float__ (an int subclass's own, numpy's): Python code
+// may run; what it raises is raised as it is, as PyTorch lets it through.
+double float_value(PyObject* obj) {
+  const double value = PyFloat_AsDouble(obj);
+  if (value == -1.0 && PyErr_Occurred()) throw PythonException();
   return value;
 }
 
@@ -101,48 +150,34 @@ bool is_dual(const at::Tensor& t) {
   return meta != nullptr && meta->fw_grad_ && !meta->fw_grad_->empty();
 }
 
-// borrow: the handle holds no reference (the argument's Python object keeps
-// the TensorImpl alive for the call). Elements of lists own theirs: another
-// thread may empty a list while the GIL is released.
+// A list or tuple, as PyTorch's parser takes for every list parameter (a
+// list subclass's own __getitem__ and __len__ are not called, as there).
+bool list_or_tuple(PyObject* obj) { return PyList_Check(obj) || PyTuple_Check(obj); }
 
-// A list or tuple (fast path) or any other sequence; never a str or tensor.
-PyObject* as_sequence(PyObject* obj, const Signature& sig, int i,
-                      const char* expected) {
-  if (PyList_Check(obj) || PyTuple_Check(obj)) {
-    Py_INCREF(obj);
-    return obj;
-  }
-  if (PyUnicode_Check(obj) || THPVariable_Check(obj) || !PySequence_Check(obj)) {
-    wrong_type(obj, sig, i, expected);
-  }
-  PyObject* seq = PySequence_Fast(obj, "");
-  if (seq == nullptr) {
-    PyErr_Clear();
-    wrong_type(obj, sig, i, expected);
-  }
-  return seq;
-}
-
-class SequenceRef {
+// The items of a list argument, read once: a new tuple holding them when
+// converting one may run Python code (which could shrink the list and free
+// the items still to read), else the list itself. Holds a reference.
+class Items {
  public:
-  SequenceRef(PyObject* obj, const Signature& sig, int i, const char* expected)
-      : seq_(as_sequence(obj, sig, i, expected)) {}
-  ~SequenceRef() { Py_DECREF(seq_); }
-  Py_ssize_t size() const { return PySequence_Fast_GET_SIZE(seq_); }
-  PyObject* operator[](Py_ssize_t k) const {
-    return PySequence_Fast_GET_ITEM(seq_, k);
+  Items(PyObject* seq, bool snapshot)
+      : seq_(snapshot && PyList_Check(seq) ? PyList_AsTuple(seq) : seq) {
+    if (seq_ == nullptr) throw PythonException();
+    if (seq_ == seq) Py_INCREF(seq_);
   }
+  ~Items() { Py_DECREF(seq_); }
+  Items(const Items&) = delete;
+  Items& operator=(const Items&) = delete;
+  Py_ssize_t size() const { return PySequence_Fast_GET_SIZE(seq_); }
+  PyObject* operator[](Py_ssize_t k) const { return PySequence_Fast_GET_ITEM(seq_, k); }
 
  private:
   PyObject* seq_;
 };
 
-Scalar scalar_from_tensor(PyObject* obj, const Signature& sig, int i) {
-  const at::Tensor& t = THPVariable_Unpack(obj);
-  if (t.numel() != 1) {
-    throw TypeError(where(sig, i) + " must be Number, not a Tensor with " +
-                    std::to_string(t.numel()) + " elements");
-  }
+// A 0-dim tensor that does not require grad: a Number, as PyTorch takes it.
+bool number_tensor(const at::Tensor& t) { return t.dim() == 0 && !t.requires_grad(); }
+
+Scalar scalar_from_tensor(const at::Tensor& t) {
   const at::Scalar s = t.item();
   if (s.isBoolean()) return Scalar(s.toBool());
   if (s.isIntegral(false)) return Scalar(s.toLong());
@@ -151,6 +186,18 @@ Scalar scalar_from_tensor(PyObject* obj, const Signature& sig, int i) {
 }
 
 }  // namespace
+
+bool numpy_int(PyObject* obj) {
+  const NumpyTypes* np = numpy_types();
+  return np != nullptr && instance_of(obj, np->integer);
+}
+
+// torch's is_numpy_scalar.
+bool numpy_scalar(PyObject* obj) {
+  const NumpyTypes* np = numpy_types();
+  return np != nullptr && (instance_of(obj, np->integer) || instance_of(obj, np->floating) ||
+                           instance_of(obj, np->complexfloating) || instance_of(obj, np->bool_));
+}
 
 namespace {
 
@@ -214,7 +261,7 @@ Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i, bool borrow) {
       return borrow || may_borrow(sig) ? from_aten_borrowed(t) : from_aten(t);
     }
   }
-  if (!THPVariable_Check(obj)) wrong_type(obj, sig, i, "Tensor");
+  if (!tensor_object(obj)) wrong_type(obj, sig, i, "Tensor");
   const at::Tensor& t = THPVariable_Unpack(obj);
   const bool needs_autograd = t.requires_grad() && at::GradMode::is_enabled();
   if (!sig.aten_autograd) [[unlikely]] {
@@ -247,133 +294,260 @@ Tensor unpack_tensor(PyObject* obj, const Signature& sig, int i, bool borrow) {
   }
 }
 
+// Tensor lists convert in the tensor phase, where no Python code runs: each
+// element is read from the list once and owns its handle.
 TensorListArg unpack_tensor_list(PyObject* obj, const Signature& sig, int i) {
-  SequenceRef seq(obj, sig, i, "tuple of Tensors");
+  if (!list_or_tuple(obj)) wrong_type(obj, sig, i, "tuple of Tensors");
+  const Items items(obj, false);
   TensorListArg list;
-  list.items.reserve(static_cast<std::size_t>(seq.size()));
-  for (Py_ssize_t k = 0; k < seq.size(); ++k) {
-    if (!THPVariable_Check(seq[k])) {
+  list.items.reserve(static_cast<std::size_t>(items.size()));
+  for (Py_ssize_t k = 0; k < items.size(); ++k) {
+    if (!tensor_object(items[k])) {
       throw TypeError(where(sig, i) + " must be tuple of Tensors, but found element of type " +
-                      type_name(seq[k]) + " at pos " + std::to_string(k));
+                      type_name(items[k]) + " at pos " + std::to_string(k));
     }
-    list.items.push_back(unpack_tensor(seq[k], sig, i, false));
+    list.items.push_back(unpack_tensor(items[k], sig, i, false));
   }
   return list;
 }
 
+// Tensor?[]: None elements too (ATen's schema takes them; PyTorch's Python
+// parser, which has no out= function with such a list, refuses them).
 OptionalTensorListArg unpack_tensor_opt_list(PyObject* obj, const Signature& sig, int i) {
-  SequenceRef seq(obj, sig, i, "tuple of Tensors");
+  if (!list_or_tuple(obj)) wrong_type(obj, sig, i, "tuple of Tensors");
+  const Items items(obj, false);
   OptionalTensorListArg list;
-  list.items.reserve(static_cast<std::size_t>(seq.size()));
-  for (Py_ssize_t k = 0; k < seq.size(); ++k) {
-    if (seq[k] == Py_None) {
+  list.items.reserve(static_cast<std::size_t>(items.size()));
+  for (Py_ssize_t k = 0; k < items.size(); ++k) {
+    if (items[k] == Py_None) {
       list.items.emplace_back(std::nullopt);
-    } else if (THPVariable_Check(seq[k])) {
-      list.items.emplace_back(unpack_tensor(seq[k], sig, i, false));
+    } else if (tensor_object(items[k])) {
+      list.items.emplace_back(unpack_tensor(items[k], sig, i, false));
     } else {
       throw TypeError(where(sig, i) + " must be tuple of Tensors or None, but found element of type " +
-                      type_name(seq[k]) + " at pos " + std::to_string(k));
+                      type_name(items[k]) + " at pos " + std::to_string(k));
     }
   }
   return list;
 }
 
+// What PyTorch's parser takes for a Number (THPUtils_checkScalar, then a
+// 0-dim tensor that does not require grad), converted as PythonArgs::scalar
+// does: an int subclass's or a float subclass's own methods are not called.
 Scalar unpack_scalar(PyObject* obj, const Signature& sig, int i) {
   if (PyBool_Check(obj)) return Scalar(obj == Py_True);
   if (PyLong_Check(obj)) {
     int overflow = 0;
     const long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
     if (overflow != 0) {
+      // PyTorch takes 2**63 to 2**64 - 1 as an unsigned Scalar, which the
+      // library's Scalar does not hold.
       throw OverflowError(where(sig, i) + ": int too big to convert");
     }
     return Scalar(static_cast<int64_t>(value));
   }
-  // Python floats and complexes before the tensor check: THPVariable_Check
-  // of a non-tensor goes through torch.Tensor's metaclass __instancecheck__,
-  // which allocates a bound method on every call.
   if (PyFloat_Check(obj)) return Scalar(PyFloat_AS_DOUBLE(obj));
   if (PyComplex_Check(obj)) {
-    return Scalar(std::complex<double>(PyComplex_RealAsDouble(obj),
-                                       PyComplex_ImagAsDouble(obj)));
+    const Py_complex c = reinterpret_cast<PyComplexObject*>(obj)->cval;
+    return Scalar(std::complex<double>(c.real, c.imag));
   }
-  const bool tensor = THPVariable_Check(obj);
-  if (tensor) return scalar_from_tensor(obj, sig, i);
-  if (int_like(obj)) return Scalar(unpack_int(obj, sig, i));
-  if (!tensor && PyNumber_Check(obj)) {
-    return Scalar(unpack_float(obj, sig, i));
+  if (tensor_object(obj)) {
+    const at::Tensor& t = THPVariable_Unpack(obj);
+    if (number_tensor(t)) return scalar_from_tensor(t);
+  } else if (numpy_int(obj)) {
+    if (const auto value = index_value(obj, sig, i)) return Scalar(*value);
+  } else if (numpy_scalar(obj)) {
+    return Scalar(float_value(obj));  // numpy bool and floating: a double, as in PyTorch
   }
   wrong_type(obj, sig, i, "Number");
 }
 
-// A list whose elements each convert as the element's kind does.
-template <class List, class Unpack>
-List unpack_each(PyObject* obj, const Signature& sig, int i,
-                 const char* expected, Unpack unpack) {
-  SequenceRef seq(obj, sig, i, expected);
-  List list;
-  for (Py_ssize_t k = 0; k < seq.size(); ++k) {
-    list.items.push_back(unpack(seq[k], sig, i));
+// PyTorch's is_scalar_list: every element a Number but a tensor.
+ScalarListArg unpack_scalar_list(PyObject* obj, const Signature& sig, int i) {
+  if (!list_or_tuple(obj)) wrong_type(obj, sig, i, "tuple of Scalars");
+  const Items items(obj, false);  // converting a Number runs no Python code
+  ScalarListArg list;
+  for (Py_ssize_t k = 0; k < items.size(); ++k) {
+    PyObject* item = items[k];
+    if (tensor_object(item) ||
+        !(PyFloat_Check(item) || PyLong_Check(item) || PyComplex_Check(item) ||
+          numpy_scalar(item))) {
+      throw TypeError(where(sig, i) + " must be tuple of Scalars, but found element of type " +
+                      type_name(item) + " at pos " + std::to_string(k));
+    }
+    list.items.push_back(unpack_scalar(item, sig, i));
   }
   return list;
 }
 
-ScalarListArg unpack_scalar_list(PyObject* obj, const Signature& sig, int i) {
-  return unpack_each<ScalarListArg>(obj, sig, i, "tuple of Numbers",
-                                    unpack_scalar);
-}
-
 int64_t unpack_int_arg(PyObject* obj, const Signature& sig, int i) {
-  if (!int_like(obj)) wrong_type(obj, sig, i, "int");
-  return unpack_int(obj, sig, i);
+  if (PyLong_Check(obj) && !PyBool_Check(obj)) [[likely]] return long_value(obj, sig, i);
+  if (tensor_object(obj)) {
+    const at::Tensor& t = THPVariable_Unpack(obj);
+    if (t.dim() == 0 && at::isIntegralType(t.scalar_type(), /*includeBool=*/false)) {
+      return t.item<int64_t>();
+    }
+  } else if (numpy_int(obj)) {
+    if (const auto value = index_value(obj, sig, i)) return *value;
+  }
+  wrong_type(obj, sig, i, "int");
 }
 
-Dims unpack_int_list(PyObject* obj, const Signature& sig, int i,
-                     std::size_t size) {
-  if (int_like(obj)) {
-    if (size == 0) wrong_type(obj, sig, i, "tuple of ints");
-    return Dims(size, unpack_int(obj, sig, i));
+namespace {
+
+// An element of an int list, or a SymInt: a plain integer tensor of one
+// element gives its value (a bool one: 1, but a SymInt refuses it with
+// PyTorch's RuntimeError); anything else its __index__ (Python code may
+// run), nullopt when it has none.
+std::optional<int64_t> index_like(PyObject* obj, const Signature& sig, int i, bool symint) {
+  if (Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(THPVariableClass)) {
+    const at::Tensor& t = THPVariable_Unpack(obj);
+    if (t.numel() != 1 || !at::isIntegralType(t.scalar_type(), /*includeBool=*/true)) {
+      return std::nullopt;
+    }
+    if (symint && t.scalar_type() == at::kBool) {
+      throw Error(where(sig, i) + ": a bool tensor is not an int");
+    }
+    return t.item<int64_t>();
   }
-  SequenceRef seq(obj, sig, i, "tuple of ints");
-  Dims values(static_cast<std::size_t>(seq.size()));
-  for (Py_ssize_t k = 0; k < seq.size(); ++k) {
-    PyObject* item = seq[k];
-    if (!int_like(item)) {
+  return index_value(obj, sig, i);
+}
+
+}  // namespace
+
+int64_t unpack_symint(PyObject* obj, const Signature& sig, int i) {
+  if (PyLong_Check(obj) && !PyBool_Check(obj)) [[likely]] return long_value(obj, sig, i);
+  if (!PyBool_Check(obj)) {
+    if (const auto value = index_like(obj, sig, i, true)) return *value;
+  }
+  wrong_type(obj, sig, i, "int");
+}
+
+void index_check(PyObject* obj, const Signature& sig, int i, bool list) {
+  if (obj == nullptr || obj == Py_None) return;
+  if (list) {
+    if (!list_or_tuple(obj)) {
+      if (PyLong_Check(obj) || PyBool_Check(obj)) return;  // converted (or refused) later
+    } else {
+      if (PySequence_Fast_GET_SIZE(obj) == 0) return;
+      obj = PySequence_Fast_GET_ITEM(obj, 0);
+    }
+  }
+  if (PyLong_Check(obj) || PyBool_Check(obj) ||
+      Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(THPVariableClass)) {
+    return;  // runs no Python code: converted (or refused) later
+  }
+  Py_INCREF(obj);  // an element: its list may lose it meanwhile
+  PyObject* index = PyNumber_Index(obj);
+  const std::string type = type_name(obj);
+  Py_DECREF(obj);
+  if (index == nullptr) {
+    PyErr_Clear();
+    throw TypeError(where(sig, i) + " must be " + (list ? "tuple of ints" : "int") +
+                    ", not " + type);
+  }
+  Py_DECREF(index);
+}
+
+Dims unpack_int_list(PyObject* obj, const Signature& sig, int i, std::size_t size,
+                     bool symint) {
+  if (!list_or_tuple(obj)) {
+    // int[N], N > 0: one int stands for N copies of it.
+    if (size > 0 && !PyBool_Check(obj)) {
+      if (PyLong_Check(obj)) return Dims(size, long_value(obj, sig, i));
+      if (numpy_int(obj) ||
+          (Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(THPVariableClass))) {
+        if (const auto value = index_like(obj, sig, i, false)) return Dims(size, *value);
+      } else if (index_value(obj, sig, i)) {
+        // PyTorch's check takes any __index__ here, but its conversion then
+        // fails (an internal assert): the same RuntimeError.
+        throw Error(where(sig, i) + " must be a tuple of ints or an int, not " +
+                    type_name(obj));
+      }
+    }
+    wrong_type(obj, sig, i, "tuple of ints");
+  }
+  // Exact ints (the usual case) convert without running Python code; any
+  // other element may, so the elements are then read from a snapshot.
+  bool exact = true;
+  for (Py_ssize_t k = 0, n = PySequence_Fast_GET_SIZE(obj); k < n && exact; ++k) {
+    exact = PyLong_CheckExact(PySequence_Fast_GET_ITEM(obj, k));
+  }
+  const Items items(obj, !exact);
+  Dims values(static_cast<std::size_t>(items.size()));
+  for (Py_ssize_t k = 0; k < items.size(); ++k) {
+    PyObject* item = items[k];
+    std::optional<int64_t> value;
+    if (PyLong_Check(item) && !PyBool_Check(item)) {
+      int overflow = 0;
+      value = PyLong_AsLongLongAndOverflow(item, &overflow);
+      if (overflow != 0) {
+        throw TypeError(where(sig, i) + " failed to unpack the object at pos " +
+                        std::to_string(k + 1) + " with error \"Overflow when unpacking long long\"");
+      }
+    } else if (k > 0 || !PyBool_Check(item)) {
+      // PyTorch checks the first element (a bool is refused there) and
+      // converts the others with __index__ (a bool is 0 or 1 there).
+      value = index_like(item, sig, i, symint);
+    }
+    if (!value) {
       throw TypeError(where(sig, i) + " must be tuple of ints, but found element of type " +
                       type_name(item) + " at pos " + std::to_string(k));
     }
-    try {
-      values[static_cast<std::size_t>(k)] = unpack_int(item, sig, i);
-    } catch (const ValueError& e) {  // PyTorch: TypeError for list elements
-      throw TypeError(where(sig, i) + " failed to unpack the object at pos " +
-                      std::to_string(k) + ": Overflow when unpacking long long");
-    }
+    values[static_cast<std::size_t>(k)] = *value;
   }
   // int[N] only means "a single int is repeated N times"; ATen checks
   // lengths itself, as PyTorch's parser leaves it to.
   return values;
 }
 
+// What PyTorch's parser takes for a float (THPUtils_checkDouble, then a
+// 0-dim tensor that does not require grad), converted as it converts it:
+// a float subclass's own __float__ is not called, an int subclass's is.
 double unpack_float(PyObject* obj, const Signature& sig, int i) {
-  if (PyFloat_Check(obj)) return PyFloat_AS_DOUBLE(obj);
-  if (PyLong_Check(obj)) {
+  if (PyFloat_Check(obj)) [[likely]] return PyFloat_AS_DOUBLE(obj);
+  if (PyLong_CheckExact(obj) || PyBool_Check(obj)) {
     const double value = PyLong_AsDouble(obj);
-    if (value == -1.0 && PyErr_Occurred()) {
-      PyErr_Clear();
-      throw Error(where(sig, i) + ": int too large to convert to float");
-    }
+    if (value == -1.0 && PyErr_Occurred()) throw PythonException();  // OverflowError
     return value;
   }
-  if (!THPVariable_Check(obj) && PyNumber_Check(obj) && !PyComplex_Check(obj)) {
-    const double value = PyFloat_AsDouble(obj);  // numpy floats
-    if (!(value == -1.0 && PyErr_Occurred())) return value;
-    PyErr_Clear();
+  if (PyLong_Check(obj) || numpy_scalar(obj)) return float_value(obj);
+  if (tensor_object(obj)) {
+    const at::Tensor& t = THPVariable_Unpack(obj);
+    if (number_tensor(t)) return t.item<double>();
   }
   wrong_type(obj, sig, i, "float");
 }
 
+// float[]: PyTorch checks the first element (a float, an int, a numpy scalar
+// or a complex) and converts each with its __float__ (Python code may run:
+// the elements are then read from a snapshot).
 FloatListArg unpack_float_list(PyObject* obj, const Signature& sig, int i) {
-  return unpack_each<FloatListArg>(obj, sig, i, "tuple of floats",
-                                   unpack_float);
+  if (!list_or_tuple(obj)) wrong_type(obj, sig, i, "tuple of floats");
+  bool exact = true;
+  for (Py_ssize_t k = 0, n = PySequence_Fast_GET_SIZE(obj); k < n && exact; ++k) {
+    exact = PyFloat_CheckExact(PySequence_Fast_GET_ITEM(obj, k));
+  }
+  const Items items(obj, !exact);
+  FloatListArg list;
+  for (Py_ssize_t k = 0; k < items.size(); ++k) {
+    PyObject* item = items[k];
+    const bool number = PyFloat_Check(item) || PyLong_Check(item) || numpy_scalar(item);
+    if (k == 0 && !number && !PyComplex_Check(item)) wrong_type(obj, sig, i, "tuple of floats");
+    double value = 0;
+    if (PyFloat_Check(item)) {
+      value = PyFloat_AS_DOUBLE(item);
+    } else {
+      value = PyFloat_AsDouble(item);
+      if (value == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        throw TypeError(where(sig, i) + " must be tuple of floats, but found element of type " +
+                        type_name(item) + " at pos " + std::to_string(k));
+      }
+    }
+    list.items.push_back(value);
+  }
+  return list;
 }
 
 bool unpack_bool(PyObject* obj, const Signature& sig, int i) {
@@ -383,13 +557,14 @@ bool unpack_bool(PyObject* obj, const Signature& sig, int i) {
 
 void unpack_bool_array(PyObject* obj, const Signature& sig, int i, bool* out,
                        std::size_t n) {
-  SequenceRef seq(obj, sig, i, "tuple of bools");
-  if (static_cast<std::size_t>(seq.size()) != n) {
+  if (!list_or_tuple(obj)) wrong_type(obj, sig, i, "tuple of bools");
+  const Items items(obj, false);  // a bool converts without running Python code
+  if (static_cast<std::size_t>(items.size()) != n) {
     throw TypeError(where(sig, i) + " must be a tuple of " + std::to_string(n) +
-                    " bools, got " + std::to_string(seq.size()));
+                    " bools, got " + std::to_string(items.size()));
   }
   for (std::size_t k = 0; k < n; ++k) {
-    out[k] = unpack_bool(seq[static_cast<Py_ssize_t>(k)], sig, i);
+    out[k] = unpack_bool(items[static_cast<Py_ssize_t>(k)], sig, i);
   }
 }
 
@@ -405,9 +580,22 @@ std::string_view unpack_str(PyObject* obj, const Signature& sig, int i) {
 }
 
 DataType unpack_dtype(PyObject* obj, const Signature& sig, int i) {
-  if (!THPDtype_Check(obj)) wrong_type(obj, sig, i, "torch.dtype");
+  c10::ScalarType type;
+  if (THPDtype_Check(obj)) {
+    type = reinterpret_cast<THPDtype*>(obj)->scalar_type;
+  } else if (obj == reinterpret_cast<PyObject*>(&PyFloat_Type)) {  // as PyTorch's parser
+    type = c10::kDouble;
+  } else if (obj == reinterpret_cast<PyObject*>(&PyLong_Type)) {
+    type = c10::kLong;
+  } else if (obj == reinterpret_cast<PyObject*>(&PyBool_Type)) {
+    type = c10::kBool;
+  } else if (obj == reinterpret_cast<PyObject*>(&PyComplex_Type)) {
+    type = c10::kComplexDouble;
+  } else {
+    wrong_type(obj, sig, i, "torch.dtype");
+  }
   try {
-    return from_aten(reinterpret_cast<THPDtype*>(obj)->scalar_type);
+    return from_aten(type);
   } catch (const TypeError& e) {
     throw TypeError(where(sig, i) + ": " + e.what());
   }
@@ -424,21 +612,6 @@ Implementation unpack_implementation(PyObject* obj, const Signature& sig, int i)
 
 std::atomic<bool> g_lane{true};
 uint64_t g_lane_calls = 0;
-
-bool lane_open(PyObject* impl, PyObject* stream, bool default_is_aten) noexcept {
-  if (stream != nullptr && stream != Py_None) return false;
-  if (impl == nullptr) return default_is_aten;
-  if (!PyUnicode_Check(impl)) return false;
-  Py_ssize_t size = 0;
-  const char* text = PyUnicode_AsUTF8AndSize(impl, &size);
-  if (text == nullptr) {
-    PyErr_Clear();  // the general path raises for it
-    return false;
-  }
-  const auto parsed = parse_implementation(std::string_view(text, size));
-  return parsed == Implementation::kTorch ||
-         (default_is_aten && parsed == Implementation::kDefault);
-}
 
 namespace {
 
@@ -495,17 +668,11 @@ bool lane_tensors(const Signature& sig, PyObject* const* slots, void** refs,
 
 // --- Calls without out= ------------------------------------------------------
 
-Results::~Results() {
-  for (int k = 0; k < count; ++k) {
-    if (impls[k] != nullptr) c10::raw::intrusive_ptr::decref(static_cast<c10::TensorImpl*>(impls[k]));
-  }
-}
-
 namespace {
 
 c10::TensorImpl* call_item(PyObject* obj, const Signature& sig, int i, int64_t& elements,
                            bool& cpu) {
-  if (!THPVariable_Check(obj)) wrong_type(obj, sig, i, "Tensor");
+  if (!tensor_object(obj)) wrong_type(obj, sig, i, "Tensor");
   const at::Tensor& t = THPVariable_Unpack(obj);
   c10::TensorImpl* impl = t.unsafeGetTensorImpl();
   // Tensors without real storage (meta, fake, functorch wrappers, ...) are

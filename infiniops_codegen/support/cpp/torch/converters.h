@@ -74,12 +74,14 @@ class FloatListArg {
 };
 
 // The lane (lane.h).
-// Whether the arguments besides the tensors allow the lane: no stream, and an
-// implementation the lane serves ("torch"; or the default when the op has no
-// native kernel for the CPU, since every lane tensor is a CPU tensor).
-// Anything else, including a value that is not a valid implementation,
-// takes the general path (which raises for it, in argument order).
-bool lane_open(PyObject* impl, PyObject* stream, bool default_is_aten) noexcept;
+// Whether the converted arguments besides the tensors allow the lane: no
+// stream, and an implementation the lane serves ("torch"; or the default
+// when the op has no native kernel for the CPU, since every lane tensor is a
+// CPU tensor).
+inline bool lane_allows(Implementation impl, Stream stream, bool default_is_aten) noexcept {
+  return !stream &&
+         (impl == Implementation::kTorch || (default_is_aten && impl == Implementation::kDefault));
+}
 
 // Fills refs (one per tensor parameter, in parameter order) and lists (one
 // per tensor-list parameter, elements stored in items, kLaneListItems at
@@ -153,9 +155,26 @@ TensorListArg unpack_tensor_list(PyObject* obj, const Signature& sig, int i);
 OptionalTensorListArg unpack_tensor_opt_list(PyObject* obj, const Signature& sig, int i);
 Scalar unpack_scalar(PyObject* obj, const Signature& sig, int i);
 ScalarListArg unpack_scalar_list(PyObject* obj, const Signature& sig, int i);
+// numpy scalars, which PyTorch's parser takes as numbers: an integer; one of
+// an integer, bool, floating or complex type. Never import numpy.
+bool numpy_int(PyObject* obj);
+bool numpy_scalar(PyObject* obj);
+
+// `int`: an int (not a bool), a numpy integer or a 0-dim integer tensor.
 int64_t unpack_int_arg(PyObject* obj, const Signature& sig, int i);
-// size: N of an int[N] parameter (one int is then repeated N times), else 0.
-Dims unpack_int_list(PyObject* obj, const Signature& sig, int i, std::size_t size);
+// `SymInt`: an int too takes any object with __index__ (1-element integer
+// tensors included), whose __index__ runs here.
+int64_t unpack_symint(PyObject* obj, const Signature& sig, int i);
+// What PyTorch's parser does to a SymInt (list: an int list's first
+// element) while it checks every argument, before it converts any: it calls
+// __index__ of anything but an int (TypeError when that fails). The
+// bindings of several-output ops run it before they take out= given as a
+// list, which PyTorch reads between checking and converting.
+void index_check(PyObject* obj, const Signature& sig, int i, bool list);
+// size: N of an int[N] parameter (one int is then repeated N times), else 0;
+// symint: a SymInt[] parameter.
+Dims unpack_int_list(PyObject* obj, const Signature& sig, int i, std::size_t size,
+                     bool symint);
 double unpack_float(PyObject* obj, const Signature& sig, int i);
 FloatListArg unpack_float_list(PyObject* obj, const Signature& sig, int i);
 bool unpack_bool(PyObject* obj, const Signature& sig, int i);
@@ -211,16 +230,28 @@ struct Int {
   }
 };
 
-// int[N] (N > 0: one int stands for N copies of it) or int[] (N = 0).
-template <std::size_t N>
+// The same value as Int, but PyTorch's parser takes more for it (any
+// __index__), as the schema's `SymInt` asks.
+struct SymInt {
+  using value = int64_t;
+  static value unpack(PyObject* obj, const Signature& sig, int i) {
+    return unpack_symint(obj, sig, i);
+  }
+};
+
+// int[N] (N > 0: one int stands for N copies of it) or int[] (N = 0);
+// Symbolic: SymInt[N].
+template <std::size_t N, bool Symbolic = false>
 struct IntList {
   using value = IntListArg;
   static value unpack(PyObject* obj, const Signature& sig, int i) {
-    return IntListArg(unpack_int_list(obj, sig, i, N));
+    return IntListArg(unpack_int_list(obj, sig, i, N, Symbolic));
   }
   // As PyTorch's parser: None stands for an empty default (`int[1] dim=[]`).
   static bool none_is_default(const value& dflt) { return dflt.values.size() == 0; }
 };
+template <std::size_t N>
+using SymIntList = IntList<N, true>;
 
 struct Float {
   using value = double;

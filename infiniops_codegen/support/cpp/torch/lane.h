@@ -50,7 +50,8 @@ class Results {
  public:
   static constexpr int kMax = 8;
   Results() = default;
-  ~Results();  // converters.cpp
+  ~Results();  // aten_convert.cpp
+  void clear();  // drops them all
   Results(const Results&) = delete;
   Results& operator=(const Results&) = delete;
 

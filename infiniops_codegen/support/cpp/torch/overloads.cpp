@@ -11,6 +11,8 @@
 
 #include <string>
 
+#include "torch/converters.h"
+
 namespace infini::ops::torch_bridge {
 
 // A named namespace: the bridge's Python sources are one unity TU.
@@ -50,14 +52,41 @@ bool is_scalar_tensor(PyObject* obj, bool integral) {
 
 bool is_sequence(PyObject* obj) { return PyTuple_Check(obj) || PyList_Check(obj); }
 
-// Every item passes (an empty sequence does).
+// Every item passes (an empty sequence does). A check may run Python code
+// (isinstance of an odd object): the size is read again for each item and
+// the item held while checked.
 template <class F>
 bool all_items(PyObject* obj, F&& f) {
-  PyObject** items = PySequence_Fast_ITEMS(obj);
-  for (Py_ssize_t k = 0, n = PySequence_Fast_GET_SIZE(obj); k < n; ++k) {
-    if (!f(items[k])) return false;
+  for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(obj); ++k) {
+    PyObject* item = PySequence_Fast_GET_ITEM(obj, k);
+    Py_INCREF(item);
+    const bool ok = f(item);
+    Py_DECREF(item);
+    if (!ok) return false;
   }
   return true;
+}
+
+// torch's THPUtils_checkIndex: not a bool; an int, or anything __index__
+// takes (called here, as torch calls it: Python code may run).
+bool index_check(PyObject* obj) {
+  if (PyBool_Check(obj)) return false;
+  if (PyLong_Check(obj)) return true;
+  PyObject* index = PyNumber_Index(obj);
+  if (index == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  Py_DECREF(index);
+  return true;
+}
+
+// The first item of a list, or null for an empty one; a new reference.
+PyObject* first_item(PyObject* obj) {
+  if (PySequence_Fast_GET_SIZE(obj) == 0) return nullptr;
+  PyObject* item = PySequence_Fast_GET_ITEM(obj, 0);
+  Py_INCREF(item);
+  return item;
 }
 
 bool check(const OverloadParam& p, PyObject* obj, bool numbers_as_tensors) {
@@ -65,11 +94,14 @@ bool check(const OverloadParam& p, PyObject* obj, bool numbers_as_tensors) {
     case Match::kTensor:
       return is_tensor(obj) || (numbers_as_tensors && is_number(obj));
     case Match::kScalar:
-      return is_number(obj) || is_scalar_tensor(obj, false);
+      return is_number(obj) || numpy_scalar(obj) || is_scalar_tensor(obj, false);
     case Match::kFloat:
-      return PyFloat_Check(obj) || PyLong_Check(obj) || is_scalar_tensor(obj, false);
+      return PyFloat_Check(obj) || PyLong_Check(obj) || numpy_scalar(obj) ||
+             is_scalar_tensor(obj, false);
     case Match::kInt:
-      return is_int(obj) || is_scalar_tensor(obj, true);
+      return is_int(obj) || numpy_int(obj) || is_scalar_tensor(obj, true);
+    case Match::kSymInt:
+      return index_check(obj);
     case Match::kBool:
       return PyBool_Check(obj);
     case Match::kStr:
@@ -94,18 +126,27 @@ bool check(const OverloadParam& p, PyObject* obj, bool numbers_as_tensors) {
                return is_tensor(item) || item == Py_None;
              });
     case Match::kIntList:
+    case Match::kSymIntList:
       // torch looks at the first item only; one int stands for `int[N]`.
       if (is_sequence(obj)) {
-        return PySequence_Fast_GET_SIZE(obj) == 0 || is_int(PySequence_Fast_ITEMS(obj)[0]) ||
-               is_scalar_tensor(PySequence_Fast_ITEMS(obj)[0], true);
+        PyObject* first = first_item(obj);
+        const bool ok = first == nullptr || index_check(first);
+        Py_XDECREF(first);
+        return ok;
       }
-      return p.size > 0 && is_int(obj);
-    case Match::kFloatList:
-      return is_sequence(obj) && all_items(obj, [](PyObject* item) {
-               return PyFloat_Check(item) || PyLong_Check(item) || PyComplex_Check(item);
-             });
+      return p.size > 0 && index_check(obj);
+    case Match::kFloatList: {
+      if (!is_sequence(obj)) return false;
+      PyObject* first = first_item(obj);  // torch looks at it only
+      const bool ok = first == nullptr || PyFloat_Check(first) || PyLong_Check(first) ||
+                      PyComplex_Check(first) || numpy_scalar(first);
+      Py_XDECREF(first);
+      return ok;
+    }
     case Match::kScalarList:
-      return is_sequence(obj) && all_items(obj, is_number);
+      return is_sequence(obj) && all_items(obj, [](PyObject* item) {
+               return is_number(item) || numpy_scalar(item);
+             });
     case Match::kBoolList:
       return is_sequence(obj);
     case Match::kDimnameList:

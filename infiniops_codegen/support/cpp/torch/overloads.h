@@ -19,6 +19,7 @@ enum class Match : uint8_t {
   kTensor,
   kScalar,
   kInt,
+  kSymInt,  // an int, or any __index__ (checked by calling it, as torch does)
   kFloat,
   kBool,
   kStr,
@@ -30,6 +31,7 @@ enum class Match : uint8_t {
   kDimname,
   kTensorList,
   kIntList,
+  kSymIntList,
   kFloatList,
   kScalarList,
   kBoolList,

@@ -24,7 +24,8 @@ namespace {
 
 // out=(a, b): the outputs of a several-output op in one tuple or list, as
 // torch's out= takes them. The items are borrowed from the sequence, which
-// the call's arguments keep alive.
+// the call's arguments keep alive; a list is kept in the slot after the
+// parameters' for the binding to take them again (OutList).
 bool take_outputs(const Signature& sig, PyObject* value, PyObject** slots) {
   if (!(PyTuple_Check(value) || PyList_Check(value))) {
     PyErr_Format(PyExc_TypeError,
@@ -49,6 +50,7 @@ bool take_outputs(const Signature& sig, PyObject* value, PyObject** slots) {
     }
     slots[p] = items[j];
   }
+  slots[sig.num_params] = value;
   return true;
 }
 

@@ -92,10 +92,52 @@ inline bool outs_absent(const Signature& sig, PyObject* const* slots) noexcept {
 std::string where(const Signature& sig, int i);
 
 // Fills slots[i] with a borrowed reference to parameter i, or nullptr when
-// it was not given. False (with a Python TypeError set) on bad arity, an
+// it was not given, and slots[sig.num_params] with out= when it gives a
+// several-output op's outputs as one list or tuple (their slots then hold its
+// items: see OutList). False (with a Python TypeError set) on bad arity, an
 // unknown keyword or a parameter given twice.
 bool parse_args(const Signature& sig, PyObject* const* args, Py_ssize_t nargs,
                 PyObject* kwnames, PyObject** slots);
+
+// A Python exception that Python code run by a conversion (an int
+// subclass's __float__, ...) raised: carried to the binding's exit
+// (raise_python_error) and raised there as it is, as PyTorch lets it through.
+// Made and destroyed with the GIL held.
+class PythonException {
+ public:
+  PythonException() noexcept {  // takes the exception set now
+#if PY_VERSION_HEX >= 0x030C0000
+    value_ = PyErr_GetRaisedException();
+#else
+    PyErr_Fetch(&type_, &value_, &traceback_);
+#endif
+  }
+  PythonException(PythonException&& other) noexcept
+      : type_(other.type_), value_(other.value_), traceback_(other.traceback_) {
+    other.type_ = other.value_ = other.traceback_ = nullptr;
+  }
+  PythonException(const PythonException&) = delete;
+  PythonException& operator=(const PythonException&) = delete;
+  ~PythonException() {
+    Py_XDECREF(type_);
+    Py_XDECREF(value_);
+    Py_XDECREF(traceback_);
+  }
+  // Sets it again as the current Python exception.
+  void restore() noexcept {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(value_);
+#else
+    PyErr_Restore(type_, value_, traceback_);
+#endif
+    type_ = value_ = traceback_ = nullptr;
+  }
+
+ private:
+  PyObject* type_ = nullptr;
+  PyObject* value_ = nullptr;
+  PyObject* traceback_ = nullptr;
+};
 
 // Argument errors: PyTorch's TypeError for a missing argument or a value of
 // the wrong type, naming the op and the parameter.
