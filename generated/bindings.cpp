@@ -64,8 +64,23 @@ PyObject* body__log_softmax(PyObject** slots) {
   auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_log_softmax(tb::TensorRef{c_[0]}, v_dim, v_half_to_float, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -79,19 +94,8 @@ PyObject* body__log_softmax(PyObject** slots) {
       ::infini::ops::_log_softmax(v_self, v_dim, v_half_to_float, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_log_softmax(tb::TensorRef{c_[0]}, v_dim, v_half_to_float, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py__log_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -137,8 +141,23 @@ PyObject* body__log_softmax_backward_data(PyObject** slots) {
   auto v_input_dtype = tb::arg<tk::Dtype>(slots[3], sig, 3);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_log_softmax_backward_data(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, v_input_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -153,19 +172,8 @@ PyObject* body__log_softmax_backward_data(PyObject** slots) {
       ::infini::ops::_log_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_log_softmax_backward_data(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, v_input_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py__log_softmax_backward_data(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -212,8 +220,23 @@ PyObject* body__softmax(PyObject** slots) {
   auto v_half_to_float = tb::arg<tk::Bool>(slots[2], sig, 2);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_softmax(tb::TensorRef{c_[0]}, v_dim, v_half_to_float, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -227,19 +250,8 @@ PyObject* body__softmax(PyObject** slots) {
       ::infini::ops::_softmax(v_self, v_dim, v_half_to_float, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_softmax(tb::TensorRef{c_[0]}, v_dim, v_half_to_float, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py__softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -285,8 +297,23 @@ PyObject* body__softmax_backward_data(PyObject** slots) {
   auto v_input_dtype = tb::arg<tk::Dtype>(slots[3], sig, 3);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_softmax_backward_data(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, v_input_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -301,19 +328,8 @@ PyObject* body__softmax_backward_data(PyObject** slots) {
       ::infini::ops::_softmax_backward_data(v_grad_output, v_output, v_dim, v_input_dtype, v_grad_input, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::_softmax_backward_data(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, v_input_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py__softmax_backward_data(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -358,8 +374,23 @@ PyObject* body_abs(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::abs(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -373,19 +404,8 @@ PyObject* body_abs(PyObject** slots) {
       ::infini::ops::abs(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::abs(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_abs(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -430,8 +450,23 @@ PyObject* body_acos(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::acos(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -445,19 +480,8 @@ PyObject* body_acos(PyObject** slots) {
       ::infini::ops::acos(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::acos(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_acos(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -502,8 +526,23 @@ PyObject* body_acosh(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::acosh(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -517,19 +556,8 @@ PyObject* body_acosh(PyObject** slots) {
       ::infini::ops::acosh(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::acosh(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_acosh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -575,8 +603,23 @@ PyObject* body_adaptive_avg_pool2d(PyObject** slots) {
   auto v_output_size = tb::arg<tk::SymIntList<2>>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::adaptive_avg_pool2d(tb::TensorRef{c_[0]}, v_output_size, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -590,19 +633,8 @@ PyObject* body_adaptive_avg_pool2d(PyObject** slots) {
       ::infini::ops::adaptive_avg_pool2d(v_self, v_output_size, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::adaptive_avg_pool2d(tb::TensorRef{c_[0]}, v_output_size, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_adaptive_avg_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -650,8 +682,23 @@ PyObject* body_adaptive_max_pool2d(PyObject** slots) {
   auto v_output_size = tb::arg<tk::IntList<2>>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::adaptive_max_pool2d(tb::TensorRef{c_[0]}, v_output_size, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -666,19 +713,8 @@ PyObject* body_adaptive_max_pool2d(PyObject** slots) {
       ::infini::ops::adaptive_max_pool2d(v_self, v_output_size, v_out, v_indices, impl_, stream_);
     });
     return tb::pack_outputs(sig, {slots[2], slots[3]});
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::adaptive_max_pool2d(tb::TensorRef{c_[0]}, v_output_size, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_adaptive_max_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -725,25 +761,12 @@ PyObject* body_add(PyObject** slots) {
   auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
-  // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
-    void* t_[3];
-    if (tb::lane_allows(impl_, stream_, false) && tb::lane_tensors(sig, slots, t_)) {
-      tb::run(false, [&] {
-        ::infini::ops::torch_fallback::add(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_alpha, tb::TensorRef{t_[2]});
-      });
-      return tb::new_reference(slots[3]);
-    }
-    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
-    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-      ::infini::ops::add(v_self, v_other, v_alpha, v_out, impl_, stream_);
-    });
-    return tb::new_reference(slots[3]);
-  };
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
   if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -759,13 +782,28 @@ PyObject* body_add(PyObject** slots) {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::add(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_alpha, r_); });
       return tb::return_results(sig, r_);
     }
-    PyObject* filled_[6];
     std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, call_(filled_));
+    s_ = filled_;
   }
-  return call_(slots);
+  // Then the tensors and the call, with no Python code in between.
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, false) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::add(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, v_alpha, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[3]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::add(v_self, v_other, v_alpha, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[3]);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -812,8 +850,23 @@ PyObject* body_add_Scalar(PyObject** slots) {
   auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::add_Scalar(tb::TensorRef{c_[0]}, v_other, v_alpha, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -827,19 +880,8 @@ PyObject* body_add_Scalar(PyObject** slots) {
       ::infini::ops::add_Scalar(v_self, v_other, v_alpha, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::add_Scalar(tb::TensorRef{c_[0]}, v_other, v_alpha, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_add_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -886,8 +928,23 @@ PyObject* body_addbmm(PyObject** slots) {
   auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
   const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[8];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addbmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[4];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -903,19 +960,8 @@ PyObject* body_addbmm(PyObject** slots) {
       ::infini::ops::addbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[5]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[4];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addbmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_addbmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -961,8 +1007,23 @@ PyObject* body_addcdiv(PyObject** slots) {
   auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addcdiv(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_value, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[4];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -978,19 +1039,8 @@ PyObject* body_addcdiv(PyObject** slots) {
       ::infini::ops::addcdiv(v_self, v_tensor1, v_tensor2, v_value, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[4];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addcdiv(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_value, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_addcdiv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -1036,8 +1086,23 @@ PyObject* body_addcmul(PyObject** slots) {
   auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addcmul(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_value, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[4];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -1053,19 +1118,8 @@ PyObject* body_addcmul(PyObject** slots) {
       ::infini::ops::addcmul(v_self, v_tensor1, v_tensor2, v_value, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[4];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addcmul(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_value, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_addcmul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -1112,8 +1166,23 @@ PyObject* body_addmm(PyObject** slots) {
   auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
   const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[8];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[4];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -1129,19 +1198,8 @@ PyObject* body_addmm(PyObject** slots) {
       ::infini::ops::addmm(v_self, v_mat1, v_mat2, v_beta, v_alpha, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[5]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[4];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_addmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -1188,8 +1246,23 @@ PyObject* body_addmv(PyObject** slots) {
   auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
   const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[8];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addmv(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[4];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -1205,19 +1278,8 @@ PyObject* body_addmv(PyObject** slots) {
       ::infini::ops::addmv(v_self, v_mat, v_vec, v_beta, v_alpha, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[5]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[4];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::addmv(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_addmv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -1264,8 +1326,23 @@ PyObject* body_all(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::all(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -1279,19 +1356,8 @@ PyObject* body_all(PyObject** slots) {
       ::infini::ops::all(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::all(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -1336,8 +1402,23 @@ PyObject* body_all_all(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::all_all(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -1351,19 +1432,8 @@ PyObject* body_all_all(PyObject** slots) {
       ::infini::ops::all_all(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::all_all(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_all_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -1410,8 +1480,23 @@ PyObject* body_all_dims(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::all_dims(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -1425,19 +1510,8 @@ PyObject* body_all_dims(PyObject** slots) {
       ::infini::ops::all_dims(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::all_dims(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_all_dims(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -1484,8 +1558,23 @@ PyObject* body_amax(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::amax(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -1499,19 +1588,8 @@ PyObject* body_amax(PyObject** slots) {
       ::infini::ops::amax(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::amax(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_amax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -1558,8 +1636,23 @@ PyObject* body_amin(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::amin(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -1573,19 +1666,8 @@ PyObject* body_amin(PyObject** slots) {
       ::infini::ops::amin(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::amin(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_amin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -1639,8 +1721,23 @@ PyObject* body_aminmax(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::aminmax(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -1655,19 +1752,8 @@ PyObject* body_aminmax(PyObject** slots) {
       ::infini::ops::aminmax(v_self, v_dim, v_keepdim, v_min, v_max, impl_, stream_);
     });
     return tb::pack_outputs(sig, {slots[3], slots[4]});
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::aminmax(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_aminmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -1714,8 +1800,23 @@ PyObject* body_any(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::any(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -1729,19 +1830,8 @@ PyObject* body_any(PyObject** slots) {
       ::infini::ops::any(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::any(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_any(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -1786,8 +1876,23 @@ PyObject* body_any_all(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::any_all(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -1801,19 +1906,8 @@ PyObject* body_any_all(PyObject** slots) {
       ::infini::ops::any_all(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::any_all(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_any_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -1860,8 +1954,23 @@ PyObject* body_any_dims(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::any_dims(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -1875,19 +1984,8 @@ PyObject* body_any_dims(PyObject** slots) {
       ::infini::ops::any_dims(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::any_dims(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_any_dims(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -1934,8 +2032,23 @@ PyObject* body_argmax(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::argmax(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -1949,19 +2062,8 @@ PyObject* body_argmax(PyObject** slots) {
       ::infini::ops::argmax(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::argmax(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_argmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -2008,8 +2110,23 @@ PyObject* body_argmin(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::argmin(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -2023,19 +2140,8 @@ PyObject* body_argmin(PyObject** slots) {
       ::infini::ops::argmin(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::argmin(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_argmin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -2080,8 +2186,23 @@ PyObject* body_asin(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::asin(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -2095,19 +2216,8 @@ PyObject* body_asin(PyObject** slots) {
       ::infini::ops::asin(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::asin(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_asin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -2152,8 +2262,23 @@ PyObject* body_asinh(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::asinh(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -2167,19 +2292,8 @@ PyObject* body_asinh(PyObject** slots) {
       ::infini::ops::asinh(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::asinh(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_asinh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -2224,8 +2338,23 @@ PyObject* body_atan(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::atan(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -2239,19 +2368,8 @@ PyObject* body_atan(PyObject** slots) {
       ::infini::ops::atan(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::atan(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_atan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -2296,8 +2414,23 @@ PyObject* body_atan2(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::atan2(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -2312,19 +2445,8 @@ PyObject* body_atan2(PyObject** slots) {
       ::infini::ops::atan2(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::atan2(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_atan2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -2369,8 +2491,23 @@ PyObject* body_atanh(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::atanh(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -2384,19 +2521,8 @@ PyObject* body_atanh(PyObject** slots) {
       ::infini::ops::atanh(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::atanh(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_atanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -2446,8 +2572,23 @@ PyObject* body_avg_pool1d(PyObject** slots) {
   auto v_count_include_pad = tb::arg<tk::Bool>(slots[5], sig, 5, true);
   const auto impl_ = tb::arg<tk::Implementation>(slots[7], sig, 7, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[8], sig, 8, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[9];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::avg_pool1d(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -2461,19 +2602,8 @@ PyObject* body_avg_pool1d(PyObject** slots) {
       ::infini::ops::avg_pool1d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[6]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::avg_pool1d(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_avg_pool1d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -2524,8 +2654,23 @@ PyObject* body_avg_pool2d(PyObject** slots) {
   auto v_divisor_override = tb::arg<tk::Optional<tk::Int>>(slots[6], sig, 6, std::nullopt);
   const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[10];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::avg_pool2d(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -2539,19 +2684,8 @@ PyObject* body_avg_pool2d(PyObject** slots) {
       ::infini::ops::avg_pool2d(v_self, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[7]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::avg_pool2d(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_ceil_mode, v_count_include_pad, v_divisor_override, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_avg_pool2d(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -2598,8 +2732,23 @@ PyObject* body_baddbmm(PyObject** slots) {
   auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
   const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[8];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::baddbmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[4];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -2615,19 +2764,8 @@ PyObject* body_baddbmm(PyObject** slots) {
       ::infini::ops::baddbmm(v_self, v_batch1, v_batch2, v_beta, v_alpha, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[5]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[4];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::baddbmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_beta, v_alpha, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_baddbmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -2672,8 +2810,23 @@ PyObject* body_bitwise_and_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_and_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -2688,19 +2841,8 @@ PyObject* body_bitwise_and_Tensor(PyObject** slots) {
       ::infini::ops::bitwise_and_Tensor(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_and_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_bitwise_and_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -2745,8 +2887,23 @@ PyObject* body_bitwise_left_shift_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_left_shift_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -2761,19 +2918,8 @@ PyObject* body_bitwise_left_shift_Tensor(PyObject** slots) {
       ::infini::ops::bitwise_left_shift_Tensor(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_left_shift_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_bitwise_left_shift_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -2818,8 +2964,23 @@ PyObject* body_bitwise_not(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_not(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -2833,19 +2994,8 @@ PyObject* body_bitwise_not(PyObject** slots) {
       ::infini::ops::bitwise_not(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_not(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_bitwise_not(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -2890,8 +3040,23 @@ PyObject* body_bitwise_or_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_or_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -2906,19 +3071,8 @@ PyObject* body_bitwise_or_Tensor(PyObject** slots) {
       ::infini::ops::bitwise_or_Tensor(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_or_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_bitwise_or_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -2963,8 +3117,23 @@ PyObject* body_bitwise_right_shift_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_right_shift_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -2979,19 +3148,8 @@ PyObject* body_bitwise_right_shift_Tensor(PyObject** slots) {
       ::infini::ops::bitwise_right_shift_Tensor(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_right_shift_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_bitwise_right_shift_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -3036,8 +3194,23 @@ PyObject* body_bitwise_xor_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_xor_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -3052,19 +3225,8 @@ PyObject* body_bitwise_xor_Tensor(PyObject** slots) {
       ::infini::ops::bitwise_xor_Tensor(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bitwise_xor_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_bitwise_xor_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -3109,8 +3271,23 @@ PyObject* body_bmm(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -3125,19 +3302,8 @@ PyObject* body_bmm(PyObject** slots) {
       ::infini::ops::bmm(v_self, v_mat2, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::bmm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_bmm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -3182,8 +3348,24 @@ PyObject* body_cat(PyObject** slots) {
   auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{0});
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[1];
+    tb::TensorListRef cl_[1];
+    tb::CallTensors tensors_(sig, slots, c_, cl_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cat(cl_[0], v_dim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[1];
     tb::TensorListRef l_[1];
     void* items_[tb::kLaneListItems];
@@ -3199,20 +3381,8 @@ PyObject* body_cat(PyObject** slots) {
       ::infini::ops::cat(v_tensors, v_dim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[1];
-    tb::TensorListRef cl_[1];
-    tb::CallTensors tensors_(sig, slots, c_, cl_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cat(cl_[0], v_dim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_cat(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -3257,8 +3427,23 @@ PyObject* body_ceil(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ceil(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -3272,19 +3457,8 @@ PyObject* body_ceil(PyObject** slots) {
       ::infini::ops::ceil(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ceil(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_ceil(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -3331,8 +3505,23 @@ PyObject* body_clamp(PyObject** slots) {
   auto v_max = tb::arg<tk::Optional<tk::Scalar>>(slots[2], sig, 2, std::nullopt);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp(tb::TensorRef{c_[0]}, v_min, v_max, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -3346,19 +3535,8 @@ PyObject* body_clamp(PyObject** slots) {
       ::infini::ops::clamp(v_self, v_min, v_max, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp(tb::TensorRef{c_[0]}, v_min, v_max, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_clamp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -3404,8 +3582,23 @@ PyObject* body_clamp_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_Tensor(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[4];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -3421,19 +3614,8 @@ PyObject* body_clamp_Tensor(PyObject** slots) {
       ::infini::ops::clamp_Tensor(v_self, v_min, v_max, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[4];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_Tensor(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_clamp_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -3479,8 +3661,23 @@ PyObject* body_clamp_max(PyObject** slots) {
   auto v_max = tb::arg<tk::Scalar>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_max(tb::TensorRef{c_[0]}, v_max, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -3494,19 +3691,8 @@ PyObject* body_clamp_max(PyObject** slots) {
       ::infini::ops::clamp_max(v_self, v_max, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_max(tb::TensorRef{c_[0]}, v_max, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_clamp_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -3551,8 +3737,23 @@ PyObject* body_clamp_max_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_max_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -3567,19 +3768,8 @@ PyObject* body_clamp_max_Tensor(PyObject** slots) {
       ::infini::ops::clamp_max_Tensor(v_self, v_max, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_max_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_clamp_max_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -3625,8 +3815,23 @@ PyObject* body_clamp_min(PyObject** slots) {
   auto v_min = tb::arg<tk::Scalar>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_min(tb::TensorRef{c_[0]}, v_min, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -3640,19 +3845,8 @@ PyObject* body_clamp_min(PyObject** slots) {
       ::infini::ops::clamp_min(v_self, v_min, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_min(tb::TensorRef{c_[0]}, v_min, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_clamp_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -3697,8 +3891,23 @@ PyObject* body_clamp_min_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_min_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -3713,19 +3922,8 @@ PyObject* body_clamp_min_Tensor(PyObject** slots) {
       ::infini::ops::clamp_min_Tensor(v_self, v_min, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clamp_min_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_clamp_min_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -3770,8 +3968,23 @@ PyObject* body_clone(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clone(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -3785,19 +3998,8 @@ PyObject* body_clone(PyObject** slots) {
       ::infini::ops::clone(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::clone(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_clone(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -3842,8 +4044,23 @@ PyObject* body_copysign(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::copysign(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -3858,19 +4075,8 @@ PyObject* body_copysign(PyObject** slots) {
       ::infini::ops::copysign(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::copysign(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_copysign(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -3916,8 +4122,23 @@ PyObject* body_copysign_Scalar(PyObject** slots) {
   auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::copysign_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -3931,19 +4152,8 @@ PyObject* body_copysign_Scalar(PyObject** slots) {
       ::infini::ops::copysign_Scalar(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::copysign_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_copysign_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -3988,8 +4198,23 @@ PyObject* body_cos(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cos(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -4003,19 +4228,8 @@ PyObject* body_cos(PyObject** slots) {
       ::infini::ops::cos(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cos(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_cos(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -4060,8 +4274,23 @@ PyObject* body_cosh(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cosh(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -4075,19 +4304,8 @@ PyObject* body_cosh(PyObject** slots) {
       ::infini::ops::cosh(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cosh(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_cosh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -4133,8 +4351,23 @@ PyObject* body_cross(PyObject** slots) {
   auto v_dim = tb::arg<tk::Optional<tk::Int>>(slots[2], sig, 2, std::nullopt);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cross(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -4149,19 +4382,8 @@ PyObject* body_cross(PyObject** slots) {
       ::infini::ops::cross(v_self, v_other, v_dim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cross(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_dim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_cross(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -4208,8 +4430,23 @@ PyObject* body_cumprod(PyObject** slots) {
   auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cumprod(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -4223,19 +4460,8 @@ PyObject* body_cumprod(PyObject** slots) {
       ::infini::ops::cumprod(v_self, v_dim, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cumprod(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_cumprod(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -4282,8 +4508,23 @@ PyObject* body_cumsum(PyObject** slots) {
   auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cumsum(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -4297,19 +4538,8 @@ PyObject* body_cumsum(PyObject** slots) {
       ::infini::ops::cumsum(v_self, v_dim, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::cumsum(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_cumsum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -4354,8 +4584,23 @@ PyObject* body_digamma(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::digamma(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -4369,19 +4614,8 @@ PyObject* body_digamma(PyObject** slots) {
       ::infini::ops::digamma(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::digamma(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_digamma(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -4427,8 +4661,23 @@ PyObject* body_div(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::div(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -4443,19 +4692,8 @@ PyObject* body_div(PyObject** slots) {
       ::infini::ops::div(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::div(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_div(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -4502,8 +4740,23 @@ PyObject* body_div_out_mode(PyObject** slots) {
   auto v_rounding_mode = tb::arg<tk::Optional<tk::Str>>(slots[2], sig, 2);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::div_out_mode(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_rounding_mode, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -4518,19 +4771,8 @@ PyObject* body_div_out_mode(PyObject** slots) {
       ::infini::ops::div_out_mode(v_self, v_other, v_rounding_mode, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::div_out_mode(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_rounding_mode, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_div_out_mode(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -4575,8 +4817,23 @@ PyObject* body_dot(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::dot(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -4591,19 +4848,8 @@ PyObject* body_dot(PyObject** slots) {
       ::infini::ops::dot(v_self, v_tensor, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::dot(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_dot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -4651,8 +4897,23 @@ PyObject* body_elu(PyObject** slots) {
   auto v_input_scale = tb::arg<tk::Scalar>(slots[3], sig, 3, Scalar(int64_t{1}));
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::elu(tb::TensorRef{c_[0]}, v_alpha, v_scale, v_input_scale, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -4666,19 +4927,8 @@ PyObject* body_elu(PyObject** slots) {
       ::infini::ops::elu(v_self, v_alpha, v_scale, v_input_scale, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::elu(tb::TensorRef{c_[0]}, v_alpha, v_scale, v_input_scale, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_elu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -4725,8 +4975,23 @@ PyObject* body_embedding(PyObject** slots) {
   auto v_sparse = tb::arg<tk::Bool>(slots[4], sig, 4, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[8];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::embedding(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_padding_idx, v_scale_grad_by_freq, v_sparse, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -4741,19 +5006,8 @@ PyObject* body_embedding(PyObject** slots) {
       ::infini::ops::embedding(v_weight, v_indices, v_padding_idx, v_scale_grad_by_freq, v_sparse, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[5]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::embedding(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_padding_idx, v_scale_grad_by_freq, v_sparse, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_embedding(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -4800,8 +5054,23 @@ PyObject* body_embedding_dense_backward(PyObject** slots) {
   auto v_scale_grad_by_freq = tb::arg<tk::Bool>(slots[4], sig, 4);
   const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[8];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::embedding_dense_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_num_weights, v_padding_idx, v_scale_grad_by_freq, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -4816,19 +5085,8 @@ PyObject* body_embedding_dense_backward(PyObject** slots) {
       ::infini::ops::embedding_dense_backward(v_grad_output, v_indices, v_num_weights, v_padding_idx, v_scale_grad_by_freq, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[5]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::embedding_dense_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_num_weights, v_padding_idx, v_scale_grad_by_freq, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_embedding_dense_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -4874,8 +5132,23 @@ PyObject* body_eq_Scalar(PyObject** slots) {
   auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::eq_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -4889,19 +5162,8 @@ PyObject* body_eq_Scalar(PyObject** slots) {
       ::infini::ops::eq_Scalar(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::eq_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_eq_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -4946,8 +5208,23 @@ PyObject* body_eq_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::eq_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -4962,19 +5239,8 @@ PyObject* body_eq_Tensor(PyObject** slots) {
       ::infini::ops::eq_Tensor(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::eq_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_eq_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5019,8 +5285,23 @@ PyObject* body_erf(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::erf(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -5034,19 +5315,8 @@ PyObject* body_erf(PyObject** slots) {
       ::infini::ops::erf(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::erf(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_erf(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5091,8 +5361,23 @@ PyObject* body_erfc(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::erfc(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -5106,19 +5391,8 @@ PyObject* body_erfc(PyObject** slots) {
       ::infini::ops::erfc(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::erfc(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_erfc(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5163,8 +5437,23 @@ PyObject* body_erfinv(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::erfinv(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -5178,19 +5467,8 @@ PyObject* body_erfinv(PyObject** slots) {
       ::infini::ops::erfinv(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::erfinv(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_erfinv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5235,8 +5513,23 @@ PyObject* body_exp(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::exp(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -5250,19 +5543,8 @@ PyObject* body_exp(PyObject** slots) {
       ::infini::ops::exp(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::exp(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_exp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5307,8 +5589,23 @@ PyObject* body_exp2(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::exp2(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -5322,19 +5619,8 @@ PyObject* body_exp2(PyObject** slots) {
       ::infini::ops::exp2(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::exp2(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_exp2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5379,8 +5665,23 @@ PyObject* body_expm1(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::expm1(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -5394,19 +5695,8 @@ PyObject* body_expm1(PyObject** slots) {
       ::infini::ops::expm1(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::expm1(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_expm1(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5452,8 +5742,23 @@ PyObject* body_flip(PyObject** slots) {
   auto v_dims = tb::arg<tk::IntList<0>>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::flip(tb::TensorRef{c_[0]}, v_dims, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -5467,19 +5772,8 @@ PyObject* body_flip(PyObject** slots) {
       ::infini::ops::flip(v_self, v_dims, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::flip(tb::TensorRef{c_[0]}, v_dims, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_flip(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5524,8 +5818,23 @@ PyObject* body_floor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::floor(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -5539,19 +5848,8 @@ PyObject* body_floor(PyObject** slots) {
       ::infini::ops::floor(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::floor(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_floor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5597,8 +5895,23 @@ PyObject* body_floor_divide(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::floor_divide(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -5613,19 +5926,8 @@ PyObject* body_floor_divide(PyObject** slots) {
       ::infini::ops::floor_divide(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::floor_divide(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_floor_divide(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5670,8 +5972,23 @@ PyObject* body_fmax(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::fmax(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -5686,19 +6003,8 @@ PyObject* body_fmax(PyObject** slots) {
       ::infini::ops::fmax(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::fmax(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_fmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5743,8 +6049,23 @@ PyObject* body_fmin(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::fmin(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -5759,19 +6080,8 @@ PyObject* body_fmin(PyObject** slots) {
       ::infini::ops::fmin(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::fmin(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_fmin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5816,8 +6126,23 @@ PyObject* body_fmod_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::fmod_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -5832,19 +6157,8 @@ PyObject* body_fmod_Tensor(PyObject** slots) {
       ::infini::ops::fmod_Tensor(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::fmod_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_fmod_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5889,8 +6203,23 @@ PyObject* body_frac(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::frac(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -5904,19 +6233,8 @@ PyObject* body_frac(PyObject** slots) {
       ::infini::ops::frac(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::frac(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_frac(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -5963,8 +6281,23 @@ PyObject* body_gather(PyObject** slots) {
   auto v_sparse_grad = tb::arg<tk::Bool>(slots[3], sig, 3, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gather(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_sparse_grad, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -5979,19 +6312,8 @@ PyObject* body_gather(PyObject** slots) {
       ::infini::ops::gather(v_self, v_dim, v_index, v_sparse_grad, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gather(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_sparse_grad, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_gather(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6037,8 +6359,23 @@ PyObject* body_ge_Scalar(PyObject** slots) {
   auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ge_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -6052,19 +6389,8 @@ PyObject* body_ge_Scalar(PyObject** slots) {
       ::infini::ops::ge_Scalar(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ge_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_ge_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6109,8 +6435,23 @@ PyObject* body_ge_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ge_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -6125,19 +6466,8 @@ PyObject* body_ge_Tensor(PyObject** slots) {
       ::infini::ops::ge_Tensor(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ge_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_ge_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6183,8 +6513,23 @@ PyObject* body_gelu(PyObject** slots) {
   auto v_approximate = tb::arg<tk::Str>(slots[1], sig, 1, "none");
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gelu(tb::TensorRef{c_[0]}, v_approximate, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -6198,19 +6543,8 @@ PyObject* body_gelu(PyObject** slots) {
       ::infini::ops::gelu(v_self, v_approximate, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gelu(tb::TensorRef{c_[0]}, v_approximate, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_gelu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6256,8 +6590,23 @@ PyObject* body_gelu_backward(PyObject** slots) {
   auto v_approximate = tb::arg<tk::Str>(slots[2], sig, 2, "none");
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gelu_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_approximate, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -6272,19 +6621,8 @@ PyObject* body_gelu_backward(PyObject** slots) {
       ::infini::ops::gelu_backward(v_grad_output, v_self, v_approximate, v_grad_input, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gelu_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_approximate, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_gelu_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6330,8 +6668,23 @@ PyObject* body_glu(PyObject** slots) {
   auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1, int64_t{-1});
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::glu(tb::TensorRef{c_[0]}, v_dim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -6345,19 +6698,8 @@ PyObject* body_glu(PyObject** slots) {
       ::infini::ops::glu(v_self, v_dim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::glu(tb::TensorRef{c_[0]}, v_dim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_glu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6403,8 +6745,23 @@ PyObject* body_gt_Scalar(PyObject** slots) {
   auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gt_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -6418,19 +6775,8 @@ PyObject* body_gt_Scalar(PyObject** slots) {
       ::infini::ops::gt_Scalar(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gt_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_gt_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6475,8 +6821,23 @@ PyObject* body_gt_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gt_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -6491,19 +6852,8 @@ PyObject* body_gt_Tensor(PyObject** slots) {
       ::infini::ops::gt_Tensor(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::gt_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_gt_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6548,8 +6898,23 @@ PyObject* body_hardsigmoid(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hardsigmoid(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -6563,19 +6928,8 @@ PyObject* body_hardsigmoid(PyObject** slots) {
       ::infini::ops::hardsigmoid(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hardsigmoid(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_hardsigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6620,8 +6974,23 @@ PyObject* body_hardswish(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hardswish(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -6635,19 +7004,8 @@ PyObject* body_hardswish(PyObject** slots) {
       ::infini::ops::hardswish(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hardswish(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_hardswish(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6694,8 +7052,23 @@ PyObject* body_hardtanh(PyObject** slots) {
   auto v_max_val = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hardtanh(tb::TensorRef{c_[0]}, v_min_val, v_max_val, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -6709,19 +7082,8 @@ PyObject* body_hardtanh(PyObject** slots) {
       ::infini::ops::hardtanh(v_self, v_min_val, v_max_val, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hardtanh(tb::TensorRef{c_[0]}, v_min_val, v_max_val, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_hardtanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6766,8 +7128,23 @@ PyObject* body_hypot(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hypot(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -6782,19 +7159,8 @@ PyObject* body_hypot(PyObject** slots) {
       ::infini::ops::hypot(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::hypot(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_hypot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6836,7 +7202,7 @@ PyObject* body_index(PyObject** slots) {
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_indices = tb::arg<tk::TensorOptList>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -6844,8 +7210,8 @@ PyObject* body_index(PyObject** slots) {
       ::infini::ops::index(v_self, v_indices, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  return call_(slots);
+  }(slots);
+  return result_;
 }
 
 PyObject* py_index(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6892,8 +7258,23 @@ PyObject* body_index_add(PyObject** slots) {
   auto v_alpha = tb::arg<tk::Scalar>(slots[4], sig, 4, Scalar(int64_t{1}));
   const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[8];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::index_add(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_alpha, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[4];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -6909,19 +7290,8 @@ PyObject* body_index_add(PyObject** slots) {
       ::infini::ops::index_add(v_self, v_dim, v_index, v_source, v_alpha, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[5]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[4];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::index_add(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_alpha, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_index_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -6964,7 +7334,7 @@ PyObject* body_index_put(PyObject** slots) {
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_indices = tb::arg<tk::TensorOptList>(slots[1], sig, 1);
     auto v_values = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -6973,8 +7343,8 @@ PyObject* body_index_put(PyObject** slots) {
       ::infini::ops::index_put(v_self, v_indices, v_values, v_accumulate, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  return call_(slots);
+  }(slots);
+  return result_;
 }
 
 PyObject* py_index_put(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -7020,8 +7390,23 @@ PyObject* body_index_select(PyObject** slots) {
   auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::index_select(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -7036,19 +7421,8 @@ PyObject* body_index_select(PyObject** slots) {
       ::infini::ops::index_select(v_self, v_dim, v_index, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::index_select(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_index_select(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -7093,8 +7467,23 @@ PyObject* body_isnan(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::isnan(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -7108,19 +7497,8 @@ PyObject* body_isnan(PyObject** slots) {
       ::infini::ops::isnan(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::isnan(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_isnan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -7165,8 +7543,23 @@ PyObject* body_kron(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::kron(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -7181,19 +7574,8 @@ PyObject* body_kron(PyObject** slots) {
       ::infini::ops::kron(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::kron(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_kron(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -7249,8 +7631,23 @@ PyObject* body_kthvalue(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[8];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::kthvalue(tb::TensorRef{c_[0]}, v_k, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -7265,19 +7662,8 @@ PyObject* body_kthvalue(PyObject** slots) {
       ::infini::ops::kthvalue(v_self, v_k, v_dim, v_keepdim, v_values, v_indices, impl_, stream_);
     });
     return tb::pack_outputs(sig, {slots[4], slots[5]});
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::kthvalue(tb::TensorRef{c_[0]}, v_k, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_kthvalue(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -7323,8 +7709,23 @@ PyObject* body_le_Scalar(PyObject** slots) {
   auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::le_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -7338,19 +7739,8 @@ PyObject* body_le_Scalar(PyObject** slots) {
       ::infini::ops::le_Scalar(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::le_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_le_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -7395,8 +7785,23 @@ PyObject* body_le_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::le_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -7411,19 +7816,8 @@ PyObject* body_le_Tensor(PyObject** slots) {
       ::infini::ops::le_Tensor(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::le_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_le_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -7469,8 +7863,23 @@ PyObject* body_leaky_relu(PyObject** slots) {
   auto v_negative_slope = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(0.01));
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::leaky_relu(tb::TensorRef{c_[0]}, v_negative_slope, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -7484,19 +7893,8 @@ PyObject* body_leaky_relu(PyObject** slots) {
       ::infini::ops::leaky_relu(v_self, v_negative_slope, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::leaky_relu(tb::TensorRef{c_[0]}, v_negative_slope, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_leaky_relu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -7542,8 +7940,23 @@ PyObject* body_lerp_Scalar(PyObject** slots) {
   auto v_weight = tb::arg<tk::Scalar>(slots[2], sig, 2);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lerp_Scalar(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_weight, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -7558,19 +7971,8 @@ PyObject* body_lerp_Scalar(PyObject** slots) {
       ::infini::ops::lerp_Scalar(v_self, v_end, v_weight, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lerp_Scalar(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_weight, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_lerp_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -7615,8 +8017,23 @@ PyObject* body_lerp_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lerp_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[4];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -7632,19 +8049,8 @@ PyObject* body_lerp_Tensor(PyObject** slots) {
       ::infini::ops::lerp_Tensor(v_self, v_end, v_weight, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[4];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lerp_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_lerp_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -7689,8 +8095,23 @@ PyObject* body_lgamma(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lgamma(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -7704,19 +8125,8 @@ PyObject* body_lgamma(PyObject** slots) {
       ::infini::ops::lgamma(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lgamma(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_lgamma(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -7761,8 +8171,23 @@ PyObject* body_linear(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::linear(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[4];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -7778,19 +8203,8 @@ PyObject* body_linear(PyObject** slots) {
       ::infini::ops::linear(v_input, v_weight, v_bias, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[4];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::linear(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_linear(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -7835,8 +8249,23 @@ PyObject* body_log(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -7850,19 +8279,8 @@ PyObject* body_log(PyObject** slots) {
       ::infini::ops::log(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_log(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -7907,8 +8325,23 @@ PyObject* body_log10(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log10(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -7922,19 +8355,8 @@ PyObject* body_log10(PyObject** slots) {
       ::infini::ops::log10(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log10(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_log10(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -7979,8 +8401,23 @@ PyObject* body_log1p(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log1p(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -7994,19 +8431,8 @@ PyObject* body_log1p(PyObject** slots) {
       ::infini::ops::log1p(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log1p(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_log1p(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -8051,8 +8477,23 @@ PyObject* body_log2(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log2(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -8066,19 +8507,8 @@ PyObject* body_log2(PyObject** slots) {
       ::infini::ops::log2(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log2(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_log2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -8123,8 +8553,23 @@ PyObject* body_log_sigmoid(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log_sigmoid(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -8138,19 +8583,8 @@ PyObject* body_log_sigmoid(PyObject** slots) {
       ::infini::ops::log_sigmoid(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log_sigmoid(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_log_sigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -8197,8 +8631,23 @@ PyObject* body_log_softmax(PyObject** slots) {
   auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log_softmax(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -8212,19 +8661,8 @@ PyObject* body_log_softmax(PyObject** slots) {
       ::infini::ops::log_softmax(v_self, v_dim, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::log_softmax(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_log_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -8269,8 +8707,23 @@ PyObject* body_logaddexp(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logaddexp(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -8285,19 +8738,8 @@ PyObject* body_logaddexp(PyObject** slots) {
       ::infini::ops::logaddexp(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logaddexp(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_logaddexp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -8342,8 +8784,23 @@ PyObject* body_logaddexp2(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logaddexp2(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -8358,19 +8815,8 @@ PyObject* body_logaddexp2(PyObject** slots) {
       ::infini::ops::logaddexp2(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logaddexp2(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_logaddexp2(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -8415,8 +8861,23 @@ PyObject* body_logical_and(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logical_and(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -8431,19 +8892,8 @@ PyObject* body_logical_and(PyObject** slots) {
       ::infini::ops::logical_and(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logical_and(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_logical_and(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -8488,8 +8938,23 @@ PyObject* body_logical_not(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logical_not(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -8503,19 +8968,8 @@ PyObject* body_logical_not(PyObject** slots) {
       ::infini::ops::logical_not(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logical_not(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_logical_not(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -8560,8 +9014,23 @@ PyObject* body_logical_or(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logical_or(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -8576,19 +9045,8 @@ PyObject* body_logical_or(PyObject** slots) {
       ::infini::ops::logical_or(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logical_or(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_logical_or(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -8633,8 +9091,23 @@ PyObject* body_logical_xor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logical_xor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -8649,19 +9122,8 @@ PyObject* body_logical_xor(PyObject** slots) {
       ::infini::ops::logical_xor(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logical_xor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_logical_xor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -8708,8 +9170,23 @@ PyObject* body_logsumexp(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logsumexp(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -8723,19 +9200,8 @@ PyObject* body_logsumexp(PyObject** slots) {
       ::infini::ops::logsumexp(v_self, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::logsumexp(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_logsumexp(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -8781,8 +9247,23 @@ PyObject* body_lt_Scalar(PyObject** slots) {
   auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lt_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -8796,19 +9277,8 @@ PyObject* body_lt_Scalar(PyObject** slots) {
       ::infini::ops::lt_Scalar(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lt_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_lt_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -8853,8 +9323,23 @@ PyObject* body_lt_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lt_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -8869,19 +9354,8 @@ PyObject* body_lt_Tensor(PyObject** slots) {
       ::infini::ops::lt_Tensor(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::lt_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_lt_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -8927,8 +9401,23 @@ PyObject* body_masked_fill(PyObject** slots) {
   auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::masked_fill(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_value, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -8943,19 +9432,8 @@ PyObject* body_masked_fill(PyObject** slots) {
       ::infini::ops::masked_fill(v_self, v_mask, v_value, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::masked_fill(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_value, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_masked_fill(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -9000,8 +9478,23 @@ PyObject* body_masked_fill_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::masked_fill_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[4];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -9017,19 +9510,8 @@ PyObject* body_masked_fill_Tensor(PyObject** slots) {
       ::infini::ops::masked_fill_Tensor(v_self, v_mask, v_value, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[4];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::masked_fill_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_masked_fill_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -9074,8 +9556,23 @@ PyObject* body_masked_select(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::masked_select(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -9090,19 +9587,8 @@ PyObject* body_masked_select(PyObject** slots) {
       ::infini::ops::masked_select(v_self, v_mask, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::masked_select(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_masked_select(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -9147,8 +9633,23 @@ PyObject* body_matmul(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::matmul(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -9163,19 +9664,8 @@ PyObject* body_matmul(PyObject** slots) {
       ::infini::ops::matmul(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::matmul(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_matmul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -9229,8 +9719,23 @@ PyObject* body_max(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -9245,19 +9750,8 @@ PyObject* body_max(PyObject** slots) {
       ::infini::ops::max(v_self, v_dim, v_keepdim, v_max, v_max_values, impl_, stream_);
     });
     return tb::pack_outputs(sig, {slots[3], slots[4]});
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_max(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -9302,8 +9796,23 @@ PyObject* body_max_all(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_all(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -9317,19 +9826,8 @@ PyObject* body_max_all(PyObject** slots) {
       ::infini::ops::max_all(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_all(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_max_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -9374,8 +9872,23 @@ PyObject* body_max_other(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_other(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -9390,19 +9903,8 @@ PyObject* body_max_other(PyObject** slots) {
       ::infini::ops::max_other(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_other(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_max_other(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -9457,8 +9959,23 @@ PyObject* body_max_pool2d_with_indices(PyObject** slots) {
   auto v_ceil_mode = tb::arg<tk::Bool>(slots[5], sig, 5, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[10];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_pool2d_with_indices(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -9473,19 +9990,8 @@ PyObject* body_max_pool2d_with_indices(PyObject** slots) {
       ::infini::ops::max_pool2d_with_indices(v_self, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, v_out, v_indices, impl_, stream_);
     });
     return tb::pack_outputs(sig, {slots[6], slots[7]});
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::max_pool2d_with_indices(tb::TensorRef{c_[0]}, v_kernel_size, v_stride, v_padding, v_dilation, v_ceil_mode, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_max_pool2d_with_indices(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -9530,8 +10036,23 @@ PyObject* body_maximum(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::maximum(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -9546,19 +10067,8 @@ PyObject* body_maximum(PyObject** slots) {
       ::infini::ops::maximum(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::maximum(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_maximum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -9606,8 +10116,23 @@ PyObject* body_mean(PyObject** slots) {
   auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mean(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -9621,19 +10146,8 @@ PyObject* body_mean(PyObject** slots) {
       ::infini::ops::mean(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mean(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_mean(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -9679,8 +10193,23 @@ PyObject* body_mean_all(PyObject** slots) {
   auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mean_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -9694,19 +10223,8 @@ PyObject* body_mean_all(PyObject** slots) {
       ::infini::ops::mean_all(v_self, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mean_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_mean_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -9751,8 +10269,23 @@ PyObject* body_median_all(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::median_all(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -9766,19 +10299,8 @@ PyObject* body_median_all(PyObject** slots) {
       ::infini::ops::median_all(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::median_all(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_median_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -9832,8 +10354,23 @@ PyObject* body_median_dim_values(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::median_dim_values(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -9848,19 +10385,8 @@ PyObject* body_median_dim_values(PyObject** slots) {
       ::infini::ops::median_dim_values(v_self, v_dim, v_keepdim, v_values, v_indices, impl_, stream_);
     });
     return tb::pack_outputs(sig, {slots[3], slots[4]});
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::median_dim_values(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_median_dim_values(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -9914,8 +10440,23 @@ PyObject* body_min(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[2], sig, 2, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -9930,19 +10471,8 @@ PyObject* body_min(PyObject** slots) {
       ::infini::ops::min(v_self, v_dim, v_keepdim, v_min, v_min_indices, impl_, stream_);
     });
     return tb::pack_outputs(sig, {slots[3], slots[4]});
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min(tb::TensorRef{c_[0]}, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_min(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -9987,8 +10517,23 @@ PyObject* body_min_all(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min_all(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -10002,19 +10547,8 @@ PyObject* body_min_all(PyObject** slots) {
       ::infini::ops::min_all(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min_all(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_min_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -10059,8 +10593,23 @@ PyObject* body_min_other(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min_other(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -10075,19 +10624,8 @@ PyObject* body_min_other(PyObject** slots) {
       ::infini::ops::min_other(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::min_other(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_min_other(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -10132,8 +10670,23 @@ PyObject* body_minimum(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::minimum(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -10148,19 +10701,8 @@ PyObject* body_minimum(PyObject** slots) {
       ::infini::ops::minimum(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::minimum(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_minimum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -10205,8 +10747,23 @@ PyObject* body_mish(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mish(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -10220,19 +10777,8 @@ PyObject* body_mish(PyObject** slots) {
       ::infini::ops::mish(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mish(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_mish(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -10277,8 +10823,23 @@ PyObject* body_mm(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -10293,19 +10854,8 @@ PyObject* body_mm(PyObject** slots) {
       ::infini::ops::mm(v_self, v_mat2, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mm(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_mm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -10351,8 +10901,23 @@ PyObject* body_mse_loss(PyObject** slots) {
   auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mse_loss(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -10367,19 +10932,8 @@ PyObject* body_mse_loss(PyObject** slots) {
       ::infini::ops::mse_loss(v_self, v_target, v_reduction, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mse_loss(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_mse_loss(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -10425,8 +10979,23 @@ PyObject* body_mse_loss_backward(PyObject** slots) {
   auto v_reduction = tb::arg<tk::Int>(slots[3], sig, 3);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mse_loss_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_reduction, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[4];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -10442,19 +11011,8 @@ PyObject* body_mse_loss_backward(PyObject** slots) {
       ::infini::ops::mse_loss_backward(v_grad_output, v_self, v_target, v_reduction, v_grad_input, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[4];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mse_loss_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_reduction, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_mse_loss_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -10500,25 +11058,12 @@ PyObject* body_mul(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
-  // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
-    void* t_[3];
-    if (tb::lane_allows(impl_, stream_, false) && tb::lane_tensors(sig, slots, t_)) {
-      tb::run(false, [&] {
-        ::infini::ops::torch_fallback::mul(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
-      });
-      return tb::new_reference(slots[2]);
-    }
-    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
-    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
-    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
-      ::infini::ops::mul(v_self, v_other, v_out, impl_, stream_);
-    });
-    return tb::new_reference(slots[2]);
-  };
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
   if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
     void* c_[3];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -10534,13 +11079,28 @@ PyObject* body_mul(PyObject** slots) {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mul(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
       return tb::return_results(sig, r_);
     }
-    PyObject* filled_[5];
     std::copy(slots, slots + 5, filled_);
-    tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, call_(filled_));
+    s_ = filled_;
   }
-  return call_(slots);
+  // Then the tensors and the call, with no Python code in between.
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[3];
+    if (tb::lane_allows(impl_, stream_, false) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::mul(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]}, tb::TensorRef{t_[2]});
+      });
+      return tb::new_reference(slots[2]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_other = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    auto v_out = tb::arg<tk::Tensor>(slots[2], sig, 2);
+    tb::run(tb::release_gil_for(v_self, v_other, v_out), [&] {
+      ::infini::ops::mul(v_self, v_other, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[2]);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_mul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -10586,8 +11146,23 @@ PyObject* body_mul_Scalar(PyObject** slots) {
   auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mul_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -10601,19 +11176,8 @@ PyObject* body_mul_Scalar(PyObject** slots) {
       ::infini::ops::mul_Scalar(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mul_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_mul_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -10658,8 +11222,23 @@ PyObject* body_mv(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mv(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -10674,19 +11253,8 @@ PyObject* body_mv(PyObject** slots) {
       ::infini::ops::mv(v_self, v_vec, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::mv(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_mv(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -10734,8 +11302,23 @@ PyObject* body_nan_to_num(PyObject** slots) {
   auto v_neginf = tb::arg<tk::Optional<tk::Float>>(slots[3], sig, 3, std::nullopt);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::nan_to_num(tb::TensorRef{c_[0]}, v_nan, v_posinf, v_neginf, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -10749,19 +11332,8 @@ PyObject* body_nan_to_num(PyObject** slots) {
       ::infini::ops::nan_to_num(v_self, v_nan, v_posinf, v_neginf, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::nan_to_num(tb::TensorRef{c_[0]}, v_nan, v_posinf, v_neginf, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_nan_to_num(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -10809,8 +11381,23 @@ PyObject* body_nansum(PyObject** slots) {
   auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::nansum(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -10824,19 +11411,8 @@ PyObject* body_nansum(PyObject** slots) {
       ::infini::ops::nansum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::nansum(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_nansum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -10884,8 +11460,23 @@ PyObject* body_narrow_copy(PyObject** slots) {
   auto v_length = tb::arg<tk::SymInt>(slots[3], sig, 3);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::narrow_copy(tb::TensorRef{c_[0]}, v_dim, v_start, v_length, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -10899,19 +11490,8 @@ PyObject* body_narrow_copy(PyObject** slots) {
       ::infini::ops::narrow_copy(v_self, v_dim, v_start, v_length, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::narrow_copy(tb::TensorRef{c_[0]}, v_dim, v_start, v_length, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_narrow_copy(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -10960,8 +11540,23 @@ PyObject* body_native_batch_norm(PyObject** slots) {
   auto v_eps = tb::arg<tk::Float>(slots[7], sig, 7);
   const auto impl_ = tb::arg<tk::Implementation>(slots[11], sig, 11, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[12], sig, 12, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[13];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[8];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_batch_norm(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, tb::OptionalTensorRef{c_[3]}, tb::OptionalTensorRef{c_[4]}, v_training, v_momentum, v_eps, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[8];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -10981,19 +11576,8 @@ PyObject* body_native_batch_norm(PyObject** slots) {
       ::infini::ops::native_batch_norm(v_input, v_weight, v_bias, v_running_mean, v_running_var, v_training, v_momentum, v_eps, v_out, v_save_mean, v_save_invstd, impl_, stream_);
     });
     return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[8];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_batch_norm(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, tb::OptionalTensorRef{c_[3]}, tb::OptionalTensorRef{c_[4]}, v_training, v_momentum, v_eps, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_native_batch_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -11047,8 +11631,23 @@ PyObject* body_native_group_norm(PyObject** slots) {
   auto v_eps = tb::arg<tk::Float>(slots[7], sig, 7);
   const auto impl_ = tb::arg<tk::Implementation>(slots[11], sig, 11, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[12], sig, 12, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[13];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[6];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_group_norm(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, v_N, v_C, v_HxW, v_group, v_eps, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[6];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -11066,19 +11665,8 @@ PyObject* body_native_group_norm(PyObject** slots) {
       ::infini::ops::native_group_norm(v_input, v_weight, v_bias, v_N, v_C, v_HxW, v_group, v_eps, v_out0, v_out1, v_out2, impl_, stream_);
     });
     return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[6];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_group_norm(tb::TensorRef{c_[0]}, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, v_N, v_C, v_HxW, v_group, v_eps, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_native_group_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -11127,8 +11715,23 @@ PyObject* body_native_layer_norm(PyObject** slots) {
   auto v_eps = tb::arg<tk::Float>(slots[4], sig, 4);
   const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[10];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[6];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_layer_norm(tb::TensorRef{c_[0]}, v_normalized_shape, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, v_eps, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[6];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -11146,19 +11749,8 @@ PyObject* body_native_layer_norm(PyObject** slots) {
       ::infini::ops::native_layer_norm(v_input, v_normalized_shape, v_weight, v_bias, v_eps, v_out0, v_out1, v_out2, impl_, stream_);
     });
     return tb::pack_outputs(sig, {slots[5], slots[6], slots[7]});
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[6];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_layer_norm(tb::TensorRef{c_[0]}, v_normalized_shape, tb::OptionalTensorRef{c_[1]}, tb::OptionalTensorRef{c_[2]}, v_eps, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_native_layer_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -11207,8 +11799,23 @@ PyObject* body_native_layer_norm_backward(PyObject** slots) {
   auto v_output_mask = tb::arg<tk::BoolArray<3>>(slots[7], sig, 7);
   const auto impl_ = tb::arg<tk::Implementation>(slots[11], sig, 11, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[12], sig, 12, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[13];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[9];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_layer_norm_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_normalized_shape, tb::TensorRef{c_[2]}, tb::TensorRef{c_[3]}, tb::OptionalTensorRef{c_[4]}, tb::OptionalTensorRef{c_[5]}, v_output_mask, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[9];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -11229,19 +11836,8 @@ PyObject* body_native_layer_norm_backward(PyObject** slots) {
       ::infini::ops::native_layer_norm_backward(v_grad_out, v_input, v_normalized_shape, v_mean, v_rstd, v_weight, v_bias, v_output_mask, v_out0, v_out1, v_out2, impl_, stream_);
     });
     return tb::pack_outputs(sig, {slots[8], slots[9], slots[10]});
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[9];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::native_layer_norm_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_normalized_shape, tb::TensorRef{c_[2]}, tb::TensorRef{c_[3]}, tb::OptionalTensorRef{c_[4]}, tb::OptionalTensorRef{c_[5]}, v_output_mask, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_native_layer_norm_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -11287,8 +11883,23 @@ PyObject* body_ne_Scalar(PyObject** slots) {
   auto v_other = tb::arg<tk::Scalar>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ne_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -11302,19 +11913,8 @@ PyObject* body_ne_Scalar(PyObject** slots) {
       ::infini::ops::ne_Scalar(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ne_Scalar(tb::TensorRef{c_[0]}, v_other, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_ne_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -11359,8 +11959,23 @@ PyObject* body_ne_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ne_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -11375,19 +11990,8 @@ PyObject* body_ne_Tensor(PyObject** slots) {
       ::infini::ops::ne_Tensor(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::ne_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_ne_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -11432,8 +12036,23 @@ PyObject* body_neg(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::neg(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -11447,19 +12066,8 @@ PyObject* body_neg(PyObject** slots) {
       ::infini::ops::neg(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::neg(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_neg(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -11504,8 +12112,23 @@ PyObject* body_nonzero(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::nonzero(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -11519,19 +12142,8 @@ PyObject* body_nonzero(PyObject** slots) {
       ::infini::ops::nonzero(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::nonzero(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_nonzero(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -11579,8 +12191,23 @@ PyObject* body_norm(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::norm(tb::TensorRef{c_[0]}, v_p, v_dim, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -11594,19 +12221,8 @@ PyObject* body_norm(PyObject** slots) {
       ::infini::ops::norm(v_self, v_p, v_dim, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::norm(tb::TensorRef{c_[0]}, v_p, v_dim, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -11652,8 +12268,23 @@ PyObject* body_norm_Scalar(PyObject** slots) {
   auto v_p = tb::arg<tk::Scalar>(slots[1], sig, 1, Scalar(int64_t{2}));
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::norm_Scalar(tb::TensorRef{c_[0]}, v_p, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -11667,19 +12298,8 @@ PyObject* body_norm_Scalar(PyObject** slots) {
       ::infini::ops::norm_Scalar(v_self, v_p, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::norm_Scalar(tb::TensorRef{c_[0]}, v_p, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_norm_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -11724,8 +12344,23 @@ PyObject* body_outer(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::outer(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -11740,19 +12375,8 @@ PyObject* body_outer(PyObject** slots) {
       ::infini::ops::outer(v_self, v_vec2, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::outer(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_outer(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -11798,8 +12422,23 @@ PyObject* body_pow_Tensor_Scalar(PyObject** slots) {
   auto v_exponent = tb::arg<tk::Scalar>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::pow_Tensor_Scalar(tb::TensorRef{c_[0]}, v_exponent, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -11813,19 +12452,8 @@ PyObject* body_pow_Tensor_Scalar(PyObject** slots) {
       ::infini::ops::pow_Tensor_Scalar(v_self, v_exponent, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::pow_Tensor_Scalar(tb::TensorRef{c_[0]}, v_exponent, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_pow_Tensor_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -11870,8 +12498,23 @@ PyObject* body_pow_Tensor_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::pow_Tensor_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -11886,19 +12529,8 @@ PyObject* body_pow_Tensor_Tensor(PyObject** slots) {
       ::infini::ops::pow_Tensor_Tensor(v_self, v_exponent, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::pow_Tensor_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_pow_Tensor_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -11944,8 +12576,23 @@ PyObject* body_prod_all(PyObject** slots) {
   auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::prod_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -11959,19 +12606,8 @@ PyObject* body_prod_all(PyObject** slots) {
       ::infini::ops::prod_all(v_self, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::prod_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_prod_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -12019,8 +12655,23 @@ PyObject* body_prod_int(PyObject** slots) {
   auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::prod_int(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -12034,19 +12685,8 @@ PyObject* body_prod_int(PyObject** slots) {
       ::infini::ops::prod_int(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::prod_int(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_prod_int(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -12091,8 +12731,23 @@ PyObject* body_reciprocal(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::reciprocal(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -12106,19 +12761,8 @@ PyObject* body_reciprocal(PyObject** slots) {
       ::infini::ops::reciprocal(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::reciprocal(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_reciprocal(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -12163,8 +12807,23 @@ PyObject* body_relu(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::relu(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -12178,19 +12837,8 @@ PyObject* body_relu(PyObject** slots) {
       ::infini::ops::relu(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::relu(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_relu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -12235,8 +12883,23 @@ PyObject* body_remainder_Tensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::remainder_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -12251,19 +12914,8 @@ PyObject* body_remainder_Tensor(PyObject** slots) {
       ::infini::ops::remainder_Tensor(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::remainder_Tensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_remainder_Tensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -12302,8 +12954,23 @@ PyObject* body_rms_norm(PyObject** slots) {
   auto v_eps = tb::arg<tk::Float>(slots[2], sig, 2, 1e-06);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::rms_norm_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_eps, r_, impl_ == Implementation::kNative); });
+    std::copy(slots, slots + 6, filled_);
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    s_ = filled_;
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_weight = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_out = tb::arg<tk::Tensor>(slots[3], sig, 3);
@@ -12311,21 +12978,8 @@ PyObject* body_rms_norm(PyObject** slots) {
       ::infini::ops::rms_norm(v_input, v_weight, v_eps, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::rms_norm_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_eps, r_); });
-    PyObject* filled_[6];
-    std::copy(slots, slots + 6, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, call_(filled_));
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_rms_norm(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -12372,8 +13026,23 @@ PyObject* body_roll(PyObject** slots) {
   auto v_dims = tb::arg<tk::IntList<1>>(slots[2], sig, 2, {});
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::roll(tb::TensorRef{c_[0]}, v_shifts, v_dims, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -12387,19 +13056,8 @@ PyObject* body_roll(PyObject** slots) {
       ::infini::ops::roll(v_self, v_shifts, v_dims, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::roll(tb::TensorRef{c_[0]}, v_shifts, v_dims, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_roll(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -12444,8 +13102,23 @@ PyObject* body_round(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::round(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -12459,19 +13132,8 @@ PyObject* body_round(PyObject** slots) {
       ::infini::ops::round(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::round(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_round(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -12517,8 +13179,23 @@ PyObject* body_round_decimals(PyObject** slots) {
   auto v_decimals = tb::arg<tk::Int>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::round_decimals(tb::TensorRef{c_[0]}, v_decimals, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -12532,19 +13209,8 @@ PyObject* body_round_decimals(PyObject** slots) {
       ::infini::ops::round_decimals(v_self, v_decimals, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::round_decimals(tb::TensorRef{c_[0]}, v_decimals, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_round_decimals(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -12589,8 +13255,23 @@ PyObject* body_rsqrt(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::rsqrt(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -12604,19 +13285,8 @@ PyObject* body_rsqrt(PyObject** slots) {
       ::infini::ops::rsqrt(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::rsqrt(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_rsqrt(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -12658,8 +13328,24 @@ PyObject* body_scaled_dot_product_attention(PyObject** slots) {
   auto v_scale = tb::arg<tk::Optional<tk::Float>>(slots[6], sig, 6, std::nullopt);
   const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[10];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[5];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::scaled_dot_product_attention_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, tb::OptionalTensorRef{c_[3]}, v_dropout_p, v_is_causal, v_scale, r_, impl_ == Implementation::kNative); });
+    std::copy(slots, slots + 10, filled_);
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    s_ = filled_;
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     auto v_query = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_key = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_value = tb::arg<tk::Tensor>(slots[2], sig, 2);
@@ -12669,22 +13355,8 @@ PyObject* body_scaled_dot_product_attention(PyObject** slots) {
       ::infini::ops::scaled_dot_product_attention(v_query, v_key, v_value, v_attn_mask, v_dropout_p, v_is_causal, v_scale, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[7]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[5];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::scaled_dot_product_attention_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, tb::OptionalTensorRef{c_[3]}, v_dropout_p, v_is_causal, v_scale, r_); });
-    PyObject* filled_[10];
-    std::copy(slots, slots + 10, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, call_(filled_));
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_scaled_dot_product_attention(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -12730,8 +13402,23 @@ PyObject* body_scatter_add(PyObject** slots) {
   auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_add(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[4];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -12747,19 +13434,8 @@ PyObject* body_scatter_add(PyObject** slots) {
       ::infini::ops::scatter_add(v_self, v_dim, v_index, v_src, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[4];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_add(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_scatter_add(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -12806,8 +13482,23 @@ PyObject* body_scatter_reduce_mode(PyObject** slots) {
   auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
   const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[8];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_reduce_mode(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_reduce, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[4];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -12823,19 +13514,8 @@ PyObject* body_scatter_reduce_mode(PyObject** slots) {
       ::infini::ops::scatter_reduce_mode(v_self, v_dim, v_index, v_src, v_reduce, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[5]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[4];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_reduce_mode(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, v_reduce, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_scatter_reduce_mode(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -12881,8 +13561,23 @@ PyObject* body_scatter_src(PyObject** slots) {
   auto v_dim = tb::arg<tk::Int>(slots[1], sig, 1);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_src(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[4];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -12898,19 +13593,8 @@ PyObject* body_scatter_src(PyObject** slots) {
       ::infini::ops::scatter_src(v_self, v_dim, v_index, v_src, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[4];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_src(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_scatter_src(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -12957,8 +13641,23 @@ PyObject* body_scatter_value(PyObject** slots) {
   auto v_value = tb::arg<tk::Scalar>(slots[3], sig, 3);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_value(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_value, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -12973,19 +13672,8 @@ PyObject* body_scatter_value(PyObject** slots) {
       ::infini::ops::scatter_value(v_self, v_dim, v_index, v_value, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_value(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_value, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_scatter_value(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -13033,8 +13721,23 @@ PyObject* body_scatter_value_reduce_mode(PyObject** slots) {
   auto v_reduce = tb::arg<tk::Str>(slots[4], sig, 4);
   const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[8];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_value_reduce_mode(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_value, v_reduce, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -13049,19 +13752,8 @@ PyObject* body_scatter_value_reduce_mode(PyObject** slots) {
       ::infini::ops::scatter_value_reduce_mode(v_self, v_dim, v_index, v_value, v_reduce, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[5]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::scatter_value_reduce_mode(tb::TensorRef{c_[0]}, v_dim, tb::TensorRef{c_[1]}, v_value, v_reduce, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_scatter_value_reduce_mode(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -13106,8 +13798,23 @@ PyObject* body_sgn(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sgn(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -13121,19 +13828,8 @@ PyObject* body_sgn(PyObject** slots) {
       ::infini::ops::sgn(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sgn(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_sgn(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -13178,8 +13874,23 @@ PyObject* body_sigmoid(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sigmoid(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -13193,19 +13904,8 @@ PyObject* body_sigmoid(PyObject** slots) {
       ::infini::ops::sigmoid(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sigmoid(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_sigmoid(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -13249,8 +13949,23 @@ PyObject* body_sigmoid_backward(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sigmoid_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -13265,19 +13980,8 @@ PyObject* body_sigmoid_backward(PyObject** slots) {
       ::infini::ops::sigmoid_backward(v_grad_output, v_output, v_grad_input, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sigmoid_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_sigmoid_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -13322,8 +14026,23 @@ PyObject* body_sign(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sign(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -13337,19 +14056,8 @@ PyObject* body_sign(PyObject** slots) {
       ::infini::ops::sign(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sign(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_sign(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -13394,24 +14102,12 @@ PyObject* body_silu(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
-  // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
-    void* t_[2];
-    if (tb::lane_allows(impl_, stream_, false) && tb::lane_tensors(sig, slots, t_)) {
-      tb::run(false, [&] {
-        ::infini::ops::torch_fallback::silu(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
-      });
-      return tb::new_reference(slots[1]);
-    }
-    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
-    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
-    tb::run(tb::release_gil_for(v_self, v_out), [&] {
-      ::infini::ops::silu(v_self, v_out, impl_, stream_);
-    });
-    return tb::new_reference(slots[1]);
-  };
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
   if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
     void* c_[2];
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
@@ -13427,13 +14123,27 @@ PyObject* body_silu(PyObject** slots) {
       tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::silu(tb::TensorRef{c_[0]}, r_); });
       return tb::return_results(sig, r_);
     }
-    PyObject* filled_[4];
     std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, call_(filled_));
+    s_ = filled_;
   }
-  return call_(slots);
+  // Then the tensors and the call, with no Python code in between.
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
+    void* t_[2];
+    if (tb::lane_allows(impl_, stream_, false) && tb::lane_tensors(sig, slots, t_)) {
+      tb::run(false, [&] {
+        ::infini::ops::torch_fallback::silu(tb::TensorRef{t_[0]}, tb::TensorRef{t_[1]});
+      });
+      return tb::new_reference(slots[1]);
+    }
+    auto v_self = tb::arg<tk::Tensor>(slots[0], sig, 0);
+    auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
+    tb::run(tb::release_gil_for(v_self, v_out), [&] {
+      ::infini::ops::silu(v_self, v_out, impl_, stream_);
+    });
+    return tb::new_reference(slots[1]);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_silu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -13471,29 +14181,31 @@ PyObject* body_silu_and_mul(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    bool allocated_ = false;
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::silu_and_mul_allocate(tb::TensorRef{c_[0]}, r_, impl_ == Implementation::kNative); });
+    std::copy(slots, slots + 4, filled_);
+    if (!outs_.fill(sig, r_, filled_)) return nullptr;
+    s_ = filled_;
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     auto v_input = tb::arg<tk::Tensor>(slots[0], sig, 0);
     auto v_out = tb::arg<tk::Tensor>(slots[1], sig, 1);
     tb::run(tb::release_gil_for(v_input, v_out), [&] {
       ::infini::ops::silu_and_mul(v_input, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::silu_and_mul_allocate(tb::TensorRef{c_[0]}, r_); });
-    PyObject* filled_[4];
-    std::copy(slots, slots + 4, filled_);
-    tb::NewOutputs outs_;
-    if (!outs_.fill(sig, r_, filled_)) return nullptr;
-    return outs_.returned(sig, call_(filled_));
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_silu_and_mul(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -13538,8 +14250,23 @@ PyObject* body_silu_backward(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::silu_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -13554,19 +14281,8 @@ PyObject* body_silu_backward(PyObject** slots) {
       ::infini::ops::silu_backward(v_grad_output, v_self, v_grad_input, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::silu_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_silu_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -13611,8 +14327,23 @@ PyObject* body_sin(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sin(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -13626,19 +14357,8 @@ PyObject* body_sin(PyObject** slots) {
       ::infini::ops::sin(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sin(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_sin(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -13683,8 +14403,23 @@ PyObject* body_sinh(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sinh(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -13698,19 +14433,8 @@ PyObject* body_sinh(PyObject** slots) {
       ::infini::ops::sinh(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sinh(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_sinh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -13757,8 +14481,23 @@ PyObject* body_smooth_l1_loss(PyObject** slots) {
   auto v_beta = tb::arg<tk::Float>(slots[3], sig, 3, 1.0);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::smooth_l1_loss(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, v_beta, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -13773,19 +14512,8 @@ PyObject* body_smooth_l1_loss(PyObject** slots) {
       ::infini::ops::smooth_l1_loss(v_self, v_target, v_reduction, v_beta, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::smooth_l1_loss(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, v_beta, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_smooth_l1_loss(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -13831,8 +14559,23 @@ PyObject* body_soft_margin_loss(PyObject** slots) {
   auto v_reduction = tb::arg<tk::Int>(slots[2], sig, 2, int64_t{1});
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::soft_margin_loss(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -13847,19 +14590,8 @@ PyObject* body_soft_margin_loss(PyObject** slots) {
       ::infini::ops::soft_margin_loss(v_self, v_target, v_reduction, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::soft_margin_loss(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_reduction, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_soft_margin_loss(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -13906,8 +14638,23 @@ PyObject* body_softmax(PyObject** slots) {
   auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[2], sig, 2, std::nullopt);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::softmax(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -13921,19 +14668,8 @@ PyObject* body_softmax(PyObject** slots) {
       ::infini::ops::softmax(v_self, v_dim, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::softmax(tb::TensorRef{c_[0]}, v_dim, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_softmax(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -13980,8 +14716,23 @@ PyObject* body_softplus(PyObject** slots) {
   auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{20}));
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::softplus(tb::TensorRef{c_[0]}, v_beta, v_threshold, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -13995,19 +14746,8 @@ PyObject* body_softplus(PyObject** slots) {
       ::infini::ops::softplus(v_self, v_beta, v_threshold, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::softplus(tb::TensorRef{c_[0]}, v_beta, v_threshold, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_softplus(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -14062,8 +14802,23 @@ PyObject* body_sort_stable(PyObject** slots) {
   auto v_descending = tb::arg<tk::Bool>(slots[3], sig, 3, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[6], sig, 6, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[7], sig, 7, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[8];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sort_stable(tb::TensorRef{c_[0]}, v_stable, v_dim, v_descending, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -14078,19 +14833,8 @@ PyObject* body_sort_stable(PyObject** slots) {
       ::infini::ops::sort_stable(v_self, v_stable, v_dim, v_descending, v_values, v_indices, impl_, stream_);
     });
     return tb::pack_outputs(sig, {slots[4], slots[5]});
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sort_stable(tb::TensorRef{c_[0]}, v_stable, v_dim, v_descending, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_sort_stable(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -14144,8 +14888,23 @@ PyObject* body_sort_values(PyObject** slots) {
   auto v_descending = tb::arg<tk::Bool>(slots[2], sig, 2, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sort_values(tb::TensorRef{c_[0]}, v_dim, v_descending, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -14160,19 +14919,8 @@ PyObject* body_sort_values(PyObject** slots) {
       ::infini::ops::sort_values(v_self, v_dim, v_descending, v_values, v_indices, impl_, stream_);
     });
     return tb::pack_outputs(sig, {slots[3], slots[4]});
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sort_values(tb::TensorRef{c_[0]}, v_dim, v_descending, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_sort_values(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -14217,8 +14965,23 @@ PyObject* body_sqrt(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sqrt(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -14232,19 +14995,8 @@ PyObject* body_sqrt(PyObject** slots) {
       ::infini::ops::sqrt(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sqrt(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_sqrt(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -14289,8 +15041,23 @@ PyObject* body_square(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::square(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -14304,19 +15071,8 @@ PyObject* body_square(PyObject** slots) {
       ::infini::ops::square(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::square(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_square(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -14364,8 +15120,23 @@ PyObject* body_std(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::std(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -14379,19 +15150,8 @@ PyObject* body_std(PyObject** slots) {
       ::infini::ops::std(v_self, v_dim, v_unbiased, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::std(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_std(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -14439,8 +15199,23 @@ PyObject* body_std_correction(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::std_correction(tb::TensorRef{c_[0]}, v_dim, v_correction, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -14454,19 +15229,8 @@ PyObject* body_std_correction(PyObject** slots) {
       ::infini::ops::std_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::std_correction(tb::TensorRef{c_[0]}, v_dim, v_correction, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_std_correction(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -14513,8 +15277,23 @@ PyObject* body_sub(PyObject** slots) {
   auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sub(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_alpha, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -14529,19 +15308,8 @@ PyObject* body_sub(PyObject** slots) {
       ::infini::ops::sub(v_self, v_other, v_alpha, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sub(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_alpha, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_sub(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -14588,8 +15356,23 @@ PyObject* body_sub_Scalar(PyObject** slots) {
   auto v_alpha = tb::arg<tk::Scalar>(slots[2], sig, 2, Scalar(int64_t{1}));
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sub_Scalar(tb::TensorRef{c_[0]}, v_other, v_alpha, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -14603,19 +15386,8 @@ PyObject* body_sub_Scalar(PyObject** slots) {
       ::infini::ops::sub_Scalar(v_self, v_other, v_alpha, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sub_Scalar(tb::TensorRef{c_[0]}, v_other, v_alpha, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_sub_Scalar(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -14663,8 +15435,23 @@ PyObject* body_sum(PyObject** slots) {
   auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[3], sig, 3, std::nullopt);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sum(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -14678,19 +15465,8 @@ PyObject* body_sum(PyObject** slots) {
       ::infini::ops::sum(v_self, v_dim, v_keepdim, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sum(tb::TensorRef{c_[0]}, v_dim, v_keepdim, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_sum(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -14736,8 +15512,23 @@ PyObject* body_sum_all(PyObject** slots) {
   auto v_dtype = tb::arg<tk::Optional<tk::Dtype>>(slots[1], sig, 1, std::nullopt);
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sum_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -14751,19 +15542,8 @@ PyObject* body_sum_all(PyObject** slots) {
       ::infini::ops::sum_all(v_self, v_dtype, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::sum_all(tb::TensorRef{c_[0]}, v_dtype, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_sum_all(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -14808,8 +15588,23 @@ PyObject* body_take(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::take(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -14824,19 +15619,8 @@ PyObject* body_take(PyObject** slots) {
       ::infini::ops::take(v_self, v_index, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::take(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_take(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -14881,8 +15665,23 @@ PyObject* body_tan(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tan(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -14896,19 +15695,8 @@ PyObject* body_tan(PyObject** slots) {
       ::infini::ops::tan(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tan(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_tan(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -14953,8 +15741,23 @@ PyObject* body_tanh(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tanh(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -14968,19 +15771,8 @@ PyObject* body_tanh(PyObject** slots) {
       ::infini::ops::tanh(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tanh(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_tanh(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -15024,8 +15816,23 @@ PyObject* body_tanh_backward(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tanh_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -15040,19 +15847,8 @@ PyObject* body_tanh_backward(PyObject** slots) {
       ::infini::ops::tanh_backward(v_grad_output, v_output, v_grad_input, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tanh_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_tanh_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -15099,8 +15895,23 @@ PyObject* body_threshold(PyObject** slots) {
   auto v_value = tb::arg<tk::Scalar>(slots[2], sig, 2);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::threshold(tb::TensorRef{c_[0]}, v_threshold, v_value, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -15114,19 +15925,8 @@ PyObject* body_threshold(PyObject** slots) {
       ::infini::ops::threshold(v_self, v_threshold, v_value, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::threshold(tb::TensorRef{c_[0]}, v_threshold, v_value, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_threshold(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -15172,8 +15972,23 @@ PyObject* body_threshold_backward(PyObject** slots) {
   auto v_threshold = tb::arg<tk::Scalar>(slots[2], sig, 2);
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::threshold_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_threshold, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -15188,19 +16003,8 @@ PyObject* body_threshold_backward(PyObject** slots) {
       ::infini::ops::threshold_backward(v_grad_output, v_self, v_threshold, v_grad_input, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::threshold_backward(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, v_threshold, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_threshold_backward(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -15257,8 +16061,23 @@ PyObject* body_topk(PyObject** slots) {
   auto v_sorted = tb::arg<tk::Bool>(slots[4], sig, 4, true);
   const auto impl_ = tb::arg<tk::Implementation>(slots[7], sig, 7, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[8], sig, 8, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[9];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::topk(tb::TensorRef{c_[0]}, v_k, v_dim, v_largest, v_sorted, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -15273,19 +16092,8 @@ PyObject* body_topk(PyObject** slots) {
       ::infini::ops::topk(v_self, v_k, v_dim, v_largest, v_sorted, v_values, v_indices, impl_, stream_);
     });
     return tb::pack_outputs(sig, {slots[5], slots[6]});
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::topk(tb::TensorRef{c_[0]}, v_k, v_dim, v_largest, v_sorted, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_topk(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -15331,8 +16139,23 @@ PyObject* body_tril(PyObject** slots) {
   auto v_diagonal = tb::arg<tk::SymInt>(slots[1], sig, 1, int64_t{0});
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tril(tb::TensorRef{c_[0]}, v_diagonal, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -15346,19 +16169,8 @@ PyObject* body_tril(PyObject** slots) {
       ::infini::ops::tril(v_self, v_diagonal, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::tril(tb::TensorRef{c_[0]}, v_diagonal, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_tril(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -15404,8 +16216,23 @@ PyObject* body_triu(PyObject** slots) {
   auto v_diagonal = tb::arg<tk::SymInt>(slots[1], sig, 1, int64_t{0});
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::triu(tb::TensorRef{c_[0]}, v_diagonal, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -15419,19 +16246,8 @@ PyObject* body_triu(PyObject** slots) {
       ::infini::ops::triu(v_self, v_diagonal, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::triu(tb::TensorRef{c_[0]}, v_diagonal, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_triu(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -15476,8 +16292,23 @@ PyObject* body_trunc(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[2], sig, 2, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[3], sig, 3, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[4];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::trunc(tb::TensorRef{c_[0]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -15491,19 +16322,8 @@ PyObject* body_trunc(PyObject** slots) {
       ::infini::ops::trunc(v_self, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[1]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::trunc(tb::TensorRef{c_[0]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_trunc(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -15551,8 +16371,23 @@ PyObject* body_var(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::var(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -15566,19 +16401,8 @@ PyObject* body_var(PyObject** slots) {
       ::infini::ops::var(v_self, v_dim, v_unbiased, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::var(tb::TensorRef{c_[0]}, v_dim, v_unbiased, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_var(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -15626,8 +16450,23 @@ PyObject* body_var_correction(PyObject** slots) {
   auto v_keepdim = tb::arg<tk::Bool>(slots[3], sig, 3, false);
   const auto impl_ = tb::arg<tk::Implementation>(slots[5], sig, 5, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[6], sig, 6, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[7];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[2];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::var_correction(tb::TensorRef{c_[0]}, v_dim, v_correction, v_keepdim, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[2];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -15641,19 +16480,8 @@ PyObject* body_var_correction(PyObject** slots) {
       ::infini::ops::var_correction(v_self, v_dim, v_correction, v_keepdim, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[4]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[2];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::var_correction(tb::TensorRef{c_[0]}, v_dim, v_correction, v_keepdim, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_var_correction(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -15698,8 +16526,23 @@ PyObject* body_vdot(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::vdot(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -15714,19 +16557,8 @@ PyObject* body_vdot(PyObject** slots) {
       ::infini::ops::vdot(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::vdot(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_vdot(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -15771,8 +16603,23 @@ PyObject* body_where(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[4], sig, 4, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[5], sig, 5, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[6];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[4];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::where(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[4];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -15788,19 +16635,8 @@ PyObject* body_where(PyObject** slots) {
       ::infini::ops::where(v_condition, v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[3]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[4];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::where(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_where(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -15845,8 +16681,23 @@ PyObject* body_xlogy_OutTensor(PyObject** slots) {
   // lists' __index__ called (checking), the list read, then the rest.
   const auto impl_ = tb::arg<tk::Implementation>(slots[3], sig, 3, Implementation::kDefault);
   const auto stream_ = tb::stream_arg(slots[4], sig, 4, kStreamAttributes);
+  // A call without outputs: allocated as torch's own call allocates them,
+  // then the out= call below on them (s_).
+  PyObject** s_ = slots;
+  PyObject* filled_[5];
+  tb::NewOutputs outs_;
+  if (tb::outs_absent(sig, slots)) {
+    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
+    void* c_[3];
+    tb::CallTensors tensors_(sig, slots, c_);
+    tb::Results r_;
+    {
+      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::xlogy_OutTensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
+      return tb::return_results(sig, r_);
+    }
+  }
   // Then the tensors and the call, with no Python code in between.
-  const auto call_ = [&](PyObject** slots) -> PyObject* {
+  PyObject* const result_ = [&](PyObject** slots) -> PyObject* {
     void* t_[3];
     if (tb::lane_allows(impl_, stream_, true) && tb::lane_tensors(sig, slots, t_)) {
       tb::run(false, [&] {
@@ -15861,19 +16712,8 @@ PyObject* body_xlogy_OutTensor(PyObject** slots) {
       ::infini::ops::xlogy_OutTensor(v_self, v_other, v_out, impl_, stream_);
     });
     return tb::new_reference(slots[2]);
-  };
-  if (tb::outs_absent(sig, slots)) {
-    // No outputs given: allocated as torch's own call allocates them.
-    if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
-    void* c_[3];
-    tb::CallTensors tensors_(sig, slots, c_);
-    tb::Results r_;
-    {
-      tb::run(tensors_.release_gil(), [&] { ::infini::ops::torch_fallback::no_out::xlogy_OutTensor(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, r_); });
-      return tb::return_results(sig, r_);
-    }
-  }
-  return call_(slots);
+  }(s_);
+  return outs_.returned(sig, result_);
 }
 
 PyObject* py_xlogy_OutTensor(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {

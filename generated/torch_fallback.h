@@ -606,12 +606,12 @@ void prod_int(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool kee
 void reciprocal(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results);
 void relu(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results);
 void remainder_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef other, ::infini::ops::torch_bridge::Results& results);
-bool rms_norm_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::TensorRef weight, double eps, ::infini::ops::torch_bridge::Results& results);
+bool rms_norm_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::TensorRef weight, double eps, ::infini::ops::torch_bridge::Results& results, bool native);
 void roll(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> shifts, std::span<const int64_t> dims, ::infini::ops::torch_bridge::Results& results);
 void round(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results);
 void round_decimals(::infini::ops::torch_bridge::TensorRef self, int64_t decimals, ::infini::ops::torch_bridge::Results& results);
 void rsqrt(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results);
-bool scaled_dot_product_attention_allocate(::infini::ops::torch_bridge::TensorRef query, ::infini::ops::torch_bridge::TensorRef key, ::infini::ops::torch_bridge::TensorRef value, ::infini::ops::torch_bridge::OptionalTensorRef attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, ::infini::ops::torch_bridge::Results& results);
+bool scaled_dot_product_attention_allocate(::infini::ops::torch_bridge::TensorRef query, ::infini::ops::torch_bridge::TensorRef key, ::infini::ops::torch_bridge::TensorRef value, ::infini::ops::torch_bridge::OptionalTensorRef attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, ::infini::ops::torch_bridge::Results& results, bool native);
 void scatter_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, ::infini::ops::torch_bridge::Results& results);
 void scatter_reduce_mode(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, std::string_view reduce, ::infini::ops::torch_bridge::Results& results);
 void scatter_src(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, ::infini::ops::torch_bridge::Results& results);
@@ -623,7 +623,7 @@ void sigmoid_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infi
 void sign(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results);
 void silu(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results);
 bool silu_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results);
-bool silu_and_mul_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::Results& results);
+bool silu_and_mul_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::Results& results, bool native);
 void silu_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results);
 void sin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results);
 void sinh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results);

@@ -2093,7 +2093,7 @@ namespace no_out {
 // rms_norm() without out=, to go the out= way (a native kernel may take
 // it): empty outputs as torch allocates them. False: compute it with the
 // functional overload instead.
-bool rms_norm_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::TensorRef weight, double eps, ::infini::ops::torch_bridge::Results& results) {
+bool rms_norm_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::TensorRef weight, double eps, ::infini::ops::torch_bridge::Results& results, bool native) {
   auto a_input = tb::to_aten(input);
   auto a_weight = tb::to_aten(weight);
   auto a_eps = tb::to_aten(eps);

@@ -2152,13 +2152,15 @@ namespace no_out {
 // silu_and_mul() without out=, to go the out= way (a native kernel may take
 // it): empty outputs as torch allocates them. False: compute it with the
 // functional overload instead.
-bool silu_and_mul_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::Results& results) {
+bool silu_and_mul_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_bridge::Results& results, bool native) {
   auto a_input = tb::to_aten(input);
   // Outputs no 'like' shapes: as the body shapes them, run on meta stand-ins
-  // of the tensors, where a native kernel may take the call (it wants its
-  // outputs shaped) or the outputs cannot grow (the from_blob path); else,
-  // or where the body cannot run so, empty, for the body to resize.
-  if (tb::shape_composite_outputs(true) && tb::meta_allowed(a_input)) {
+  // of the tensors, where the call must reach the native kernel (which wants
+  // its outputs shaped) or the outputs cannot grow (the from_blob path):
+  // about a millisecond, as ATen's meta kernels of the ops a body calls may
+  // run in Python. Else, or where the body cannot run so, empty, for the
+  // body to resize.
+  if (tb::shape_composite_outputs(native) && tb::meta_allowed(a_input)) {
     try {
       auto m_input = tb::to_meta(a_input);
       at::Tensor m_out = tb::empty_meta_like(a_input);

@@ -2747,7 +2747,7 @@ namespace no_out {
 // scaled_dot_product_attention() without out=, to go the out= way (a native kernel may take
 // it): empty outputs as torch allocates them. False: compute it with the
 // functional overload instead.
-bool scaled_dot_product_attention_allocate(::infini::ops::torch_bridge::TensorRef query, ::infini::ops::torch_bridge::TensorRef key, ::infini::ops::torch_bridge::TensorRef value, ::infini::ops::torch_bridge::OptionalTensorRef attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, ::infini::ops::torch_bridge::Results& results) {
+bool scaled_dot_product_attention_allocate(::infini::ops::torch_bridge::TensorRef query, ::infini::ops::torch_bridge::TensorRef key, ::infini::ops::torch_bridge::TensorRef value, ::infini::ops::torch_bridge::OptionalTensorRef attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, ::infini::ops::torch_bridge::Results& results, bool native) {
   auto a_query = tb::to_aten(query);
   auto a_key = tb::to_aten(key);
   auto a_value = tb::to_aten(value);
@@ -2756,10 +2756,12 @@ bool scaled_dot_product_attention_allocate(::infini::ops::torch_bridge::TensorRe
   auto a_is_causal = tb::to_aten(is_causal);
   auto a_scale = tb::to_aten(scale);
   // Outputs no 'like' shapes: as the body shapes them, run on meta stand-ins
-  // of the tensors, where a native kernel may take the call (it wants its
-  // outputs shaped) or the outputs cannot grow (the from_blob path); else,
-  // or where the body cannot run so, empty, for the body to resize.
-  if (tb::shape_composite_outputs(false) && tb::meta_allowed(a_query, a_key, a_value, a_attn_mask)) {
+  // of the tensors, where the call must reach the native kernel (which wants
+  // its outputs shaped) or the outputs cannot grow (the from_blob path):
+  // about a millisecond, as ATen's meta kernels of the ops a body calls may
+  // run in Python. Else, or where the body cannot run so, empty, for the
+  // body to resize.
+  if (tb::shape_composite_outputs(native) && tb::meta_allowed(a_query, a_key, a_value, a_attn_mask)) {
     try {
       auto m_query = tb::to_meta(a_query);
       auto m_key = tb::to_meta(a_key);

@@ -553,10 +553,11 @@ bool meta_allowed(const T&... tensors) {
 }
 
 // Whether a composite's outputs allocated for a call without out= are shaped
-// by its body run on meta tensors: where a native kernel may take the call,
-// or the outputs go the from_blob path, which cannot grow them.
-inline bool shape_composite_outputs(bool has_native) noexcept {
-  return has_native || !g_handle_reuse.load(std::memory_order_relaxed);
+// by its body run on meta tensors: where the call must reach the native
+// kernel (implementation='native'), or the outputs go the from_blob path,
+// which cannot grow them.
+inline bool shape_composite_outputs(bool native) noexcept {
+  return native || !g_handle_reuse.load(std::memory_order_relaxed);
 }
 // An empty meta tensor of t's dtype: a composite's output for its meta run.
 at::Tensor empty_meta_like(const AtenTensor& t);

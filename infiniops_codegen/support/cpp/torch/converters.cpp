@@ -601,6 +601,8 @@ DataType unpack_dtype(PyObject* obj, const Signature& sig, int i) {
   }
 }
 
+PyObject* g_implementation_names[3] = {};
+
 Implementation unpack_implementation(PyObject* obj, const Signature& sig, int i) {
   const auto parsed = parse_implementation(unpack_str(obj, sig, i));
   if (!parsed) {
@@ -806,7 +808,7 @@ bool NewOutputs::fill(const Signature& sig, Results& results, PyObject** filled)
   return true;
 }
 
-PyObject* NewOutputs::returned(const Signature& sig, PyObject* result) {
+PyObject* NewOutputs::returned_filled(const Signature& sig, PyObject* result) {
   if (result == nullptr) return nullptr;
   for (int k = 0; k < count_; ++k) {
     // Written once by the op, seen by nobody else yet: no saved tensor or

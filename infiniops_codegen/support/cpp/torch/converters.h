@@ -140,10 +140,14 @@ class NewOutputs {
   // it: each output's version back at 0 (a fresh tensor's, as torch's own
   // call returns it), several outputs as torch.return_types.
   // <functional_return_type> instead of <return_type>. Steals result.
-  PyObject* returned(const Signature& sig, PyObject* result);
+  // With none filled (a call that gave out=): result as it is.
+  PyObject* returned(const Signature& sig, PyObject* result) {
+    return count_ == 0 ? result : returned_filled(sig, result);
+  }
 
  private:
-  PyObject* objects_[Results::kMax] = {};
+  PyObject* returned_filled(const Signature& sig, PyObject* result);
+  PyObject* objects_[Results::kMax];  // the first count_ are set
   int count_ = 0;
 };
 
@@ -184,6 +188,9 @@ void unpack_bool_array(PyObject* obj, const Signature& sig, int i, bool* out,
 std::string_view unpack_str(PyObject* obj, const Signature& sig, int i);
 DataType unpack_dtype(PyObject* obj, const Signature& sig, int i);
 Implementation unpack_implementation(PyObject* obj, const Signature& sig, int i);
+// The names of the implementations (to_string), interned, by enumerator
+// (init_module).
+extern PyObject* g_implementation_names[3];
 
 namespace kinds {
 
@@ -299,10 +306,14 @@ struct Dtype {
 };
 
 // implementation= of every binding: "default", "native" or "torch"; None
-// means the default.
+// means the default. A literal in the caller's code is the interned string:
+// one pointer comparison.
 struct Implementation {
   using value = ::infini::ops::Implementation;
   static value unpack(PyObject* obj, const Signature& sig, int i) {
+    for (value v : {value::kTorch, value::kNative, value::kDefault}) {
+      if (obj == g_implementation_names[static_cast<int>(v)]) return v;
+    }
     return unpack_implementation(obj, sig, i);
   }
   static bool none_is_default(const value&) { return true; }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "torch/aten_convert.h"
+#include "torch/converters.h"
 #include "torch/torch_function.h"
 
 namespace infini::ops::torch_bridge {
@@ -127,6 +128,13 @@ bool init_module(PyObject*) {
   PyObject* torch = PyImport_ImportModule("torch");
   if (torch == nullptr) return false;
   Py_DECREF(torch);
+  for (int k = 0; k < 3; ++k) {
+    if (g_implementation_names[k] == nullptr) {
+      const std::string name(to_string(static_cast<Implementation>(k)));
+      g_implementation_names[k] = PyUnicode_InternFromString(name.c_str());  // kept for good
+      if (g_implementation_names[k] == nullptr) return false;
+    }
+  }
   return init_torch_function();
 }
 
