@@ -13,7 +13,7 @@ A composite, which torch does not have, is a function of its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .model import Argument, Op
 from .schema_db import SchemaDB
@@ -80,8 +80,26 @@ def _member(o: PyOverload, by_out: dict, by_functional: dict) -> Overload:
         op = by_functional.get(o.functional)
         if op is not None and op.functional_call is None:
             op = None
-    params = o.params + _own_outputs(op, o.params)
+    params = _own_out(op, o.params) + _own_outputs(op, o.params)
     return Overload(o.text, params, op, o.out or o.functional, o.numbers_as_tensors)
+
+
+def _own_out(op: Op | None, params: tuple[PyParam, ...]) -> tuple[PyParam, ...]:
+    """torch's params, its out= tuple also taking the op's first output
+    where the op names that output `out` (`_native_batch_norm_legit.out`:
+    out, save_mean, save_invstd): the op's own call passes `out=` one tensor
+    and its other outputs by name, which torch's `TensorList[3] out` alone
+    would refuse."""
+    if op is None or len(op.outputs) < 2 or op.outputs[0].py_name != "out":
+        return params
+    return tuple(
+        (
+            replace(p, match="TensorOrTensorList")
+            if p.name == "out" and p.match == "TensorList"
+            else p
+        )
+        for p in params
+    )
 
 
 def _own_outputs(op: Op | None, params: tuple[PyParam, ...]) -> tuple[PyParam, ...]:

@@ -54,13 +54,23 @@ def _aten_ops(tmp_path: Path, *overloads: str) -> dict[str, manifest.Op]:
     return manifest.from_data(data).by_name()
 
 
+def returns_as_torch(op, outs):
+    """What the module returns: None where the schema returns nothing
+    (`-> ()`), else the out (a tuple of several)."""
+    if op.schema.replace(" ", "").endswith("->()"):
+        return None
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
 class FakeModule:
     """Stands in for the built module: every op calls impl(op, args, outs)
-    with the schema names of its arguments."""
+    with the schema names of its arguments, and returns what
+    returns(op, outs) gives."""
 
-    def __init__(self, ops, impl):
+    def __init__(self, ops, impl, returns=returns_as_torch):
         self._ops = {op.name: op for op in ops}
         self._impl = impl
+        self._returns = returns
         self._switches = {"reuse": True, "direct": True, "lane": True}
 
     def handle_reuse(self):
@@ -96,7 +106,7 @@ class FakeModule:
             )
             args.update({by_py[k].name: v for k, v in kwargs.items()})
             self._impl(op, args, outs)
-            return outs[0] if len(outs) == 1 else tuple(outs)
+            return self._returns(op, outs)
 
         return call
 
@@ -114,13 +124,14 @@ def forgets_states(op, args, outs):
     run.reference_out(op, run.fresh(op, args), outs)
 
 
-def _check(impl, op, dtype):
+def _check(impl, op, dtype, returns=returns_as_torch):
     """run.check with a fake module, with what tests/skips.yaml says."""
     plan = run.find_plan(op, run.DTYPES[dtype])
     assert plan is not None, f"{op.name} [{dtype}]: no sample"
     skipped = skips.skipped_variants(SKIPS, op, dtype)
     out_only = skips.out_reference_variants(SKIPS, op, dtype, run.VARIANTS)
-    return run.check(FakeModule([op], impl), op, dtype, plan, skipped, out_only)
+    module = FakeModule([op], impl, returns)
+    return run.check(module, op, dtype, plan, skipped, out_only)
 
 
 def _accounted(op, plan, outcome) -> None:
@@ -196,6 +207,88 @@ def test_state_conflicts_with_the_functional_form_fail_unless_listed(tmp_path):
     assert listed.notes and {reason for _, reason in listed.notes} == {run.OUT_ONLY}
     # A wrapper that writes nothing still fails on the outputs.
     assert _check(writes_nothing, op, "float32").failures
+
+
+# -- what a call returns -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overload, name",
+    [
+        ("split_copy.Tensor_out", "split_copy"),  # a Tensor[] out=
+        ("_foreach_add.List_out", "_foreach_add_List"),
+        ("_fused_sgd.out", "_fused_sgd"),  # writes its inputs too
+    ],
+)
+def test_an_op_whose_schema_returns_nothing_returns_none(tmp_path, overload, name):
+    """Their schemas return nothing (`-> ()`): PyTorch's out= call returns
+    None, and the module's call must too; returning the outs fails."""
+    op = _aten_ops(tmp_path, overload)[name]
+    plan = run.find_plan(op, torch.float32)
+    args = run.materialize(plan, torch.float32, "contiguous", seed=1)
+    outs = run.sentinel_outs(run.expected(op, run.fresh(op, args)), False)
+    assert run.reference_returns(op, run.fresh(op, args), outs)[1] is None
+    good = _check(correct, op, "float32")
+    assert good.checked and not good.failures, good.failures[:2]
+    bad = _check(correct, op, "float32", returns=lambda op, outs: outs[0])
+    wrong = "the call returned ('outs[0][0]',"
+    assert bad.failures and all(
+        wrong in f and "where PyTorch's out= call returns None" in f
+        for f in bad.failures
+    ), bad.failures[:2]
+
+
+@pytest.mark.parametrize(
+    "name, returns, wrong",
+    [
+        ("abs", lambda op, outs: None, "returned None where PyTorch's out= call "),
+        ("max", lambda op, outs: (outs[1], outs[0]), "('outs[1]', 'outs[0]')"),
+        ("max", lambda op, outs: tuple(o.clone() for o in outs), "none of its outs"),
+    ],
+)
+def test_a_call_that_does_not_return_its_outs_fails(name, returns, wrong):
+    """Where PyTorch's out= call returns its outs (the outs themselves, in
+    order), the module's call must return them too."""
+    op = _default_ops()[name]
+    bad = _check(correct, op, "float32", returns)
+    assert bad.failures and all(wrong in f for f in bad.failures), bad.failures[:2]
+
+
+# -- the lane path's thread count ----------------------------------------------
+
+
+def test_the_lane_path_is_compared_at_its_thread_count(monkeypatch):
+    """The lane path runs at one intra-op thread: its reference is made at
+    one thread too, the other paths' at torch's thread count."""
+    op = _default_ops()["abs"]
+    at = {"reference": set(), "ours": set()}
+    reference = run.reference_returns
+
+    def spy(*args):
+        at["reference"].add(torch.get_num_threads())
+        return reference(*args)
+
+    def impl(op, args, outs):
+        at["ours"].add(torch.get_num_threads())
+        correct(op, args, outs)
+
+    monkeypatch.setattr(run, "reference_returns", spy)
+    with run.intra_op_threads(2):
+        outcome = _check(impl, op, "float32")
+    assert outcome.checked and not outcome.failures
+    assert at["ours"] == at["reference"] == {1, 2}
+
+
+def test_inverse_ffts_pass_on_the_lane_path(tmp_path):
+    """fft_ifft (norm="backward", a 1/n scale) computed by PyTorch itself on
+    every path: MKL's result at one thread differs from its result at two by
+    an ulp (torch.fft.ifft alone, set_num_threads(1) vs (2), on this
+    project's machines), and complex outputs are compared exactly; compared
+    with a reference at the path's own thread count, it passes."""
+    op = _aten_ops(tmp_path, "fft_ifft.out")["fft_ifft"]
+    with run.intra_op_threads(2):
+        outcome = _check(correct, op, "float32")
+    assert outcome.checked and not outcome.failures, outcome.failures[:2]
 
 
 # -- sentinels ---------------------------------------------------------------

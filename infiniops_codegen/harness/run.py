@@ -45,6 +45,18 @@ VARIANTS = (
 # path); from_blob: no handle; dispatcher: direct mode off (the lane on, at
 # the default thread count).
 PATHS = ("lane", "reuse", "from_blob", "dispatcher")
+LANE_THREADS = 1  # the lane path's intra-op threads (its reference's too)
+
+
+@contextmanager
+def intra_op_threads(count: int):
+    """torch's intra-op thread count for the block; restored after."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 # The from_blob runs' at::Tensor wrappers (the calling thread's wrapper
@@ -63,7 +75,7 @@ def path_switches(module, path: str):
     module.set_direct_mode(path != "dispatcher")
     module.set_lane(path != "reuse")
     if path == "lane":
-        torch.set_num_threads(1)
+        torch.set_num_threads(LANE_THREADS)
     pool = module._debug_wrapper_pool(False) if path == "from_blob" else None
     try:
         yield
@@ -205,12 +217,47 @@ def reference_out(op: Op, args: dict, outs: list) -> list:
     their reference expression stands for both forms)."""
     if op.composite:
         return expected(op, args)
+    _torch_out_call(op, args, outs)
+    return outs
+
+
+def _torch_out_call(op: Op, args: dict, outs: list):
+    """torch.ops.aten.<op>.<out overload>(...): what it returns."""
     kwargs = {a.name: args[a.name] for a in op.inputs}
     kwargs.update(_hidden_generators(op))
     kwargs.update({a.name: o for a, o in zip(op.out_args, outs)})
     _reseed(op)
-    _overload(op.aten)(**kwargs)
-    return outs
+    return _overload(op.aten)(**kwargs)
+
+
+def returned_outs(result, outs: list):
+    """What a call returned, each tensor in it named by its place among the
+    call's outs (`outs[i]`, `outs[i][j]` of a Tensor[] out=): None (schemas
+    that return nothing, `-> ()`), "outs[0]", or a tuple of such. Two calls
+    return alike when these are equal."""
+    if result is None:
+        return None
+    if isinstance(result, (list, tuple)):  # torch.return_types.* are tuples
+        return tuple(returned_outs(r, outs) for r in result)
+    for i, out in enumerate(outs):
+        if result is out:
+            return f"outs[{i}]"
+        if isinstance(out, (list, tuple)):
+            for j, item in enumerate(out):
+                if result is item:
+                    return f"outs[{i}][{j}]"
+    if isinstance(result, torch.Tensor):
+        return "a tensor that is none of its outs"
+    return type(result).__name__
+
+
+def reference_returns(op: Op, args: dict, outs: list):
+    """PyTorch's out= call on outs, and what it returns as returned_outs
+    gives it; a composite's call returns its out (a tuple of several)."""
+    if op.composite:
+        result = reference_out(op, args, outs)
+        return result, returned_outs(outs[0] if len(outs) == 1 else tuple(outs), outs)
+    return outs, returned_outs(_torch_out_call(op, args, outs), outs)
 
 
 def ours(module, op: Op, args: dict, outs: list):
@@ -313,23 +360,56 @@ def check(
     return outcome
 
 
+@dataclass
+class _Reference:
+    """PyTorch's side of one layout variant: the functional form's outputs
+    and new states, and PyTorch's out= call on its own copies."""
+
+    wanted: list
+    states: dict
+    args: dict  # PyTorch's out= call's arguments (mutated inputs written)
+    outs: list  # what its out= call wrote (a composite's reference result)
+    restrided: bool  # ATen resized or restrided an output
+    returns: object  # what its out= call returned (returned_outs)
+
+
+def _reference(op: Op, args: dict, variant: str) -> _Reference:
+    wanted, states = expected_with_states(op, fresh(op, args))
+    if not wanted:  # no functional form: PyTorch's out= result is the reference
+        wanted = reference_out(op, fresh(op, args), _guess_outs(op, args))
+    if not _laid_out(args, wanted, variant):
+        raise NotApplicable("no tensor of the sample has a dimension to lay out")
+    ref_args = fresh(op, args)
+    # PyTorch's out= call gets outputs of the same layout as ours
+    ref_outs = sentinel_outs(wanted, variant == "transposed")
+    before = _geometry(ref_outs)
+    ref, returns = reference_returns(op, ref_args, ref_outs)
+    restrided = _geometry(ref_outs) != before
+    return _Reference(wanted, states, ref_args, ref, restrided, returns)
+
+
+def _reference_on(path: str, base: _Reference, op: Op, args: dict, variant: str):
+    """The reference of one path, computed as that path computes: the lane
+    runs at LANE_THREADS intra-op threads, and some ATen kernels round
+    differently at another thread count (MKL's FFT applies the 1/n of
+    norm="backward" inverse transforms in another way at one thread than at
+    several: torch.fft.ifft alone differs by one float32 ulp between
+    torch.set_num_threads(1) and (2)). Comparing such a path with a
+    reference made at other thread counts compares two thread counts, not
+    ours with PyTorch."""
+    if path != "lane" or torch.get_num_threads() == LANE_THREADS:
+        return base
+    with intra_op_threads(LANE_THREADS):
+        return _reference(op, args, variant)
+
+
 def _check_variant(
     module, op, dtype, plan, sample_index, variant, outcome, out_only=()
 ):
     label = f"sample {sample_index} {variant}"
     try:
         args = materialize(plan, dtype, variant, seed=sample_index + 1)
-        wanted, states = expected_with_states(op, fresh(op, args))
-        if not wanted:  # no functional form: PyTorch's out= result is the reference
-            wanted = reference_out(op, fresh(op, args), _guess_outs(op, args))
-        if not _laid_out(args, wanted, variant):
-            raise NotApplicable("no tensor of the sample has a dimension to lay out")
-        ref_args = fresh(op, args)
-        # PyTorch's out= call gets outputs of the same layout as ours
-        ref_outs = sentinel_outs(wanted, variant == "transposed")
-        before = _geometry(ref_outs)
-        ref = reference_out(op, ref_args, ref_outs)
-        restrided = _geometry(ref_outs) != before  # ATen resized or restrided one
+        base = _reference(op, args, variant)
     except NotApplicable as e:
         outcome.skipped.append((label, f"{NOT_APPLICABLE}: {e}"))
         return
@@ -346,11 +426,13 @@ def _check_variant(
     if not functional:
         outcome.notes.append((label, OUT_ONLY))
     for path in PATHS:
-        outs = sentinel_outs(wanted, variant == "transposed")
+        outs = sentinel_outs(base.wanted, variant == "transposed")
         try:
+            reference = _reference_on(path, base, op, args, variant)
+            wanted, states, ref = reference.wanted, reference.states, reference.outs
             with path_switches(module, path):
                 our_args = fresh(op, args)
-                if path == "from_blob" and restrided:
+                if path == "from_blob" and reference.restrided:
                     _expect_from_blob_error(module, op, our_args, outs)
                     outcome.checked.append(f"{label}/{path}")
                     outcome.notes.append((f"{label}/{path}", FROM_BLOB_RESIZE))
@@ -363,7 +445,10 @@ def _check_variant(
                 for name in op.mutable_inputs:  # the new states, as PyTorch's
                     what = f"mutated input '{name}' differs from"
                     _labelled(
-                        our_args[name], ref_args[name], dtype, what + " the out= call"
+                        our_args[name],
+                        reference.args[name],
+                        dtype,
+                        what + " the out= call",
                     )
                     if functional and name in states:
                         _labelled(
@@ -372,9 +457,14 @@ def _check_variant(
                             dtype,
                             what + " the functional form",
                         )
-                single = outs[0] if len(outs) == 1 else tuple(outs)
-                if len(outs) == 1:
-                    assert returned is single, "the call did not return its out"
+                # What the call returns, as PyTorch's out= call returns it:
+                # its outs themselves, or None where the schema returns
+                # nothing (`-> ()`: _foreach_*, split_copy, _fused_adam).
+                got_returns = returned_outs(returned, outs)
+                assert got_returns == reference.returns, (
+                    f"the call returned {got_returns!r} where PyTorch's out= "
+                    f"call returns {reference.returns!r}"
+                )
                 outcome.checked.append(f"{label}/{path}")
         except Exception as e:  # noqa: BLE001 - reported with the case
             outcome.failures.append(f"{label}/{path}: {type(e).__name__}: {e}")

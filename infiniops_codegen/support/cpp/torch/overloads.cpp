@@ -121,6 +121,9 @@ bool check(const OverloadParam& p, PyObject* obj, bool numbers_as_tensors) {
       return THPMemoryFormat_Check(obj);
     case Match::kDimname:
       return PyUnicode_Check(obj) || obj == Py_None;
+    case Match::kTensorOrTensorList:
+      if (is_tensor(obj)) return true;
+      [[fallthrough]];
     case Match::kTensorList:
       return is_sequence(obj) && all_items(obj, [](PyObject* item) {
                return is_tensor(item) || item == Py_None;

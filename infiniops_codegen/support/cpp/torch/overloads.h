@@ -30,6 +30,7 @@ enum class Match : uint8_t {
   kMemoryFormat,
   kDimname,
   kTensorList,
+  kTensorOrTensorList,  // an out= tuple, or an op's own first output named out
   kIntList,
   kSymIntList,
   kFloatList,
