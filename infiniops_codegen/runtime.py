@@ -20,6 +20,7 @@ from pathlib import Path
 from .locations import MODULE_NAME, find_module
 from .project import ProjectError
 from .project import current as current_project
+from . import sanitize
 
 
 def load(build_dir: str | os.PathLike | None = None):
@@ -50,6 +51,18 @@ def load(build_dir: str | os.PathLike | None = None):
         raise ImportError(
             f"{MODULE_NAME} is already loaded from {loaded.__file__}; an extension "
             "module can be loaded only once per process",
+            name=MODULE_NAME,
+        )
+    record = sanitize.read(directory)
+    if record is not None and sanitize.missing_runtimes(record):
+        # Loading it would abort the process ("ASan runtime does not come
+        # first"), not raise.
+        raise ImportError(
+            f"{directory} is a sanitized build ({','.join(record['sanitizers'])}): "
+            "it loads only into a Python that preloads the sanitizers' runtimes; "
+            f"run {directory / sanitize.SCRIPT} (or: env "
+            + " ".join(f"{k}={v}" for k, v in record["env"].items())
+            + " python ...)",
             name=MODULE_NAME,
         )
     loader = importlib.machinery.ExtensionFileLoader(MODULE_NAME, str(path))
