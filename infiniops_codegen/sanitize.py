@@ -174,12 +174,21 @@ def write(build_dir: Path, env: RunEnv | None) -> None:
         script.unlink(missing_ok=True)
         return
     record.write_text(json.dumps(env.record(), indent=1) + "\n")
-    script.write_text(
-        "#!/bin/sh\n"
-        "# Runs Python under this build's sanitizers (infiniops-codegen build\n"
-        "# --sanitize); arguments go to the interpreter.\n"
-        f'exec {env.command()} "$@"\n'
-    )
+    lines = [
+        "#!/bin/sh",
+        "# Runs Python under this build's sanitizers (infiniops-codegen build",
+        "# --sanitize); arguments go to the interpreter. Options already in the",
+        "# environment come after these, so they win (e.g. ASAN_OPTIONS=log_path=...).",
+    ]
+    for name, value in env.env().items():
+        sep = ":" if name in ("LD_PRELOAD",) or name.endswith("_OPTIONS") else None
+        if sep:
+            lines.append(f'{name}={shlex.quote(value)}"${{{name}:+{sep}${name}}}"')
+        else:
+            lines.append(f'{name}="${{{name}:-{value}}}"')
+    lines.append("export " + " ".join(env.env()))
+    lines.append(f'exec {shlex.quote(env.python)} "$@"')
+    script.write_text("\n".join(lines) + "\n")
     script.chmod(0o755)
 
 

@@ -96,6 +96,9 @@ def test_fuzzed_calls_match_pytorch(ops):
     assert pool["rebound"] > pool["fresh"] > 0, pool
 
 
+@pytest.mark.no_sanitizer(
+    reason="expects signal 11: under ASan the child reports the SEGV and exits 1"
+)
 def test_a_crash_in_the_worker_names_the_case():
     """The crash detection itself: a child that segfaults after announcing a
     case makes the test fail with that case, not take pytest down."""
