@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -58,10 +59,27 @@ def run_worker(cmd: list[str], timeout: float = TIMEOUT_S) -> dict:
         signal = f" (signal {-code})" if isinstance(code, int) and code < 0 else ""
         pytest.fail(
             f"the fuzz worker died{signal}, exit {code}, during:\n  {last}\n"
-            f"reproduce: {shlex.join(cmd)}\n--- stderr (tail) ---\n{stderr[-3000:]}",
+            f"reproduce: {shlex.join(cmd)}\n{_stderr_excerpt(stderr)}",
             pytrace=False,
         )
     return json.loads(summary[len("SUMMARY ") :])
+
+
+# The first line of a sanitizer's report (a worker under a sanitized build).
+_REPORT = re.compile(
+    r"^.*(ERROR: AddressSanitizer|runtime error:|WARNING: ThreadSanitizer).*$", re.M
+)
+
+
+def _stderr_excerpt(stderr: str) -> str:
+    """A sanitizer's report from its first line (its tail would show only
+    the allocation stacks), else the tail of stderr."""
+    m = _REPORT.search(stderr)
+    if m:
+        return (
+            f"--- stderr, from the sanitizer's report ---\n{stderr[m.start():][:8000]}"
+        )
+    return f"--- stderr (tail) ---\n{stderr[-3000:]}"
 
 
 def test_fuzzed_calls_match_pytorch(ops):
