@@ -131,7 +131,6 @@ class Built:
     opt_level: str  # as configured; "?" when unknown
     generated_dir: Path | None  # the sources it was configured with
     manifest: manifest_reader.Manifest
-    sanitizers: tuple[str, ...] = ()  # as configured
 
     @property
     def ops(self) -> frozenset[str]:
@@ -200,10 +199,11 @@ class BuildConfig:
         args += list(self.extra_cmake_args)
         own = {_cmake_name(a) for a in args}
         for name, value in self.user_cmake_args:
-            if name.split(":")[0] in own:
+            bare = name.split(":")[0]
+            if bare in own:
                 raise OptionError(
-                    f"--cmake-arg {name}={value}: the build sets "
-                    f"{name.split(':')[0]} itself; {_OWN_OPTION.get(name.split(':')[0], 'use the build option that sets it (infiniops-codegen build --help)')}"
+                    f"--cmake-arg {name}={value}: the build sets {bare} itself; "
+                    + _own_option(bare)
                 )
             args.append(f"-D{name}={value}")
         return args
@@ -214,16 +214,28 @@ def _cmake_name(arg: str) -> str:
     return re.split(r"[:=]", arg[2:], maxsplit=1)[0]
 
 
-# The build option behind each CMake variable the tool sets that people may
-# try to set with --cmake-arg.
+# The build option behind each CMake variable the tool sets.
 _OWN_OPTION = {
     "INFINI_OPS_TORCH_OPT_LEVEL": "use --opt-level",
     "INFINI_OPS_SANITIZE": "use --sanitize",
     "INFINI_OPS_COMPILE_ONLY": "use --compile-only",
     "INFINI_OPS_GENERATED_DIR": "use --specs, --ops or --build-dir",
+    "INFINI_OPS_KERNEL_ROOT": "the project's kernels directory (pyproject.toml)",
+    "INFINI_OPS_EXTENSION_KERNEL_ROOTS": "use --extension",
     "CMAKE_CXX_COMPILER_LAUNCHER": "use --compiler-launcher or --no-ccache",
     "INFINI_OPS_PCH": "a distributed compiler behind ccache needs it OFF",
+    "Python_EXECUTABLE": "run the tool with that interpreter",
 }
+
+
+def _own_option(name: str) -> str:
+    if name in _OWN_OPTION:
+        return _OWN_OPTION[name]
+    if name.startswith("WITH_"):
+        return "use --platform"
+    if name.startswith("INFINI_OPS_") and name.endswith("_COMPILER"):
+        return "use --kernel-compiler"
+    return "see infiniops-codegen build --help"
 
 
 def parse_cmake_arg(text: str) -> tuple[str, str]:
@@ -587,9 +599,6 @@ def inspect(build_dir: Path) -> Built | None:
         opt_level=cache.get("INFINI_OPS_TORCH_OPT_LEVEL", "?"),
         generated_dir=Path(generated) if generated else None,
         manifest=manifest_reader.of_build(build_dir),
-        sanitizers=tuple(
-            s for s in cache.get("INFINI_OPS_SANITIZE", "").split(",") if s
-        ),
     )
 
 

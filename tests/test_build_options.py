@@ -191,6 +191,7 @@ def test_cmake_args_reach_the_cache_and_leave_it(configured_dir):
         ("INFINI_OPS_TORCH_OPT_LEVEL=0", "use --opt-level"),
         ("INFINI_OPS_SANITIZE=address", "use --sanitize"),
         ("INFINI_OPS_GENERATED_DIR=/x", "use --specs, --ops or --build-dir"),
+        ("WITH_NVIDIA:BOOL=ON", "use --platform"),
     ],
 )
 def test_cmake_arg_of_a_variable_the_build_sets(tmp_path, option, expected):
