@@ -44,15 +44,6 @@ def load(build_dir: str | os.PathLike | None = None):
             f"'infiniops-codegen build --build-dir {directory}'",
             name=MODULE_NAME,
         )
-    loaded = sys.modules.get(MODULE_NAME)
-    if loaded is not None:
-        if Path(getattr(loaded, "__file__", "")).resolve() == path.resolve():
-            return loaded
-        raise ImportError(
-            f"{MODULE_NAME} is already loaded from {loaded.__file__}; an extension "
-            "module can be loaded only once per process",
-            name=MODULE_NAME,
-        )
     record = sanitize.read(directory)
     if record is not None and sanitize.missing_runtimes(record):
         # Loading it would abort the process ("ASan runtime does not come
@@ -63,6 +54,15 @@ def load(build_dir: str | os.PathLike | None = None):
             f"run {directory / sanitize.SCRIPT} (or: env "
             + " ".join(f"{k}={v}" for k, v in record["env"].items())
             + " python ...)",
+            name=MODULE_NAME,
+        )
+    loaded = sys.modules.get(MODULE_NAME)
+    if loaded is not None:
+        if Path(getattr(loaded, "__file__", "")).resolve() == path.resolve():
+            return loaded
+        raise ImportError(
+            f"{MODULE_NAME} is already loaded from {loaded.__file__}; an extension "
+            "module can be loaded only once per process",
             name=MODULE_NAME,
         )
     loader = importlib.machinery.ExtensionFileLoader(MODULE_NAME, str(path))

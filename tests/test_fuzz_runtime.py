@@ -26,7 +26,9 @@ from runtime_conftest_helpers import REPO, build_dir, subprocess_env
 WORKER = REPO / "tests" / "fuzz_runtime_worker.py"
 SEED = int(os.environ.get("INFINIOPS_FUZZ_SEED", "20261202"))
 EXAMPLES_PER_OP = int(os.environ.get("INFINIOPS_FUZZ_EXAMPLES", "100"))
-TIMEOUT_S = 300
+# Scales with the examples: under ASan on a busy 2-core machine a worker
+# took 1.1 s per example per op (200: 221 s), a plain build a third of that.
+TIMEOUT_S = 3 * max(EXAMPLES_PER_OP, 100)
 MIN_CALLS = 4000
 MIN_OPS = 20
 
