@@ -28,7 +28,8 @@ RECORD = "sanitize.json"  # in a sanitized build directory
 SCRIPT = "python-sanitized"  # likewise: runs Python under the sanitizers
 
 # The runtime each sanitizer needs, as GCC names it, in preload order: ASan's
-# must come first in the process (it checks), TSan's likewise.
+# must come first in the process (it checks), and the runtime that intercepts
+# malloc and the threads (ASan's or TSan's) goes before UBSan's.
 _RUNTIMES = {
     "address": "libasan.so",
     "thread": "libtsan.so",
@@ -151,7 +152,7 @@ def run_env(sanitizers: tuple[str, ...], cxx: str) -> RunEnv:
     """The environment that runs Python under a build sanitized with
     `sanitizers` by the C++ compiler `cxx`."""
     found, missing = [], []
-    for s in sanitizers:
+    for s in (s for s in _RUNTIMES if s in sanitizers):
         lib = runtime_library(cxx, s)
         if lib is None:
             missing.append(_RUNTIMES[s])
@@ -181,10 +182,9 @@ def write(build_dir: Path, env: RunEnv | None) -> None:
         "# environment come after these, so they win (e.g. ASAN_OPTIONS=log_path=...).",
     ]
     for name, value in env.env().items():
-        sep = ":" if name in ("LD_PRELOAD",) or name.endswith("_OPTIONS") else None
-        if sep:
-            lines.append(f'{name}={shlex.quote(value)}"${{{name}:+{sep}${name}}}"')
-        else:
+        if name == "LD_PRELOAD" or name.endswith("_OPTIONS"):  # lists: append
+            lines.append(f'{name}={shlex.quote(value)}"${{{name}:+:${name}}}"')
+        else:  # a value of the caller's replaces it
             lines.append(f'{name}="${{{name}:-{value}}}"')
     lines.append("export " + " ".join(env.env()))
     lines.append(f'exec {shlex.quote(env.python)} "$@"')
