@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import manifest as manifest_reader
-from . import extensions, pipeline, writer
+from . import extensions, pipeline, sanitize, writer
 from . import project as projects
 from .locations import MANIFEST, MODULE_NAME, PACKAGE_DIR, SUPPORT_DIR, find_module
 from .locations import shown as _rel
@@ -33,11 +33,43 @@ from .platforms import load_platforms
 
 OPT_LEVELS = ("0", "1", "2", "3", "s")
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] ")
-_STAMP = ".infiniops-configure.json"  # this module's own: the configure arguments
+_STAMP = ".infiniops-configure.json"  # this module's own: what was configured
+# The environment CMake (and torch's CMake package) reads when it configures a
+# build directory: compilers, their flags, search paths. CMake reads it into
+# the cache only on a first configure and ignores a change later, so a change
+# configures afresh (configure()).
+CONFIGURE_ENV = (
+    "CC",
+    "CXX",
+    "CFLAGS",
+    "CXXFLAGS",
+    "LDFLAGS",
+    "CUDACXX",
+    "CUDAHOSTCXX",
+    "CUDAFLAGS",
+    "CUDAARCHS",
+    "VENDORCXX",
+    "CMAKE_BUILD_TYPE",
+    "CMAKE_TOOLCHAIN_FILE",
+    "CMAKE_PREFIX_PATH",
+    "CMAKE_CXX_COMPILER_LAUNCHER",
+    "CMAKE_CUDA_COMPILER_LAUNCHER",
+    "Torch_ROOT",
+    "Python_ROOT",
+    "CUDAToolkit_ROOT",
+    "CUDA_PATH",
+    "TORCH_CUDA_ARCH_LIST",
+)
+_CMAKE_ARG = re.compile(r"^([A-Za-z_][A-Za-z0-9_.+-]*)(:[A-Z]+)?=(.*)$", re.S)
 
 
 class BuildError(Exception):
     """A failed configure or compile; the message is for people."""
+
+
+class OptionError(ValueError):
+    """Options that cannot be built as given (a usage error); the message
+    names the option and the fix."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +99,11 @@ class BuildRequest:
     # After building: `cmake --install` into this prefix (headers, the C++
     # library, its CMake package; docs/cpp.md).
     install: Path | None = None
+    # Sanitizers for every TU (sanitize.parse: "address", "undefined",
+    # "thread"); the build then says how to run Python under them.
+    sanitize: tuple[str, ...] = ()
+    # --cmake-arg: (NAME or NAME:TYPE, VALUE), passed as -DNAME=VALUE.
+    cmake_args: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -82,6 +119,7 @@ class BuildResult:
     smoke: str  # what the smoke check printed ("" when it did not run)
     seconds: float
     installed: Path | None = None  # the prefix installed into
+    sanitizer_env: sanitize.RunEnv | None = None  # with --sanitize
 
 
 @dataclass(frozen=True)
@@ -113,6 +151,8 @@ class BuildConfig:
     compile_only: bool = False  # objects only: no module, no smoke check
     kernel_compilers: tuple[tuple[str, str], ...] = ()  # (platform, compiler)
     compiler_launcher: tuple[str, ...] = ()  # BuildRequest.compiler_launcher
+    sanitize: tuple[str, ...] = ()  # BuildRequest.sanitize
+    user_cmake_args: tuple[tuple[str, str], ...] = ()  # BuildRequest.cmake_args
 
     def uses_ccache(self) -> str | None:
         """ccache's path when the build uses it (wanted and installed)."""
@@ -154,7 +194,65 @@ class BuildConfig:
         for name, compiler in self.kernel_compilers:
             args.append(f"-DINFINI_OPS_{name.upper()}_COMPILER={compiler}")
         args.append(f"-DINFINI_OPS_COMPILE_ONLY={'ON' if self.compile_only else 'OFF'}")
-        return args + list(self.extra_cmake_args)
+        # Always given, so that a build without --sanitize clears it.
+        args.append(f"-DINFINI_OPS_SANITIZE={','.join(self.sanitize)}")
+        args += list(self.extra_cmake_args)
+        own = {_cmake_name(a) for a in args}
+        for name, value in self.user_cmake_args:
+            bare = name.split(":")[0]
+            if bare in own:
+                raise OptionError(
+                    f"--cmake-arg {name}={value}: the build sets {bare} itself; "
+                    + _own_option(bare)
+                )
+            args.append(f"-D{name}={value}")
+        return args
+
+
+def _cmake_name(arg: str) -> str:
+    """NAME of a -DNAME[:TYPE]=VALUE argument."""
+    return re.split(r"[:=]", arg[2:], maxsplit=1)[0]
+
+
+# The build option behind each CMake variable the tool sets.
+_OWN_OPTION = {
+    "INFINI_OPS_TORCH_OPT_LEVEL": "use --opt-level",
+    "INFINI_OPS_SANITIZE": "use --sanitize",
+    "INFINI_OPS_COMPILE_ONLY": "use --compile-only",
+    "INFINI_OPS_GENERATED_DIR": "use --specs, --ops or --build-dir",
+    "INFINI_OPS_KERNEL_ROOT": "the project's kernels directory (pyproject.toml)",
+    "INFINI_OPS_EXTENSION_KERNEL_ROOTS": "use --extension",
+    "CMAKE_CXX_COMPILER_LAUNCHER": "use --compiler-launcher or --no-ccache",
+    "INFINI_OPS_PCH": "a distributed compiler behind ccache needs it OFF",
+    "Python_EXECUTABLE": "run the tool with that interpreter",
+}
+
+
+def _own_option(name: str) -> str:
+    if name in _OWN_OPTION:
+        return _OWN_OPTION[name]
+    if name.startswith("WITH_"):
+        return "use --platform"
+    if name.startswith("INFINI_OPS_") and name.endswith("_COMPILER"):
+        return "use --kernel-compiler"
+    return "see infiniops-codegen build --help"
+
+
+def parse_cmake_arg(text: str) -> tuple[str, str]:
+    """One --cmake-arg NAME[:TYPE]=VALUE as (NAME[:TYPE], VALUE); OptionError
+    naming the fix otherwise."""
+    if text.startswith("-D"):
+        raise OptionError(
+            f"--cmake-arg {text}: give NAME=VALUE without -D "
+            f"(--cmake-arg {text[2:]})"
+        )
+    m = _CMAKE_ARG.match(text)
+    if not m:
+        raise OptionError(
+            f"--cmake-arg {text!r}: use NAME=VALUE, e.g. "
+            "--cmake-arg CMAKE_CXX_FLAGS=-march=native"
+        )
+    return m.group(1) + (m.group(2) or ""), m.group(3)
 
 
 def require_tools() -> None:
@@ -166,27 +264,73 @@ def require_tools() -> None:
         )
 
 
+def configure_env() -> dict[str, str]:
+    """The variables of CONFIGURE_ENV that are set, with their values."""
+    return {k: os.environ[k] for k in CONFIGURE_ENV if k in os.environ}
+
+
 def configure(config: BuildConfig, echo) -> None:
     """Run CMake unless the build dir was configured with the same arguments
-    (CMake costs seconds; Ninja itself re-runs it when CMakeLists changes)."""
+    and the same environment (CMake costs seconds; Ninja itself re-runs it
+    when CMakeLists changes). A changed environment configures afresh: CMake
+    reads CXXFLAGS, CXX, ... only into a new cache."""
     args = config.cmake_args()
+    now = {"args": args, "env": configure_env()}
     stamp = config.build_dir / _STAMP
     cache = config.build_dir / "CMakeCache.txt"
-    if cache.is_file() and stamp.is_file():
-        try:
-            if json.loads(stamp.read_text()) == args:
-                return
-        except ValueError:
-            pass
+    before = _read_stamp(stamp) if cache.is_file() else None
+    if before is not None and {k: before.get(k) for k in now} == now:
+        return
     config.build_dir.mkdir(parents=True, exist_ok=True)
     _forget_other_source(config.build_dir, echo)
-    echo(f"configuring {config.build_dir} (-O{config.opt_level})")
+    why = ""
+    if cache.is_file() and (before is None or before.get("env") != now["env"]):
+        why = "; " + _changed(before.get("env") if before else None, now["env"])
+        cache.unlink()
+        shutil.rmtree(config.build_dir / "CMakeFiles", ignore_errors=True)
+    elif before is not None:
+        # A variable set before and not now (a --cmake-arg dropped, ...) leaves
+        # the cache too: the cache holds what this command line says.
+        dropped = {_cmake_name(a) for a in before.get("args", []) if a.startswith("-D")}
+        dropped -= {_cmake_name(a) for a in args}
+        for name in sorted(dropped):
+            args = args + ["-U", name]
+    shown = ",".join(config.sanitize)
+    echo(
+        f"configuring {config.build_dir} (-O{config.opt_level}"
+        + (f", sanitizers {shown}" if shown else "")
+        + f"){why}"
+    )
     cmd = ["cmake", "-S", str(SUPPORT_DIR), "-B", str(config.build_dir), "-G", "Ninja"]
     proc = subprocess.run(cmd + args, capture_output=True, text=True)
     if proc.returncode != 0:
         stamp.unlink(missing_ok=True)
         raise BuildError("CMake configure failed:\n" + _cmake_error(proc))
-    stamp.write_text(json.dumps(args))
+    stamp.write_text(json.dumps(now))
+
+
+def _read_stamp(stamp: Path) -> dict | None:
+    """What the build dir was configured with; None when unknown (no stamp,
+    or an older tool's, which recorded no environment)."""
+    try:
+        data = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _changed(before: dict | None, now: dict) -> str:
+    """Why a build dir is configured afresh, for people."""
+    if before is None:
+        return (
+            "configuring afresh: the environment it was configured in is not recorded"
+        )
+    names = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+    return (
+        f"{', '.join(names)} changed: configuring afresh (CMake reads "
+        + ("them" if len(names) > 1 else "it")
+        + " only into a new cache)"
+    )
 
 
 def _forget_other_source(build_dir: Path, echo) -> None:
@@ -283,8 +427,11 @@ def _failed_target(line: str, shard_ops: dict[str, list[str]]) -> str:
     return f"{m.group(1) if m else line} failed to compile"
 
 
-def smoke_check(build_dir: Path, op_count: int) -> str:
-    """Import the module in a fresh interpreter and call one op."""
+def smoke_check(
+    build_dir: Path, op_count: int, run_env: sanitize.RunEnv | None = None
+) -> str:
+    """Import the module in a fresh interpreter (under the sanitizers of
+    run_env, when given) and call one op."""
     code = (
         "import sys, torch\n"
         "from infiniops_codegen.runtime import load\n"
@@ -301,6 +448,8 @@ def smoke_check(build_dir: Path, op_count: int) -> str:
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(PACKAGE_DIR.parent), env.get("PYTHONPATH")])
     )
+    if run_env is not None:
+        env.update(run_env.env())
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env
     )
@@ -340,24 +489,14 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
     --ops name), OSError (an unreadable --ops file, an unwritable directory),
     writer.ForeignFileError (a file without the @generated line in the way;
     its subclass writer.HandEditedError: a generated file edited by hand, unless
-    request.force)
-    and BuildError (configure, compile or smoke check failed)."""
+    request.force), OptionError (a --cmake-arg of a variable the build sets
+    itself, before anything is written) and BuildError (configure, compile
+    or smoke check failed)."""
     start = time.perf_counter()
     request = resolved(request)
     build_dir = request.build_dir
     exts = extensions.load_all(request.extensions)  # SpecErrors, located
-    try:
-        gen = pipeline.generate(Path(request.spec_dir), request.ops, exts)
-    except OSError as e:
-        raise OSError(f"cannot read an --ops file: {e}") from None
     gen_dir = generated_dir_for(request)
-    try:
-        written = writer.write(gen.files, gen_dir, force=request.force)
-    except OSError as e:
-        raise OSError(f"cannot write {gen_dir}: {e}") from None
-    changed = len(written.stale) + len(written.missing) + len(written.extra)
-    names = tuple(op.name for op in gen.opset.ops)
-    echo(f"generate: {len(names)} ops, {changed} files changed in {_rel(gen_dir)}/")
     config = BuildConfig(
         build_dir=build_dir,
         generated_dir=gen_dir,
@@ -370,7 +509,21 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
         compile_only=request.compile_only,
         kernel_compilers=request.kernel_compilers,
         compiler_launcher=request.compiler_launcher,
+        sanitize=request.sanitize,
+        user_cmake_args=request.cmake_args,
     )
+    config.cmake_args()  # OptionError before anything is written
+    try:
+        gen = pipeline.generate(Path(request.spec_dir), request.ops, exts)
+    except OSError as e:
+        raise OSError(f"cannot read an --ops file: {e}") from None
+    try:
+        written = writer.write(gen.files, gen_dir, force=request.force)
+    except OSError as e:
+        raise OSError(f"cannot write {gen_dir}: {e}") from None
+    changed = len(written.stale) + len(written.missing) + len(written.extra)
+    names = tuple(op.name for op in gen.opset.ops)
+    echo(f"generate: {len(names)} ops, {changed} files changed in {_rel(gen_dir)}/")
     shard_ops = {s.file: [op.name for op in s.ops] for s in gen.opset.shards}
     if verbose:
         echo(
@@ -381,13 +534,24 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
             echo(f"  {shard}: {', '.join(ops)}")
     require_tools()
     configure(config, echo)
+    run_env = None
+    if request.sanitize:
+        cxx = _cmake_cache(build_dir).get("CMAKE_CXX_COMPILER") or "c++"
+        run_env = sanitize.run_env(request.sanitize, cxx)
+    sanitize.write(build_dir, run_env)
     steps = compile_all(config, echo, shard_ops)
     # The harness and tools read what this build holds from here.
     shutil.copyfile(gen_dir / MANIFEST, build_dir / MANIFEST)
     module = None if request.compile_only else find_module(build_dir)
     smoke = ""
     if request.smoke and not request.compile_only:
-        smoke = smoke_check(build_dir, len(names))
+        if run_env is not None and run_env.missing:
+            smoke = (
+                f"skipped: {cxx} names no {', '.join(run_env.missing)} to preload, "
+                "and the module loads only with the sanitizers' runtimes preloaded"
+            )
+        else:
+            smoke = smoke_check(build_dir, len(names), run_env)
     if request.install is not None:
         install(build_dir, Path(request.install), echo)
     return BuildResult(
@@ -402,6 +566,7 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
         smoke=smoke,
         seconds=time.perf_counter() - start,
         installed=Path(request.install) if request.install is not None else None,
+        sanitizer_env=run_env,
     )
 
 

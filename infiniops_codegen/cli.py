@@ -365,6 +365,22 @@ def generate(
     help="After building, install the C++ library, its headers and its CMake "
     "package (find_package(InfiniOps)) into PREFIX (docs/cpp.md).",
 )
+@click.option(
+    "--sanitize",
+    default=None,
+    metavar="NAMES",
+    help="Compile and link every TU with these sanitizers: address,undefined "
+    "or thread (optionally with undefined); the build prints how to run "
+    "Python under them (docs/building.md: sanitizers).",
+)
+@click.option(
+    "--cmake-arg",
+    "cmake_args",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Passed to CMake as -DNAME=VALUE (repeatable); one dropped since the "
+    "last build is removed from the cache.",
+)
 @FORCE_OPTION
 @EXTENSION_OPTION
 @VERBOSE_OPTION
@@ -383,6 +399,8 @@ def build(
     compile_only,
     kernel_compilers,
     install_prefix,
+    sanitize,
+    cmake_args,
     force,
     extension_dirs,
 ):
@@ -397,11 +415,13 @@ def build(
       infiniops-codegen build --opt-level 0 --build-dir build-O0
       infiniops-codegen build --ops add,mul,rms_norm --build-dir build-small
       infiniops-codegen build --install /opt/infiniops  # + the C++ library
+      infiniops-codegen build --sanitize address,undefined --build-dir build-asan
     """
     if compile_only and install_prefix is not None:
         error("--install needs a linked library; --compile-only links none")
         sys.exit(EXIT_USAGE)
     platforms, compilers = _platform_options(platform_list, kernel_compilers)
+    sanitizers, cmake_pairs = _sanitize_options(sanitize, cmake_args)
     proj = project(ctx)
     request = builder.BuildRequest(
         project=proj,
@@ -419,6 +439,8 @@ def build(
         extensions=tuple(extension_dirs),
         force=force,
         install=install_prefix,
+        sanitize=sanitizers,
+        cmake_args=cmake_pairs,
     )
     try:
         result = builder.build(request, click.echo, verbose=ctx.obj["verbose"])
@@ -429,6 +451,9 @@ def build(
     except builder.BuildError as e:
         error(str(e))
         sys.exit(EXIT_DIFF)
+    except builder.OptionError as e:  # a --cmake-arg the build sets itself
+        error(str(e))
+        sys.exit(EXIT_USAGE)
     except OSError as e:  # an --ops file, the generated directory
         error(str(e))
         sys.exit(EXIT_USAGE)
@@ -449,6 +474,46 @@ def build(
             f"installed the C++ library into {result.installed} "
             f"(CMake: find_package(InfiniOps CONFIG), -DCMAKE_PREFIX_PATH={result.installed})"
         )
+    if result.sanitizer_env is not None:
+        _say_how_to_run(result)
+
+
+def _sanitize_options(
+    sanitize: str | None, cmake_args: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """--sanitize and --cmake-arg values, or exit 2 naming the problem."""
+    from . import sanitize as sanitizers
+
+    try:
+        names = sanitizers.parse(sanitize) if sanitize is not None else ()
+    except ValueError as e:
+        error(f"--sanitize: {e}")
+        sys.exit(EXIT_USAGE)
+    try:
+        pairs = tuple(builder.parse_cmake_arg(a) for a in cmake_args)
+    except builder.OptionError as e:
+        error(str(e))
+        sys.exit(EXIT_USAGE)
+    return names, pairs
+
+
+def _say_how_to_run(result: builder.BuildResult) -> None:
+    """How to run Python under a sanitized build: the module loads only into
+    a process that preloads the sanitizers' runtimes."""
+    from .sanitize import SCRIPT
+
+    env = result.sanitizer_env
+    script = result.build_dir / SCRIPT
+    if env.missing:
+        click.echo(
+            f"note: the compiler names no {', '.join(env.missing)}: preload its "
+            "runtime yourself (LD_PRELOAD) before running Python under this build"
+        )
+    click.echo(
+        f"sanitized ({','.join(env.sanitizers)}): run Python under it with\n"
+        f"  {env.command()} ...\n"
+        f"or {_rel(script)} ... (the same line)"
+    )
 
 
 def _launcher_option(value: str | None) -> tuple[str, ...]:

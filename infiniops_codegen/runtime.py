@@ -20,6 +20,7 @@ from pathlib import Path
 from .locations import MODULE_NAME, find_module
 from .project import ProjectError
 from .project import current as current_project
+from . import sanitize
 
 
 def load(build_dir: str | os.PathLike | None = None):
@@ -41,6 +42,18 @@ def load(build_dir: str | os.PathLike | None = None):
         raise ImportError(
             f"no built {MODULE_NAME} module in {directory}: run "
             f"'infiniops-codegen build --build-dir {directory}'",
+            name=MODULE_NAME,
+        )
+    record = sanitize.read(directory)
+    if record is not None and sanitize.missing_runtimes(record):
+        # Loading it would abort the process ("ASan runtime does not come
+        # first"), not raise.
+        raise ImportError(
+            f"{directory} is a sanitized build ({','.join(record['sanitizers'])}): "
+            "it loads only into a Python that preloads the sanitizers' runtimes; "
+            f"run {directory / sanitize.SCRIPT} (or: env "
+            + " ".join(f"{k}={v}" for k, v in record["env"].items())
+            + " python ...)",
             name=MODULE_NAME,
         )
     loaded = sys.modules.get(MODULE_NAME)

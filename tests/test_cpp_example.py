@@ -162,6 +162,9 @@ def benchmarks(example, tmp_path_factory) -> Path:
     return binary
 
 
+@pytest.mark.no_sanitizer(
+    reason="links tests/alloc_counter.c, whose malloc family replaces the sanitizer's"
+)
 def test_wrapper_pool_checks_pass(benchmarks):
     run = subprocess.run(
         [str(benchmarks / "wrapper_pool_check")],
@@ -177,6 +180,9 @@ def test_wrapper_pool_checks_pass(benchmarks):
     assert f"{len(checks)} checks, 0 failed" in run.stdout, _output(run)
 
 
+@pytest.mark.no_sanitizer(
+    reason="links tests/alloc_counter.c, whose malloc family replaces the sanitizer's"
+)
 def test_cpp_benchmark_runs(benchmarks):
     run = subprocess.run(
         [str(benchmarks / "from_blob_bench"), "--rounds", "3", "--calls", "200"],

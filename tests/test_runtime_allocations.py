@@ -31,6 +31,9 @@ from runtime_conftest_helpers import build_dir, subprocess_env
 
 HERE = Path(__file__).resolve().parent
 CALLS = 1000
+# Its child preloads the counting allocator in place of a sanitizer's (whose
+# allocator is the one that counts there).
+pytestmark = pytest.mark.no_sanitizer(reason="preloads its own allocator")
 
 # Python allocations per call of ours beyond the floor's, by op: exact, and
 # each with its cause. None since unpack_scalar checks Python floats before

@@ -135,6 +135,9 @@ def _rss_bytes() -> int:
         return int(f.read().split()[1]) * 4096
 
 
+@pytest.mark.no_sanitizer(
+    reason="measures RSS: ASan's quarantine holds freed memory (256 MiB by default)"
+)
 def test_no_memory_growth_over_many_calls_with_fresh_tensors(ops):
     def burst(n):
         for _ in range(n):
@@ -152,6 +155,9 @@ def test_no_memory_growth_over_many_calls_with_fresh_tensors(ops):
     assert grown < 64 * 2**20, f"RSS grew by {grown / 2**20:.1f} MiB"
 
 
+@pytest.mark.no_sanitizer(
+    reason="measures RSS: ASan's quarantine holds freed memory (256 MiB by default)"
+)
 def test_rss_after_100k_calls_within_5_percent_of_after_1k(ops):
     """Small calls of every kind (native kernel, fallback, two outputs, a
     tensor list, both paths, failing calls, fresh and reused tensors): the

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# CI step (.ci/run calls it; runs alone too, after the install): the default
+# op set built with AddressSanitizer + UBSan, and under it the correctness
+# harness, the thread and lane tests, the re-entrancy fuzz
+# (tests/test_fuzz_reentrancy.py, when present) and the runtime fuzz with
+# several seeds; then a ThreadSanitizer build and the thread and lane tests
+# under it.
+#
+# Every process runs through the build's python-sanitized (the line
+# `build --sanitize` prints): halt_on_error=1, so the first report ends the
+# process and fails its test; the tool's suppression files
+# (infiniops_codegen/data/sanitizers/) hold only reports whose every frame is
+# in ld.so, libtorch or libpython, each with its reason. After each run the
+# output and the sanitizers' log files are searched for reports as well, so a
+# report in a child whose exit status a test tolerated still fails the step.
+# pytest runs with --capture=sys: a report written to fd 2 while a test runs
+# reaches the log instead of pytest's capture, which dies with the process.
+#
+# Tests that cannot run under a sanitizer carry the no_sanitizer marker
+# (pyproject.toml) and are deselected: pytest counts them ("N deselected").
+#
+# Sizes (docs/building.md: measured times): INFINIOPS_SANITIZER_FUZZ_SEEDS,
+# INFINIOPS_SANITIZER_FUZZ_EXAMPLES (examples per op and seed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ASAN_DIR=${INFINIOPS_ASAN_BUILD_DIR:-build-asan}
+TSAN_DIR=${INFINIOPS_TSAN_BUILD_DIR:-build-tsan}
+SEEDS=${INFINIOPS_SANITIZER_FUZZ_SEEDS-"1 2 3"}  # empty: none
+EXAMPLES=${INFINIOPS_SANITIZER_FUZZ_EXAMPLES:-100}
+LOGS=${INFINIOPS_SANITIZER_LOGS:-sanitizer-logs}
+rm -rf "$LOGS" && mkdir -p "$LOGS/reports"
+LOGS=$(cd "$LOGS" && pwd)
+REPORTS=$LOGS/reports  # the sanitizers' own log files (log_path)
+
+# The tests under a sanitizer: the thread and lane tests, the harness, the
+# re-entrancy fuzz when it exists. The runtime fuzz runs once per seed.
+UNDER_ASAN=(tests/test_runtime_threads.py tests/test_runtime_lane.py tests/test_harness.py)
+if [ -f tests/test_fuzz_reentrancy.py ]; then
+    UNDER_ASAN+=(tests/test_fuzz_reentrancy.py)
+else
+    echo "note: tests/test_fuzz_reentrancy.py does not exist yet: not run"
+fi
+UNDER_TSAN=(tests/test_runtime_threads.py tests/test_runtime_lane.py)
+
+timed() {  # NAME COMMAND...: runs it, says how long it took
+    local name=$1 start=$SECONDS
+    shift
+    "$@"
+    echo "-- $name: $((SECONDS - start)) s"
+}
+
+# Fails when the output of a run ($1) or a sanitizer's log file holds a
+# report (UBSan beside ASan writes to stderr only: it ignores log_path).
+no_reports() {
+    local found
+    found=$(grep -lE "ERROR: AddressSanitizer|runtime error:|WARNING: ThreadSanitizer" \
+        "$1" "$REPORTS"/* 2> /dev/null || true)
+    if [ -n "$found" ]; then
+        echo "FAILED: sanitizer reports in: $found" >&2
+        cat "$REPORTS"/* >&2 2> /dev/null || true
+        exit 1
+    fi
+}
+
+# under BUILD_DIR NAME PYTEST-ARGS...: pytest under the build's sanitizers,
+# its output also in $LOGS/NAME.log; fails on a failed test or a report.
+under() {
+    local dir=$1 name=$2 status=0
+    shift 2
+    INFINIOPS_BUILD_DIR=$dir \
+        ASAN_OPTIONS=log_path=$REPORTS/asan TSAN_OPTIONS=log_path=$REPORTS/tsan \
+        "$dir/python-sanitized" -m pytest -q -p no:cacheprovider --capture=sys \
+        -m "not no_sanitizer" "$@" 2>&1 | tee "$LOGS/$name.log" || status=$?
+    no_reports "$LOGS/$name.log"
+    if [ "$status" -ne 0 ]; then
+        echo "FAILED: $name (pytest exit $status)" >&2
+        exit "$status"
+    fi
+}
+
+echo "== sanitizers: ASan+UBSan build of the default set"
+timed "ASan+UBSan build" infiniops-codegen build --sanitize address,undefined --build-dir "$ASAN_DIR"
+
+echo "== under ASan+UBSan: ${UNDER_ASAN[*]}"
+timed "ASan+UBSan: threads, lane, harness, re-entrancy" under "$ASAN_DIR" asan-tests "${UNDER_ASAN[@]}"
+
+export INFINIOPS_FUZZ_EXAMPLES=$EXAMPLES
+for seed in $SEEDS; do
+    echo "== under ASan+UBSan: runtime fuzz, seed $seed, $EXAMPLES examples per op"
+    export INFINIOPS_FUZZ_SEED=$seed
+    timed "ASan+UBSan: fuzz seed $seed" under "$ASAN_DIR" "asan-fuzz-$seed" tests/test_fuzz_runtime.py
+done
+unset INFINIOPS_FUZZ_SEED INFINIOPS_FUZZ_EXAMPLES
+
+echo "== sanitizers: TSan build of the default set"
+timed "TSan build" infiniops-codegen build --sanitize thread --build-dir "$TSAN_DIR"
+
+echo "== under TSan: ${UNDER_TSAN[*]}"
+timed "TSan: threads, lane" under "$TSAN_DIR" tsan-tests "${UNDER_TSAN[@]}"
+echo "sanitizers: no reports"
