@@ -2,7 +2,7 @@
 # CI step (.ci/run calls it; runs alone too, after the install): the default
 # op set built with AddressSanitizer + UBSan, and under it the correctness
 # harness, the thread and lane tests, the re-entrancy fuzz
-# (tests/test_fuzz_reentrancy.py, when present) and the runtime fuzz with
+# (tests/test_fuzz_reentrancy.py, when present) and both fuzzers again with
 # several seeds; then a ThreadSanitizer build and the thread and lane tests
 # under it.
 #
@@ -87,11 +87,15 @@ timed "ASan+UBSan: threads, lane, harness, re-entrancy" under "$ASAN_DIR" asan-t
 
 export INFINIOPS_FUZZ_EXAMPLES=$EXAMPLES
 for seed in $SEEDS; do
-    echo "== under ASan+UBSan: runtime fuzz, seed $seed, $EXAMPLES examples per op"
-    export INFINIOPS_FUZZ_SEED=$seed
-    timed "ASan+UBSan: fuzz seed $seed" under "$ASAN_DIR" "asan-fuzz-$seed" tests/test_fuzz_runtime.py
+    echo "== under ASan+UBSan: runtime fuzz and re-entrancy fuzz, seed $seed, $EXAMPLES examples per op"
+    export INFINIOPS_FUZZ_SEED=$seed INFINIOPS_REENTRANCY_SEED=$seed
+    FUZZ=(tests/test_fuzz_runtime.py)
+    if [ -f tests/test_fuzz_reentrancy.py ]; then
+        FUZZ+=(tests/test_fuzz_reentrancy.py::test_reentrancy_fuzz_matches_pytorch)
+    fi
+    timed "ASan+UBSan: fuzz seed $seed" under "$ASAN_DIR" "asan-fuzz-$seed" "${FUZZ[@]}"
 done
-unset INFINIOPS_FUZZ_SEED INFINIOPS_FUZZ_EXAMPLES
+unset INFINIOPS_FUZZ_SEED INFINIOPS_REENTRANCY_SEED INFINIOPS_FUZZ_EXAMPLES
 
 echo "== sanitizers: TSan build of the default set"
 timed "TSan build" infiniops-codegen build --sanitize thread --build-dir "$TSAN_DIR"
