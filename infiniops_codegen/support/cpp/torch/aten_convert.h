@@ -94,11 +94,16 @@ bool framework_mode_active() noexcept;
 // The TensorImpl to reuse, or null for the from_blob path. An opaque handle
 // is always reused (its tensor has no memory to rebuild a tensor from), and
 // so is every handle while a framework mode is active (the mode must see the
-// tensors the caller passed).
+// tensors the caller passed), and a wrapped number (the 0-dim tensor the
+// binding made of a Python number given for a tensor, call.cpp): its mark,
+// which makes type promotion rank it like a Python scalar, is not in its
+// data, shape or strides, so a from_blob rebuild would compute in another
+// dtype. None of these checks runs while handle reuse is on.
 inline c10::TensorImpl* reusable_impl(const Tensor& t) noexcept {
   const SourceHandle& h = t.handle();
   if (is_torch_handle(h) &&
       (g_handle_reuse.load(std::memory_order_relaxed) || h.opaque() ||
+       static_cast<c10::TensorImpl*>(h.get())->is_wrapped_number() ||
        framework_mode_active())) [[likely]] {
     return static_cast<c10::TensorImpl*>(h.get());
   }
