@@ -475,3 +475,55 @@ def test_python_number_for_a_tensor_stays_a_wrapped_number(
     want_dtype = fn(torch, None).dtype
     with switches(ops, **path):
         assert fn(ops, None, implementation=implementation).dtype == want_dtype
+
+
+@pytest.mark.parametrize("pool", [True, False], ids=["pool", "fresh"])
+@pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "from_blob"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        # Float bitwise_and is NotImplementedError in ATen's kernel; the
+        # broadcast check comes first and raises RuntimeError.
+        lambda m, x: m.bitwise_and(x, torch.empty(0), out=x),
+        lambda m, x: m.add(x, torch.ones(3), out=x),
+        lambda m, x: m.mul(torch.ones(2, 1), x, out=x),
+    ],
+    ids=["bitwise_and_float", "add", "mul"],
+)
+def test_in_place_out_is_not_resized(ops, call, reuse, pool):
+    """An out that is one of the inputs is never resized by ATen (torch:
+    "output with shape [] doesn't match the broadcast shape"). On the from_blob
+    path the out and the input were two wrappers, so ATen took the out for a
+    fresh output, resized it, and failed later (the float bitwise_and kernel's
+    NotImplementedError) or with the from_blob path's own error."""
+    with pytest.raises(RuntimeError) as theirs:
+        call(torch, torch.tensor(-0.0))
+    assert type(theirs.value) is RuntimeError
+    x = torch.tensor(-0.0)
+    with switches(ops, reuse=reuse, pool=pool):
+        with pytest.raises(
+            RuntimeError, match="doesn't match the broadcast shape"
+        ) as ours:
+            call(ops, x)
+    assert type(ours.value) is RuntimeError, ours.value
+    assert x.shape == () and x._version == 0
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "from_blob"])
+def test_in_place_out_is_one_tensor_for_aten(ops, reuse):
+    """In place on the from_blob path: one at::Tensor for the out and the
+    input it is, computed and counted (version) as torch does; the pool keeps
+    its wrappers."""
+    x, y = torch.randn(4, 5), torch.randn(5)
+    want = x.clone().add_(y, alpha=2)
+    with switches(ops, reuse=reuse):
+        ops._debug_wrapper_pool(True)
+        for _ in range(3):
+            x.copy_(want - 2 * y)
+            before = x._version
+            assert ops.add(x, y, alpha=2, out=x, implementation="torch") is x
+            assert torch.equal(x, want)
+            assert x._version == before + 1
+        stats = ops._debug_wrapper_pool(False)
+    if not reuse:
+        assert stats["fresh"] <= 3 and stats["rebound"] >= 6, stats
