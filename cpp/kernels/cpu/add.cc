@@ -121,14 +121,17 @@ bool add(const Tensor& input, const Tensor& other, const Scalar& alpha,
     } else if constexpr (std::is_same_v<T, float>) {
       ok = torch_fuses_multiply_add() ? add_fused(input, other, a, out)
                                       : add_unfused(input, other, a, out);
-    } else if (!(a == 0.0f || a == 1.0f || a == -1.0f || !std::isfinite(a)) &&
-               out.numel() >= kScalarLoopOnly) {
+    } else if (a == 0.0f || a == 1.0f || a == -1.0f || !std::isfinite(a)) {
+      // alpha * other is exact in T: both of PyTorch's loops round once.
+      ok = binary_loop<T>(input, other, out,
+                          [a](float x, float y) { return x + a * y; });
+    } else if (out.numel() >= kScalarLoopOnly) {
       ok = decline(
           "float16 and bfloat16 with an alpha other than 1, -1 or 0 on 16 or more "
           "elements: PyTorch's vectorized and scalar loops round alpha * other "
           "differently there, and which one an element takes depends on the layout");
     } else {
-      // The scalar loop: alpha * other rounded to T, then the sum rounded.
+      // PyTorch's scalar loop: alpha * other rounded to T, then the sum.
       ok = binary_loop<T>(input, other, out, [a](float x, float y) {
         return x + to_float(from_float<T>(a * y));
       });
