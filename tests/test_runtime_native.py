@@ -188,6 +188,7 @@ SWEEP_ALPHAS = [
     1e-3,
     100,
     -7,
+    3001,  # an int that float16 and bfloat16 round
     float("inf"),
     float("nan"),
 ]

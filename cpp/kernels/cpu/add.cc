@@ -49,7 +49,12 @@ template <class T>
 bool alpha_as(const Scalar& alpha, float& value) {
   float f;
   if (alpha.is_integral()) {
-    f = static_cast<float>(alpha.to_int());  // ATen compares it as a float
+    const int64_t i = alpha.to_int();
+    if (i >= -256 && i <= 256) {  // exact in every dtype here (the default, 1)
+      value = static_cast<float>(i);
+      return true;
+    }
+    f = static_cast<float>(i);  // ATen compares it as a float
     if (std::fabs(f) > kMaxFinite<T>) return false;
   } else {
     const double d = alpha.to_double();
