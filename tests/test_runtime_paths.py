@@ -9,6 +9,7 @@ the reuse path can resize an out of the wrong shape.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -397,3 +398,132 @@ def test_negative_view_input(ops, implementation, reuse):
             assert not reuse and implementation != "native"
             return
     assert torch.equal(out, want), "neg bit ignored: silently wrong result"
+
+
+# --- What a from_blob rebuild must keep of the caller's tensors -------------------
+
+
+@contextlib.contextmanager
+def switches(module, *, reuse=True, lane=True, direct=True, pool=True):
+    """The module's process-wide path switches for a block, restored after."""
+    names = ("handle_reuse", "lane", "direct_mode", "wrapper_pool")
+    previous = [getattr(module, n)() for n in names]
+    for name, value in zip(names, (reuse, lane, direct, pool)):
+        getattr(module, "set_" + name)(value)
+    try:
+        yield
+    finally:
+        for name, value in zip(names, previous):
+            getattr(module, "set_" + name)(value)
+
+
+H = torch.float16
+# Python numbers given for tensors: a 0-dim "wrapped number" that type
+# promotion ranks like a Python scalar. Each call's result dtype (and so its
+# value) changes if the number becomes a plain 0-dim double or int64 tensor.
+NUMBER_CALLS = {
+    "mul_number_first": lambda m, o, **k: m.mul(
+        1.5, torch.tensor(3.082, dtype=H), out=o, **k
+    ),
+    "mul_number_second": lambda m, o, **k: m.mul(
+        torch.tensor(3.082, dtype=H), 1.5, out=o, **k
+    ),
+    "add_int8_wraps": lambda m, o, **k: m.add(
+        torch.tensor(100, dtype=torch.int8), 200, out=o, **k
+    ),
+    "sub_alpha": lambda m, o, **k: m.sub(
+        torch.tensor(0.1, dtype=H), 0.3, alpha=3, out=o, **k
+    ),
+}
+
+
+@pytest.mark.parametrize("implementation", ["default", "torch"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        dict(),
+        dict(lane=False),
+        dict(lane=False, direct=False),
+        dict(reuse=False),
+        dict(reuse=False, direct=False),
+        dict(reuse=False, pool=False),
+    ],
+    ids=[
+        "lane",
+        "reuse",
+        "reuse_dispatcher",
+        "from_blob",
+        "from_blob_dispatcher",
+        "from_blob_fresh",
+    ],
+)
+@pytest.mark.parametrize("call", sorted(NUMBER_CALLS))
+def test_python_number_for_a_tensor_stays_a_wrapped_number(
+    ops, call, path, implementation
+):
+    """The from_blob path rebuilt the number's 0-dim tensor without its
+    wrapped-number mark: `mul(1.5, float16 0-dim)` then computed in float64
+    (4.6230 where torch gives 4.625), `add(int8 0-dim, 200)` in int64."""
+    fn = NUMBER_CALLS[call]
+    want = torch.tensor(7.0)
+    fn(torch, want)
+    got = torch.tensor(7.0)
+    with switches(ops, **path):
+        assert fn(ops, got, implementation=implementation) is got
+    assert torch.equal(got, want), (got, want)
+    # Without out=: the result's dtype is torch's too.
+    want_dtype = fn(torch, None).dtype
+    with switches(ops, **path):
+        assert fn(ops, None, implementation=implementation).dtype == want_dtype
+
+
+@pytest.mark.parametrize("pool", [True, False], ids=["pool", "fresh"])
+@pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "from_blob"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        # Float bitwise_and is NotImplementedError in ATen's kernel; the
+        # broadcast check comes first and raises RuntimeError.
+        lambda m, x: m.bitwise_and(x, torch.empty(0), out=x),
+        lambda m, x: m.add(x, torch.ones(3), out=x),
+        lambda m, x: m.mul(torch.ones(2, 1), x, out=x),
+    ],
+    ids=["bitwise_and_float", "add", "mul"],
+)
+def test_in_place_out_is_not_resized(ops, call, reuse, pool):
+    """An out that is one of the inputs is never resized by ATen (torch:
+    "output with shape [] doesn't match the broadcast shape"). On the from_blob
+    path the out and the input were two wrappers, so ATen took the out for a
+    fresh output, resized it, and failed later (the float bitwise_and kernel's
+    NotImplementedError) or with the from_blob path's own error."""
+    with pytest.raises(RuntimeError) as theirs:
+        call(torch, torch.tensor(-0.0))
+    assert type(theirs.value) is RuntimeError
+    x = torch.tensor(-0.0)
+    with switches(ops, reuse=reuse, pool=pool):
+        with pytest.raises(
+            RuntimeError, match="doesn't match the broadcast shape"
+        ) as ours:
+            call(ops, x)
+    assert type(ours.value) is RuntimeError, ours.value
+    assert x.shape == () and x._version == 0
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "from_blob"])
+def test_in_place_out_is_one_tensor_for_aten(ops, reuse):
+    """In place on the from_blob path: one at::Tensor for the out and the
+    input it is, computed and counted (version) as torch does; the pool keeps
+    its wrappers."""
+    x, y = torch.randn(4, 5), torch.randn(5)
+    want = x.clone().add_(y, alpha=2)
+    with switches(ops, reuse=reuse):
+        ops._debug_wrapper_pool(True)
+        for _ in range(3):
+            x.copy_(want - 2 * y)
+            before = x._version
+            assert ops.add(x, y, alpha=2, out=x, implementation="torch") is x
+            assert torch.equal(x, want)
+            assert x._version == before + 1
+        stats = ops._debug_wrapper_pool(False)
+    if not reuse:
+        assert stats["fresh"] <= 3 and stats["rebound"] >= 6, stats

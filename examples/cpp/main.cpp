@@ -214,6 +214,13 @@ int main() {
     Tensor t = f32(m1, {2, 3}), o = f32(out4, {2, 2});
     ops::mm(t, t, o);
   });
+  // In place (the out is the input): ATen never resizes such an out, as
+  // torch.add(x, y, out=x) refuses a broadcast shape x does not have.
+  expect_error<c10::Error>("in place into a broadcast shape -> c10::Error", [&] {
+    std::vector<float> one(1, 1.0f);
+    Tensor x = f32(one, {});
+    ops::add(x, tsmall, 1.0, x);
+  });
   // c10 has subclasses too: a dim out of range is a c10::IndexError.
   expect_error<c10::IndexError>("max over dim 5 of a 1-D tensor -> c10::IndexError", [&] {
     ops::max(tsmall, 5, false, tval, tidx);

@@ -111,7 +111,9 @@ void adaptive_max_pool2d(const Tensor& self, std::span<const int64_t> output_siz
   auto a_output_size = tb::to_aten(output_size);
   auto a_out = tb::to_aten(out);
   auto a_indices = tb::to_aten(indices);
-  tb::check_overlap("adaptive_max_pool2d", {&out, &indices}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_indices, a_self)) [[unlikely]] {
+    tb::check_overlap("adaptive_max_pool2d", {tb::output(out, a_out), tb::output(indices, a_indices)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out, a_indices)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -171,7 +173,9 @@ void addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, cons
   auto a_beta = tb::to_aten(beta);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("addbmm", {&out}, {tb::ptr(self), tb::ptr(batch1), tb::ptr(batch2)});
+  if (tb::any_from_blob(a_out, a_self, a_batch1, a_batch2)) [[unlikely]] {
+    tb::check_overlap("addbmm", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(batch1, a_batch1), tb::input(batch2, a_batch2)});
+  }
   if (tb::direct_cpu(a_self, a_batch1, a_batch2, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -232,7 +236,9 @@ void addcdiv(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
   auto a_tensor2 = tb::to_aten(tensor2);
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("addcdiv", {&out}, {tb::ptr(self), tb::ptr(tensor1), tb::ptr(tensor2)});
+  if (tb::any_from_blob(a_out, a_self, a_tensor1, a_tensor2)) [[unlikely]] {
+    tb::check_overlap("addcdiv", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(tensor1, a_tensor1), tb::input(tensor2, a_tensor2)});
+  }
   if (tb::direct_cpu(a_self, a_tensor1, a_tensor2, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -291,7 +297,9 @@ void addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
   auto a_tensor2 = tb::to_aten(tensor2);
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("addcmul", {&out}, {tb::ptr(self), tb::ptr(tensor1), tb::ptr(tensor2)});
+  if (tb::any_from_blob(a_out, a_self, a_tensor1, a_tensor2)) [[unlikely]] {
+    tb::check_overlap("addcmul", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(tensor1, a_tensor1), tb::input(tensor2, a_tensor2)});
+  }
   if (tb::direct_cpu(a_self, a_tensor1, a_tensor2, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -349,7 +357,9 @@ void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("amin", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("amin", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -406,7 +416,9 @@ void aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tenso
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_min = tb::to_aten(min);
   auto a_max = tb::to_aten(max);
-  tb::check_overlap("aminmax", {&min, &max}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_min, a_max, a_self)) [[unlikely]] {
+    tb::check_overlap("aminmax", {tb::output(min, a_min), tb::output(max, a_max)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_min, a_max)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -466,7 +478,9 @@ void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("any", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("any", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -520,7 +534,9 @@ void any(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
 void any_all(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("any_all", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("any_all", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -572,7 +588,9 @@ void any_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, b
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("any_dims", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("any_dims", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -631,7 +649,9 @@ void avg_pool1d(const Tensor& self, std::span<const int64_t> kernel_size, std::s
   auto a_ceil_mode = tb::to_aten(ceil_mode);
   auto a_count_include_pad = tb::to_aten(count_include_pad);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("avg_pool1d", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("avg_pool1d", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::avg_pool1d_out(a_out, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad);
   tb::check_output(out, a_out, "avg_pool1d", "out");
 }
@@ -668,7 +688,9 @@ void avg_pool1d(::infini::ops::torch_bridge::TensorRef self, std::span<const int
 void bitwise_not(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("bitwise_not", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("bitwise_not", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -719,7 +741,9 @@ void bitwise_right_shift_Tensor(const Tensor& self, const Tensor& other, Tensor&
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("bitwise_right_shift_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("bitwise_right_shift_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -772,7 +796,9 @@ void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out) {
   auto a_tensors = tb::to_aten(tensors);
   auto a_dim = tb::to_aten(dim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("cat", {&out}, {});
+  if (tb::any_from_blob(a_out)) [[unlikely]] {
+    tb::check_overlap("cat", {tb::output(out, a_out)}, {});
+  }
   at::cat_out(a_out, a_tensors, a_dim);
   tb::check_output(out, a_out, "cat", "out");
 }
@@ -801,7 +827,9 @@ void cat(::infini::ops::torch_bridge::TensorListRef tensors, int64_t dim, ::infi
 void clone(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("clone", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("clone", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::clone_out(a_out, a_self, ::std::optional<at::MemoryFormat>(::std::nullopt));
   tb::check_output(out, a_out, "clone", "out");
 }
@@ -829,7 +857,9 @@ void copysign(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("copysign", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("copysign", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -883,7 +913,9 @@ void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::st
   auto a_other = tb::to_aten(other);
   auto a_rounding_mode = tb::to_aten(rounding_mode);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("div_out_mode", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("div_out_mode", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -941,7 +973,9 @@ void embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, 
   auto a_padding_idx = tb::to_aten(padding_idx);
   auto a_scale_grad_by_freq = tb::to_aten(scale_grad_by_freq);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("embedding_dense_backward", {&out}, {tb::ptr(grad_output), tb::ptr(indices)});
+  if (tb::any_from_blob(a_out, a_grad_output, a_indices)) [[unlikely]] {
+    tb::check_overlap("embedding_dense_backward", {tb::output(out, a_out)}, {tb::input(grad_output, a_grad_output), tb::input(indices, a_indices)});
+  }
   at::embedding_dense_backward_out(a_out, a_grad_output, a_indices, a_num_weights, a_padding_idx, a_scale_grad_by_freq);
   tb::check_output(out, a_out, "embedding_dense_backward", "out");
 }
@@ -977,7 +1011,9 @@ void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("eq_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("eq_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1029,7 +1065,9 @@ void eq_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
 void erf(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("erf", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("erf", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1079,7 +1117,9 @@ void erf(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
 void erfc(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("erfc", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("erfc", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1130,7 +1170,9 @@ void floor_divide(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("floor_divide", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("floor_divide", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1183,7 +1225,9 @@ void fmax(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("fmax", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("fmax", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1236,7 +1280,9 @@ void fmod_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("fmod_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("fmod_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1290,7 +1336,9 @@ void gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_vi
   auto a_self = tb::to_aten(self);
   auto a_approximate = tb::to_aten(approximate);
   auto a_grad_input = tb::to_aten(grad_input);
-  tb::check_overlap("gelu_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(self)});
+  if (tb::any_from_blob(a_grad_input, a_grad_output, a_self)) [[unlikely]] {
+    tb::check_overlap("gelu_backward", {tb::output(grad_input, a_grad_input)}, {tb::input(grad_output, a_grad_output), tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_grad_output, a_self, a_grad_input)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1344,7 +1392,9 @@ void gelu_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini:
 void hardsigmoid(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("hardsigmoid", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("hardsigmoid", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1398,7 +1448,9 @@ void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tenso
   auto a_source = tb::to_aten(source);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("index_add", {&out}, {tb::ptr(self), tb::ptr(index), tb::ptr(source)});
+  if (tb::any_from_blob(a_out, a_self, a_index, a_source)) [[unlikely]] {
+    tb::check_overlap("index_add", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(index, a_index), tb::input(source, a_source)});
+  }
   if (tb::direct_cpu(a_self, a_index, a_source, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1456,7 +1508,9 @@ void index_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infin
 void isnan(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("isnan", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("isnan", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::isnan_out(a_out, a_self);
   tb::check_output(out, a_out, "isnan", "out");
 }
@@ -1483,7 +1537,9 @@ void isnan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
 void log_sigmoid(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("log_sigmoid", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("log_sigmoid", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::log_sigmoid_out(a_out, a_self);
   tb::check_output(out, a_out, "log_sigmoid", "out");
 }
@@ -1511,7 +1567,9 @@ void logaddexp2(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("logaddexp2", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("logaddexp2", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1564,7 +1622,9 @@ void logical_xor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("logical_xor", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("logical_xor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1613,7 +1673,9 @@ void masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value, Te
   auto a_mask = tb::to_aten(mask);
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("masked_fill", {&out}, {tb::ptr(self), tb::ptr(mask)});
+  if (tb::any_from_blob(a_out, a_self, a_mask)) [[unlikely]] {
+    tb::check_overlap("masked_fill", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(mask, a_mask)});
+  }
   at::masked_fill_out(a_out, a_self, a_mask, a_value);
   tb::check_output(out, a_out, "masked_fill", "out");
 }
@@ -1647,7 +1709,9 @@ void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool 
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("mean", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("mean", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1706,7 +1770,9 @@ void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_min = tb::to_aten(min);
   auto a_min_indices = tb::to_aten(min_indices);
-  tb::check_overlap("min", {&min, &min_indices}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_min, a_min_indices, a_self)) [[unlikely]] {
+    tb::check_overlap("min", {tb::output(min, a_min), tb::output(min_indices, a_min_indices)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_min, a_min_indices)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1765,7 +1831,9 @@ void mm(const Tensor& self, const Tensor& mat2, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_mat2 = tb::to_aten(mat2);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("mm", {&out}, {tb::ptr(self), tb::ptr(mat2)});
+  if (tb::any_from_blob(a_out, a_self, a_mat2)) [[unlikely]] {
+    tb::check_overlap("mm", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(mat2, a_mat2)});
+  }
   if (tb::direct_cpu(a_self, a_mat2, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1818,7 +1886,9 @@ void mv(const Tensor& self, const Tensor& vec, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_vec = tb::to_aten(vec);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("mv", {&out}, {tb::ptr(self), tb::ptr(vec)});
+  if (tb::any_from_blob(a_out, a_self, a_vec)) [[unlikely]] {
+    tb::check_overlap("mv", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(vec, a_vec)});
+  }
   at::mv_out(a_out, a_self, a_vec);
   tb::check_output(out, a_out, "mv", "out");
 }
@@ -1856,7 +1926,9 @@ void native_group_norm(const Tensor& input, const std::optional<Tensor>& weight,
   auto a_out0 = tb::to_aten(out0);
   auto a_out1 = tb::to_aten(out1);
   auto a_out2 = tb::to_aten(out2);
-  tb::check_overlap("native_group_norm", {&out0, &out1, &out2}, {tb::ptr(input), tb::ptr(weight), tb::ptr(bias)});
+  if (tb::any_from_blob(a_out0, a_out1, a_out2, a_input, a_weight, a_bias)) [[unlikely]] {
+    tb::check_overlap("native_group_norm", {tb::output(out0, a_out0), tb::output(out1, a_out1), tb::output(out2, a_out2)}, {tb::input(input, a_input), tb::input(weight, a_weight), tb::input(bias, a_bias)});
+  }
   at::native_group_norm_out(a_out0, a_out1, a_out2, a_input, a_weight, a_bias, a_N, a_C, a_HxW, a_group, a_eps);
   tb::check_output(out0, a_out0, "native_group_norm", "out0");
   tb::check_output(out1, a_out1, "native_group_norm", "out1");
@@ -1902,7 +1974,9 @@ void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("ne_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("ne_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1957,7 +2031,9 @@ void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const in
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("norm", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("norm", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2014,7 +2090,9 @@ void norm_Scalar(const Tensor& self, const Scalar& p, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_p = tb::to_aten(p);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("norm_Scalar", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("norm_Scalar", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::norm_out(a_out, a_self, a_p);
   tb::check_output(out, a_out, "norm_Scalar", "out");
 }
@@ -2043,7 +2121,9 @@ void norm_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& p, :
 void relu(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("relu", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("relu", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::relu_out(a_out, a_self);
   tb::check_output(out, a_out, "relu", "out");
 }
@@ -2073,7 +2153,7 @@ static void body_rms_norm(at::Tensor & out, const at::Tensor & input, const at::
     const int64_t last = input.size(-1);
     out.resize_(input.sizes());
     out.copy_(at::rms_norm(input, {last}, weight, eps));
-#line 2077 "torch_fallback/shard_000.cpp"
+#line 2157 "torch_fallback/shard_000.cpp"
 }
 
 // rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)
@@ -2082,7 +2162,9 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
   auto a_weight = tb::to_aten(weight);
   auto a_eps = tb::to_aten(eps);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("rms_norm", {&out}, {tb::ptr(input), tb::ptr(weight)});
+  if (tb::any_from_blob(a_out, a_input, a_weight)) [[unlikely]] {
+    tb::check_overlap("rms_norm", {tb::output(out, a_out)}, {tb::input(input, a_input), tb::input(weight, a_weight)});
+  }
   body_rms_norm(a_out, a_input, a_weight, a_eps);
   tb::check_output(out, a_out, "rms_norm", "out");
 }
@@ -2110,7 +2192,9 @@ bool rms_norm_allocate(::infini::ops::torch_bridge::TensorRef input, ::infini::o
 void round(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("round", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("round", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2161,7 +2245,9 @@ void round_decimals(const Tensor& self, int64_t decimals, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_decimals = tb::to_aten(decimals);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("round_decimals", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("round_decimals", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2213,7 +2299,9 @@ void round_decimals(::infini::ops::torch_bridge::TensorRef self, int64_t decimal
 void sgn(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("sgn", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("sgn", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2266,7 +2354,9 @@ void smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction,
   auto a_reduction = tb::to_aten(reduction);
   auto a_beta = tb::to_aten(beta);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("smooth_l1_loss", {&out}, {tb::ptr(self), tb::ptr(target)});
+  if (tb::any_from_blob(a_out, a_self, a_target)) [[unlikely]] {
+    tb::check_overlap("smooth_l1_loss", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(target, a_target)});
+  }
   if (tb::direct_cpu(a_self, a_target, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2326,7 +2416,9 @@ void sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim, bo
   auto a_descending = tb::to_aten(descending);
   auto a_values = tb::to_aten(values);
   auto a_indices = tb::to_aten(indices);
-  tb::check_overlap("sort_stable", {&values, &indices}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_values, a_indices, a_self)) [[unlikely]] {
+    tb::check_overlap("sort_stable", {tb::output(values, a_values), tb::output(indices, a_indices)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_values, a_indices)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2386,7 +2478,9 @@ void sort_stable(::infini::ops::torch_bridge::TensorRef self, std::optional<bool
 void sqrt(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("sqrt", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("sqrt", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2439,7 +2533,9 @@ void std(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool u
   auto a_unbiased = tb::to_aten(unbiased);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("std", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("std", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::std_out(a_out, a_self, a_dim, a_unbiased, a_keepdim);
   tb::check_output(out, a_out, "std", "out");
 }
@@ -2475,7 +2571,9 @@ void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
   auto a_correction = tb::to_aten(correction);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("std_correction", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("std_correction", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2533,7 +2631,9 @@ void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
   auto a_other = tb::to_aten(other);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("sub", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("sub", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2592,7 +2692,9 @@ void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted,
   auto a_sorted = tb::to_aten(sorted);
   auto a_values = tb::to_aten(values);
   auto a_indices = tb::to_aten(indices);
-  tb::check_overlap("topk", {&values, &indices}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_values, a_indices, a_self)) [[unlikely]] {
+    tb::check_overlap("topk", {tb::output(values, a_values), tb::output(indices, a_indices)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_values, a_indices)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2655,7 +2757,9 @@ void tril(const Tensor& self, int64_t diagonal, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_diagonal = tb::to_aten(diagonal);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("tril", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("tril", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2708,7 +2812,9 @@ void triu(const Tensor& self, int64_t diagonal, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_diagonal = tb::to_aten(diagonal);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("triu", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("triu", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2763,7 +2869,9 @@ void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
   auto a_correction = tb::to_aten(correction);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("var_correction", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("var_correction", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2820,7 +2928,9 @@ void xlogy_OutTensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("xlogy_OutTensor", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("xlogy_OutTensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would

@@ -100,7 +100,9 @@ void _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int
   auto a_dim = tb::to_aten(dim);
   auto a_input_dtype = tb::to_aten(input_dtype);
   auto a_grad_input = tb::to_aten(grad_input);
-  tb::check_overlap("_softmax_backward_data", {&grad_input}, {tb::ptr(grad_output), tb::ptr(output)});
+  if (tb::any_from_blob(a_grad_input, a_grad_output, a_output)) [[unlikely]] {
+    tb::check_overlap("_softmax_backward_data", {tb::output(grad_input, a_grad_input)}, {tb::input(grad_output, a_grad_output), tb::input(output, a_output)});
+  }
   if (tb::direct_cpu(a_grad_output, a_output, a_grad_input)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -156,7 +158,9 @@ void _softmax_backward_data(::infini::ops::torch_bridge::TensorRef grad_output, 
 void acos(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("acos", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("acos", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -207,7 +211,9 @@ void adaptive_avg_pool2d(const Tensor& self, std::span<const int64_t> output_siz
   auto a_self = tb::to_aten(self);
   auto a_output_size = tb::to_aten(output_size);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("adaptive_avg_pool2d", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("adaptive_avg_pool2d", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -256,7 +262,9 @@ void all(const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("all", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("all", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -310,7 +318,9 @@ void all(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
 void all_all(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("all_all", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("all_all", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -362,7 +372,9 @@ void all_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, b
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("all_dims", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("all_dims", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -418,7 +430,9 @@ void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("amax", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("amax", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -473,7 +487,9 @@ void atan2(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("atan2", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("atan2", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -529,7 +545,9 @@ void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, con
   auto a_beta = tb::to_aten(beta);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("baddbmm", {&out}, {tb::ptr(self), tb::ptr(batch1), tb::ptr(batch2)});
+  if (tb::any_from_blob(a_out, a_self, a_batch1, a_batch2)) [[unlikely]] {
+    tb::check_overlap("baddbmm", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(batch1, a_batch1), tb::input(batch2, a_batch2)});
+  }
   if (tb::direct_cpu(a_self, a_batch1, a_batch2, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -588,7 +606,9 @@ void bitwise_or_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("bitwise_or_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("bitwise_or_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -641,7 +661,9 @@ void copysign_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("copysign_Scalar", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("copysign_Scalar", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::copysign_out(a_out, a_self, a_other);
   tb::check_output(out, a_out, "copysign_Scalar", "out");
 }
@@ -670,7 +692,9 @@ void copysign_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& 
 void cos(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("cos", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("cos", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -722,7 +746,9 @@ void cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim, 
   auto a_other = tb::to_aten(other);
   auto a_dim = tb::to_aten(dim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("cross", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("cross", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   at::cross_out(a_out, a_self, a_other, a_dim);
   tb::check_output(out, a_out, "cross", "out");
 }
@@ -755,7 +781,9 @@ void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tens
   auto a_dim = tb::to_aten(dim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("cumsum", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("cumsum", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -810,7 +838,9 @@ void div(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("div", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("div", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -865,7 +895,9 @@ void elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Sca
   auto a_scale = tb::to_aten(scale);
   auto a_input_scale = tb::to_aten(input_scale);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("elu", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("elu", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -922,7 +954,9 @@ void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("eq_Scalar", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("eq_Scalar", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -974,7 +1008,9 @@ void eq_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
 void erfinv(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("erfinv", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("erfinv", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1025,7 +1061,9 @@ void flip(const Tensor& self, std::span<const int64_t> dims, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_dims = tb::to_aten(dims);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("flip", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("flip", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::flip_out(a_out, a_self, a_dims);
   tb::check_output(out, a_out, "flip", "out");
 }
@@ -1055,7 +1093,9 @@ void fmin(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("fmin", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("fmin", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1107,7 +1147,9 @@ void fmin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
 void frac(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("frac", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("frac", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1160,7 +1202,9 @@ void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_gr
   auto a_index = tb::to_aten(index);
   auto a_sparse_grad = tb::to_aten(sparse_grad);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("gather", {&out}, {tb::ptr(self), tb::ptr(index)});
+  if (tb::any_from_blob(a_out, a_self, a_index)) [[unlikely]] {
+    tb::check_overlap("gather", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(index, a_index)});
+  }
   if (tb::direct_cpu(a_self, a_index, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1217,7 +1261,9 @@ void gelu(const Tensor& self, std::string_view approximate, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_approximate = tb::to_aten(approximate);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("gelu", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("gelu", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1270,7 +1316,9 @@ void index(const Tensor& self, std::span<const std::optional<Tensor>> indices, T
   auto a_self = tb::to_aten(self);
   auto a_indices = tb::to_aten(indices);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("index", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("index", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::index_out(a_out, a_self, a_indices);
   tb::check_output(out, a_out, "index", "out");
 }
@@ -1281,7 +1329,9 @@ void index_select(const Tensor& self, int64_t dim, const Tensor& index, Tensor& 
   auto a_dim = tb::to_aten(dim);
   auto a_index = tb::to_aten(index);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("index_select", {&out}, {tb::ptr(self), tb::ptr(index)});
+  if (tb::any_from_blob(a_out, a_self, a_index)) [[unlikely]] {
+    tb::check_overlap("index_select", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(index, a_index)});
+  }
   if (tb::direct_cpu(a_self, a_index, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1335,7 +1385,9 @@ void index_select(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::in
 void log(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("log", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("log", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1387,7 +1439,9 @@ void log_softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype,
   auto a_dim = tb::to_aten(dim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("log_softmax", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("log_softmax", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::log_softmax_out(a_out, a_self, a_dim, a_dtype);
   tb::check_output(out, a_out, "log_softmax", "out");
 }
@@ -1419,7 +1473,9 @@ void logaddexp(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("logaddexp", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("logaddexp", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1473,7 +1529,9 @@ void logsumexp(const Tensor& self, std::span<const int64_t> dim, bool keepdim, T
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("logsumexp", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("logsumexp", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::logsumexp_out(a_out, a_self, a_dim, a_keepdim);
   tb::check_output(out, a_out, "logsumexp", "out");
 }
@@ -1507,7 +1565,9 @@ void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_max = tb::to_aten(max);
   auto a_max_values = tb::to_aten(max_values);
-  tb::check_overlap("max", {&max, &max_values}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_max, a_max_values, a_self)) [[unlikely]] {
+    tb::check_overlap("max", {tb::output(max, a_max), tb::output(max_values, a_max_values)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_max, a_max_values)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1565,7 +1625,9 @@ void max(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
 void max_all(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("max_all", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("max_all", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1616,7 +1678,9 @@ void mean_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("mean_all", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("mean_all", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::mean_out(a_out, a_self, a_dtype);
   tb::check_output(out, a_out, "mean_all", "out");
 }
@@ -1646,7 +1710,9 @@ void minimum(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("minimum", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("minimum", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1699,7 +1765,9 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("mul", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("mul", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1768,7 +1836,9 @@ void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("ne_Scalar", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("ne_Scalar", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1820,7 +1890,9 @@ void ne_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
 void neg(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("neg", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("neg", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1871,7 +1943,9 @@ void outer(const Tensor& self, const Tensor& vec2, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_vec2 = tb::to_aten(vec2);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("outer", {&out}, {tb::ptr(self), tb::ptr(vec2)});
+  if (tb::any_from_blob(a_out, a_self, a_vec2)) [[unlikely]] {
+    tb::check_overlap("outer", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(vec2, a_vec2)});
+  }
   at::outer_out(a_out, a_self, a_vec2);
   tb::check_output(out, a_out, "outer", "out");
 }
@@ -1900,7 +1974,9 @@ void outer(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
 void reciprocal(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("reciprocal", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("reciprocal", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1953,7 +2029,9 @@ void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   auto a_index = tb::to_aten(index);
   auto a_src = tb::to_aten(src);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("scatter_src", {&out}, {tb::ptr(self), tb::ptr(index), tb::ptr(src)});
+  if (tb::any_from_blob(a_out, a_self, a_index, a_src)) [[unlikely]] {
+    tb::check_overlap("scatter_src", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(index, a_index), tb::input(src, a_src)});
+  }
   if (tb::direct_cpu(a_self, a_index, a_src, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2012,7 +2090,9 @@ void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const S
   auto a_index = tb::to_aten(index);
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("scatter_value", {&out}, {tb::ptr(self), tb::ptr(index)});
+  if (tb::any_from_blob(a_out, a_self, a_index)) [[unlikely]] {
+    tb::check_overlap("scatter_value", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(index, a_index)});
+  }
   if (tb::direct_cpu(a_self, a_index, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2068,7 +2148,9 @@ void scatter_value(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::i
 void silu(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("silu", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("silu", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2134,14 +2216,16 @@ static void body_silu_and_mul(at::Tensor & out, const at::Tensor & input) {
     // input is [..., 2d]: silu of the first half times the second half.
     const int64_t d = input.size(-1) / 2;
     at::mul_out(out, at::silu(input.narrow(-1, 0, d)), input.narrow(-1, d, d));
-#line 2138 "torch_fallback/shard_001.cpp"
+#line 2220 "torch_fallback/shard_001.cpp"
 }
 
 // silu_and_mul(Tensor input, *, Tensor(a!) out) -> Tensor(a!)
 void silu_and_mul(const Tensor& input, Tensor& out) {
   auto a_input = tb::to_aten(input);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("silu_and_mul", {&out}, {tb::ptr(input)});
+  if (tb::any_from_blob(a_out, a_input)) [[unlikely]] {
+    tb::check_overlap("silu_and_mul", {tb::output(out, a_out)}, {tb::input(input, a_input)});
+  }
   body_silu_and_mul(a_out, a_input);
   tb::check_output(out, a_out, "silu_and_mul", "out");
 }
@@ -2186,7 +2270,9 @@ void silu_backward(const Tensor& grad_output, const Tensor& self, Tensor& grad_i
   auto a_grad_output = tb::to_aten(grad_output);
   auto a_self = tb::to_aten(self);
   auto a_grad_input = tb::to_aten(grad_input);
-  tb::check_overlap("silu_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(self)});
+  if (tb::any_from_blob(a_grad_input, a_grad_output, a_self)) [[unlikely]] {
+    tb::check_overlap("silu_backward", {tb::output(grad_input, a_grad_input)}, {tb::input(grad_output, a_grad_output), tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_grad_output, a_self, a_grad_input)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2241,7 +2327,9 @@ void sort_values(const Tensor& self, int64_t dim, bool descending, Tensor& value
   auto a_descending = tb::to_aten(descending);
   auto a_values = tb::to_aten(values);
   auto a_indices = tb::to_aten(indices);
-  tb::check_overlap("sort_values", {&values, &indices}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_values, a_indices, a_self)) [[unlikely]] {
+    tb::check_overlap("sort_values", {tb::output(values, a_values), tb::output(indices, a_indices)}, {tb::input(self, a_self)});
+  }
   at::sort_out(a_values, a_indices, a_self, a_dim, a_descending);
   tb::check_output(values, a_values, "sort_values", "values");
   tb::check_output(indices, a_indices, "sort_values", "indices");
@@ -2274,7 +2362,9 @@ void sort_values(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool 
 void square(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("square", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("square", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::square_out(a_out, a_self);
   tb::check_output(out, a_out, "square", "out");
 }
@@ -2304,7 +2394,9 @@ void sum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool k
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("sum", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("sum", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2361,7 +2453,9 @@ void sum_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("sum_all", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("sum_all", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::sum_out(a_out, a_self, a_dtype);
   tb::check_output(out, a_out, "sum_all", "out");
 }
@@ -2390,7 +2484,9 @@ void sum_all(::infini::ops::torch_bridge::TensorRef self, std::optional<DataType
 void trunc(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("trunc", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("trunc", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2441,7 +2537,9 @@ void vdot(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("vdot", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("vdot", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   at::vdot_out(a_out, a_self, a_other);
   tb::check_output(out, a_out, "vdot", "out");
 }

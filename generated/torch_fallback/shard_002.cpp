@@ -104,7 +104,9 @@ namespace tb = ::infini::ops::torch_bridge;
 void abs(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("abs", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("abs", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -151,7 +153,9 @@ void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("argmax", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("argmax", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -205,7 +209,9 @@ void argmax(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> 
 void asin(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("asin", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("asin", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -255,7 +261,9 @@ void asin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
 void asinh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("asinh", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("asinh", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -306,7 +314,9 @@ void bitwise_and_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("bitwise_and_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("bitwise_and_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -360,7 +370,9 @@ void clamp(const Tensor& self, const std::optional<Scalar>& min, const std::opti
   auto a_min = tb::to_aten(min);
   auto a_max = tb::to_aten(max);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("clamp", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("clamp", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -416,7 +428,9 @@ void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const st
   auto a_min = tb::to_aten(min);
   auto a_max = tb::to_aten(max);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("clamp_Tensor", {&out}, {tb::ptr(self), tb::ptr(min), tb::ptr(max)});
+  if (tb::any_from_blob(a_out, a_self, a_min, a_max)) [[unlikely]] {
+    tb::check_overlap("clamp_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(min, a_min), tb::input(max, a_max)});
+  }
   if (tb::direct_cpu(a_self, a_min, a_max, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -471,7 +485,9 @@ void clamp_max(const Tensor& self, const Scalar& max, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_max = tb::to_aten(max);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("clamp_max", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("clamp_max", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -523,7 +539,9 @@ void clamp_max(::infini::ops::torch_bridge::TensorRef self, const Scalar& max, :
 void digamma(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("digamma", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("digamma", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -577,7 +595,9 @@ void embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx,
   auto a_scale_grad_by_freq = tb::to_aten(scale_grad_by_freq);
   auto a_sparse = tb::to_aten(sparse);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("embedding", {&out}, {tb::ptr(weight), tb::ptr(indices)});
+  if (tb::any_from_blob(a_out, a_weight, a_indices)) [[unlikely]] {
+    tb::check_overlap("embedding", {tb::output(out, a_out)}, {tb::input(weight, a_weight), tb::input(indices, a_indices)});
+  }
   at::embedding_out(a_out, a_weight, a_indices, a_padding_idx, a_scale_grad_by_freq, a_sparse);
   tb::check_output(out, a_out, "embedding", "out");
 }
@@ -612,7 +632,9 @@ void embedding(::infini::ops::torch_bridge::TensorRef weight, ::infini::ops::tor
 void floor(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("floor", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("floor", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -663,7 +685,9 @@ void ge_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("ge_Scalar", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("ge_Scalar", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -716,7 +740,9 @@ void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("gt_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("gt_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -770,7 +796,9 @@ void hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val, 
   auto a_min_val = tb::to_aten(min_val);
   auto a_max_val = tb::to_aten(max_val);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("hardtanh", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("hardtanh", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -825,7 +853,9 @@ void hypot(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("hypot", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("hypot", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -881,7 +911,9 @@ void kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& 
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_values = tb::to_aten(values);
   auto a_indices = tb::to_aten(indices);
-  tb::check_overlap("kthvalue", {&values, &indices}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_values, a_indices, a_self)) [[unlikely]] {
+    tb::check_overlap("kthvalue", {tb::output(values, a_values), tb::output(indices, a_indices)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_values, a_indices)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -937,7 +969,9 @@ void le_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("le_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("le_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -990,7 +1024,9 @@ void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_negative_slope = tb::to_aten(negative_slope);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("leaky_relu", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("leaky_relu", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1044,7 +1080,9 @@ void lerp_Scalar(const Tensor& self, const Tensor& end, const Scalar& weight, Te
   auto a_end = tb::to_aten(end);
   auto a_weight = tb::to_aten(weight);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("lerp_Scalar", {&out}, {tb::ptr(self), tb::ptr(end)});
+  if (tb::any_from_blob(a_out, a_self, a_end)) [[unlikely]] {
+    tb::check_overlap("lerp_Scalar", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(end, a_end)});
+  }
   if (tb::direct_cpu(a_self, a_end, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1098,7 +1136,9 @@ void lerp_Scalar(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
 void lgamma(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("lgamma", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("lgamma", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1148,7 +1188,9 @@ void lgamma(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_br
 void log2(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("log2", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("log2", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1199,7 +1241,9 @@ void logical_or(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("logical_or", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("logical_or", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1247,7 +1291,9 @@ void lt_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("lt_Scalar", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("lt_Scalar", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1301,7 +1347,9 @@ void masked_fill_Tensor(const Tensor& self, const Tensor& mask, const Tensor& va
   auto a_mask = tb::to_aten(mask);
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("masked_fill_Tensor", {&out}, {tb::ptr(self), tb::ptr(mask), tb::ptr(value)});
+  if (tb::any_from_blob(a_out, a_self, a_mask, a_value)) [[unlikely]] {
+    tb::check_overlap("masked_fill_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(mask, a_mask), tb::input(value, a_value)});
+  }
   at::masked_fill_out(a_out, a_self, a_mask, a_value);
   tb::check_output(out, a_out, "masked_fill_Tensor", "out");
 }
@@ -1333,7 +1381,9 @@ void matmul(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("matmul", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("matmul", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   at::matmul_out(a_out, a_self, a_other);
   tb::check_output(out, a_out, "matmul", "out");
 }
@@ -1363,7 +1413,9 @@ void maximum(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("maximum", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("maximum", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1415,7 +1467,9 @@ void maximum(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
 void median_all(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("median_all", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("median_all", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::median_out(a_out, a_self);
   tb::check_output(out, a_out, "median_all", "out");
 }
@@ -1445,7 +1499,9 @@ void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& va
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_values = tb::to_aten(values);
   auto a_indices = tb::to_aten(indices);
-  tb::check_overlap("median_dim_values", {&values, &indices}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_values, a_indices, a_self)) [[unlikely]] {
+    tb::check_overlap("median_dim_values", {tb::output(values, a_values), tb::output(indices, a_indices)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_values, a_indices)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1498,7 +1554,9 @@ void median_dim_values(::infini::ops::torch_bridge::TensorRef self, int64_t dim,
 void min_all(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("min_all", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("min_all", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1549,7 +1607,9 @@ void min_other(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("min_other", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("min_other", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   at::min_out(a_out, a_self, a_other);
   tb::check_output(out, a_out, "min_other", "out");
 }
@@ -1578,7 +1638,9 @@ void min_other(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
 void mish(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("mish", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("mish", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1629,7 +1691,9 @@ void mul_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("mul_Scalar", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("mul_Scalar", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::mul_out(a_out, a_self, a_other);
   tb::check_output(out, a_out, "mul_Scalar", "out");
 }
@@ -1661,7 +1725,9 @@ void nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<dou
   auto a_posinf = tb::to_aten(posinf);
   auto a_neginf = tb::to_aten(neginf);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("nan_to_num", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("nan_to_num", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1718,7 +1784,9 @@ void native_layer_norm(const Tensor& input, std::span<const int64_t> normalized_
   auto a_out0 = tb::to_aten(out0);
   auto a_out1 = tb::to_aten(out1);
   auto a_out2 = tb::to_aten(out2);
-  tb::check_overlap("native_layer_norm", {&out0, &out1, &out2}, {tb::ptr(input), tb::ptr(weight), tb::ptr(bias)});
+  if (tb::any_from_blob(a_out0, a_out1, a_out2, a_input, a_weight, a_bias)) [[unlikely]] {
+    tb::check_overlap("native_layer_norm", {tb::output(out0, a_out0), tb::output(out1, a_out1), tb::output(out2, a_out2)}, {tb::input(input, a_input), tb::input(weight, a_weight), tb::input(bias, a_bias)});
+  }
   at::native_layer_norm_out(a_out0, a_out1, a_out2, a_input, a_normalized_shape, a_weight, a_bias, a_eps);
   tb::check_output(out0, a_out0, "native_layer_norm", "out0");
   tb::check_output(out1, a_out1, "native_layer_norm", "out1");
@@ -1758,7 +1826,9 @@ void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out) 
   auto a_self = tb::to_aten(self);
   auto a_exponent = tb::to_aten(exponent);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("pow_Tensor_Scalar", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("pow_Tensor_Scalar", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1811,7 +1881,9 @@ void prod_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("prod_all", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("prod_all", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::prod_out(a_out, a_self, a_dtype);
   tb::check_output(out, a_out, "prod_all", "out");
 }
@@ -1843,7 +1915,9 @@ void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataT
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("prod_int", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("prod_int", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1900,7 +1974,9 @@ void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("remainder_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("remainder_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1954,7 +2030,9 @@ void roll(const Tensor& self, std::span<const int64_t> shifts, std::span<const i
   auto a_shifts = tb::to_aten(shifts);
   auto a_dims = tb::to_aten(dims);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("roll", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("roll", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::roll_out(a_out, a_self, a_shifts, a_dims);
   tb::check_output(out, a_out, "roll", "out");
 }
@@ -1985,7 +2063,9 @@ void roll(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> 
 void rsqrt(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("rsqrt", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("rsqrt", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2039,7 +2119,9 @@ void scatter_reduce_mode(const Tensor& self, int64_t dim, const Tensor& index, c
   auto a_src = tb::to_aten(src);
   auto a_reduce = tb::to_aten(reduce);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("scatter_reduce_mode", {&out}, {tb::ptr(self), tb::ptr(index), tb::ptr(src)});
+  if (tb::any_from_blob(a_out, a_self, a_index, a_src)) [[unlikely]] {
+    tb::check_overlap("scatter_reduce_mode", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(index, a_index), tb::input(src, a_src)});
+  }
   if (tb::direct_cpu(a_self, a_index, a_src, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2101,7 +2183,9 @@ void scatter_value_reduce_mode(const Tensor& self, int64_t dim, const Tensor& in
   auto a_value = tb::to_aten(value);
   auto a_reduce = tb::to_aten(reduce);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("scatter_value_reduce_mode", {&out}, {tb::ptr(self), tb::ptr(index)});
+  if (tb::any_from_blob(a_out, a_self, a_index)) [[unlikely]] {
+    tb::check_overlap("scatter_value_reduce_mode", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(index, a_index)});
+  }
   if (tb::direct_cpu(a_self, a_index, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2160,7 +2244,9 @@ void sigmoid_backward(const Tensor& grad_output, const Tensor& output, Tensor& g
   auto a_grad_output = tb::to_aten(grad_output);
   auto a_output = tb::to_aten(output);
   auto a_grad_input = tb::to_aten(grad_input);
-  tb::check_overlap("sigmoid_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(output)});
+  if (tb::any_from_blob(a_grad_input, a_grad_output, a_output)) [[unlikely]] {
+    tb::check_overlap("sigmoid_backward", {tb::output(grad_input, a_grad_input)}, {tb::input(grad_output, a_grad_output), tb::input(output, a_output)});
+  }
   if (tb::direct_cpu(a_grad_output, a_output, a_grad_input)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2212,7 +2298,9 @@ void sigmoid_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infi
 void sign(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("sign", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("sign", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2262,7 +2350,9 @@ void sign(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
 void sin(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("sin", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("sin", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2312,7 +2402,9 @@ void sin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
 void sinh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("sinh", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("sinh", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2364,7 +2456,9 @@ void softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
   auto a_dim = tb::to_aten(dim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("softmax", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("softmax", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::softmax_out(a_out, a_self, a_dim, a_dtype);
   tb::check_output(out, a_out, "softmax", "out");
 }
@@ -2396,7 +2490,9 @@ void tanh_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad
   auto a_grad_output = tb::to_aten(grad_output);
   auto a_output = tb::to_aten(output);
   auto a_grad_input = tb::to_aten(grad_input);
-  tb::check_overlap("tanh_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(output)});
+  if (tb::any_from_blob(a_grad_input, a_grad_output, a_output)) [[unlikely]] {
+    tb::check_overlap("tanh_backward", {tb::output(grad_input, a_grad_input)}, {tb::input(grad_output, a_grad_output), tb::input(output, a_output)});
+  }
   if (tb::direct_cpu(a_grad_output, a_output, a_grad_input)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2450,7 +2546,9 @@ void threshold(const Tensor& self, const Scalar& threshold, const Scalar& value,
   auto a_threshold = tb::to_aten(threshold);
   auto a_value = tb::to_aten(value);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("threshold", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("threshold", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2507,7 +2605,9 @@ void var(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool u
   auto a_unbiased = tb::to_aten(unbiased);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("var", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("var", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::var_out(a_out, a_self, a_dim, a_unbiased, a_keepdim);
   tb::check_output(out, a_out, "var", "out");
 }
@@ -2542,7 +2642,9 @@ void where(const Tensor& condition, const Tensor& self, const Tensor& other, Ten
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("where", {&out}, {tb::ptr(condition), tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_condition, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("where", {tb::output(out, a_out)}, {tb::input(condition, a_condition), tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_condition, a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would

@@ -130,7 +130,9 @@ void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& o
   auto a_dim = tb::to_aten(dim);
   auto a_half_to_float = tb::to_aten(half_to_float);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("_log_softmax", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("_log_softmax", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -187,7 +189,9 @@ void _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output,
   auto a_dim = tb::to_aten(dim);
   auto a_input_dtype = tb::to_aten(input_dtype);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("_log_softmax_backward_data", {&out}, {tb::ptr(grad_output), tb::ptr(output)});
+  if (tb::any_from_blob(a_out, a_grad_output, a_output)) [[unlikely]] {
+    tb::check_overlap("_log_softmax_backward_data", {tb::output(out, a_out)}, {tb::input(grad_output, a_grad_output), tb::input(output, a_output)});
+  }
   if (tb::direct_cpu(a_grad_output, a_output, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -245,7 +249,9 @@ void _softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out) 
   auto a_dim = tb::to_aten(dim);
   auto a_half_to_float = tb::to_aten(half_to_float);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("_softmax", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("_softmax", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -299,7 +305,9 @@ void _softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool hal
 void acosh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("acosh", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("acosh", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -351,7 +359,9 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
   auto a_other = tb::to_aten(other);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("add", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("add", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -424,7 +434,9 @@ void add_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Te
   auto a_other = tb::to_aten(other);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("add_Scalar", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("add_Scalar", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::add_out(a_out, a_self, a_other, a_alpha);
   tb::check_output(out, a_out, "add_Scalar", "out");
 }
@@ -459,7 +471,9 @@ void addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Sca
   auto a_beta = tb::to_aten(beta);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("addmm", {&out}, {tb::ptr(self), tb::ptr(mat1), tb::ptr(mat2)});
+  if (tb::any_from_blob(a_out, a_self, a_mat1, a_mat2)) [[unlikely]] {
+    tb::check_overlap("addmm", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(mat1, a_mat1), tb::input(mat2, a_mat2)});
+  }
   if (tb::direct_cpu(a_self, a_mat1, a_mat2, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -521,7 +535,9 @@ void addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scala
   auto a_beta = tb::to_aten(beta);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("addmv", {&out}, {tb::ptr(self), tb::ptr(mat), tb::ptr(vec)});
+  if (tb::any_from_blob(a_out, a_self, a_mat, a_vec)) [[unlikely]] {
+    tb::check_overlap("addmv", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(mat, a_mat), tb::input(vec, a_vec)});
+  }
   if (tb::direct_cpu(a_self, a_mat, a_vec, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -581,7 +597,9 @@ void argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
   auto a_dim = tb::to_aten(dim);
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("argmin", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("argmin", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -635,7 +653,9 @@ void argmin(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> 
 void atan(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("atan", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("atan", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -685,7 +705,9 @@ void atan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
 void atanh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("atanh", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("atanh", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -741,7 +763,9 @@ void avg_pool2d(const Tensor& self, std::span<const int64_t> kernel_size, std::s
   auto a_count_include_pad = tb::to_aten(count_include_pad);
   auto a_divisor_override = tb::to_aten(divisor_override);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("avg_pool2d", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("avg_pool2d", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -804,7 +828,9 @@ void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& 
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("bitwise_left_shift_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("bitwise_left_shift_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -857,7 +883,9 @@ void bitwise_xor_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("bitwise_xor_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("bitwise_xor_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -910,7 +938,9 @@ void bmm(const Tensor& self, const Tensor& mat2, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_mat2 = tb::to_aten(mat2);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("bmm", {&out}, {tb::ptr(self), tb::ptr(mat2)});
+  if (tb::any_from_blob(a_out, a_self, a_mat2)) [[unlikely]] {
+    tb::check_overlap("bmm", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(mat2, a_mat2)});
+  }
   if (tb::direct_cpu(a_self, a_mat2, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -962,7 +992,9 @@ void bmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
 void ceil(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("ceil", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("ceil", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1013,7 +1045,9 @@ void clamp_max_Tensor(const Tensor& self, const Tensor& max, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_max = tb::to_aten(max);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("clamp_max_Tensor", {&out}, {tb::ptr(self), tb::ptr(max)});
+  if (tb::any_from_blob(a_out, a_self, a_max)) [[unlikely]] {
+    tb::check_overlap("clamp_max_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(max, a_max)});
+  }
   if (tb::direct_cpu(a_self, a_max, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1066,7 +1100,9 @@ void clamp_min(const Tensor& self, const Scalar& min, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_min = tb::to_aten(min);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("clamp_min", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("clamp_min", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1119,7 +1155,9 @@ void clamp_min_Tensor(const Tensor& self, const Tensor& min, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_min = tb::to_aten(min);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("clamp_min_Tensor", {&out}, {tb::ptr(self), tb::ptr(min)});
+  if (tb::any_from_blob(a_out, a_self, a_min)) [[unlikely]] {
+    tb::check_overlap("clamp_min_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(min, a_min)});
+  }
   if (tb::direct_cpu(a_self, a_min, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1171,7 +1209,9 @@ void clamp_min_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops
 void cosh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("cosh", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("cosh", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1223,7 +1263,9 @@ void cumprod(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
   auto a_dim = tb::to_aten(dim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("cumprod", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("cumprod", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1278,7 +1320,9 @@ void dot(const Tensor& self, const Tensor& tensor, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_tensor = tb::to_aten(tensor);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("dot", {&out}, {tb::ptr(self), tb::ptr(tensor)});
+  if (tb::any_from_blob(a_out, a_self, a_tensor)) [[unlikely]] {
+    tb::check_overlap("dot", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(tensor, a_tensor)});
+  }
   at::dot_out(a_out, a_self, a_tensor);
   tb::check_output(out, a_out, "dot", "out");
 }
@@ -1307,7 +1351,9 @@ void dot(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
 void exp(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("exp", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("exp", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1357,7 +1403,9 @@ void exp(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
 void exp2(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("exp2", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("exp2", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1407,7 +1455,9 @@ void exp2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
 void expm1(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("expm1", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("expm1", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1458,7 +1508,9 @@ void ge_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("ge_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("ge_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1511,7 +1563,9 @@ void glu(const Tensor& self, int64_t dim, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_dim = tb::to_aten(dim);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("glu", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("glu", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1564,7 +1618,9 @@ void gt_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("gt_Scalar", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("gt_Scalar", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1616,7 +1672,9 @@ void gt_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
 void hardswish(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("hardswish", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("hardswish", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1669,7 +1727,9 @@ void index_put(const Tensor& self, std::span<const std::optional<Tensor>> indice
   auto a_values = tb::to_aten(values);
   auto a_accumulate = tb::to_aten(accumulate);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("index_put", {&out}, {tb::ptr(self), tb::ptr(values)});
+  if (tb::any_from_blob(a_out, a_self, a_values)) [[unlikely]] {
+    tb::check_overlap("index_put", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(values, a_values)});
+  }
   at::index_put_out(a_out, a_self, a_indices, a_values, a_accumulate);
   tb::check_output(out, a_out, "index_put", "out");
 }
@@ -1679,7 +1739,9 @@ void kron(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("kron", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("kron", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   at::kron_out(a_out, a_self, a_other);
   tb::check_output(out, a_out, "kron", "out");
 }
@@ -1709,7 +1771,9 @@ void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("le_Scalar", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("le_Scalar", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1763,7 +1827,9 @@ void lerp_Tensor(const Tensor& self, const Tensor& end, const Tensor& weight, Te
   auto a_end = tb::to_aten(end);
   auto a_weight = tb::to_aten(weight);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("lerp_Tensor", {&out}, {tb::ptr(self), tb::ptr(end), tb::ptr(weight)});
+  if (tb::any_from_blob(a_out, a_self, a_end, a_weight)) [[unlikely]] {
+    tb::check_overlap("lerp_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(end, a_end), tb::input(weight, a_weight)});
+  }
   if (tb::direct_cpu(a_self, a_end, a_weight, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1819,7 +1885,9 @@ void linear(const Tensor& input, const Tensor& weight, const std::optional<Tenso
   auto a_weight = tb::to_aten(weight);
   auto a_bias = tb::to_aten(bias);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("linear", {&out}, {tb::ptr(input), tb::ptr(weight), tb::ptr(bias)});
+  if (tb::any_from_blob(a_out, a_input, a_weight, a_bias)) [[unlikely]] {
+    tb::check_overlap("linear", {tb::output(out, a_out)}, {tb::input(input, a_input), tb::input(weight, a_weight), tb::input(bias, a_bias)});
+  }
   at::linear_out(a_out, a_input, a_weight, a_bias);
   tb::check_output(out, a_out, "linear", "out");
 }
@@ -1850,7 +1918,9 @@ void linear(::infini::ops::torch_bridge::TensorRef input, ::infini::ops::torch_b
 void log10(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("log10", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("log10", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1900,7 +1970,9 @@ void log10(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
 void log1p(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("log1p", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("log1p", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1951,7 +2023,9 @@ void logical_and(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("logical_and", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("logical_and", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -1998,7 +2072,9 @@ void logical_and(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
 void logical_not(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("logical_not", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("logical_not", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2044,7 +2120,9 @@ void lt_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("lt_Tensor", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("lt_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   if (tb::direct_cpu(a_self, a_other, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2097,7 +2175,9 @@ void masked_select(const Tensor& self, const Tensor& mask, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_mask = tb::to_aten(mask);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("masked_select", {&out}, {tb::ptr(self), tb::ptr(mask)});
+  if (tb::any_from_blob(a_out, a_self, a_mask)) [[unlikely]] {
+    tb::check_overlap("masked_select", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(mask, a_mask)});
+  }
   if (tb::direct_cpu(a_self, a_mask, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2150,7 +2230,9 @@ void max_other(const Tensor& self, const Tensor& other, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_other = tb::to_aten(other);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("max_other", {&out}, {tb::ptr(self), tb::ptr(other)});
+  if (tb::any_from_blob(a_out, a_self, a_other)) [[unlikely]] {
+    tb::check_overlap("max_other", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(other, a_other)});
+  }
   at::max_out(a_out, a_self, a_other);
   tb::check_output(out, a_out, "max_other", "out");
 }
@@ -2185,7 +2267,9 @@ void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel
   auto a_ceil_mode = tb::to_aten(ceil_mode);
   auto a_out = tb::to_aten(out);
   auto a_indices = tb::to_aten(indices);
-  tb::check_overlap("max_pool2d_with_indices", {&out, &indices}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_indices, a_self)) [[unlikely]] {
+    tb::check_overlap("max_pool2d_with_indices", {tb::output(out, a_out), tb::output(indices, a_indices)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out, a_indices)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2251,7 +2335,9 @@ void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tenso
   auto a_target = tb::to_aten(target);
   auto a_reduction = tb::to_aten(reduction);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("mse_loss", {&out}, {tb::ptr(self), tb::ptr(target)});
+  if (tb::any_from_blob(a_out, a_self, a_target)) [[unlikely]] {
+    tb::check_overlap("mse_loss", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(target, a_target)});
+  }
   if (tb::direct_cpu(a_self, a_target, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2308,7 +2394,9 @@ void mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tens
   auto a_target = tb::to_aten(target);
   auto a_reduction = tb::to_aten(reduction);
   auto a_grad_input = tb::to_aten(grad_input);
-  tb::check_overlap("mse_loss_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(self), tb::ptr(target)});
+  if (tb::any_from_blob(a_grad_input, a_grad_output, a_self, a_target)) [[unlikely]] {
+    tb::check_overlap("mse_loss_backward", {tb::output(grad_input, a_grad_input)}, {tb::input(grad_output, a_grad_output), tb::input(self, a_self), tb::input(target, a_target)});
+  }
   if (tb::direct_cpu(a_grad_output, a_self, a_target, a_grad_input)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2367,7 +2455,9 @@ void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, boo
   auto a_keepdim = tb::to_aten(keepdim);
   auto a_dtype = tb::to_aten(dtype);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("nansum", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("nansum", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2426,7 +2516,9 @@ void narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length,
   auto a_start = tb::to_aten(start);
   auto a_length = tb::to_aten(length);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("narrow_copy", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("narrow_copy", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2491,7 +2583,9 @@ void native_batch_norm(const Tensor& input, const std::optional<Tensor>& weight,
   auto a_out = tb::to_aten(out);
   auto a_save_mean = tb::to_aten(save_mean);
   auto a_save_invstd = tb::to_aten(save_invstd);
-  tb::check_overlap("native_batch_norm", {&out, &save_mean, &save_invstd}, {tb::ptr(input), tb::ptr(weight), tb::ptr(bias), tb::ptr(running_mean), tb::ptr(running_var)});
+  if (tb::any_from_blob(a_out, a_save_mean, a_save_invstd, a_input, a_weight, a_bias, a_running_mean, a_running_var)) [[unlikely]] {
+    tb::check_overlap("native_batch_norm", {tb::output(out, a_out), tb::output(save_mean, a_save_mean), tb::output(save_invstd, a_save_invstd)}, {tb::input(input, a_input), tb::input(weight, a_weight), tb::input(bias, a_bias), tb::input(running_mean, a_running_mean), tb::input(running_var, a_running_var)});
+  }
   if (tb::direct_cpu(a_input, a_weight, a_bias, a_running_mean, a_running_var, a_out, a_save_mean, a_save_invstd)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2572,7 +2666,9 @@ void native_layer_norm_backward(const Tensor& grad_out, const Tensor& input, std
   auto a_out0 = tb::to_aten(out0);
   auto a_out1 = tb::to_aten(out1);
   auto a_out2 = tb::to_aten(out2);
-  tb::check_overlap("native_layer_norm_backward", {&out0, &out1, &out2}, {tb::ptr(grad_out), tb::ptr(input), tb::ptr(mean), tb::ptr(rstd), tb::ptr(weight), tb::ptr(bias)});
+  if (tb::any_from_blob(a_out0, a_out1, a_out2, a_grad_out, a_input, a_mean, a_rstd, a_weight, a_bias)) [[unlikely]] {
+    tb::check_overlap("native_layer_norm_backward", {tb::output(out0, a_out0), tb::output(out1, a_out1), tb::output(out2, a_out2)}, {tb::input(grad_out, a_grad_out), tb::input(input, a_input), tb::input(mean, a_mean), tb::input(rstd, a_rstd), tb::input(weight, a_weight), tb::input(bias, a_bias)});
+  }
   at::native_layer_norm_backward_out(a_out0, a_out1, a_out2, a_grad_out, a_input, a_normalized_shape, a_mean, a_rstd, a_weight, a_bias, a_output_mask);
   tb::check_output(out0, a_out0, "native_layer_norm_backward", "out0");
   tb::check_output(out1, a_out1, "native_layer_norm_backward", "out1");
@@ -2617,7 +2713,9 @@ void native_layer_norm_backward(::infini::ops::torch_bridge::TensorRef grad_out,
 void nonzero(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("nonzero", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("nonzero", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2668,7 +2766,9 @@ void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out) 
   auto a_self = tb::to_aten(self);
   auto a_exponent = tb::to_aten(exponent);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("pow_Tensor_Tensor", {&out}, {tb::ptr(self), tb::ptr(exponent)});
+  if (tb::any_from_blob(a_out, a_self, a_exponent)) [[unlikely]] {
+    tb::check_overlap("pow_Tensor_Tensor", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(exponent, a_exponent)});
+  }
   if (tb::direct_cpu(a_self, a_exponent, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2723,7 +2823,7 @@ static void body_scaled_dot_product_attention(at::Tensor & out, const at::Tensor
                                                    dropout_p, is_causal, scale);
     out.resize_(result.sizes());
     out.copy_(result);
-#line 2727 "torch_fallback/shard_003.cpp"
+#line 2827 "torch_fallback/shard_003.cpp"
 }
 
 // scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)
@@ -2736,7 +2836,9 @@ void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const 
   auto a_is_causal = tb::to_aten(is_causal);
   auto a_scale = tb::to_aten(scale);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("scaled_dot_product_attention", {&out}, {tb::ptr(query), tb::ptr(key), tb::ptr(value), tb::ptr(attn_mask)});
+  if (tb::any_from_blob(a_out, a_query, a_key, a_value, a_attn_mask)) [[unlikely]] {
+    tb::check_overlap("scaled_dot_product_attention", {tb::output(out, a_out)}, {tb::input(query, a_query), tb::input(key, a_key), tb::input(value, a_value), tb::input(attn_mask, a_attn_mask)});
+  }
   body_scaled_dot_product_attention(a_out, a_query, a_key, a_value, a_attn_mask, a_dropout_p, a_is_causal, a_scale);
   tb::check_output(out, a_out, "scaled_dot_product_attention", "out");
 }
@@ -2792,7 +2894,9 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   auto a_index = tb::to_aten(index);
   auto a_src = tb::to_aten(src);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("scatter_add", {&out}, {tb::ptr(self), tb::ptr(index), tb::ptr(src)});
+  if (tb::any_from_blob(a_out, a_self, a_index, a_src)) [[unlikely]] {
+    tb::check_overlap("scatter_add", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(index, a_index), tb::input(src, a_src)});
+  }
   if (tb::direct_cpu(a_self, a_index, a_src, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2848,7 +2952,9 @@ void scatter_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::inf
 void sigmoid(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("sigmoid", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("sigmoid", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2900,7 +3006,9 @@ void soft_margin_loss(const Tensor& self, const Tensor& target, int64_t reductio
   auto a_target = tb::to_aten(target);
   auto a_reduction = tb::to_aten(reduction);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("soft_margin_loss", {&out}, {tb::ptr(self), tb::ptr(target)});
+  if (tb::any_from_blob(a_out, a_self, a_target)) [[unlikely]] {
+    tb::check_overlap("soft_margin_loss", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(target, a_target)});
+  }
   at::soft_margin_loss_out(a_out, a_self, a_target, a_reduction);
   tb::check_output(out, a_out, "soft_margin_loss", "out");
 }
@@ -2933,7 +3041,9 @@ void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, T
   auto a_beta = tb::to_aten(beta);
   auto a_threshold = tb::to_aten(threshold);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("softplus", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("softplus", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -2989,7 +3099,9 @@ void sub_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Te
   auto a_other = tb::to_aten(other);
   auto a_alpha = tb::to_aten(alpha);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("sub_Scalar", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("sub_Scalar", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   at::sub_out(a_out, a_self, a_other, a_alpha);
   tb::check_output(out, a_out, "sub_Scalar", "out");
 }
@@ -3021,7 +3133,9 @@ void take(const Tensor& self, const Tensor& index, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_index = tb::to_aten(index);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("take", {&out}, {tb::ptr(self), tb::ptr(index)});
+  if (tb::any_from_blob(a_out, a_self, a_index)) [[unlikely]] {
+    tb::check_overlap("take", {tb::output(out, a_out)}, {tb::input(self, a_self), tb::input(index, a_index)});
+  }
   if (tb::direct_cpu(a_self, a_index, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -3073,7 +3187,9 @@ void take(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
 void tan(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("tan", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("tan", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -3123,7 +3239,9 @@ void tan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
 void tanh(const Tensor& self, Tensor& out) {
   auto a_self = tb::to_aten(self);
   auto a_out = tb::to_aten(out);
-  tb::check_overlap("tanh", {&out}, {tb::ptr(self)});
+  if (tb::any_from_blob(a_out, a_self)) [[unlikely]] {
+    tb::check_overlap("tanh", {tb::output(out, a_out)}, {tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_self, a_out)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would
@@ -3175,7 +3293,9 @@ void threshold_backward(const Tensor& grad_output, const Tensor& self, const Sca
   auto a_self = tb::to_aten(self);
   auto a_threshold = tb::to_aten(threshold);
   auto a_grad_input = tb::to_aten(grad_input);
-  tb::check_overlap("threshold_backward", {&grad_input}, {tb::ptr(grad_output), tb::ptr(self)});
+  if (tb::any_from_blob(a_grad_input, a_grad_output, a_self)) [[unlikely]] {
+    tb::check_overlap("threshold_backward", {tb::output(grad_input, a_grad_input)}, {tb::input(grad_output, a_grad_output), tb::input(self, a_self)});
+  }
   if (tb::direct_cpu(a_grad_output, a_self, a_grad_input)) {
     // Plain CPU tensors, no mode active: ATen's CPU kernel, no dispatcher,
     // with autograd keys excluded as the dispatcher's autograd kernel would

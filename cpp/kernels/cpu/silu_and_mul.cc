@@ -29,8 +29,11 @@ bool silu_and_mul(const Tensor& input, Tensor& out) {
   bool ok = false;
   const bool known = dispatch_floating(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
+    // As the composite computes it: silu rounded to T (at::silu's result),
+    // then the product rounded (at::mul_out): two roundings for float16 and
+    // bfloat16, not one.
     ok = binary_loop<T>(gate, up, out, [](float x, float y) {
-      return x / (1.0f + std::exp(-x)) * y;
+      return to_float(from_float<T>(x / (1.0f + std::exp(-x)))) * y;
     });
   });
   return known && ok;

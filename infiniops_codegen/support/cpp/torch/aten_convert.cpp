@@ -405,18 +405,28 @@ bool same_view(const Tensor& a, const Tensor& b) {
          a.strides() == b.strides();
 }
 
+// One tensor of the caller's, converted twice: the same torch tensor (one
+// handle), or, for tensors made in C++ (no handle), the same memory, dtype,
+// shape, strides and device.
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  const bool a_torch = is_torch_handle(a.handle());
+  if (a_torch != is_torch_handle(b.handle())) return false;
+  if (a_torch) return a.handle().get() == b.handle().get();
+  return same_view(a, b) && a.device() == b.device();
+}
+
 }  // namespace
 
-void check_overlap_slow(const char* op, std::initializer_list<const Tensor*> outs,
-                        std::initializer_list<const Tensor*> ins) {
+void check_overlap(const char* op, std::initializer_list<OverlapOutput> outs,
+                   std::initializer_list<OverlapInput> ins) {
   auto overlaps = [](std::pair<uintptr_t, uintptr_t> a, const Tensor& b) {
     const auto [b_lo, b_hi] = byte_range(b);
     return a.first < a.second && b_lo < b_hi && a.first < b_hi && b_lo < a.second;
   };
   for (auto o = outs.begin(); o != outs.end(); ++o) {
-    const auto range = byte_range(**o);
-    for (const Tensor* t : ins) {
-      if (t != nullptr && overlaps(range, *t) && !same_view(**o, *t)) {
+    const auto range = byte_range(o->core);
+    for (const OverlapInput& in : ins) {
+      if (in.core != nullptr && overlaps(range, *in.core) && !same_view(o->core, *in.core)) {
         throw Error(std::string(op) +
                     "(): unsupported operation: some elements of the input tensor and "
                     "the written-to tensor refer to a single memory location. Please "
@@ -424,13 +434,30 @@ void check_overlap_slow(const char* op, std::initializer_list<const Tensor*> out
       }
     }
     for (auto other = std::next(o); other != outs.end(); ++other) {
-      if (overlaps(range, **other)) {
+      if (overlaps(range, other->core)) {
         throw Error(std::string(op) +
                     "(): unsupported operation: two outputs refer to the same memory "
                     "location. Please pass separate output tensors.");
       }
     }
   }
+  // In place on the from_blob path: one at::Tensor for the output and the
+  // input it is (the outputs do not overlap each other: at most one share).
+  for (const OverlapOutput& o : outs) {
+    if (!o.aten.from_blob()) continue;
+    for (const OverlapInput& in : ins) {
+      if (in.from_blob && same_tensor(o.core, *in.core)) {
+        o.aten.share(*in.aten);
+        break;
+      }
+    }
+  }
+}
+
+void AtenTensor::share(const at::Tensor& same) noexcept {
+  release();  // this one's own wrapper goes back to the pool
+  new (&tensor_) at::Tensor(unowned(same.unsafeGetTensorImpl()));
+  pooled_ = false;  // borrowed: nothing to release
 }
 
 void output_not_resizable(const Tensor& t, const at::Tensor& a, const char* op,

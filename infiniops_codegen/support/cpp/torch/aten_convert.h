@@ -94,11 +94,16 @@ bool framework_mode_active() noexcept;
 // The TensorImpl to reuse, or null for the from_blob path. An opaque handle
 // is always reused (its tensor has no memory to rebuild a tensor from), and
 // so is every handle while a framework mode is active (the mode must see the
-// tensors the caller passed).
+// tensors the caller passed), and a wrapped number (the 0-dim tensor the
+// binding made of a Python number given for a tensor, call.cpp): its mark,
+// which makes type promotion rank it like a Python scalar, is not in its
+// data, shape or strides, so a from_blob rebuild would compute in another
+// dtype. None of these checks runs while handle reuse is on.
 inline c10::TensorImpl* reusable_impl(const Tensor& t) noexcept {
   const SourceHandle& h = t.handle();
   if (is_torch_handle(h) &&
       (g_handle_reuse.load(std::memory_order_relaxed) || h.opaque() ||
+       static_cast<c10::TensorImpl*>(h.get())->is_wrapped_number() ||
        framework_mode_active())) [[likely]] {
     return static_cast<c10::TensorImpl*>(h.get());
   }
@@ -148,6 +153,14 @@ class AtenTensor {
   at::Tensor& get() noexcept { return tensor_; }
   const at::Tensor& get() const noexcept { return tensor_; }
   bool dispatch_only() const noexcept { return dispatch_only_; }
+  // A wrapper of the from_blob path (the pool's), not the caller's tensor.
+  bool from_blob() const noexcept { return pooled_; }
+  // From_blob path, in place: this output is the very tensor another
+  // argument of the call was converted to `same` from. Gives this one's
+  // wrapper back and borrows that one (no reference: both are locals of one
+  // wrapper call, neither used once the first goes), so that ATen sees one
+  // tensor where the caller passed one, as it does on the reuse path.
+  void share(const at::Tensor& same) noexcept;
 
  private:
   void release() noexcept;  // give_back
@@ -201,6 +214,7 @@ class AtenOptionalTensor {
   operator const std::optional<at::Tensor>&() const noexcept { return tensor_; }
   const std::optional<at::Tensor>& get() const noexcept { return tensor_; }
   bool dispatch_only() const noexcept { return dispatch_only_; }
+  bool from_blob() const noexcept { return pooled_; }
 
  private:
   void release() noexcept;  // pooled: give_back
@@ -366,25 +380,38 @@ inline std::optional<c10::ScalarType> to_aten(std::optional<DataType> dtype) {
 // ATen's overlap checks, which compare storages, cannot see that an output
 // shares memory with another argument, and the kernel would silently compute
 // on aliased memory. Where any tensor takes that path, check byte ranges
-// and raise what PyTorch raises for such a call (RuntimeError); an output
-// that is exactly one of the inputs (in place) stays allowed.
-inline const Tensor* ptr(const Tensor& t) noexcept { return &t; }
-inline const Tensor* ptr(const std::optional<Tensor>& t) noexcept {
-  return t ? &*t : nullptr;
+// and raise what PyTorch raises for such a call (RuntimeError). An output
+// that is exactly one of the inputs (in place: the same tensor, or for
+// tensors made in C++ the same memory, dtype, shape and strides) stays
+// allowed, and gets that input's at::Tensor (AtenTensor::share): ATen treats
+// an output that is one of the inputs differently (TensorIterator then never
+// resizes it), so two wrappers of one tensor would not behave as the
+// caller's tensor does.
+struct OverlapOutput {
+  const Tensor& core;
+  AtenTensor& aten;
+};
+struct OverlapInput {
+  const Tensor* core;  // null: an absent optional
+  const at::Tensor* aten;
+  bool from_blob;
+};
+inline OverlapOutput output(const Tensor& t, AtenTensor& a) noexcept { return {t, a}; }
+inline OverlapInput input(const Tensor& t, const AtenTensor& a) noexcept {
+  return {&t, &a.get(), a.from_blob()};
 }
-void check_overlap_slow(const char* op, std::initializer_list<const Tensor*> outs,
-                        std::initializer_list<const Tensor*> ins);
-inline void check_overlap(const char* op, std::initializer_list<const Tensor*> outs,
-                          std::initializer_list<const Tensor*> ins) {
-  for (const Tensor* t : outs) {
-    if (reusable_impl(*t) == nullptr) [[unlikely]] return check_overlap_slow(op, outs, ins);
-  }
-  for (const Tensor* t : ins) {
-    if (t != nullptr && reusable_impl(*t) == nullptr) [[unlikely]] {
-      return check_overlap_slow(op, outs, ins);
-    }
-  }
+inline OverlapInput input(const std::optional<Tensor>& t, const AtenOptionalTensor& a) noexcept {
+  return t ? OverlapInput{&*t, &*a.get(), a.from_blob()} : OverlapInput{nullptr, nullptr, false};
 }
+// The wrappers call it only where some tensor took the from_blob path:
+//   if (any_from_blob(a_out, a_self, ...)) [[unlikely]] check_overlap(...);
+// so that the reuse path builds no argument lists.
+template <class... A>
+[[gnu::always_inline]] inline bool any_from_blob(const A&... a) noexcept {
+  return (a.from_blob() || ...);
+}
+void check_overlap(const char* op, std::initializer_list<OverlapOutput> outs,
+                   std::initializer_list<OverlapInput> ins);
 
 // After the ATen call: an output that did not reuse its handle (from_blob
 // path) cannot follow a resize or restride ATen made, so the caller's tensor
