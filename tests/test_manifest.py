@@ -292,4 +292,5 @@ def test_runtime_load_imports_no_generator_module(ops):
         "infiniops_codegen.locations",
         "infiniops_codegen.project",
         "infiniops_codegen.runtime",
+        "infiniops_codegen.sanitize",  # a sanitized build's record (stdlib only)
     ]
