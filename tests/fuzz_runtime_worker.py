@@ -25,14 +25,14 @@ import json
 import math
 import sys
 import time
-import traceback
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
-from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
+
+from fuzz_support import run_examples
 
 DTYPES = [
     torch.float32,
@@ -741,25 +741,7 @@ def _describe(a) -> str:
 
 
 def fuzz_op(m, op: OpFuzz, seed_value: int, examples: int) -> str | None:
-    @seed(seed_value)
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        phases=[Phase.generate, Phase.shrink],
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
-    )
-    @given(st.data())
-    def check(data):
-        run_example(m, op, data)
-
-    try:
-        check()
-    except Exception as e:  # noqa: BLE001 - reported with the example
-        notes = "\n".join(dict.fromkeys(getattr(e, "__notes__", [])))
-        return "".join(traceback.format_exception_only(type(e), e)) + notes
-    return None
+    return run_examples(lambda data: run_example(m, op, data), seed_value, examples)
 
 
 def main() -> int:

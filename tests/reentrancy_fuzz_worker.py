@@ -37,13 +37,12 @@ from __future__ import annotations
 import json
 import sys
 import time
-import traceback
 import warnings
 
 import torch
-from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
+from fuzz_support import run_examples
 from infiniops_codegen import manifest as reader
 from infiniops_codegen.arg_kinds import Tensors
 from infiniops_codegen.harness import run as harness
@@ -218,12 +217,18 @@ def wrappers_for(ptype: str, value) -> list[str]:
 
 def outcome_row(ptype: str, wrapper: str, value) -> str:
     if ptype == "int[]" and not isinstance(value, (list, tuple)):
-        ptype = "int[N]"
-    if ptype == "SymInt" and wrapper == "index":
-        return "hook"
-    if ptype in ("float", "Scalar") and wrapper == "int_sub":
-        value = int(value)
+        ptype = "int[N]"  # one int for an int[N]
     return ACCEPTANCE[(ptype, wrapper)]
+
+
+def represented(wrapper: str, value):
+    """The plain value a hostile object stands for (an int subclass of
+    1.0 is the int 1)."""
+    if wrapper in ("index", "int_sub"):
+        return int(value)
+    if wrapper == "float_sub":
+        return float(value)
+    return value
 
 
 def hostile(wrapper: str, value, hook, position: int):
@@ -299,8 +304,8 @@ class State:
         # outs: a list object (out= as a list, for several outputs)
         self.outs = [_copy(o) for o in base_outs]
         self.hook = Hook(self._changer(change, target))
-        self.value = base_args[param]
-        self.args[param] = hostile(wrapper, self.value, self.hook, pos)
+        self.value = represented(wrapper, base_args[param])
+        self.args[param] = hostile(wrapper, base_args[param], self.hook, pos)
         self.param = param
         # torch's parser reads out= (as a list) after it checked the
         # arguments: the hook of a SymInt or of an int list's first element
@@ -579,25 +584,9 @@ def fuzz_op(m, op, seed_value: int, examples: int) -> str | None:
         return None
     plan = hinted_plans(op, plan)[0]
 
-    @seed(seed_value)
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        phases=[Phase.generate, Phase.shrink],
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
+    return run_examples(
+        lambda data: run_example(m, op, plan, data), seed_value, examples
     )
-    @given(st.data())
-    def check(data):
-        run_example(m, op, plan, data)
-
-    try:
-        check()
-    except Exception as e:  # noqa: BLE001 - reported with the example
-        notes = "\n".join(dict.fromkeys(getattr(e, "__notes__", [])))
-        return "".join(traceback.format_exception_only(type(e), e)) + notes
-    return None
 
 
 def main() -> int:
