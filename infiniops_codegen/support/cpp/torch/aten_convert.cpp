@@ -425,12 +425,24 @@ void check_overlap(const char* op, std::initializer_list<OverlapOutput> outs,
   };
   for (auto o = outs.begin(); o != outs.end(); ++o) {
     const auto range = byte_range(o->core);
+    const bool empty = range.first >= range.second;
+    bool shared = false;
     for (const OverlapInput& in : ins) {
-      if (in.core != nullptr && overlaps(range, *in.core) && !same_view(o->core, *in.core)) {
+      if (in.core == nullptr) continue;
+      const bool overlapping = overlaps(range, *in.core);
+      if (overlapping && !same_view(o->core, *in.core)) {
         throw Error(std::string(op) +
                     "(): unsupported operation: some elements of the input tensor and "
                     "the written-to tensor refer to a single memory location. Please "
                     "clone() the tensor before performing the operation.");
+      }
+      // In place on the from_blob path: one at::Tensor for the output and
+      // the input it is (only a tensor sharing its memory, or an empty one,
+      // can be; the outputs do not overlap each other: one share at most).
+      if (!shared && (overlapping || empty) && o->aten.from_blob() && in.from_blob &&
+          same_tensor(o->core, *in.core)) {
+        o->aten.share(*in.aten);
+        shared = true;
       }
     }
     for (auto other = std::next(o); other != outs.end(); ++other) {
@@ -438,17 +450,6 @@ void check_overlap(const char* op, std::initializer_list<OverlapOutput> outs,
         throw Error(std::string(op) +
                     "(): unsupported operation: two outputs refer to the same memory "
                     "location. Please pass separate output tensors.");
-      }
-    }
-  }
-  // In place on the from_blob path: one at::Tensor for the output and the
-  // input it is (the outputs do not overlap each other: at most one share).
-  for (const OverlapOutput& o : outs) {
-    if (!o.aten.from_blob()) continue;
-    for (const OverlapInput& in : ins) {
-      if (in.from_blob && same_tensor(o.core, *in.core)) {
-        o.aten.share(*in.aten);
-        break;
       }
     }
   }

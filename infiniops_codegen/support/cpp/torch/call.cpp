@@ -118,9 +118,9 @@ void raise_python_error(const Signature& sig) noexcept {
   }
 }
 
-OutList::OutList(const Signature& sig, PyObject** slots) {
+void OutList::take(const Signature& sig, PyObject** slots) {
   PyObject* seq = slots[sig.num_params];
-  if (seq == nullptr || !PyList_Check(seq)) [[likely]] return;
+  if (!PyList_Check(seq)) return;  // a tuple cannot change
   if (PyList_GET_SIZE(seq) != sig.num_outs) {
     throw TypeError(std::string(sig.op) + "(): argument 'out' must be a tuple of " +
                     std::to_string(sig.num_outs) + " Tensors, not a list of " +
@@ -132,10 +132,6 @@ OutList::OutList(const Signature& sig, PyObject** slots) {
     items_[count_++] = item;
     slots[sig.out_params[j]] = item;
   }
-}
-
-OutList::~OutList() {
-  for (int k = 0; k < count_; ++k) Py_DECREF(items_[k]);
 }
 
 namespace {

@@ -131,12 +131,17 @@ using Body = PyObject* (*)(PyObject** slots);
 // A tuple, which cannot change, stays as parse_args took it.
 class OutList {
  public:
-  OutList(const Signature& sig, PyObject** slots);
-  ~OutList();
+  [[gnu::always_inline]] OutList(const Signature& sig, PyObject** slots) {
+    if (slots[sig.num_params] != nullptr) [[unlikely]] take(sig, slots);
+  }
+  ~OutList() {
+    for (int k = 0; k < count_; ++k) Py_DECREF(items_[k]);
+  }
   OutList(const OutList&) = delete;
   OutList& operator=(const OutList&) = delete;
 
  private:
+  void take(const Signature& sig, PyObject** slots);
   PyObject* items_[8] = {};
   int count_ = 0;
 };

@@ -423,8 +423,8 @@ int64_t unpack_symint(PyObject* obj, const Signature& sig, int i) {
   wrong_type(obj, sig, i, "int");
 }
 
-void index_check(PyObject* obj, const Signature& sig, int i, bool list) {
-  if (obj == nullptr || obj == Py_None) return;
+void index_check_slow(PyObject* obj, const Signature& sig, int i, bool list) {
+  if (obj == Py_None) return;
   if (list) {
     if (!list_or_tuple(obj)) {
       if (PyLong_Check(obj) || PyBool_Check(obj)) return;  // converted (or refused) later
@@ -467,14 +467,20 @@ Dims unpack_int_list(PyObject* obj, const Signature& sig, int i, std::size_t siz
     }
     wrong_type(obj, sig, i, "tuple of ints");
   }
-  // Exact ints (the usual case) convert without running Python code; any
-  // other element may, so the elements are then read from a snapshot.
-  bool exact = true;
-  for (Py_ssize_t k = 0, n = PySequence_Fast_GET_SIZE(obj); k < n && exact; ++k) {
-    exact = PyLong_CheckExact(PySequence_Fast_GET_ITEM(obj, k));
+  // Exact ints (the usual case) convert without running Python code: read
+  // in place. Any other element may run some, so then every element is
+  // read again from a snapshot.
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
+  PyObject* const* in_place = PySequence_Fast_ITEMS(obj);
+  Dims values(static_cast<std::size_t>(n));
+  Py_ssize_t done = 0;
+  for (int overflow = 0; done < n && PyLong_CheckExact(in_place[done]); ++done) {
+    values[static_cast<std::size_t>(done)] = PyLong_AsLongLongAndOverflow(in_place[done], &overflow);
+    if (overflow != 0) break;
   }
-  const Items items(obj, !exact);
-  Dims values(static_cast<std::size_t>(items.size()));
+  if (done == n) return values;
+  const Items items(obj, true);
+  values = Dims(static_cast<std::size_t>(items.size()));
   for (Py_ssize_t k = 0; k < items.size(); ++k) {
     PyObject* item = items[k];
     std::optional<int64_t> value;

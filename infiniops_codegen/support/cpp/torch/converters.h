@@ -174,7 +174,16 @@ int64_t unpack_symint(PyObject* obj, const Signature& sig, int i);
 // __index__ of anything but an int (TypeError when that fails). The
 // bindings of several-output ops run it before they take out= given as a
 // list, which PyTorch reads between checking and converting.
-void index_check(PyObject* obj, const Signature& sig, int i, bool list);
+void index_check_slow(PyObject* obj, const Signature& sig, int i, bool list);
+[[gnu::always_inline]] inline void index_check(PyObject* obj, const Signature& sig, int i,
+                                               bool list) {
+  if (obj == nullptr || PyLong_CheckExact(obj)) return;  // nothing to call
+  if (list && PyList_CheckExact(obj) && PyList_GET_SIZE(obj) > 0 &&
+      PyLong_CheckExact(PyList_GET_ITEM(obj, 0))) {
+    return;
+  }
+  index_check_slow(obj, sig, i, list);
+}
 // size: N of an int[N] parameter (one int is then repeated N times), else 0;
 // symint: a SymInt[] parameter.
 Dims unpack_int_list(PyObject* obj, const Signature& sig, int i, std::size_t size,
@@ -230,10 +239,20 @@ struct ScalarList {
   }
 };
 
+// An exact int that fits: its value in a few instructions (any other
+// object: the converter's slow path).
+[[gnu::always_inline]] inline bool exact_int(PyObject* obj, int64_t& value) {
+  if (!PyLong_CheckExact(obj)) return false;
+  int overflow = 0;
+  value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+  return overflow == 0;
+}
+
 struct Int {
   using value = int64_t;
   static value unpack(PyObject* obj, const Signature& sig, int i) {
-    return unpack_int_arg(obj, sig, i);
+    value v;
+    return exact_int(obj, v) ? v : unpack_int_arg(obj, sig, i);
   }
 };
 
@@ -242,7 +261,8 @@ struct Int {
 struct SymInt {
   using value = int64_t;
   static value unpack(PyObject* obj, const Signature& sig, int i) {
-    return unpack_symint(obj, sig, i);
+    value v;
+    return exact_int(obj, v) ? v : unpack_symint(obj, sig, i);
   }
 };
 
