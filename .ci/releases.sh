@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# CI step (.ci/run calls it; runs alone too): the supported torch releases
+# besides the main job's 2.13.0 (the CPU wheel on Python 3.11), each in a
+# virtual environment of its own, removed after its job (a CUDA build of
+# torch takes about 5 GB). For each: the tool installed beside that torch
+# (pip keeps it: the metadata's range takes it), the default build (the
+# sources generated into the build directory where the release's schemas
+# differ from the committed ones), the correctness harness, the OpInfo
+# conformance test and the runtime tests, against that build.
+#
+#   INFINIOPS_RELEASE_JOBS="3.12:2.11.0 3.11:2.15.0" bash .ci/releases.sh
+#
+# Each job is PYTHON:TORCH; the default covers the range (docs/torch-releases.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+read -r -a JOBS <<< "${INFINIOPS_RELEASE_JOBS:-3.12:2.11.0 3.11:2.12.1 3.11:2.14.1 3.11:2.15.0}"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/infiniops-releases.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+# This machine's pip configuration may cap torch at the release on its disk
+# (/etc/xdg/pip): the jobs read no configuration file (the environment's
+# PIP_* settings still apply).
+export PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# The interpreter of a Python version: python3.X on PATH, else pyenv's.
+python_of() {
+    local version=$1 found
+    if found=$(command -v "python$version" 2> /dev/null) && "$found" -c "" 2> /dev/null; then
+        echo "$found"
+        return
+    fi
+    for found in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$version".*/bin/"python$version"; do
+        if [ -x "$found" ]; then
+            echo "$found"
+            return
+        fi
+    done
+    echo "FAILED: no Python $version (python$version on PATH, or pyenv's)" >&2
+    return 1
+}
+
+timed() {  # NAME COMMAND...: runs it, says how long it took
+    local name=$1 start=$SECONDS
+    shift
+    "$@"
+    echo "-- $name: $((SECONDS - start)) s"
+}
+
+for job in "${JOBS[@]}"; do
+    py=${job%%:*}
+    torch=${job##*:}
+    start=$SECONDS
+    echo "== torch $torch on Python $py"
+    venv=$WORK/venv-$torch
+    build=$WORK/build-$torch
+    timed "venv and torch $torch" bash -c \
+        "'$(python_of "$py")' -m venv '$venv' && '$venv/bin/pip' install -q 'torch==$torch'"
+    timed "the tool (dev extras)" "$venv/bin/pip" install -q -e '.[dev]'
+    installed=$("$venv/bin/python" -c "import torch; print(torch.__version__)")
+    case $installed in
+        "$torch" | "$torch"+*) ;;
+        *)
+            echo "FAILED: installing the tool replaced torch $torch with $installed" >&2
+            exit 1
+            ;;
+    esac
+    "$venv/bin/infiniops-codegen" --version
+    timed "build" "$venv/bin/infiniops-codegen" build --build-dir "$build"
+    timed "harness" "$venv/bin/python" -m infiniops_codegen.harness \
+        --build-dir "$build" --skips tests/skips.yaml
+    timed "OpInfo conformance and runtime tests" env INFINIOPS_BUILD_DIR="$build" \
+        "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+        tests/test_opinfo_conformance.py tests/test_runtime_*.py
+    rm -rf "$venv" "$build"
+    echo "-- torch $torch: $((SECONDS - start)) s"
+done
+echo "releases: every job passed"
