@@ -913,8 +913,16 @@ def list_ops(
             details["aten"], details["schema"]
         )
     if ctx.obj["verbose"]:
+        from . import torch_build
+        from .locations import TORCH_RECORD
+
+        try:  # a build directory's manifest: the torch the build is against
+            built = torch_build.read_record(manifest_path.parent / TORCH_RECORD)
+        except ValueError:
+            built = None
         click.echo(
-            f"manifest {_rel(manifest_path)}: selection {manifest.selection}",
+            f"manifest {_rel(manifest_path)}: selection {manifest.selection}"
+            + (f", built against torch {built}" if built else ""),
             err=True,
         )
     if as_json:

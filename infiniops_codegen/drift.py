@@ -88,14 +88,14 @@ def _exclusions(manifest: dict) -> dict[str, str]:
 
 
 # The facts of one op that come from torchgen, besides its schema and its
-# arguments' C++ types, with how each is said.
+# arguments' C++ types, with what each is called.
 _FACTS = (
-    ("cpp_function", lambda v: f"C++ function {v}"),
-    ("functional", lambda v: f"functional overload {v}"),
-    ("return_type", lambda v: f"returns torch.return_types.{v}" if v else "a plain tuple"),
-    ("cpu_kernel", lambda v: "a CPU kernel entry (at::cpu::)" if v else "no CPU kernel entry"),
-    ("tensor_iterator", lambda v: "a TensorIterator kernel" if v else "no TensorIterator kernel"),
-)  # fmt: skip
+    ("cpp_function", "C++ function"),
+    ("functional", "functional overload"),
+    ("return_type", "torch.return_types of its outputs"),
+    ("cpu_kernel", "CPU kernel entry (at::cpu::)"),
+    ("tensor_iterator", "TensorIterator kernel"),
+)
 
 
 def op_changes(old: dict, new: dict) -> list[str]:
@@ -110,9 +110,9 @@ def op_changes(old: dict, new: dict) -> list[str]:
             found.append(
                 f"C++ type of '{a['name']}' is '{a['cpp_type']}' (was '{was}')"
             )
-    for key, say in _FACTS:
+    for key, what in _FACTS:
         if key in old and key in new and old[key] != new[key]:
-            found.append(f"{say(new[key])} (was {say(old[key])})")
+            found.append(f"{what}: {_shown(new[key])} (was {_shown(old[key])})")
     found += _functional_call_changes(old, new)
     tags_old, tags_new = set(old.get("tags") or ()), set(new.get("tags") or ())
     found += [f"new tag '{t}'" for t in sorted(tags_new - tags_old)]
@@ -312,17 +312,19 @@ def counted(found: list[Change]) -> str:
 
 def lines(found: list[Change], limit: int | None = None) -> list[str]:
     """One line per change, a change that several overloads share once with
-    them all; at most `limit` lines (then a line saying how many more)."""
+    them all; at most `limit` lines (then a line saying how many more) and
+    a few of a group's overloads (limit None: every line and overload)."""
     groups: dict[str, list[str]] = {}
     for c in found:
         groups.setdefault(c.what, []).append(c.overload)
+    few = 4 if limit is not None else None
     result = []
     for what, names in groups.items():
         if len(names) == 1:
             result.append(f"{names[0]}: {what}")
         else:
-            shown = ", ".join(names[:4])
-            more = f" and {len(names) - 4} more" if len(names) > 4 else ""
+            shown = ", ".join(names[:few])
+            more = f" and {len(names) - 4} more" if few and len(names) > few else ""
             result.append(f"{what}: {len(names)} overloads ({shown}{more})")
     if limit is not None and len(result) > limit:
         cut = len(result) - limit

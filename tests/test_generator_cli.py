@@ -203,7 +203,7 @@ def test_check_names_the_overloads_whose_schemas_differ(
         "  abs.out: argument 'x' is named 'self'",
         "  add.out: C++ type of 'alpha' is 'const at::Scalar &' (was 'double')",
         "  add.out: no tag 'made_up' any more",
-        "  topk.values: C++ function at::topk_out (was C++ function at::topk_values)",
+        "  topk.values: C++ function: at::topk_out (was at::topk_values)",
         "stale: out/manifest.json",
     ]
     # not a version string: the release's facts, by overload
