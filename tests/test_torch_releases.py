@@ -64,6 +64,29 @@ def test_the_range_is_the_package_metadata():
     assert ".".join(map(str, sys.version_info[:3])) in stated.python
 
 
+def test_an_installed_tool_reads_the_range_from_its_metadata(monkeypatch):
+    """A wheel has no pyproject.toml beside the package: the range comes
+    from the metadata pip wrote from it (pip may reorder the clauses)."""
+    import importlib.metadata
+
+    monkeypatch.setattr(torch_release, "_source_project", lambda path: None)
+    monkeypatch.setattr(
+        importlib.metadata,
+        "requires",
+        lambda name: [
+            "click>=8.1",
+            "torch<2.16,>=2.11",
+            "tomli>=2; python_version < '3.11'",
+        ],
+    )
+    monkeypatch.setattr(
+        importlib.metadata, "metadata", lambda name: {"Requires-Python": "<3.14,>=3.10"}
+    )
+    stated = torch_release.supported()
+    assert (str(stated.torch), str(stated.python)) == (">=2.11,<2.16", ">=3.10,<3.14")
+    assert stated.source == "package metadata"
+
+
 def test_version_shows_the_range_and_what_is_installed(runner, helpers):
     stated = torch_release.supported()
     result = helpers.invoke(runner, "--version")
