@@ -583,15 +583,13 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
 
 def _drift_note(found, torch: str, request: BuildRequest, gen_dir: Path) -> str:
     names = drift.overloads(found)
-    shown = ", ".join(names[:5]) + (
-        f" and {len(names) - 5} more" if len(names) > 5 else ""
-    )
+    which = f" ({', '.join(names)})" if len(names) <= 3 else ""
     committed = request.project.rel(request.project.generated)
     return (
         f"generate: torch {torch}'s ATen schemas differ from those {committed}/ "
-        f"was generated with ({shown}; 'infiniops-codegen generate --check' says "
-        f"what changed): generating into {_rel(gen_dir)}/ and leaving {committed}/ "
-        "as it is"
+        f"was generated with, for {drift.counted(found)}{which} ('infiniops-codegen "
+        f"generate --check' says what changed): generating into {_rel(gen_dir)}/ "
+        f"and leaving {committed}/ as it is"
     )
 
 

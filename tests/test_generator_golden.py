@@ -1,6 +1,8 @@
 """Golden-file tests: tests/fixtures/specs/basic/ must render exactly to
-tests/fixtures/golden/basic/; a template or model change shows up as a
-unified diff in the failure message.
+tests/fixtures/golden/basic/ from the schemas of tests/fixtures/schemas/
+basic.json (recorded from torch 2.13.0, so the goldens hold whichever
+release is installed); a template or model change shows up as a unified
+diff in the failure message.
 
 After an intended change, refresh the goldens and review their diff:
 
@@ -15,8 +17,12 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
+import schema_fixture
 from infiniops_codegen import pipeline
-from infiniops_codegen.render import MARKER
+from infiniops_codegen.render import MARKER, render
+from infiniops_codegen.schema_db import load_schema_db
 from infiniops_codegen.torch_build import release
 from torch_facts import out_overloads, version
 
@@ -57,7 +63,7 @@ def golden_files() -> dict[str, str]:
 
 
 def test_rendering_matches_golden_files():
-    rendered = pipeline.generate(SPECS).files
+    rendered = render(pipeline.load_opset(SPECS, db=schema_fixture.load("basic")))
     golden = golden_files()
     problems = []
     for rel in sorted(rendered.keys() - golden.keys()):
@@ -74,6 +80,20 @@ def test_rendering_matches_golden_files():
             )
             problems.append("".join(diff))
     assert not problems, "\n".join(problems) + "\n" + REFRESH
+
+
+def test_the_schema_fixture_is_the_schema_oracles_own():
+    """Recorded by scripts/update_goldens.py: on the release it was recorded
+    from, the installed torch's records of those functions are the same (a
+    change of the schema extraction shows up here)."""
+    fixture = schema_fixture.load("basic")
+    installed = load_schema_db()
+    if installed.torch_version != fixture.torch_version:
+        pytest.skip(
+            f"the schema fixture is torch {fixture.torch_version}'s; torch "
+            f"{installed.torch_version} is installed, whose schemas may differ"
+        )
+    assert schema_fixture.subset(installed, schema_fixture.bases(SPECS)) == fixture
 
 
 def test_fixture_spans_several_shards_and_all_file_kinds():
