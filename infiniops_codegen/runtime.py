@@ -20,7 +20,6 @@ import importlib.machinery
 import importlib.util
 import json
 import os
-import shlex
 import sys
 from pathlib import Path
 
@@ -120,6 +119,8 @@ def _check_torch(directory: Path) -> None:
 def rebuild_command(directory: Path) -> str:
     """The command that builds `directory` again as it was built (the options
     the builder recorded), runnable from the working directory."""
+    import shlex  # only when refusing: `import infiniops` runs this module
+
     try:
         stamp = json.loads((directory / CONFIGURE_STAMP).read_text(encoding="utf-8"))
         rebuild = stamp["rebuild"]
