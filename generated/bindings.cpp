@@ -14,6 +14,13 @@
 #include "torch/overloads.h"
 #include "torch/stream_args.h"
 
+// torch.__version__ of the torch the module is compiled against: CMake reads it
+// from that torch (cmake/InfiniOpsTorch.cmake), so that these sources are the
+// same for every release whose schemas are.
+#ifndef INFINI_OPS_TORCH_VERSION
+#error "INFINI_OPS_TORCH_VERSION is not defined: build through 'infiniops-codegen build'"
+#endif
+
 namespace {
 
 namespace tb = ::infini::ops::torch_bridge;
@@ -18156,7 +18163,7 @@ PyMODINIT_FUNC PyInit_infiniops() {
   if (module == nullptr) {
     return nullptr;
   }
-  if (PyModule_AddStringConstant(module, "__torch_version__", "2.13.0+cpu") < 0 ||
+  if (PyModule_AddStringConstant(module, "__torch_version__", INFINI_OPS_TORCH_VERSION) < 0 ||
       PyModule_AddStringConstant(module, "selection", "default") < 0 ||
       !tb::init_module(module)) {
     Py_DECREF(module);

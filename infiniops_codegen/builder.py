@@ -25,15 +25,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import manifest as manifest_reader
-from . import extensions, pipeline, sanitize, writer
+from . import drift, extensions, pipeline, sanitize, writer
 from . import project as projects
-from .locations import MANIFEST, MODULE_NAME, PACKAGE_DIR, SUPPORT_DIR, find_module
+from .locations import CONFIGURE_STAMP, MANIFEST, MODULE_NAME, PACKAGE_DIR, SUPPORT_DIR
+from .locations import find_module
 from .locations import shown as _rel
 from .platforms import load_platforms
 
 OPT_LEVELS = ("0", "1", "2", "3", "s")
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] ")
-_STAMP = ".infiniops-configure.json"  # this module's own: what was configured
+_STAMP = CONFIGURE_STAMP  # this module's own: what was configured
 # The environment CMake (and torch's CMake package) reads when it configures a
 # build directory: compilers, their flags, search paths. CMake reads it into
 # the cache only on a first configure and ignores a change later, so a change
@@ -517,6 +518,15 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
         gen = pipeline.generate(Path(request.spec_dir), request.ops, exts)
     except OSError as e:
         raise OSError(f"cannot read an --ops file: {e}") from None
+    if gen_dir == request.project.generated:
+        # The committed sources follow the schemas of the release they were
+        # generated with; where this torch's differ, they are not rewritten
+        # but this build gets its own (docs/torch-releases.md).
+        drifted = drift.between(gen_dir, gen.files)
+        if drifted:
+            gen_dir = build_dir / "generated"
+            config = replace(config, generated_dir=gen_dir)
+            echo(_drift_note(drifted, gen.opset.torch_version, request, gen_dir))
     try:
         written = writer.write(gen.files, gen_dir, force=request.force)
     except OSError as e:
@@ -542,6 +552,7 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
     steps = compile_all(config, echo, shard_ops)
     # The harness and tools read what this build holds from here.
     shutil.copyfile(gen_dir / MANIFEST, build_dir / MANIFEST)
+    _record_rebuild(build_dir, request)
     module = None if request.compile_only else find_module(build_dir)
     smoke = ""
     if request.smoke and not request.compile_only:
@@ -568,6 +579,55 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
         installed=Path(request.install) if request.install is not None else None,
         sanitizer_env=run_env,
     )
+
+
+def _drift_note(found, torch: str, request: BuildRequest, gen_dir: Path) -> str:
+    names = drift.overloads(found)
+    which = f" ({', '.join(names)})" if len(names) <= 3 else ""
+    committed = request.project.rel(request.project.generated)
+    return (
+        f"generate: torch {torch}'s ATen schemas differ from those {committed}/ "
+        f"was generated with, for {drift.counted(found)}{which} ('infiniops-codegen "
+        f"generate --check' says what changed): generating into {_rel(gen_dir)}/ "
+        f"and leaving {committed}/ as it is"
+    )
+
+
+def rebuild_options(request: BuildRequest) -> list[str]:
+    """The `build` options that make this build again (resolved request),
+    those that change what is built; for the loader's message when the
+    torch changed under the build (runtime.py)."""
+    project = request.project
+    options = []
+    if Path(request.spec_dir).resolve() != project.specs.resolve():
+        options += ["--specs", str(Path(request.spec_dir).resolve())]
+    if request.ops is not None:
+        options += ["--ops", request.ops]
+    if request.opt_level != "3":
+        options += ["--opt-level", request.opt_level]
+    if request.platforms != ("cpu",):
+        options += ["--platform", ",".join(request.platforms)]
+    for name, compiler in request.kernel_compilers:
+        options += ["--kernel-compiler", f"{name}={compiler}"]
+    for directory in request.extensions:
+        options += ["--extension", str(Path(directory).resolve())]
+    if request.sanitize:
+        options += ["--sanitize", ",".join(request.sanitize)]
+    for name, value in request.cmake_args:
+        options += ["--cmake-arg", f"{name}={value}"]
+    return options
+
+
+def _record_rebuild(build_dir: Path, request: BuildRequest) -> None:
+    """Add to the configure stamp how to build this directory again: its
+    project and the options (rebuild_options)."""
+    stamp = build_dir / _STAMP
+    data = _read_stamp(stamp) or {}
+    data["rebuild"] = {
+        "project": str(request.project.root),
+        "options": rebuild_options(request),
+    }
+    stamp.write_text(json.dumps(data))
 
 
 def install(build_dir: Path, prefix: Path, echo) -> None:

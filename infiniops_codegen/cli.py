@@ -19,7 +19,6 @@ from .errors import SpecErrors
 from .locations import MANIFEST
 from .locations import shown as _rel
 from .resolve import SelectionError
-from .schema_db import torch_version
 
 EXIT_DIFF = 1
 EXIT_USAGE = 2
@@ -125,7 +124,15 @@ def write_or_exit(
     "the working directory whose pyproject.toml has a [tool.infiniops-codegen] "
     "table].",
 )
-@click.version_option(version=__version__, prog_name="infiniops-codegen")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _param, value: _show_version(ctx) if value else None,
+    help="Show the version, the torch and Python releases it is tested with, "
+    "and the installed ones, and exit.",
+)
 @click.pass_context
 def main(ctx: click.Context, verbose: bool, project_dir: Path | None) -> None:
     """Generate PyTorch fallbacks for an operator library from YAML op specs.
@@ -146,6 +153,38 @@ def main(ctx: click.Context, verbose: bool, project_dir: Path | None) -> None:
     projects.use(None)  # each run finds its own (tests invoke main repeatedly)
     if os.environ.get("NO_COLOR"):  # https://no-color.org
         ctx.color = False
+
+
+def _show_version(ctx: click.Context) -> None:
+    """--version: the tool's, the tested ranges (the package metadata) and
+    what is installed; a warning when the installed torch is outside."""
+    from . import torch_build, torch_release
+
+    ranges = torch_release.supported()
+    torch = torch_build.installed()
+    click.echo(f"infiniops-codegen {__version__}")
+    click.echo(
+        f"tested with torch {ranges.torch.spelled()} ({ranges.torch}) on Python "
+        f"{ranges.python.spelled()} ({ranges.python}), as its {ranges.source} states"
+    )
+    python = ".".join(str(n) for n in sys.version_info[:3])
+    click.echo(
+        f"installed: torch {torch if torch else '(none)'}, Python {python} "
+        f"({sys.executable})"
+    )
+    outside = []
+    if torch is not None and torch.version not in ranges.torch:
+        outside.append(f"torch {torch.version}")
+    if python not in ranges.python:
+        outside.append(f"Python {python}")
+    if outside:
+        verb = "is" if len(outside) == 1 else "are"
+        click.secho(
+            f"warning: {' and '.join(outside)} {verb} outside the tested range",
+            fg="yellow",
+            err=True,
+        )
+    ctx.exit()
 
 
 def _set_verbose(ctx: click.Context, _param, value: bool) -> None:
@@ -263,9 +302,12 @@ def generate(
     if check:
         fix = _fix_command(ctx)
         sys.exit(_check(gen, out, proj, spec_dir, fix, ctx.obj["verbose"]))
+    drifted = _drift_lines(gen, out, _shown(out, proj), ctx.obj["verbose"])
     result = write_or_exit(gen.files, out, force, proj, spec_dir)
     elapsed = time.perf_counter() - start
     opset = gen.opset
+    for line in drifted:  # written anyway: generate does what it is told
+        click.secho(line, fg="yellow", err=True)
     click.echo(
         f"generated {len(opset.ops)} ops into {_rel(out)}/: "
         f"{len(result.stale) + len(result.missing)} written, "
@@ -558,15 +600,24 @@ def _platform_options(
     return platforms, tuple(compilers)
 
 
-def _recorded_torch_version(out: Path) -> str | None:
-    from . import manifest
+def _drift_lines(
+    gen: pipeline.Generation, out: Path, shown: str, verbose: bool
+) -> list[str]:
+    """Where the installed torch's schemas differ from those `out` was
+    generated with, by overload ([] when they do not)."""
+    from . import drift
 
-    try:
-        return manifest.generated(out).torch_version
-    except manifest.ManifestError:
-        return None
+    found = drift.between(out, gen.files)
+    if not found:
+        return []
+    return [
+        f"the installed torch {gen.opset.torch_version}'s ATen schemas differ from "
+        f"those {shown}/ was generated with, for {drift.counted(found)}:",
+        *("  " + line for line in drift.lines(found, None if verbose else DRIFT_LIMIT)),
+    ]
 
 
+DRIFT_LIMIT = 40  # drift lines --check and generate show (-v: every line)
 DIFF_LIMIT = 200  # diff lines --check shows in all (-v: every line)
 
 
@@ -639,12 +690,14 @@ def _check(
         )
     if not edited and not cmp.foreign:
         say(f"run '{fix}' to update it")
-    recorded = _recorded_torch_version(out)
-    installed = torch_version()
-    if recorded is not None and recorded != installed:
+    drifted = _drift_lines(gen, out, shown, verbose)
+    for line in drifted:
+        say(line, "yellow")
+    if drifted and proj is not None and out == proj.generated:
         say(
-            f"note: {shown}/ was generated with torch {recorded}, but torch "
-            f"{installed} is installed; schemas may differ because of that",
+            f"{shown}/ is committed with one release's schemas: 'infiniops-codegen "
+            f"build' with this torch generates into <build dir>/generated/ and "
+            f"leaves {shown}/ as it is (docs/torch-releases.md)",
             "yellow",
         )
     for rel in cmp.edited:
@@ -855,10 +908,21 @@ def list_ops(
     except manifest_reader.ManifestError as e:
         error(str(e))
         sys.exit(EXIT_USAGE)
+    if details is not None and details["aten"]:
+        details["installed_torch"] = _installed_schema(
+            details["aten"], details["schema"]
+        )
     if ctx.obj["verbose"]:
+        from . import torch_build
+        from .locations import TORCH_RECORD
+
+        try:  # a build directory's manifest: the torch the build is against
+            built = torch_build.read_record(manifest_path.parent / TORCH_RECORD)
+        except ValueError:
+            built = None
         click.echo(
-            f"manifest {_rel(manifest_path)}: torch {manifest.torch_version}, "
-            f"selection {manifest.selection}",
+            f"manifest {_rel(manifest_path)}: selection {manifest.selection}"
+            + (f", built against torch {built}" if built else ""),
             err=True,
         )
     if as_json:
@@ -875,6 +939,27 @@ def list_ops(
 
         for line in coverage.matrix_table(manifest, style):
             click.echo(line)
+
+
+def _installed_schema(aten: str, schema: str) -> dict | None:
+    """list --op: where the installed torch's schema of the overload differs
+    from the manifest's (an argument renamed, retyped, added, ...); None when
+    it does not, or no torch is installed (a manifest is read without one)."""
+    from . import drift
+    from .schema_db import load_schema_db
+
+    try:
+        db = load_schema_db()
+    except Exception:  # no torch, or torchgen failing: nothing to compare with
+        return None
+    installed = db.out_overloads.get(aten)
+    if installed is not None and installed.schema == schema:
+        return None
+    return {
+        "version": db.torch_version,
+        "schema": installed.schema if installed else None,
+        "changes": drift.schema_changes(schema, installed.schema) if installed else [],
+    }
 
 
 def _list_available(

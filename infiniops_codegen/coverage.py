@@ -53,7 +53,6 @@ def matrix_json(manifest: Manifest, source: str) -> dict:
     m = matrix(manifest)
     return {
         "manifest": source,
-        "torch_version": manifest.torch_version,
         "selection": manifest.selection,
         "platforms": list(m.platforms),
         "ops": {name: status for name, status in m.rows},
@@ -146,6 +145,13 @@ def op_text(details: dict) -> list[str]:
                 ]
             shown.append(f"{n} ({', '.join(dtypes)})" if dtypes else n)
         lines.append(f"    {p:<{width}}  {', '.join(shown) or MISSING}")
+    installed = details.get("installed_torch")
+    if installed:  # the manifest's schema is not the installed torch's
+        lines.append(
+            f"  torch {installed['version']} (installed): "
+            + (installed["schema"] or f"has no overload {details['aten']}")
+        )
+        lines += [f"    {change}" for change in installed["changes"]]
     return lines
 
 

@@ -17,6 +17,15 @@ TEMPLATE_DIR = PACKAGE_DIR / "templates"
 
 MODULE_NAME = "infiniops"  # the built Python module
 MANIFEST = "manifest.json"  # in a generated directory and in a build directory
+# In a build directory: the torch build its module is linked against, written
+# when the module is linked (support/cmake/InfiniOpsTorch.cmake) and read
+# before it is loaded (runtime.py).
+TORCH_RECORD = "torch-build.json"
+# In a sanitized build directory (sanitize.py): how to run Python under it.
+SANITIZE_RECORD = "sanitize.json"
+# Also there: the builder's record of how it configured the directory, and of
+# the command that rebuilds it (builder.configure).
+CONFIGURE_STAMP = ".infiniops-configure.json"
 
 
 def shown(path: Path) -> str:

@@ -138,7 +138,6 @@ class Overload:
 @dataclass(frozen=True)
 class Manifest:
     path: Path | None  # where it was read from
-    torch_version: str
     selection: str  # default / all / the names of --ops
     platforms: tuple[str, ...]  # every platform of data/platforms.yaml
     sources: tuple[str, ...]
@@ -223,7 +222,6 @@ def from_data(data: object, path: Path | None = None) -> Manifest:
     )
     return Manifest(
         path=path,
-        torch_version=r.get(data, "torch_version", str, "the manifest"),
         selection=r.get(data, "selection", str, "the manifest"),
         platforms=platforms,
         sources=tuple(data.get("sources") or ()),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
@@ -87,9 +88,18 @@ def manifest_data(opset: OpSet) -> dict:
                         if n.up_to
                     },
                 },
+                # torchgen's facts of the ATen call that the manifest shows
+                # nowhere else, so that drift.py can say what changed
+                "cpp_function": op.aten_function,
                 "cpu_kernel": op.cpu_kernel,
+                "tensor_iterator": op.tensor_iterator,
                 "direct_cpu": op.direct_cpu,
                 "functional": op.functional,
+                "functional_call": (
+                    dataclasses.asdict(op.functional_call)
+                    if op.functional_call
+                    else None
+                ),
                 # a call may leave out= out (allocated as torch allocates it)
                 "out_optional": op.no_out,
                 "tags": list(op.tags),
@@ -98,8 +108,10 @@ def manifest_data(opset: OpSet) -> dict:
                 "hints": op.hints_dict,
             }
         )
+    # No torch version: what is generated depends on the schemas, and a
+    # release with the same ones generates the same files (the build records
+    # the torch it is built against: locations.TORCH_RECORD).
     return {
-        "torch_version": opset.torch_version,
         "selection": opset.selection,
         "shard_count": opset.shard_count,
         "shard_size": opset.shard_size,

@@ -42,15 +42,30 @@ class _OpError(Exception):
         self.error = where.error(message)
 
 
-def default_name(schema: AtenSchema, db: SchemaDB) -> str:
+def default_name(schema: AtenSchema, siblings: dict[str, int]) -> str:
     """`abs.out` -> `abs`; overloads that share a base keep a suffix:
     `clamp.Tensor_out` -> `clamp_Tensor`, `pow.Tensor_Scalar_out` ->
-    `pow_Tensor_Scalar`, while the plain `.out` overload keeps the base name."""
-    siblings = [s for s in db.out_overloads.values() if s.base == schema.base]
-    if len(siblings) == 1 or schema.overload == "out":
+    `pow_Tensor_Scalar`, while the plain `.out` overload keeps the base name.
+    siblings: sibling_counts()."""
+    if siblings.get(schema.base, 0) <= 1 or schema.overload == "out":
         return schema.base
     suffix = schema.overload.removesuffix("_out")
     return f"{schema.base}_{suffix}"
+
+
+def sibling_counts(db: SchemaDB) -> dict[str, int]:
+    """Base name -> how many expressible out= overloads share it. One that
+    can never be an op (a Dimname argument, torch 2.11's named-tensor
+    overloads) takes no name, so it leaves the others' names as they are."""
+    counts: dict[str, int] = {}
+    for schema in db.out_overloads.values():
+        try:
+            for a in schema.args:
+                _argument(a, a.name)
+        except arg_kinds.UnsupportedType:
+            continue
+        counts[schema.base] = counts.get(schema.base, 0) + 1
+    return counts
 
 
 def _hidden_value(a: SchemaArg) -> str:
@@ -102,14 +117,23 @@ def _argument(a: SchemaArg, py_name: str) -> Argument:  # raises UnsupportedType
     )
 
 
-def _arguments(schema: AtenSchema, spec: OpSpec) -> tuple[Argument, ...]:
+def _release(spec: OpSpec, version: str) -> str:
+    """` in torch <version>` after an ATen overload's name in an error: its
+    arguments are that release's (composites': the spec's)."""
+    return f" in torch {version}" if spec.aten and version else ""
+
+
+def _arguments(
+    schema: AtenSchema, spec: OpSpec, version: str = ""
+) -> tuple[Argument, ...]:
     names = {a.name for a in schema.args}
     renames = dict(DEFAULT_RENAMES)
     for old, new in spec.rename:
         if old not in names:
             raise _OpError(
                 spec.at("rename"),
-                f"'rename' names '{old}', which is not an argument of {schema.name} "
+                f"'rename' names '{old}', which is not an argument of {schema.name}"
+                f"{_release(spec, version)} "
                 f"(arguments: {', '.join(a.name for a in schema.args)})",
             )
         renames[old] = new
@@ -170,9 +194,10 @@ def _missing_out(schema: AtenSchema) -> str:
 HINT_TABLES = ("shapes", "tensors")
 
 
-def _check_hints(spec: OpSpec, args: tuple[Argument, ...]) -> None:
+def _check_hints(spec: OpSpec, args: tuple[Argument, ...], version: str = "") -> None:
     names = {a.py_name for a in args if not a.hidden}
     tensors = {a.py_name for a in args if a.role is Role.INPUT}
+    of = f" of {spec.aten}{_release(spec, version)}" if spec.aten and version else ""
     known = ", ".join(sorted(names))
     for key, value in spec.hints:
         where = spec.places.get(f"hints.{key}", spec.at("hints"))
@@ -183,17 +208,29 @@ def _check_hints(spec: OpSpec, args: tuple[Argument, ...]) -> None:
                 if name not in tensors:
                     raise _OpError(
                         where,
-                        f"hint '{key}' names '{name}', which is no tensor argument "
-                        f"(arguments: {known})",
+                        f"hint '{key}' names '{name}', which is no tensor argument"
+                        f"{of} (arguments: {known})",
                     )
         elif key not in names:
             raise _OpError(
-                where, f"hint '{key}' names no argument (arguments: {known})"
+                where, f"hint '{key}' names no argument{of} (arguments: {known})"
             )
         elif not isinstance(value, list) or not value:
             raise _OpError(
                 where, f"hint '{key}' must be a non-empty list of values to test"
             )
+
+
+def with_hints_for(spec: OpSpec, version: str) -> OpSpec:
+    """spec with the hints of its first hint set whose range of torch
+    releases holds `version` (none: no hints). Only those are checked
+    against the schema: another release's may name its own arguments."""
+    for hints in spec.hint_sets:
+        if hints.torch is None or version in hints.torch:
+            return replace(
+                spec, hints=hints.values, places={**spec.places, **hints.places}
+            )
+    return replace(spec, hints=())
 
 
 def _native(spec: OpSpec, args: tuple[Argument, ...]) -> tuple[NativeImpl, ...]:
@@ -224,7 +261,7 @@ def _resolve_schema(spec: OpSpec, db: SchemaDB) -> AtenSchema:
                 close = difflib.get_close_matches(spec.aten, same, n=3, cutoff=0)
                 hint = ", ".join(repr(s) for s in close)
         else:
-            msg = f"unknown ATen overload '{spec.aten}'"
+            msg = f"torch {db.torch_version} has no ATen overload '{spec.aten}'"
         if hint:
             msg += f"; did you mean {hint}?"
         raise _OpError(spec.at("aten"), msg)
@@ -244,15 +281,17 @@ def _resolve_schema(spec: OpSpec, db: SchemaDB) -> AtenSchema:
     for use in spec.uses:
         if use not in db.headers:
             raise _OpError(
-                spec.at("uses"), f"'uses' names '{use}', which is no ATen operator"
+                spec.at("uses"),
+                f"'uses' names '{use}', which is no ATen operator of torch "
+                f"{db.torch_version}",
             )
     return schema
 
 
 def _op(spec: OpSpec, db: SchemaDB, name: str) -> Op:
     schema = _resolve_schema(spec, db)
-    args = _arguments(schema, spec)
-    _check_hints(spec, args)
+    args = _arguments(schema, spec, db.torch_version)
+    _check_hints(spec, args, db.torch_version)
     composite = spec.aten is None
     return Op(
         name=name,
@@ -301,11 +340,11 @@ def _output_like(spec: OpSpec, args) -> tuple[tuple[str, str], ...]:
     return spec.like
 
 
-def _name_for(spec: OpSpec, db: SchemaDB) -> str | None:
+def _name_for(spec: OpSpec, db: SchemaDB, siblings: dict[str, int]) -> str | None:
     if spec.name:
         return spec.name
     if spec.aten and spec.aten in db.out_overloads:
-        return default_name(db.out_overloads[spec.aten], db)
+        return default_name(db.out_overloads[spec.aten], siblings)
     return None  # composites: taken from the parsed signature
 
 
@@ -346,9 +385,11 @@ def build_opset(
     taken: dict[str, Where] = {}
     explicit: set[str] = set()  # names a spec gave
     covered: set[str] = set()
+    siblings = sibling_counts(db)
     for spec in specs.ops:
+        spec = with_hints_for(spec, db.torch_version)
         try:
-            name = _name_for(spec, db)
+            name = _name_for(spec, db, siblings)
             op = _op(spec, db, name or "")
             if not name:
                 name = op.schema.split("(", 1)[0]
@@ -374,8 +415,8 @@ def build_opset(
     exclusions: list[Exclusion] = []
     if selection == "all":
         hints = _all_hints(specs.all_hints, db, covered)
-        ops += _everything_else(db, covered, set(taken), exclusions)
-        _apply_all_hints(ops, hints, exclusions)
+        ops += _everything_else(db, covered, set(taken), exclusions, siblings)
+        _apply_all_hints(ops, hints, exclusions, db.torch_version)
     elif selection == "names":
         wanted = set(names or ())
         unknown = sorted(wanted - {op.name for op in ops})
@@ -459,11 +500,17 @@ def _all_hints(hint_specs, db, covered) -> dict[str, OpSpec]:
     """The hints file of the full set, by ATen overload, checked by name."""
     errors, result = [], {}
     for spec in hint_specs:
+        if not _applies(spec, db.torch_version):
+            continue  # hints for other releases only
+        spec = with_hints_for(spec, db.torch_version)
         if spec.aten not in db.out_overloads:
             close = ", ".join(repr(s) for s in db.suggestions(spec.aten))
             hint = f"; did you mean {close}?" if close else ""
             errors.append(
-                spec.where.error(f"unknown ATen out= overload '{spec.aten}'{hint}")
+                spec.where.error(
+                    f"torch {db.torch_version} has no ATen out= overload "
+                    f"'{spec.aten}'{hint}{LIMIT_HINTS}"
+                )
             )
         elif spec.aten in covered:
             errors.append(
@@ -478,7 +525,20 @@ def _all_hints(hint_specs, db, covered) -> dict[str, OpSpec]:
     return result
 
 
-def _apply_all_hints(ops: list[Op], hints: dict[str, OpSpec], exclusions) -> None:
+# How to keep the hints of an overload that only some releases have.
+LIMIT_HINTS = (
+    " (hints for an overload some releases lack: limit them to the others with "
+    "'torch: \">=2.14\"' in their mapping)"
+)
+
+
+def _applies(spec: OpSpec, version: str) -> bool:
+    return any(h.torch is None or version in h.torch for h in spec.hint_sets)
+
+
+def _apply_all_hints(
+    ops: list[Op], hints: dict[str, OpSpec], exclusions, version: str
+) -> None:
     """Attach the hints file's entries to the ops `--ops all` added, after
     checking their argument names; hints for an excluded overload are an error."""
     errors = []
@@ -488,7 +548,7 @@ def _apply_all_hints(ops: list[Op], hints: dict[str, OpSpec], exclusions) -> Non
         if spec is None:
             continue
         try:
-            _check_hints(spec, op.arguments)
+            _check_hints(spec, op.arguments, version)
         except _OpError as e:
             errors.append(e.error)
             continue
@@ -502,14 +562,14 @@ def _apply_all_hints(ops: list[Op], hints: dict[str, OpSpec], exclusions) -> Non
         raise SpecErrors(errors)
 
 
-def _everything_else(db, covered, taken, exclusions) -> list[Op]:
+def _everything_else(db, covered, taken, exclusions, siblings) -> list[Op]:
     """Every expressible out= overload the specs do not already name."""
     result = []
     for aten, schema in db.out_overloads.items():
         if aten in covered:
             continue
         spec = OpSpec("<all>", Where("<all>", 0, 0), aten=aten)
-        name = default_name(schema, db)
+        name = default_name(schema, siblings)
         if name in taken:
             name = f"{schema.base}_{schema.overload}"
         try:

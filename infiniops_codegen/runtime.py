@@ -4,23 +4,30 @@
     ops = load("build")          # the directory given to `build --build-dir`
     ops.add(x, y, out=z)
 
-Or put the build directory on PYTHONPATH and `import infiniops`.
+Or put the build directory on PYTHONPATH and `import infiniops` (the build's
+package infiniops/ calls load()).
+
+A module built against one torch build loads into no other: load() compares
+the build's record of its torch (locations.TORCH_RECORD) with the installed
+one and raises ImportError naming both before the module is loaded, that is,
+before the dynamic loader resolves any of torch's symbols
+(docs/torch-releases.md).
 """
 
 from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import json
 import os
 import sys
 from pathlib import Path
 
 # Standard library only: loading a build imports nothing of the generator
 # (jinja2, torchgen), and not torch either (the module imports it itself).
-from .locations import MODULE_NAME, find_module
-from .project import ProjectError
-from .project import current as current_project
-from . import sanitize
+from .locations import CONFIGURE_STAMP, MODULE_NAME, SANITIZE_RECORD, TORCH_RECORD
+from .locations import find_module, shown
+from . import torch_build
 
 
 def load(build_dir: str | os.PathLike | None = None):
@@ -29,6 +36,9 @@ def load(build_dir: str | os.PathLike | None = None):
     Loading the same directory twice returns the same module object."""
     directory = build_dir or os.environ.get("INFINIOPS_BUILD_DIR")
     if not directory:
+        from .project import ProjectError
+        from .project import current as current_project
+
         try:
             directory = current_project().build_dir
         except ProjectError as e:
@@ -44,7 +54,11 @@ def load(build_dir: str | os.PathLike | None = None):
             f"'infiniops-codegen build --build-dir {directory}'",
             name=MODULE_NAME,
         )
-    record = sanitize.read(directory)
+    # Imported only for a sanitized build: `import infiniops` runs this.
+    sanitize = None
+    if (directory / SANITIZE_RECORD).is_file():
+        from . import sanitize
+    record = sanitize.read(directory) if sanitize else None
     if record is not None and sanitize.missing_runtimes(record):
         # Loading it would abort the process ("ASan runtime does not come
         # first"), not raise.
@@ -56,6 +70,7 @@ def load(build_dir: str | os.PathLike | None = None):
             + " python ...)",
             name=MODULE_NAME,
         )
+    _check_torch(directory)
     loaded = sys.modules.get(MODULE_NAME)
     if loaded is not None:
         if Path(getattr(loaded, "__file__", "")).resolve() == path.resolve():
@@ -75,3 +90,46 @@ def load(build_dir: str | os.PathLike | None = None):
         del sys.modules[MODULE_NAME]
         raise
     return module
+
+
+def _check_torch(directory: Path) -> None:
+    """ImportError when the build's module was linked against another torch
+    build than the installed one (a build without a record predates it)."""
+    try:
+        built = torch_build.read_record(directory / TORCH_RECORD)
+    except ValueError as e:
+        raise ImportError(
+            f"{e}; rebuild it: {rebuild_command(directory)}", name=MODULE_NAME
+        ) from None
+    if built is None:
+        return
+    installed = torch_build.installed()
+    if installed == built:
+        return
+    found = f"torch {installed}" if installed else "no torch"
+    raise ImportError(
+        f"the {MODULE_NAME} module in {directory} was built against torch {built}, "
+        f"but {found} is installed ({sys.executable}): a module built against one "
+        f"torch build loads into no other. Rebuild it with this torch: "
+        f"{rebuild_command(directory)}",
+        name=MODULE_NAME,
+    )
+
+
+def rebuild_command(directory: Path) -> str:
+    """The command that builds `directory` again as it was built (the options
+    the builder recorded), runnable from the working directory."""
+    import shlex  # only when refusing: `import infiniops` runs this module
+
+    try:
+        stamp = json.loads((directory / CONFIGURE_STAMP).read_text(encoding="utf-8"))
+        rebuild = stamp["rebuild"]
+        root, options = Path(rebuild["project"]), list(rebuild["options"])
+    except (OSError, ValueError, KeyError, TypeError):
+        root, options = None, []
+    words = ["infiniops-codegen"]
+    cwd = Path.cwd().resolve()
+    if root is not None and root != cwd and root not in cwd.parents:
+        words += ["--project", str(root)]
+    words += ["build", "--build-dir", shown(directory), *options]
+    return " ".join(shlex.quote(w) for w in words)

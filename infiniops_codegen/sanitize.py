@@ -23,8 +23,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .locations import SANITIZE_RECORD
+
 SANITIZERS = ("address", "undefined", "thread")
-RECORD = "sanitize.json"  # in a sanitized build directory
+RECORD = SANITIZE_RECORD  # in a sanitized build directory
 SCRIPT = "python-sanitized"  # likewise: runs Python under the sanitizers
 
 # The runtime each sanitizer needs, as GCC names it, in preload order: ASan's

@@ -9,13 +9,13 @@ import torchgen at all.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import importlib.util
 import os
 import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import torch_build
 from .schema_types import (
     AtenSchema,
     FunctionalCall,
@@ -47,14 +47,25 @@ class SchemaDB:
 
 
 def torch_version() -> str:
-    """The installed torch's version, read without importing torch (~1 s)."""
-    return importlib.metadata.version("torch")
+    """The installed torch's version as torch spells it (`torch.__version__`,
+    `2.14.1+cu130`: the distribution's metadata says `2.14.1`), read without
+    importing torch (~1 s)."""
+    found = torch_build.installed()
+    if found is None:
+        raise RuntimeError(_NO_TORCH)
+    return found.version
+
+
+_NO_TORCH = (
+    "torch is not installed for this Python: install a release the tool is "
+    "tested with (infiniops-codegen --version shows them), e.g. torch==2.13.0"
+)
 
 
 def _native_yaml_dir() -> Path:
     spec = importlib.util.find_spec("torchgen")
     if spec is None or spec.origin is None:
-        raise RuntimeError("torchgen is not importable: install torch==2.13.0")
+        raise RuntimeError(_NO_TORCH)
     return Path(spec.origin).parent / "packaged" / "ATen" / "native"
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from .errors import SpecError
 from .dtypes import spec_dtypes
 from .platforms import platform_names
+from .torch_release import Range, parse_range
 from .yaml_nodes import Node, load_yaml
 
 TOP_KEYS = ("ops", "settings")
@@ -60,6 +61,15 @@ class NativeSpec:
 
 
 @dataclass(frozen=True)
+class HintSet:
+    """One mapping of harness hints, for the torch releases in `torch`."""
+
+    torch: Range | None  # None: every release
+    values: tuple[tuple[str, object], ...]  # (key, value), sorted by key
+    places: dict[str, Where] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
 class OpSpec:
     source: str  # "op_specs/llm.yaml", recorded in generated files
     where: Where  # the entry itself
@@ -73,6 +83,11 @@ class OpSpec:
     uses: tuple[str, ...] = ()
     rename: tuple[tuple[str, str], ...] = ()
     native: tuple[NativeSpec, ...] = ()
+    # The harness hints as written: one mapping, or several each for a range
+    # of torch releases (`torch: ">=2.14"`); `hints` is the one that applies
+    # to the installed torch, chosen when the schemas are resolved
+    # (resolve.with_hints_for).
+    hint_sets: tuple[HintSet, ...] = ()
     hints: tuple[tuple[str, object], ...] = ()
     # composites: output -> the input it is allocated like (same shape, dtype,
     # device) in a call without out=
@@ -203,8 +218,8 @@ class _Reader:
             fields["like"] = self.rename(v["like"], "'like'", "the input to allocate")
         if "native" in v:
             fields["native"] = self.native(v["native"])
-        if "hints" in v and self.expect(v["hints"], "mapping", "'hints'"):
-            fields["hints"] = tuple(sorted(v["hints"].plain().items()))
+        if "hints" in v:
+            fields["hint_sets"] = self.hint_sets(v["hints"], "'hints'")
         if "fallback" in v:
             fields["fallback_line"] = self.body_line(v["fallback"])
         ok = self.shape(node, fields)
@@ -248,6 +263,47 @@ class _Reader:
             node, "an op entry needs 'aten' (an ATen out= overload) or 'signature'"
         )
         return False
+
+    def hint_sets(self, node: Node, what: str) -> tuple[HintSet, ...]:
+        """Hints: a mapping (`{dim: [0, 1]}`), or a list of mappings each
+        limited to a range of torch releases by its `torch` key (which a
+        single mapping may have too): `[{torch: "<2.14", ...}, {torch:
+        ">=2.14", ...}]`. The first whose range holds the installed torch
+        applies."""
+        if node.kind == "list":
+            items = node.value
+            if not items:
+                self.fail(node, f"{what} must not be an empty list")
+        elif self.expect(node, "mapping", what):
+            items = [node]
+        else:
+            return ()
+        result = []
+        for item in items:
+            if item is not node and not self.expect(
+                item, "mapping", f"an item of {what}"
+            ):
+                continue
+            torch = None
+            if "torch" in item.value:
+                try:
+                    torch = parse_range(item.value["torch"].value)
+                except ValueError as e:
+                    self.fail(item.value["torch"], str(e))
+                    continue
+            elif item is not node:
+                self.fail(
+                    item,
+                    f"each item of a list of {what} needs 'torch', the range of "
+                    'torch releases it is for (e.g. torch: ">=2.14")',
+                )
+                continue
+            places = {"hints": self.where(item)}
+            places.update({f"hints.{k}": self.where(n) for k, n in item.keys.items()})
+            values = item.plain()
+            values.pop("torch", None)
+            result.append(HintSet(torch, tuple(sorted(values.items())), places))
+        return tuple(result)
 
     def string_list(self, node: Node, what: str) -> tuple[str, ...]:
         if not self.expect(node, "list", what):
@@ -406,14 +462,17 @@ def read_all_hints(spec_dir: Path, errors: list[SpecError]) -> tuple[OpSpec, ...
     result = []
     for aten, value in node.value.items():
         key = node.keys[aten]
-        if not reader.expect(value, "mapping", f"the hints of '{aten}'"):
-            continue
-        places = {"aten": reader.where(key), "hints": reader.where(value)}
-        places.update({f"hints.{k}": reader.where(n) for k, n in value.keys.items()})
-        hints = tuple(sorted(value.plain().items()))
-        result.append(
-            OpSpec(source, reader.where(key), aten=aten, hints=hints, places=places)
-        )
+        sets = reader.hint_sets(value, f"the hints of '{aten}'")
+        if sets:
+            result.append(
+                OpSpec(
+                    source,
+                    reader.where(key),
+                    aten=aten,
+                    hint_sets=sets,
+                    places={"aten": reader.where(key), "hints": reader.where(value)},
+                )
+            )
     return tuple(result)
 
 

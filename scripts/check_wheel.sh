@@ -32,6 +32,10 @@ case "$installed" in
 *) echo "FAILED: infiniops_codegen imported from $installed, not the venv" >&2; exit 1 ;;
 esac
 
+step "--version: the tested range, from the wheel's metadata"
+"$tool" --version | tee "$work/version.txt"
+grep -q "as its package metadata states" "$work/version.txt"
+
 step "a copy of the project outside the checkout"
 rm -rf "$work/project"
 mkdir "$work/project"
@@ -46,6 +50,9 @@ step "a small build (add, mul, abs; native CPU kernels of add and mul)"
 
 step "list"
 "$tool" list --build-dir ../build | tail -3
+
+step "import infiniops from the build directory (through its package: the torch check)"
+(cd ../build && "$work/venv/bin/python" -c 'import infiniops; print("torch", infiniops.__torch_version__, "ops", len(infiniops.implementations()))')
 
 after=$(git -C "$repo" status --porcelain=v1 -uall)
 if [ "$before" != "$after" ]; then

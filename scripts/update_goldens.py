@@ -2,8 +2,12 @@
 
 Each directory tests/fixtures/specs/NAME/ is rendered into
 tests/fixtures/golden/NAME/ (files the generator no longer produces are
-removed there). Run it from anywhere after an intended change to the
-templates, the model or a fixture spec, then review the diff and commit it:
+removed there), from the ATen schemas of tests/fixtures/schemas/NAME.json,
+which this records first from the installed torch (the functions the specs
+use, tests/schema_fixture.py): run it with the development release, torch
+2.13.0, so that the goldens hold on every release (docs/torch-releases.md).
+Run it from anywhere after an intended change to the templates, the model,
+the schema extraction or a fixture spec, then review the diff and commit it:
 
     python scripts/update_goldens.py          # every fixture
     python scripts/update_goldens.py basic    # only tests/fixtures/specs/basic/
@@ -21,13 +25,23 @@ SPECS = REPO / "tests" / "fixtures" / "specs"
 GOLDEN = REPO / "tests" / "fixtures" / "golden"
 
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
 
-from infiniops_codegen import pipeline, writer  # noqa: E402
+import schema_fixture  # noqa: E402
+
+from infiniops_codegen import pipeline, render, writer  # noqa: E402
+from infiniops_codegen.schema_db import load_schema_db  # noqa: E402
 
 
 def update(name: str) -> None:
-    gen = pipeline.generate(SPECS / name)
-    result = writer.write(gen.files, GOLDEN / name)
+    db = schema_fixture.subset(load_schema_db(), schema_fixture.bases(SPECS / name))
+    schema_fixture.SCHEMAS.mkdir(exist_ok=True)
+    schema_fixture.path(name).write_text(schema_fixture.dump(db), encoding="utf-8")
+    print(
+        f"{name}: schemas of {len(db.out_overloads)} out= overloads from torch {db.torch_version}"
+    )
+    opset = pipeline.load_opset(SPECS / name, db=schema_fixture.load(name))
+    result = writer.write(render.render(opset), GOLDEN / name)
     changed = result.stale + result.missing
     print(
         f"{name}: {len(changed)} written, {len(result.extra)} removed, "

@@ -52,12 +52,15 @@ def subprocess_env() -> dict[str, str]:
 
 def load_or_build():
     """Import the built module, building the default op set first if the build
-    directory holds none."""
-    from infiniops_codegen.locations import find_module
+    directory holds none, or one built against another torch than the
+    installed one (a venv of another release on the same checkout)."""
+    from infiniops_codegen import torch_build
+    from infiniops_codegen.locations import TORCH_RECORD, find_module
     from infiniops_codegen.runtime import load
 
     directory = build_dir()
-    if find_module(directory) is None:
+    built = torch_build.read_record(directory / TORCH_RECORD)
+    if find_module(directory) is None or built != torch_build.installed():
         cmd = [
             sys.executable,
             "-m",

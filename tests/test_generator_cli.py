@@ -10,7 +10,7 @@ import pytest
 
 from infiniops_codegen import pipeline
 from infiniops_codegen.render import MARKER
-from infiniops_codegen.schema_db import torch_version
+from torch_facts import version
 
 OWNED_LINE = f"// {MARKER} from basic/ops.yaml — do not edit\n"
 
@@ -164,24 +164,110 @@ def test_generate_removes_owned_files_no_longer_produced(
     assert [op["name"] for op in manifest["ops"]] == ["abs"]
 
 
-def test_check_says_when_the_torch_version_differs(out, basic_specs, runner, helpers):
+def _as_generated_by(out, edit) -> None:
+    """Make out/ look generated with a torch whose schemas differ from the
+    installed one's: edit the data of its manifest (generate --check takes
+    the schemas out/ was generated with from there)."""
     path = out / "manifest.json"
-    recorded = json.loads(path.read_text())["torch_version"]
-    assert recorded == torch_version()
-    path.write_text(path.read_text().replace(f'"{recorded}"', '"2.0.0+old"'))
+    data = json.loads(path.read_text())
+    edit(data)
+    text = json.dumps(data, indent=1)
+    path.write_text("{" + text[1:].lstrip("\n "))  # the marker on line 1
+
+
+def _op(data, aten):
+    return next(op for op in data["ops"] if op["aten"] == aten)
+
+
+def test_check_names_the_overloads_whose_schemas_differ(
+    out, basic_specs, runner, helpers
+):
+    def edit(data):
+        abs_out = _op(data, "abs.out")
+        abs_out["schema"] = abs_out["schema"].replace("Tensor self", "Tensor x")
+        add = _op(data, "add.out")
+        add["tags"] = add["tags"] + ["made_up"]
+        alpha = next(a for a in add["arguments"] if a["name"] == "alpha")
+        alpha["cpp_type"] = "double"
+        _op(data, "topk.values")["cpp_function"] = "at::topk_values"
+
+    _as_generated_by(out, edit)
+    result = check(runner, helpers, basic_specs, out)
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    header = lines.index(
+        f"the installed torch {version()}'s ATen schemas differ from those out/ "
+        "was generated with, for 3 overloads:"
+    )
+    assert lines[header + 1 : header + 6] == [
+        "  abs.out: argument 'x' is named 'self'",
+        "  add.out: C++ type of 'alpha' is 'const at::Scalar &' (was 'double')",
+        "  add.out: no tag 'made_up' any more",
+        "  topk.values: C++ function: at::topk_out (was at::topk_values)",
+        "stale: out/manifest.json",
+    ]
+    # not a version string: the release's facts, by overload
+    assert "was generated with torch" not in result.output
+
+
+def test_check_groups_a_change_many_overloads_share(out, basic_specs, runner, helpers):
+    def edit(data):
+        for op in data["ops"]:
+            op["tags"] = [t for t in op["tags"] if t != "pt2_compliant_tag"]
+
+    before = json.loads((out / "manifest.json").read_text())
+    tagged = sorted(
+        op["aten"] for op in before["ops"] if "pt2_compliant_tag" in op["tags"]
+    )
+    assert len(tagged) > 4
+    _as_generated_by(out, edit)
+    result = check(runner, helpers, basic_specs, out)
+    assert (
+        f"  new tag 'pt2_compliant_tag': {len(tagged)} overloads "
+        f"({', '.join(tagged[:4])} and {len(tagged) - 4} more)"
+    ) in result.output.splitlines(), result.output
+
+
+def test_check_names_torchs_python_signatures_that_differ(
+    out, basic_specs, runner, helpers
+):
+    def edit(data):
+        data["functions"]["clamp"] = data["functions"]["clamp"][:1]
+
+    gone = json.loads((out / "manifest.json").read_text())["functions"]["clamp"][1:]
+    assert gone
+    _as_generated_by(out, edit)
+    result = check(runner, helpers, basic_specs, out)
+    for overload in gone:
+        assert (
+            f"  torch.clamp: new Python signature {overload['signature']}"
+            in result.output.splitlines()
+        ), result.output
+
+
+def test_a_spec_change_is_no_schema_drift(out, basic_specs, runner, helpers):
+    (basic_specs / "ops.yaml").write_text(
+        (basic_specs / "ops.yaml").read_text() + "  - exp.out\n"
+    )
+    (out / "ops.h").unlink()
     result = check(runner, helpers, basic_specs, out)
     assert result.exit_code == 1
     assert "stale: out/manifest.json" in result.output
-    assert "generated with torch 2.0.0+old" in result.output
-    assert f"torch {torch_version()} is installed" in result.output
+    assert "ATen schemas differ" not in result.output
 
 
-def test_check_without_version_change_has_no_torch_note(
+def test_generate_writes_and_says_what_the_schemas_changed(
     out, basic_specs, runner, helpers
 ):
-    (out / "ops.h").unlink()
-    result = check(runner, helpers, basic_specs, out)
-    assert "is installed" not in result.output
+    def edit(data):
+        neg = _op(data, "neg.out")
+        neg["schema"] = neg["schema"].replace("Tensor self", "Tensor a")
+
+    _as_generated_by(out, edit)
+    result = helpers.invoke(runner, "generate", "--specs", basic_specs, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "  neg.out: argument 'a' is named 'self'" in result.output
+    assert check(runner, helpers, basic_specs, out).exit_code == 0
 
 
 def test_group_help(runner, helpers):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from torch_facts import version
 
 ERROR_LINE = re.compile(r"^(specs/[\w.]+):(\d+):(\d+): (.*)$")
 
@@ -46,15 +47,16 @@ def only_error(run_specs, text: str) -> str:
 def test_unknown_aten_overload_suggests_close_matches(run_specs):
     error = only_error(run_specs, "ops:\n  - neg.out\n  - abz.out\n")
     assert error.startswith(
-        "specs/bad.yaml:3:5: unknown ATen overload 'abz.out'; did you mean 'abs.out'"
+        f"specs/bad.yaml:3:5: torch {version()} has no ATen overload 'abz.out'; "
+        "did you mean 'abs.out'"
     ), error
 
 
 def test_unknown_aten_overload_in_mapping_points_at_the_value(run_specs):
     error = only_error(run_specs, "ops:\n  - {aten: sofmax.int_out, name: sm}\n")
     assert error.startswith(
-        "specs/bad.yaml:2:12: unknown ATen overload 'sofmax.int_out'; "
-        "did you mean 'softmax.int_out'"
+        f"specs/bad.yaml:2:12: torch {version()} has no ATen overload "
+        "'sofmax.int_out'; did you mean 'softmax.int_out'"
     ), error
 
 
@@ -142,7 +144,26 @@ def test_unknown_keys_with_suggestion(run_specs, text, expected):
             36,
             "the new name of 'self' must be a non-empty string, got int",
         ),
-        ("hints: [1]", 28, "'hints' must be a mapping, got a list"),
+        ("hints: 5", 28, "'hints' must be a mapping, got int"),
+        ("hints: [1]", 29, "an item of 'hints' must be a mapping, got int"),
+        (
+            "hints: [{k: [1]}]",
+            29,
+            "each item of a list of 'hints' needs 'torch', the range of torch "
+            'releases it is for (e.g. torch: ">=2.14")',
+        ),
+        (
+            "hints: {torch: 2.14, k: [1]}",
+            36,
+            "a range of torch releases must be a string such as '>=2.14' or "
+            "'>=2.11,<2.14', got 2.14",
+        ),
+        (
+            "hints: {torch: '=>2.14', k: [1]}",
+            36,
+            "'=>2.14' is not a range of torch releases: use clauses such as "
+            "'>=2.14', '<2.15', '==2.14.*', '!=2.14.0', joined by commas",
+        ),
     ],
 )
 def test_wrong_value_types(run_specs, entry, col, message):
@@ -280,7 +301,8 @@ def test_composite_without_fallback_and_with_unknown_uses(run_specs):
     )
     assert errors == [
         "specs/bad.yaml:2:5: a composite op needs 'fallback' (the C++ body)",
-        "specs/bad.yaml:5:11: 'uses' names 'nosuch', which is no ATen operator",
+        "specs/bad.yaml:5:11: 'uses' names 'nosuch', which is no ATen operator of "
+        f"torch {version()}",
     ]
 
 
@@ -317,7 +339,7 @@ def test_every_problem_of_a_run_is_reported_sorted_by_line(run_specs):
     messages = [m for _, _, _, m in located]
     for fragment in (
         "unknown platform 'cpux'",
-        "unknown ATen overload 'abz.out'",
+        "has no ATen overload 'abz.out'",
         "unknown key 'nativ'",
         "'abs' is an ATen overload without out= arguments",
         "'name' must be a non-empty string, got int",

@@ -1,6 +1,8 @@
 """Golden-file tests: tests/fixtures/specs/basic/ must render exactly to
-tests/fixtures/golden/basic/; a template or model change shows up as a
-unified diff in the failure message.
+tests/fixtures/golden/basic/ from the schemas of tests/fixtures/schemas/
+basic.json (recorded from torch 2.13.0, so the goldens hold whichever
+release is installed); a template or model change shows up as a unified
+diff in the failure message.
 
 After an intended change, refresh the goldens and review their diff:
 
@@ -15,9 +17,14 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
+import schema_fixture
 from infiniops_codegen import pipeline
-from infiniops_codegen.render import MARKER
-from infiniops_codegen.schema_db import torch_version
+from infiniops_codegen.render import MARKER, render
+from infiniops_codegen.schema_db import load_schema_db
+from infiniops_codegen.torch_build import release
+from torch_facts import out_overloads, version
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SPECS = FIXTURES / "specs" / "basic"
@@ -56,7 +63,7 @@ def golden_files() -> dict[str, str]:
 
 
 def test_rendering_matches_golden_files():
-    rendered = pipeline.generate(SPECS).files
+    rendered = render(pipeline.load_opset(SPECS, db=schema_fixture.load("basic")))
     golden = golden_files()
     problems = []
     for rel in sorted(rendered.keys() - golden.keys()):
@@ -73,6 +80,20 @@ def test_rendering_matches_golden_files():
             )
             problems.append("".join(diff))
     assert not problems, "\n".join(problems) + "\n" + REFRESH
+
+
+def test_the_schema_fixture_is_the_schema_oracles_own():
+    """Recorded by scripts/update_goldens.py: on the release it was recorded
+    from, the installed torch's records of those functions are the same (a
+    change of the schema extraction shows up here)."""
+    fixture = schema_fixture.load("basic")
+    installed = load_schema_db()
+    if installed.torch_version != fixture.torch_version:
+        pytest.skip(
+            f"the schema fixture is torch {fixture.torch_version}'s; torch "
+            f"{installed.torch_version} is installed, whose schemas may differ"
+        )
+    assert schema_fixture.subset(installed, schema_fixture.bases(SPECS)) == fixture
 
 
 def test_fixture_spans_several_shards_and_all_file_kinds():
@@ -99,7 +120,6 @@ def test_manifest_lists_the_fixture_ops_with_their_outputs():
     ops = {op["name"]: op for op in manifest["ops"]}
     assert set(ops) == FIXTURE_OPS
     assert manifest["op_count"] == len(FIXTURE_OPS)
-    assert manifest["torch_version"] == torch_version()
     assert manifest["exclusions"] == []
     assert ops["topk"]["outputs"] == ["values", "indices"]
     assert all(ops[n]["outputs"] == ["out"] for n in FIXTURE_OPS - {"topk"})
@@ -126,6 +146,19 @@ def test_manifest_lists_the_fixture_ops_with_their_outputs():
         assert f"void {op['name']}(" in (GOLDEN / shard).read_text(encoding="utf-8")
 
 
+def test_no_generated_file_names_the_torch_release():
+    """Generated files depend on the schemas only, so that a release with
+    the same schemas generates the same files (docs/torch-releases.md): the
+    installed torch's version, in either spelling, appears in none of them,
+    golden or rendered."""
+    spellings = {version(), ".".join(map(str, release(version())))}
+    rendered = pipeline.generate(SPECS).files
+    for rel, text in list(golden_files().items()) + list(rendered.items()):
+        found = [s for s in spellings if s in text]
+        assert not found, f"{rel} names torch {found}"
+    assert "torch_version" not in json.loads(rendered["manifest.json"])
+
+
 def test_pyi_stub_parses_and_declares_every_op():
     tree = ast.parse((GOLDEN / "infiniops.pyi").read_text(encoding="utf-8"))
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -150,8 +183,13 @@ def test_all_selection_renders_a_parsable_stub_and_complete_manifest(
     assert manifest["selection"] == "all"
     assert manifest["op_count"] == len(manifest["ops"]) >= 1050
     aten_ops = [op for op in manifest["ops"] if op["aten"] is not None]
-    # every out= overload is either rendered or excluded with its reason
-    assert len(aten_ops) + len(manifest["exclusions"]) == 1107
+    # every out= overload of the installed torch is either rendered or
+    # excluded with its reason
+    rendered = {op["aten"] for op in aten_ops} | {
+        e["aten"] for e in manifest["exclusions"]
+    }
+    assert rendered == out_overloads()
+    assert len(aten_ops) + len(manifest["exclusions"]) == len(out_overloads())
     for e in manifest["exclusions"]:
         assert e["aten"] and e["reason"].strip(), e
     for rel, data in helpers.tree(out).items():

@@ -304,6 +304,20 @@ def test_loading_twice_returns_the_same_module(ops):
     assert ops.__torch_version__ == torch.__version__
 
 
+def test_the_build_records_the_torch_it_is_built_against(ops):
+    """What the loader compares with the installed torch before it loads the
+    module (tests/test_torch_releases.py: the refusal)."""
+    from infiniops_codegen import torch_build
+    from infiniops_codegen.locations import TORCH_RECORD
+
+    built = torch_build.read_record(build_dir() / TORCH_RECORD)
+    assert built == torch_build.TorchBuild(
+        str(torch.__version__), torch.version.cuda, torch.version.hip
+    )
+    assert built == torch_build.installed()  # read without the torch module too
+    assert (build_dir() / "infiniops" / "__init__.py").is_file()  # import infiniops
+
+
 @pytest.mark.parametrize("implementation", ["default", "torch"])
 def test_out_with_autograd_input_same_as_torch(ops, implementation):
     """PyTorch refuses out= when an input requires grad; the op must not

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import yaml
 
+from ..torch_release import applies
+
 PASSED, FAILED, NOT_CALLABLE = "passed", "failed", "not callable"
 NOT_APPLICABLE, SKIPPED = "not applicable", "skipped"
 STATUSES = (PASSED, FAILED, NOT_CALLABLE, NOT_APPLICABLE, SKIPPED)
@@ -47,7 +49,7 @@ DTYPE_ORDER = (
 LACKS = "an overload the build lacks"
 # Provisional: our NotImplementedError, not callable if the overload is lacking.
 MAYBE_LACKS = "maybe lacks"
-SKIP_KEYS = ("op", "ops", "samples", "out", "reason")
+SKIP_KEYS = ("op", "ops", "samples", "out", "torch", "reason")
 # Namespaces of PyTorch's generated Python bindings of ATen functions.
 _BINDINGS = ("_VariableFunctions", "_nn", "_linalg", "_special", "_fft")
 
@@ -71,13 +73,17 @@ class Skip:
         )
 
 
-def load_skips(path: str | Path | None) -> list[Skip]:
-    """The `opinfo:` entries of a skip file (None: no skips)."""
+def load_skips(path: str | Path | None, torch: str | None = None) -> list[Skip]:
+    """The `opinfo:` entries of a skip file (None: no skips) that apply to
+    the torch release `torch` (default: the installed one; an entry's
+    `torch: ">=2.14"` limits it to a range of releases)."""
     if path is None:
         return []
     data = (yaml.safe_load(Path(path).read_text()) or {}).get("opinfo") or []
     skips = []
     for entry in data:
+        if isinstance(entry, dict) and not applies(entry, str(path), torch):
+            continue
         names = [entry["op"]] if entry.get("op") else list(entry.get("ops") or ())
         reason = str(entry.get("reason") or "").strip()
         if set(entry) - set(SKIP_KEYS) or not names or not reason:

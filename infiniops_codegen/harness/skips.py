@@ -12,7 +12,9 @@ from pathlib import Path
 
 import yaml
 
-KEYS = ("op", "ops", "tag", "dtypes", "variants", "reference", "reason")
+from ..torch_release import applies
+
+KEYS = ("op", "ops", "tag", "dtypes", "variants", "reference", "torch", "reason")
 # `reference: out`: skip nothing, but compare with PyTorch's out= overload
 # only, not with the functional form (which is no reference there).
 REFERENCES = ("out",)
@@ -36,14 +38,18 @@ class Skip:
         return self.tag is not None and self.tag in op.tags
 
 
-def load_skips(path: Path | None) -> list[Skip]:
-    """The `harness:` entries of a skip file (None: no skips). Entries name
-    one op (`op`), several with one reason (`ops`) or a tag."""
+def load_skips(path: Path | None, torch: str | None = None) -> list[Skip]:
+    """The `harness:` entries of a skip file (None: no skips) that apply to
+    the torch release `torch` (default: the installed one). Entries name one
+    op (`op`), several with one reason (`ops`) or a tag; `torch: ">=2.14"`
+    limits one to a range of releases."""
     if path is None:
         return []
     data = (yaml.safe_load(Path(path).read_text()) or {}).get("harness") or []
     skips = []
     for entry in data:
+        if isinstance(entry, dict) and not applies(entry, str(path), torch):
+            continue
         reason = (entry.get("reason") or "").strip()
         unknown = sorted(set(entry) - set(KEYS))
         names = [entry["op"]] if entry.get("op") else list(entry.get("ops") or ())
