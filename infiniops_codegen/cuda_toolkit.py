@@ -28,7 +28,6 @@ build). docs/building.md, "CUDA builds of torch".
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -75,15 +74,10 @@ class ArchList:
     how: str
 
 
-def torch_build(torch_dir: Path | None = None) -> TorchBuild | None:
-    """The installed torch's version and CUDA version, from torch/version.py
-    (read, not imported: importing a CUDA torch costs seconds). None when
-    torch is not installed."""
-    if torch_dir is None:
-        spec = importlib.util.find_spec("torch")
-        if spec is None or spec.origin is None:
-            return None
-        torch_dir = Path(spec.origin).parent
+def torch_build(torch_dir: Path) -> TorchBuild | None:
+    """A torch's version and CUDA version, from torch_dir/version.py (read,
+    not imported: importing a CUDA build of torch costs seconds). None
+    without one (no torch there, or a C++-only libtorch)."""
     try:
         text = (Path(torch_dir) / "version.py").read_text()
     except OSError:
@@ -159,9 +153,9 @@ def find_toolkit(
                 raise ToolkitError(
                     f"{name}={value} is not a CUDA toolkit (no bin/nvcc and "
                     f"include/cuda_runtime.h there): set {name} to the toolkit's "
-                    "root, e.g. /usr/local/cuda-13.0"
+                    "root (the directory holding bin/nvcc)"
                 )
-            return _toolkit(Path(value), f"{name}")
+            return _toolkit(Path(value), name)
     nvcc = which("nvcc")
     if nvcc:
         real = Path(nvcc).resolve()
