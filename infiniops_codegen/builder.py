@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import manifest as manifest_reader
-from . import drift, extensions, pipeline, sanitize, writer
+from . import cuda_toolkit, drift, extensions, pipeline, sanitize, writer
 from . import project as projects
 from .locations import CONFIGURE_STAMP, MANIFEST, MODULE_NAME, PACKAGE_DIR, SUPPORT_DIR
 from .locations import find_module
@@ -58,6 +58,7 @@ CONFIGURE_ENV = (
     "Torch_ROOT",
     "Python_ROOT",
     "CUDAToolkit_ROOT",
+    "CUDA_HOME",
     "CUDA_PATH",
     "TORCH_CUDA_ARCH_LIST",
 )
@@ -308,6 +309,11 @@ def configure(config: BuildConfig, echo) -> None:
         stamp.unlink(missing_ok=True)
         raise BuildError("CMake configure failed:\n" + _cmake_error(proc))
     stamp.write_text(json.dumps(now))
+    # What the configure supplied for a CUDA build of torch (cuda_toolkit.py):
+    # said, since it chose a toolkit and GPU architectures for the user.
+    for line in proc.stdout.splitlines():
+        if line.startswith("-- " + cuda_toolkit.STATUS):
+            echo("  " + line[len("-- ") :])
 
 
 def _read_stamp(stamp: Path) -> dict | None:

@@ -6,7 +6,9 @@
 #   GPU_CHECK_OPS=add,rms_norm,silu_and_mul scripts/gpu_check.sh   # fewer ops
 #
 # 1. builds the module with --platform cpu,nvidia into build-plat-gpu/
-#    (native CUDA kernels for this GPU's architecture, stream guards);
+#    (native CUDA kernels for this GPU's architecture, stream guards; the
+#    build finds the CUDA toolkit and the GPU's architecture itself:
+#    docs/building.md, "CUDA builds of torch");
 # 2. runs stream and native-kernel checks on cuda (scripts/gpu/smoke.py);
 # 3. runs the correctness harness with --devices cuda;
 # 4. runs `infiniops-codegen bench --quick` on cuda.
@@ -39,8 +41,10 @@ print("device:", torch.cuda.get_device_name(0))
 PY
 
 step "build --platform cpu,nvidia into $BUILD (limit 240 s)"
-# CUDAARCHS=native: kernels for the GPU on this machine (CMake >= 3.24).
-CUDAARCHS=${CUDAARCHS:-native} timeout 240 \
+# Kernels for this machine's GPUs: with a CUDA build of torch, torch's CMake
+# takes the architectures from TORCH_CUDA_ARCH_LIST only (it ignores
+# CUDAARCHS), which the build sets from nvidia-smi unless it is set.
+timeout 240 \
   nice infiniops-codegen build --platform cpu,nvidia --build-dir "$BUILD" -j "$JOBS" "${ops_args[@]}"
 
 step "streams and native CUDA kernels (limit 60 s)"

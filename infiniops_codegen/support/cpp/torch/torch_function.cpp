@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "torch/call.h"
+#include "torch/torch_compat.h"
 
 namespace infini::ops::torch_bridge {
 
@@ -142,7 +143,7 @@ bool torch_function_slow(const Signature& sig, PyObject* const* slots) {
     });
   }
   // torch._C._skip_one_hop_torch_function(): the next check says no.
-  return wanted && !at::impl::PythonTorchFunctionTLS::exchange_skip_next(false);
+  return wanted && !compat::consume_skip_next_torch_function();
 }
 
 PyObject* torch_function(const Signature& sig, PyObject* module, PyObject* const* args,
