@@ -6,21 +6,33 @@
 # (pip keeps it: the metadata's range takes it), the default build (the
 # sources generated into the build directory where the release's schemas
 # differ from the committed ones), the correctness harness, the OpInfo
-# conformance test and the runtime tests, against that build.
+# conformance test and the runtime tests, against that build. Before the
+# build, `generate --check` on the committed generated/: it must pass for a
+# job marked `:same` (a release whose default set's schemas are 2.13.0's);
+# for the others its drift lines are shown (it exits 1 there by design).
 #
-#   INFINIOPS_RELEASE_JOBS="3.12:2.11.0 3.11:2.15.0" bash .ci/releases.sh
+#   INFINIOPS_RELEASE_JOBS="3.12:2.11.0 3.11:2.15.0:same" bash .ci/releases.sh
 #
-# Each job is PYTHON:TORCH; the default covers the range (docs/torch-releases.md).
+# Each job is PYTHON:TORCH[:same]; the default covers the range
+# (docs/torch-releases.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-read -r -a JOBS <<< "${INFINIOPS_RELEASE_JOBS:-3.12:2.11.0 3.11:2.12.1 3.11:2.14.1 3.11:2.15.0}"
+read -r -a JOBS <<< "${INFINIOPS_RELEASE_JOBS:-3.12:2.11.0 3.11:2.12.1 3.11:2.14.1:same 3.11:2.15.0:same}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/infiniops-releases.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 # This machine's pip configuration may cap torch at the release on its disk
 # (/etc/xdg/pip): the jobs read no configuration file (the environment's
 # PIP_* settings still apply).
 export PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# A build made with the main job's torch (2.13.0): each job checks that its
+# torch refuses to load it.
+FOREIGN=$(realpath -m "${INFINIOPS_FOREIGN_BUILD_DIR:-build}")
+if [ ! -f "$FOREIGN/torch-build.json" ]; then
+    echo "FAILED: no build in $FOREIGN (the main job's 'infiniops-codegen build' makes it)" >&2
+    exit 1
+fi
 
 # The interpreter of a Python version: python3.X on PATH, else pyenv's.
 python_of() {
@@ -47,8 +59,7 @@ timed() {  # NAME COMMAND...: runs it, says how long it took
 }
 
 for job in "${JOBS[@]}"; do
-    py=${job%%:*}
-    torch=${job##*:}
+    IFS=: read -r py torch same <<< "$job"
     start=$SECONDS
     echo "== torch $torch on Python $py"
     venv=$WORK/venv-$torch
@@ -65,12 +76,22 @@ for job in "${JOBS[@]}"; do
             ;;
     esac
     "$venv/bin/infiniops-codegen" --version
+    if [ "$same" = same ]; then
+        "$venv/bin/infiniops-codegen" generate --check
+    elif "$venv/bin/infiniops-codegen" generate --check; then
+        echo "torch $torch: generated/ is up to date (its job may be marked :same)"
+    else
+        echo "torch $torch: its schemas differ (above); the build generates into its build directory"
+    fi
     timed "build" "$venv/bin/infiniops-codegen" build --build-dir "$build"
     timed "harness" "$venv/bin/python" -m infiniops_codegen.harness \
         --build-dir "$build" --skips tests/skips.yaml
-    timed "OpInfo conformance and runtime tests" env INFINIOPS_BUILD_DIR="$build" \
+    # The main job's build (torch 2.13.0) must be refused by this torch.
+    timed "OpInfo conformance, runtime tests, the 2.13.0 build refused" \
+        env INFINIOPS_BUILD_DIR="$build" INFINIOPS_FOREIGN_BUILD_DIR="$FOREIGN" \
         "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-        tests/test_opinfo_conformance.py tests/test_runtime_*.py
+        tests/test_opinfo_conformance.py tests/test_runtime_*.py \
+        tests/test_torch_releases.py::test_a_module_built_against_another_release_is_refused
     rm -rf "$venv" "$build"
     echo "-- torch $torch: $((SECONDS - start)) s"
 done

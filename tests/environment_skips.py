@@ -1,10 +1,11 @@
-"""Skips for missing tools, read from the `environment:` section of
-tests/skips.yaml (the one list of skips, each with its reason):
-`requires("nvcc")` is a pytest mark that skips only where that tool is not
-on PATH."""
+"""Skips for what a machine or a run lacks, read from the `environment:`
+section of tests/skips.yaml (the one list of skips, each with its reason):
+`requires("nvcc")` is a pytest mark that skips only where that entry's tool
+is not on PATH, or where its environment variable is not set."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -17,9 +18,11 @@ SKIPS_FILE = Path(__file__).resolve().parent / "skips.yaml"
 def load_entries(path: Path = SKIPS_FILE) -> dict[str, dict]:
     entries = {}
     for entry in (yaml.safe_load(path.read_text()) or {}).get("environment") or []:
-        if not entry.get("name") or not entry.get("tool") or not entry.get("reason"):
+        what = [k for k in ("tool", "variable") if entry.get(k)]
+        if not entry.get("name") or len(what) != 1 or not entry.get("reason"):
             raise ValueError(
-                f"{path}: every entry needs name, tool and reason: {entry}"
+                f"{path}: every entry needs name, reason, and one of tool and"
+                f" variable: {entry}"
             )
         entries[entry["name"]] = entry
     return entries
@@ -27,5 +30,8 @@ def load_entries(path: Path = SKIPS_FILE) -> dict[str, dict]:
 
 def requires(name: str) -> pytest.MarkDecorator:
     entry = load_entries()[name]  # KeyError: add the entry, with its reason
-    missing = shutil.which(entry["tool"]) is None
+    if entry.get("tool"):
+        missing = shutil.which(entry["tool"]) is None
+    else:
+        missing = not os.environ.get(entry["variable"])
     return pytest.mark.skipif(missing, reason=entry["reason"])

@@ -122,3 +122,47 @@ def test_bridge_stays_at_O3(nvidia_build):
 
 def test_compile_only_links_no_module(nvidia_build):
     assert not list(nvidia_build.glob("infiniops.*.so"))
+
+
+def _preflight(tmp_path, tools, **extra_env):
+    """scripts/gpu_check.sh's preflight with PATH holding only `tools` (each
+    linked from this machine's) and the system's directories: no
+    infiniops-codegen executable, as on the GPU machine's image."""
+    import os
+    import shutil
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # A script, not a link: a venv's python linked elsewhere loses its venv.
+    python3 = bin_dir / "python3"
+    python3.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python3.chmod(0o755)
+    for tool in tools:
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "HOME": os.environ.get("HOME", str(tmp_path)),
+        "GPU_CHECK_PREFLIGHT_ONLY": "1",
+        **extra_env,
+    }
+    return subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu_check.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_gpu_check_runs_the_tool_from_the_tree(tmp_path):
+    run = _preflight(tmp_path, ["nvcc"])
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"infiniops_codegen from {ROOT}" in run.stdout
+    assert "tested with torch" in run.stdout  # --version, from the tree
+    assert "preflight passed" in run.stdout
+
+
+def test_gpu_check_names_a_missing_tool(tmp_path):
+    run = _preflight(tmp_path, ["nvcc"], GPU_CHECK_PYTHON="python3.missing")
+    assert run.returncode == 1
+    assert "gpu_check: missing: python3.missing (not on PATH)" in run.stderr

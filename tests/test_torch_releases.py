@@ -29,6 +29,7 @@ from infiniops_codegen.locations import MANIFEST, SUPPORT_DIR, TORCH_RECORD
 from infiniops_codegen.pipeline import load_opset
 from infiniops_codegen.torch_build import TorchBuild
 from infiniops_codegen.torch_release import parse_range
+from environment_skips import requires
 from torch_facts import version
 
 if sys.version_info >= (3, 11):
@@ -385,6 +386,28 @@ def test_a_real_module_built_against_another_torch_is_refused(ops, tmp_path):
     (copy / TORCH_RECORD).write_text(json.dumps(INSTALLED.as_json()))
     proc = _python(code, tmp_path)
     assert proc.stdout.strip() == "loaded", proc.stderr[-2000:]
+
+
+@requires("foreign_build")
+def test_a_module_built_against_another_release_is_refused():
+    """A real build made with another torch release (in CI: the main job's,
+    torch 2.13.0, loaded in a release's job): `import infiniops` from its
+    directory raises ImportError naming both builds and the command that
+    rebuilds it, before the module is loaded."""
+    built = Path(os.environ["INFINIOPS_FOREIGN_BUILD_DIR"]).resolve()
+    record = TorchBuild.from_json(json.loads((built / TORCH_RECORD).read_text()))
+    assert record.release != INSTALLED.release, (
+        f"{built} was built against torch {record}, the installed release:"
+        " INFINIOPS_FOREIGN_BUILD_DIR must name a build of another release"
+    )
+    code = f"import sys; sys.path.insert(0, {str(built)!r}); import infiniops"
+    proc = _python(code, built.parent)
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert last.startswith(f"ImportError: the infiniops module in {built} was"), last
+    assert f"built against torch {record}, but torch {INSTALLED} is" in last
+    assert "Rebuild it with this torch: infiniops-codegen build" in last
+    assert "undefined symbol" not in proc.stderr
 
 
 def test_the_cmake_package_refuses_another_torch(ops, tmp_path):
