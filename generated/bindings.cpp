@@ -16734,8 +16734,8 @@ PyObject* kParamKeys_addmm_0[6] = {};
 const tb::OverloadParam kParams_addmm_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"mat1", tb::Match::kTensor, 0, false, false}, {"mat2", tb::Match::kTensor, 0, false, false}, {"out_dtype", tb::Match::kDtype, 0, false, false}, {"beta", tb::Match::kScalar, 0, false, true}, {"alpha", tb::Match::kScalar, 0, false, true}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_addmm_1[7] = {};
 const tb::Overload kOverloads_addmm[] = {
-    {"addmm(Tensor input, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)", kParams_addmm_0, 6, 3, false, py_addmm, "addmm.out", kParamKeys_addmm_0},
-    {"addmm(Tensor input, Tensor mat1, Tensor mat2, ScalarType out_dtype, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)", kParams_addmm_1, 7, 4, false, nullptr, "addmm.dtype_out", kParamKeys_addmm_1},
+    {"addmm(Tensor input, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)", kParams_addmm_0, 6, 3, false, py_addmm, "addmm.out", kParamKeys_addmm_0, nullptr},
+    {"addmm(Tensor input, Tensor mat1, Tensor mat2, ScalarType out_dtype, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)", kParams_addmm_1, 7, 4, false, nullptr, "addmm.dtype_out", kParamKeys_addmm_1, "add 'addmm.dtype_out' to the specs or build with --ops all"},
 };
 const tb::OverloadedFunction kFunction_addmm{"addmm", kOverloads_addmm, 2};
 
@@ -16751,9 +16751,9 @@ PyObject* kParamKeys_all_1[4] = {};
 const tb::OverloadParam kParams_all_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_all_2[4] = {};
 const tb::Overload kOverloads_all[] = {
-    {"all(Tensor input, *, Tensor out=None)", kParams_all_0, 2, 1, false, py_all_all, "all.all_out", kParamKeys_all_0},
-    {"all(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)", kParams_all_1, 4, 3, false, py_all_dims, "all.dims_out", kParamKeys_all_1},
-    {"all(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)", kParams_all_2, 4, 3, false, py_all, "all.out", kParamKeys_all_2},
+    {"all(Tensor input, *, Tensor out=None)", kParams_all_0, 2, 1, false, py_all_all, "all.all_out", kParamKeys_all_0, nullptr},
+    {"all(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)", kParams_all_1, 4, 3, false, py_all_dims, "all.dims_out", kParamKeys_all_1, nullptr},
+    {"all(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)", kParams_all_2, 4, 3, false, py_all, "all.out", kParamKeys_all_2, nullptr},
 };
 const tb::OverloadedFunction kFunction_all{"all", kOverloads_all, 3};
 
@@ -16769,9 +16769,9 @@ PyObject* kParamKeys_any_1[4] = {};
 const tb::OverloadParam kParams_any_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_any_2[4] = {};
 const tb::Overload kOverloads_any[] = {
-    {"any(Tensor input, *, Tensor out=None)", kParams_any_0, 2, 1, false, py_any_all, "any.all_out", kParamKeys_any_0},
-    {"any(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)", kParams_any_1, 4, 3, false, py_any_dims, "any.dims_out", kParamKeys_any_1},
-    {"any(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)", kParams_any_2, 4, 3, false, py_any, "any.out", kParamKeys_any_2},
+    {"any(Tensor input, *, Tensor out=None)", kParams_any_0, 2, 1, false, py_any_all, "any.all_out", kParamKeys_any_0, nullptr},
+    {"any(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)", kParams_any_1, 4, 3, false, py_any_dims, "any.dims_out", kParamKeys_any_1, nullptr},
+    {"any(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)", kParams_any_2, 4, 3, false, py_any, "any.out", kParamKeys_any_2, nullptr},
 };
 const tb::OverloadedFunction kFunction_any{"any", kOverloads_any, 3};
 
@@ -16785,8 +16785,8 @@ PyObject* kParamKeys_baddbmm_0[6] = {};
 const tb::OverloadParam kParams_baddbmm_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"batch1", tb::Match::kTensor, 0, false, false}, {"batch2", tb::Match::kTensor, 0, false, false}, {"out_dtype", tb::Match::kDtype, 0, false, false}, {"beta", tb::Match::kScalar, 0, false, true}, {"alpha", tb::Match::kScalar, 0, false, true}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_baddbmm_1[7] = {};
 const tb::Overload kOverloads_baddbmm[] = {
-    {"baddbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)", kParams_baddbmm_0, 6, 3, false, py_baddbmm, "baddbmm.out", kParamKeys_baddbmm_0},
-    {"baddbmm(Tensor input, Tensor batch1, Tensor batch2, ScalarType out_dtype, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)", kParams_baddbmm_1, 7, 4, false, nullptr, "baddbmm.dtype_out", kParamKeys_baddbmm_1},
+    {"baddbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)", kParams_baddbmm_0, 6, 3, false, py_baddbmm, "baddbmm.out", kParamKeys_baddbmm_0, nullptr},
+    {"baddbmm(Tensor input, Tensor batch1, Tensor batch2, ScalarType out_dtype, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)", kParams_baddbmm_1, 7, 4, false, nullptr, "baddbmm.dtype_out", kParamKeys_baddbmm_1, "add 'baddbmm.dtype_out' to the specs or build with --ops all"},
 };
 const tb::OverloadedFunction kFunction_baddbmm{"baddbmm", kOverloads_baddbmm, 2};
 
@@ -16802,9 +16802,9 @@ PyObject* kParamKeys_bitwise_and_1[2] = {};
 const tb::OverloadParam kParams_bitwise_and_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_bitwise_and_2[3] = {};
 const tb::Overload kOverloads_bitwise_and[] = {
-    {"bitwise_and(Tensor input, Tensor other, *, Tensor out=None)", kParams_bitwise_and_0, 3, 2, false, py_bitwise_and_Tensor, "bitwise_and.Tensor_out", kParamKeys_bitwise_and_0},
-    {"bitwise_and(Scalar self, Tensor other)", kParams_bitwise_and_1, 2, 2, false, nullptr, "bitwise_and.Scalar_Tensor", kParamKeys_bitwise_and_1},
-    {"bitwise_and(Tensor input, Scalar other, *, Tensor out=None)", kParams_bitwise_and_2, 3, 2, false, nullptr, "bitwise_and.Scalar_out", kParamKeys_bitwise_and_2},
+    {"bitwise_and(Tensor input, Tensor other, *, Tensor out=None)", kParams_bitwise_and_0, 3, 2, false, py_bitwise_and_Tensor, "bitwise_and.Tensor_out", kParamKeys_bitwise_and_0, nullptr},
+    {"bitwise_and(Scalar self, Tensor other)", kParams_bitwise_and_1, 2, 2, false, nullptr, "bitwise_and.Scalar_Tensor", kParamKeys_bitwise_and_1, "add 'bitwise_and.Scalar_Tensor_out' to the specs or build with --ops all"},
+    {"bitwise_and(Tensor input, Scalar other, *, Tensor out=None)", kParams_bitwise_and_2, 3, 2, false, nullptr, "bitwise_and.Scalar_out", kParamKeys_bitwise_and_2, "add 'bitwise_and.Scalar_out' to the specs or build with --ops all"},
 };
 const tb::OverloadedFunction kFunction_bitwise_and{"bitwise_and", kOverloads_bitwise_and, 3};
 
@@ -16820,9 +16820,9 @@ PyObject* kParamKeys_bitwise_left_shift_1[2] = {};
 const tb::OverloadParam kParams_bitwise_left_shift_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_bitwise_left_shift_2[3] = {};
 const tb::Overload kOverloads_bitwise_left_shift[] = {
-    {"bitwise_left_shift(Tensor input, Tensor other, *, Tensor out=None)", kParams_bitwise_left_shift_0, 3, 2, false, py_bitwise_left_shift_Tensor, "bitwise_left_shift.Tensor_out", kParamKeys_bitwise_left_shift_0},
-    {"bitwise_left_shift(Scalar self, Tensor other)", kParams_bitwise_left_shift_1, 2, 2, false, nullptr, "bitwise_left_shift.Scalar_Tensor", kParamKeys_bitwise_left_shift_1},
-    {"bitwise_left_shift(Tensor input, Scalar other, *, Tensor out=None)", kParams_bitwise_left_shift_2, 3, 2, false, nullptr, "bitwise_left_shift.Tensor_Scalar_out", kParamKeys_bitwise_left_shift_2},
+    {"bitwise_left_shift(Tensor input, Tensor other, *, Tensor out=None)", kParams_bitwise_left_shift_0, 3, 2, false, py_bitwise_left_shift_Tensor, "bitwise_left_shift.Tensor_out", kParamKeys_bitwise_left_shift_0, nullptr},
+    {"bitwise_left_shift(Scalar self, Tensor other)", kParams_bitwise_left_shift_1, 2, 2, false, nullptr, "bitwise_left_shift.Scalar_Tensor", kParamKeys_bitwise_left_shift_1, "add 'bitwise_left_shift.Scalar_Tensor_out' to the specs or build with --ops all"},
+    {"bitwise_left_shift(Tensor input, Scalar other, *, Tensor out=None)", kParams_bitwise_left_shift_2, 3, 2, false, nullptr, "bitwise_left_shift.Tensor_Scalar_out", kParamKeys_bitwise_left_shift_2, "add 'bitwise_left_shift.Tensor_Scalar_out' to the specs or build with --ops all"},
 };
 const tb::OverloadedFunction kFunction_bitwise_left_shift{"bitwise_left_shift", kOverloads_bitwise_left_shift, 3};
 
@@ -16838,9 +16838,9 @@ PyObject* kParamKeys_bitwise_or_1[2] = {};
 const tb::OverloadParam kParams_bitwise_or_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_bitwise_or_2[3] = {};
 const tb::Overload kOverloads_bitwise_or[] = {
-    {"bitwise_or(Tensor input, Tensor other, *, Tensor out=None)", kParams_bitwise_or_0, 3, 2, false, py_bitwise_or_Tensor, "bitwise_or.Tensor_out", kParamKeys_bitwise_or_0},
-    {"bitwise_or(Scalar self, Tensor other)", kParams_bitwise_or_1, 2, 2, false, nullptr, "bitwise_or.Scalar_Tensor", kParamKeys_bitwise_or_1},
-    {"bitwise_or(Tensor input, Scalar other, *, Tensor out=None)", kParams_bitwise_or_2, 3, 2, false, nullptr, "bitwise_or.Scalar_out", kParamKeys_bitwise_or_2},
+    {"bitwise_or(Tensor input, Tensor other, *, Tensor out=None)", kParams_bitwise_or_0, 3, 2, false, py_bitwise_or_Tensor, "bitwise_or.Tensor_out", kParamKeys_bitwise_or_0, nullptr},
+    {"bitwise_or(Scalar self, Tensor other)", kParams_bitwise_or_1, 2, 2, false, nullptr, "bitwise_or.Scalar_Tensor", kParamKeys_bitwise_or_1, "add 'bitwise_or.Scalar_Tensor_out' to the specs or build with --ops all"},
+    {"bitwise_or(Tensor input, Scalar other, *, Tensor out=None)", kParams_bitwise_or_2, 3, 2, false, nullptr, "bitwise_or.Scalar_out", kParamKeys_bitwise_or_2, "add 'bitwise_or.Scalar_out' to the specs or build with --ops all"},
 };
 const tb::OverloadedFunction kFunction_bitwise_or{"bitwise_or", kOverloads_bitwise_or, 3};
 
@@ -16856,9 +16856,9 @@ PyObject* kParamKeys_bitwise_right_shift_1[2] = {};
 const tb::OverloadParam kParams_bitwise_right_shift_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_bitwise_right_shift_2[3] = {};
 const tb::Overload kOverloads_bitwise_right_shift[] = {
-    {"bitwise_right_shift(Tensor input, Tensor other, *, Tensor out=None)", kParams_bitwise_right_shift_0, 3, 2, false, py_bitwise_right_shift_Tensor, "bitwise_right_shift.Tensor_out", kParamKeys_bitwise_right_shift_0},
-    {"bitwise_right_shift(Scalar self, Tensor other)", kParams_bitwise_right_shift_1, 2, 2, false, nullptr, "bitwise_right_shift.Scalar_Tensor", kParamKeys_bitwise_right_shift_1},
-    {"bitwise_right_shift(Tensor input, Scalar other, *, Tensor out=None)", kParams_bitwise_right_shift_2, 3, 2, false, nullptr, "bitwise_right_shift.Tensor_Scalar_out", kParamKeys_bitwise_right_shift_2},
+    {"bitwise_right_shift(Tensor input, Tensor other, *, Tensor out=None)", kParams_bitwise_right_shift_0, 3, 2, false, py_bitwise_right_shift_Tensor, "bitwise_right_shift.Tensor_out", kParamKeys_bitwise_right_shift_0, nullptr},
+    {"bitwise_right_shift(Scalar self, Tensor other)", kParams_bitwise_right_shift_1, 2, 2, false, nullptr, "bitwise_right_shift.Scalar_Tensor", kParamKeys_bitwise_right_shift_1, "add 'bitwise_right_shift.Scalar_Tensor_out' to the specs or build with --ops all"},
+    {"bitwise_right_shift(Tensor input, Scalar other, *, Tensor out=None)", kParams_bitwise_right_shift_2, 3, 2, false, nullptr, "bitwise_right_shift.Tensor_Scalar_out", kParamKeys_bitwise_right_shift_2, "add 'bitwise_right_shift.Tensor_Scalar_out' to the specs or build with --ops all"},
 };
 const tb::OverloadedFunction kFunction_bitwise_right_shift{"bitwise_right_shift", kOverloads_bitwise_right_shift, 3};
 
@@ -16874,9 +16874,9 @@ PyObject* kParamKeys_bitwise_xor_1[2] = {};
 const tb::OverloadParam kParams_bitwise_xor_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_bitwise_xor_2[3] = {};
 const tb::Overload kOverloads_bitwise_xor[] = {
-    {"bitwise_xor(Tensor input, Tensor other, *, Tensor out=None)", kParams_bitwise_xor_0, 3, 2, false, py_bitwise_xor_Tensor, "bitwise_xor.Tensor_out", kParamKeys_bitwise_xor_0},
-    {"bitwise_xor(Scalar self, Tensor other)", kParams_bitwise_xor_1, 2, 2, false, nullptr, "bitwise_xor.Scalar_Tensor", kParamKeys_bitwise_xor_1},
-    {"bitwise_xor(Tensor input, Scalar other, *, Tensor out=None)", kParams_bitwise_xor_2, 3, 2, false, nullptr, "bitwise_xor.Scalar_out", kParamKeys_bitwise_xor_2},
+    {"bitwise_xor(Tensor input, Tensor other, *, Tensor out=None)", kParams_bitwise_xor_0, 3, 2, false, py_bitwise_xor_Tensor, "bitwise_xor.Tensor_out", kParamKeys_bitwise_xor_0, nullptr},
+    {"bitwise_xor(Scalar self, Tensor other)", kParams_bitwise_xor_1, 2, 2, false, nullptr, "bitwise_xor.Scalar_Tensor", kParamKeys_bitwise_xor_1, "add 'bitwise_xor.Scalar_Tensor_out' to the specs or build with --ops all"},
+    {"bitwise_xor(Tensor input, Scalar other, *, Tensor out=None)", kParams_bitwise_xor_2, 3, 2, false, nullptr, "bitwise_xor.Scalar_out", kParamKeys_bitwise_xor_2, "add 'bitwise_xor.Scalar_out' to the specs or build with --ops all"},
 };
 const tb::OverloadedFunction kFunction_bitwise_xor{"bitwise_xor", kOverloads_bitwise_xor, 3};
 
@@ -16890,8 +16890,8 @@ PyObject* kParamKeys_bmm_0[3] = {};
 const tb::OverloadParam kParams_bmm_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"mat2", tb::Match::kTensor, 0, false, false}, {"out_dtype", tb::Match::kDtype, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_bmm_1[4] = {};
 const tb::Overload kOverloads_bmm[] = {
-    {"bmm(Tensor input, Tensor mat2, *, Tensor out=None)", kParams_bmm_0, 3, 2, false, py_bmm, "bmm.out", kParamKeys_bmm_0},
-    {"bmm(Tensor input, Tensor mat2, ScalarType out_dtype, *, Tensor out=None)", kParams_bmm_1, 4, 3, false, nullptr, "bmm.dtype_out", kParamKeys_bmm_1},
+    {"bmm(Tensor input, Tensor mat2, *, Tensor out=None)", kParams_bmm_0, 3, 2, false, py_bmm, "bmm.out", kParamKeys_bmm_0, nullptr},
+    {"bmm(Tensor input, Tensor mat2, ScalarType out_dtype, *, Tensor out=None)", kParams_bmm_1, 4, 3, false, nullptr, "bmm.dtype_out", kParamKeys_bmm_1, "add 'bmm.dtype_out' to the specs or build with --ops all"},
 };
 const tb::OverloadedFunction kFunction_bmm{"bmm", kOverloads_bmm, 2};
 
@@ -16905,8 +16905,8 @@ PyObject* kParamKeys_clamp_0[4] = {};
 const tb::OverloadParam kParams_clamp_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"min", tb::Match::kScalar, 0, true, true}, {"max", tb::Match::kScalar, 0, true, true}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_clamp_1[4] = {};
 const tb::Overload kOverloads_clamp[] = {
-    {"clamp(Tensor input, Tensor? min=None, Tensor? max=None, *, Tensor out=None)", kParams_clamp_0, 4, 3, false, py_clamp_Tensor, "clamp.Tensor_out", kParamKeys_clamp_0},
-    {"clamp(Tensor input, Scalar? min=None, Scalar? max=None, *, Tensor out=None)", kParams_clamp_1, 4, 3, false, py_clamp, "clamp.out", kParamKeys_clamp_1},
+    {"clamp(Tensor input, Tensor? min=None, Tensor? max=None, *, Tensor out=None)", kParams_clamp_0, 4, 3, false, py_clamp_Tensor, "clamp.Tensor_out", kParamKeys_clamp_0, nullptr},
+    {"clamp(Tensor input, Scalar? min=None, Scalar? max=None, *, Tensor out=None)", kParams_clamp_1, 4, 3, false, py_clamp, "clamp.out", kParamKeys_clamp_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_clamp{"clamp", kOverloads_clamp, 2};
 
@@ -16920,8 +16920,8 @@ PyObject* kParamKeys_clamp_max_0[3] = {};
 const tb::OverloadParam kParams_clamp_max_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"max", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_clamp_max_1[3] = {};
 const tb::Overload kOverloads_clamp_max[] = {
-    {"clamp_max(Tensor input, Tensor max, *, Tensor out=None)", kParams_clamp_max_0, 3, 2, false, py_clamp_max_Tensor, "clamp_max.Tensor_out", kParamKeys_clamp_max_0},
-    {"clamp_max(Tensor input, Scalar max, *, Tensor out=None)", kParams_clamp_max_1, 3, 2, false, py_clamp_max, "clamp_max.out", kParamKeys_clamp_max_1},
+    {"clamp_max(Tensor input, Tensor max, *, Tensor out=None)", kParams_clamp_max_0, 3, 2, false, py_clamp_max_Tensor, "clamp_max.Tensor_out", kParamKeys_clamp_max_0, nullptr},
+    {"clamp_max(Tensor input, Scalar max, *, Tensor out=None)", kParams_clamp_max_1, 3, 2, false, py_clamp_max, "clamp_max.out", kParamKeys_clamp_max_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_clamp_max{"clamp_max", kOverloads_clamp_max, 2};
 
@@ -16935,8 +16935,8 @@ PyObject* kParamKeys_clamp_min_0[3] = {};
 const tb::OverloadParam kParams_clamp_min_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"min", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_clamp_min_1[3] = {};
 const tb::Overload kOverloads_clamp_min[] = {
-    {"clamp_min(Tensor input, Tensor min, *, Tensor out=None)", kParams_clamp_min_0, 3, 2, false, py_clamp_min_Tensor, "clamp_min.Tensor_out", kParamKeys_clamp_min_0},
-    {"clamp_min(Tensor input, Scalar min, *, Tensor out=None)", kParams_clamp_min_1, 3, 2, false, py_clamp_min, "clamp_min.out", kParamKeys_clamp_min_1},
+    {"clamp_min(Tensor input, Tensor min, *, Tensor out=None)", kParams_clamp_min_0, 3, 2, false, py_clamp_min_Tensor, "clamp_min.Tensor_out", kParamKeys_clamp_min_0, nullptr},
+    {"clamp_min(Tensor input, Scalar min, *, Tensor out=None)", kParams_clamp_min_1, 3, 2, false, py_clamp_min, "clamp_min.out", kParamKeys_clamp_min_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_clamp_min{"clamp_min", kOverloads_clamp_min, 2};
 
@@ -16950,8 +16950,8 @@ PyObject* kParamKeys_copysign_0[3] = {};
 const tb::OverloadParam kParams_copysign_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_copysign_1[3] = {};
 const tb::Overload kOverloads_copysign[] = {
-    {"copysign(Tensor input, Tensor other, *, Tensor out=None)", kParams_copysign_0, 3, 2, false, py_copysign, "copysign.out", kParamKeys_copysign_0},
-    {"copysign(Tensor input, Scalar other, *, Tensor out=None)", kParams_copysign_1, 3, 2, false, py_copysign_Scalar, "copysign.Scalar_out", kParamKeys_copysign_1},
+    {"copysign(Tensor input, Tensor other, *, Tensor out=None)", kParams_copysign_0, 3, 2, false, py_copysign, "copysign.out", kParamKeys_copysign_0, nullptr},
+    {"copysign(Tensor input, Scalar other, *, Tensor out=None)", kParams_copysign_1, 3, 2, false, py_copysign_Scalar, "copysign.Scalar_out", kParamKeys_copysign_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_copysign{"copysign", kOverloads_copysign, 2};
 
@@ -16967,9 +16967,9 @@ PyObject* kParamKeys_div_1[4] = {};
 const tb::OverloadParam kParams_div_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}, {"rounding_mode", tb::Match::kStr, 0, true, false}};
 PyObject* kParamKeys_div_2[3] = {};
 const tb::Overload kOverloads_div[] = {
-    {"div(Tensor input, Tensor other, *, Tensor out=None)", kParams_div_0, 3, 2, true, py_div, "div.out", kParamKeys_div_0},
-    {"div(Tensor input, Tensor other, *, c10::string_view? rounding_mode, Tensor out=None)", kParams_div_1, 4, 2, true, py_div_out_mode, "div.out_mode", kParamKeys_div_1},
-    {"div(Tensor input, Scalar other, *, c10::string_view? rounding_mode)", kParams_div_2, 3, 2, true, nullptr, "div.Scalar_mode", kParamKeys_div_2},
+    {"div(Tensor input, Tensor other, *, Tensor out=None)", kParams_div_0, 3, 2, true, py_div, "div.out", kParamKeys_div_0, nullptr},
+    {"div(Tensor input, Tensor other, *, c10::string_view? rounding_mode, Tensor out=None)", kParams_div_1, 4, 2, true, py_div_out_mode, "div.out_mode", kParamKeys_div_1, nullptr},
+    {"div(Tensor input, Scalar other, *, c10::string_view? rounding_mode)", kParams_div_2, 3, 2, true, nullptr, "div.Scalar_mode", kParamKeys_div_2, "add 'div.Scalar_mode_out' to the specs or build with --ops all"},
 };
 const tb::OverloadedFunction kFunction_div{"div", kOverloads_div, 3};
 
@@ -16983,8 +16983,8 @@ PyObject* kParamKeys_eq_0[3] = {};
 const tb::OverloadParam kParams_eq_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_eq_1[3] = {};
 const tb::Overload kOverloads_eq[] = {
-    {"eq(Tensor input, Tensor other, *, Tensor out=None)", kParams_eq_0, 3, 2, false, py_eq_Tensor, "eq.Tensor_out", kParamKeys_eq_0},
-    {"eq(Tensor input, Scalar other, *, Tensor out=None)", kParams_eq_1, 3, 2, false, py_eq_Scalar, "eq.Scalar_out", kParamKeys_eq_1},
+    {"eq(Tensor input, Tensor other, *, Tensor out=None)", kParams_eq_0, 3, 2, false, py_eq_Tensor, "eq.Tensor_out", kParamKeys_eq_0, nullptr},
+    {"eq(Tensor input, Scalar other, *, Tensor out=None)", kParams_eq_1, 3, 2, false, py_eq_Scalar, "eq.Scalar_out", kParamKeys_eq_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_eq{"eq", kOverloads_eq, 2};
 
@@ -16998,8 +16998,8 @@ PyObject* kParamKeys_floor_divide_0[3] = {};
 const tb::OverloadParam kParams_floor_divide_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}};
 PyObject* kParamKeys_floor_divide_1[2] = {};
 const tb::Overload kOverloads_floor_divide[] = {
-    {"floor_divide(Tensor input, Tensor other, *, Tensor out=None)", kParams_floor_divide_0, 3, 2, true, py_floor_divide, "floor_divide.out", kParamKeys_floor_divide_0},
-    {"floor_divide(Tensor input, Scalar other)", kParams_floor_divide_1, 2, 2, true, nullptr, "floor_divide.Scalar", kParamKeys_floor_divide_1},
+    {"floor_divide(Tensor input, Tensor other, *, Tensor out=None)", kParams_floor_divide_0, 3, 2, true, py_floor_divide, "floor_divide.out", kParamKeys_floor_divide_0, nullptr},
+    {"floor_divide(Tensor input, Scalar other)", kParams_floor_divide_1, 2, 2, true, nullptr, "floor_divide.Scalar", kParamKeys_floor_divide_1, "add 'floor_divide.Scalar_out' to the specs or build with --ops all"},
 };
 const tb::OverloadedFunction kFunction_floor_divide{"floor_divide", kOverloads_floor_divide, 2};
 
@@ -17013,8 +17013,8 @@ PyObject* kParamKeys_fmod_0[3] = {};
 const tb::OverloadParam kParams_fmod_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_fmod_1[3] = {};
 const tb::Overload kOverloads_fmod[] = {
-    {"fmod(Tensor input, Tensor other, *, Tensor out=None)", kParams_fmod_0, 3, 2, false, py_fmod_Tensor, "fmod.Tensor_out", kParamKeys_fmod_0},
-    {"fmod(Tensor input, Scalar other, *, Tensor out=None)", kParams_fmod_1, 3, 2, false, nullptr, "fmod.Scalar_out", kParamKeys_fmod_1},
+    {"fmod(Tensor input, Tensor other, *, Tensor out=None)", kParams_fmod_0, 3, 2, false, py_fmod_Tensor, "fmod.Tensor_out", kParamKeys_fmod_0, nullptr},
+    {"fmod(Tensor input, Scalar other, *, Tensor out=None)", kParams_fmod_1, 3, 2, false, nullptr, "fmod.Scalar_out", kParamKeys_fmod_1, "add 'fmod.Scalar_out' to the specs or build with --ops all"},
 };
 const tb::OverloadedFunction kFunction_fmod{"fmod", kOverloads_fmod, 2};
 
@@ -17028,8 +17028,8 @@ PyObject* kParamKeys_ge_0[3] = {};
 const tb::OverloadParam kParams_ge_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_ge_1[3] = {};
 const tb::Overload kOverloads_ge[] = {
-    {"ge(Tensor input, Tensor other, *, Tensor out=None)", kParams_ge_0, 3, 2, false, py_ge_Tensor, "ge.Tensor_out", kParamKeys_ge_0},
-    {"ge(Tensor input, Scalar other, *, Tensor out=None)", kParams_ge_1, 3, 2, false, py_ge_Scalar, "ge.Scalar_out", kParamKeys_ge_1},
+    {"ge(Tensor input, Tensor other, *, Tensor out=None)", kParams_ge_0, 3, 2, false, py_ge_Tensor, "ge.Tensor_out", kParamKeys_ge_0, nullptr},
+    {"ge(Tensor input, Scalar other, *, Tensor out=None)", kParams_ge_1, 3, 2, false, py_ge_Scalar, "ge.Scalar_out", kParamKeys_ge_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_ge{"ge", kOverloads_ge, 2};
 
@@ -17043,8 +17043,8 @@ PyObject* kParamKeys_gt_0[3] = {};
 const tb::OverloadParam kParams_gt_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_gt_1[3] = {};
 const tb::Overload kOverloads_gt[] = {
-    {"gt(Tensor input, Tensor other, *, Tensor out=None)", kParams_gt_0, 3, 2, false, py_gt_Tensor, "gt.Tensor_out", kParamKeys_gt_0},
-    {"gt(Tensor input, Scalar other, *, Tensor out=None)", kParams_gt_1, 3, 2, false, py_gt_Scalar, "gt.Scalar_out", kParamKeys_gt_1},
+    {"gt(Tensor input, Tensor other, *, Tensor out=None)", kParams_gt_0, 3, 2, false, py_gt_Tensor, "gt.Tensor_out", kParamKeys_gt_0, nullptr},
+    {"gt(Tensor input, Scalar other, *, Tensor out=None)", kParams_gt_1, 3, 2, false, py_gt_Scalar, "gt.Scalar_out", kParamKeys_gt_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_gt{"gt", kOverloads_gt, 2};
 
@@ -17058,8 +17058,8 @@ PyObject* kParamKeys_le_0[3] = {};
 const tb::OverloadParam kParams_le_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_le_1[3] = {};
 const tb::Overload kOverloads_le[] = {
-    {"le(Tensor input, Tensor other, *, Tensor out=None)", kParams_le_0, 3, 2, false, py_le_Tensor, "le.Tensor_out", kParamKeys_le_0},
-    {"le(Tensor input, Scalar other, *, Tensor out=None)", kParams_le_1, 3, 2, false, py_le_Scalar, "le.Scalar_out", kParamKeys_le_1},
+    {"le(Tensor input, Tensor other, *, Tensor out=None)", kParams_le_0, 3, 2, false, py_le_Tensor, "le.Tensor_out", kParamKeys_le_0, nullptr},
+    {"le(Tensor input, Scalar other, *, Tensor out=None)", kParams_le_1, 3, 2, false, py_le_Scalar, "le.Scalar_out", kParamKeys_le_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_le{"le", kOverloads_le, 2};
 
@@ -17073,8 +17073,8 @@ PyObject* kParamKeys_lerp_0[4] = {};
 const tb::OverloadParam kParams_lerp_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"end", tb::Match::kTensor, 0, false, false}, {"weight", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_lerp_1[4] = {};
 const tb::Overload kOverloads_lerp[] = {
-    {"lerp(Tensor input, Tensor end, Tensor weight, *, Tensor out=None)", kParams_lerp_0, 4, 3, false, py_lerp_Tensor, "lerp.Tensor_out", kParamKeys_lerp_0},
-    {"lerp(Tensor input, Tensor end, Scalar weight, *, Tensor out=None)", kParams_lerp_1, 4, 3, false, py_lerp_Scalar, "lerp.Scalar_out", kParamKeys_lerp_1},
+    {"lerp(Tensor input, Tensor end, Tensor weight, *, Tensor out=None)", kParams_lerp_0, 4, 3, false, py_lerp_Tensor, "lerp.Tensor_out", kParamKeys_lerp_0, nullptr},
+    {"lerp(Tensor input, Tensor end, Scalar weight, *, Tensor out=None)", kParams_lerp_1, 4, 3, false, py_lerp_Scalar, "lerp.Scalar_out", kParamKeys_lerp_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_lerp{"lerp", kOverloads_lerp, 2};
 
@@ -17088,8 +17088,8 @@ PyObject* kParamKeys_lt_0[3] = {};
 const tb::OverloadParam kParams_lt_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_lt_1[3] = {};
 const tb::Overload kOverloads_lt[] = {
-    {"lt(Tensor input, Tensor other, *, Tensor out=None)", kParams_lt_0, 3, 2, false, py_lt_Tensor, "lt.Tensor_out", kParamKeys_lt_0},
-    {"lt(Tensor input, Scalar other, *, Tensor out=None)", kParams_lt_1, 3, 2, false, py_lt_Scalar, "lt.Scalar_out", kParamKeys_lt_1},
+    {"lt(Tensor input, Tensor other, *, Tensor out=None)", kParams_lt_0, 3, 2, false, py_lt_Tensor, "lt.Tensor_out", kParamKeys_lt_0, nullptr},
+    {"lt(Tensor input, Scalar other, *, Tensor out=None)", kParams_lt_1, 3, 2, false, py_lt_Scalar, "lt.Scalar_out", kParamKeys_lt_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_lt{"lt", kOverloads_lt, 2};
 
@@ -17103,8 +17103,8 @@ PyObject* kParamKeys_masked_fill_0[4] = {};
 const tb::OverloadParam kParams_masked_fill_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"mask", tb::Match::kTensor, 0, false, false}, {"value", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_masked_fill_1[4] = {};
 const tb::Overload kOverloads_masked_fill[] = {
-    {"masked_fill(Tensor input, Tensor mask, Tensor value)", kParams_masked_fill_0, 4, 3, false, py_masked_fill_Tensor, "masked_fill.Tensor", kParamKeys_masked_fill_0},
-    {"masked_fill(Tensor input, Tensor mask, Scalar value)", kParams_masked_fill_1, 4, 3, false, py_masked_fill, "masked_fill.Scalar", kParamKeys_masked_fill_1},
+    {"masked_fill(Tensor input, Tensor mask, Tensor value)", kParams_masked_fill_0, 4, 3, false, py_masked_fill_Tensor, "masked_fill.Tensor", kParamKeys_masked_fill_0, nullptr},
+    {"masked_fill(Tensor input, Tensor mask, Scalar value)", kParams_masked_fill_1, 4, 3, false, py_masked_fill, "masked_fill.Scalar", kParamKeys_masked_fill_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_masked_fill{"masked_fill", kOverloads_masked_fill, 2};
 
@@ -17120,9 +17120,9 @@ PyObject* kParamKeys_max_1[3] = {};
 const tb::OverloadParam kParams_max_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}, {"max", tb::Match::kTensor, 0, true, true}, {"max_values", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_max_2[6] = {};
 const tb::Overload kOverloads_max[] = {
-    {"max(Tensor input, *, Tensor out=None)", kParams_max_0, 2, 1, false, py_max_all, "max.unary_out", kParamKeys_max_0},
-    {"max(Tensor input, Tensor other, *, Tensor out=None)", kParams_max_1, 3, 2, false, py_max_other, "max.out", kParamKeys_max_1},
-    {"max(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)", kParams_max_2, 6, 3, false, py_max, "max.dim_max", kParamKeys_max_2},
+    {"max(Tensor input, *, Tensor out=None)", kParams_max_0, 2, 1, false, py_max_all, "max.unary_out", kParamKeys_max_0, nullptr},
+    {"max(Tensor input, Tensor other, *, Tensor out=None)", kParams_max_1, 3, 2, false, py_max_other, "max.out", kParamKeys_max_1, nullptr},
+    {"max(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)", kParams_max_2, 6, 3, false, py_max, "max.dim_max", kParamKeys_max_2, nullptr},
 };
 const tb::OverloadedFunction kFunction_max{"max", kOverloads_max, 3};
 
@@ -17136,8 +17136,8 @@ PyObject* kParamKeys_mean_0[3] = {};
 const tb::OverloadParam kParams_mean_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kIntList, 1, true, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"dtype", tb::Match::kDtype, 0, true, true}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_mean_1[5] = {};
 const tb::Overload kOverloads_mean[] = {
-    {"mean(Tensor input, *, ScalarType? dtype=None, Tensor out=None)", kParams_mean_0, 3, 1, false, py_mean_all, "mean.dtype_out", kParamKeys_mean_0},
-    {"mean(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)", kParams_mean_1, 5, 3, false, py_mean, "mean.out", kParamKeys_mean_1},
+    {"mean(Tensor input, *, ScalarType? dtype=None, Tensor out=None)", kParams_mean_0, 3, 1, false, py_mean_all, "mean.dtype_out", kParamKeys_mean_0, nullptr},
+    {"mean(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)", kParams_mean_1, 5, 3, false, py_mean, "mean.out", kParamKeys_mean_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_mean{"mean", kOverloads_mean, 2};
 
@@ -17151,8 +17151,8 @@ PyObject* kParamKeys_median_0[2] = {};
 const tb::OverloadParam kParams_median_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}, {"values", tb::Match::kTensor, 0, true, true}, {"indices", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_median_1[6] = {};
 const tb::Overload kOverloads_median[] = {
-    {"median(Tensor input)", kParams_median_0, 2, 1, false, py_median_all, "median", kParamKeys_median_0},
-    {"median(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)", kParams_median_1, 6, 3, false, py_median_dim_values, "median.dim_values", kParamKeys_median_1},
+    {"median(Tensor input)", kParams_median_0, 2, 1, false, py_median_all, "median", kParamKeys_median_0, nullptr},
+    {"median(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)", kParams_median_1, 6, 3, false, py_median_dim_values, "median.dim_values", kParamKeys_median_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_median{"median", kOverloads_median, 2};
 
@@ -17168,9 +17168,9 @@ PyObject* kParamKeys_min_1[3] = {};
 const tb::OverloadParam kParams_min_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}, {"min", tb::Match::kTensor, 0, true, true}, {"min_indices", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_min_2[6] = {};
 const tb::Overload kOverloads_min[] = {
-    {"min(Tensor input, *, Tensor out=None)", kParams_min_0, 2, 1, false, py_min_all, "min.unary_out", kParamKeys_min_0},
-    {"min(Tensor input, Tensor other, *, Tensor out=None)", kParams_min_1, 3, 2, false, py_min_other, "min.out", kParamKeys_min_1},
-    {"min(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)", kParams_min_2, 6, 3, false, py_min, "min.dim_min", kParamKeys_min_2},
+    {"min(Tensor input, *, Tensor out=None)", kParams_min_0, 2, 1, false, py_min_all, "min.unary_out", kParamKeys_min_0, nullptr},
+    {"min(Tensor input, Tensor other, *, Tensor out=None)", kParams_min_1, 3, 2, false, py_min_other, "min.out", kParamKeys_min_1, nullptr},
+    {"min(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)", kParams_min_2, 6, 3, false, py_min, "min.dim_min", kParamKeys_min_2, nullptr},
 };
 const tb::OverloadedFunction kFunction_min{"min", kOverloads_min, 3};
 
@@ -17184,8 +17184,8 @@ PyObject* kParamKeys_mm_0[3] = {};
 const tb::OverloadParam kParams_mm_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"mat2", tb::Match::kTensor, 0, false, false}, {"out_dtype", tb::Match::kDtype, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_mm_1[4] = {};
 const tb::Overload kOverloads_mm[] = {
-    {"mm(Tensor input, Tensor mat2, *, Tensor out=None)", kParams_mm_0, 3, 2, false, py_mm, "mm.out", kParamKeys_mm_0},
-    {"mm(Tensor input, Tensor mat2, ScalarType out_dtype, *, Tensor out=None)", kParams_mm_1, 4, 3, false, nullptr, "mm.dtype_out", kParamKeys_mm_1},
+    {"mm(Tensor input, Tensor mat2, *, Tensor out=None)", kParams_mm_0, 3, 2, false, py_mm, "mm.out", kParamKeys_mm_0, nullptr},
+    {"mm(Tensor input, Tensor mat2, ScalarType out_dtype, *, Tensor out=None)", kParams_mm_1, 4, 3, false, nullptr, "mm.dtype_out", kParamKeys_mm_1, "add 'mm.dtype_out' to the specs or build with --ops all"},
 };
 const tb::OverloadedFunction kFunction_mm{"mm", kOverloads_mm, 2};
 
@@ -17199,8 +17199,8 @@ PyObject* kParamKeys_ne_0[3] = {};
 const tb::OverloadParam kParams_ne_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_ne_1[3] = {};
 const tb::Overload kOverloads_ne[] = {
-    {"ne(Tensor input, Tensor other, *, Tensor out=None)", kParams_ne_0, 3, 2, false, py_ne_Tensor, "ne.Tensor_out", kParamKeys_ne_0},
-    {"ne(Tensor input, Scalar other, *, Tensor out=None)", kParams_ne_1, 3, 2, false, py_ne_Scalar, "ne.Scalar_out", kParamKeys_ne_1},
+    {"ne(Tensor input, Tensor other, *, Tensor out=None)", kParams_ne_0, 3, 2, false, py_ne_Tensor, "ne.Tensor_out", kParamKeys_ne_0, nullptr},
+    {"ne(Tensor input, Scalar other, *, Tensor out=None)", kParams_ne_1, 3, 2, false, py_ne_Scalar, "ne.Scalar_out", kParamKeys_ne_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_ne{"ne", kOverloads_ne, 2};
 
@@ -17218,10 +17218,10 @@ PyObject* kParamKeys_norm_2[6] = {};
 const tb::OverloadParam kParams_norm_3[] = {{"input", tb::Match::kTensor, 0, false, false}, {"p", tb::Match::kScalar, 0, true, false}, {"dim", tb::Match::kIntList, 1, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_norm_3[5] = {};
 const tb::Overload kOverloads_norm[] = {
-    {"norm(Tensor input, Scalar p=2)", kParams_norm_0, 3, 2, false, py_norm_Scalar, "norm.Scalar", kParamKeys_norm_0},
-    {"norm(Tensor input, Scalar? p, *, ScalarType dtype)", kParams_norm_1, 3, 2, false, nullptr, "norm.ScalarOpt_dtype", kParamKeys_norm_1},
-    {"norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype, Tensor out=None)", kParams_norm_2, 6, 4, false, nullptr, "norm.dtype_out", kParamKeys_norm_2},
-    {"norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim=False, *, Tensor out=None)", kParams_norm_3, 5, 4, false, py_norm, "norm.out", kParamKeys_norm_3},
+    {"norm(Tensor input, Scalar p=2)", kParams_norm_0, 3, 2, false, py_norm_Scalar, "norm.Scalar", kParamKeys_norm_0, nullptr},
+    {"norm(Tensor input, Scalar? p, *, ScalarType dtype)", kParams_norm_1, 3, 2, false, nullptr, "norm.ScalarOpt_dtype", kParamKeys_norm_1, "add 'norm.ScalarOpt_dtype_out' to the specs or build with --ops all"},
+    {"norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype, Tensor out=None)", kParams_norm_2, 6, 4, false, nullptr, "norm.dtype_out", kParamKeys_norm_2, "add 'norm.dtype_out' to the specs or build with --ops all"},
+    {"norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim=False, *, Tensor out=None)", kParams_norm_3, 5, 4, false, py_norm, "norm.out", kParamKeys_norm_3, nullptr},
 };
 const tb::OverloadedFunction kFunction_norm{"norm", kOverloads_norm, 4};
 
@@ -17237,9 +17237,9 @@ PyObject* kParamKeys_pow_1[3] = {};
 const tb::OverloadParam kParams_pow_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"exponent", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_pow_2[3] = {};
 const tb::Overload kOverloads_pow[] = {
-    {"pow(Tensor input, Tensor exponent, *, Tensor out=None)", kParams_pow_0, 3, 2, false, py_pow_Tensor_Tensor, "pow.Tensor_Tensor_out", kParamKeys_pow_0},
-    {"pow(Scalar self, Tensor exponent, *, Tensor out=None)", kParams_pow_1, 3, 2, false, nullptr, "pow.Scalar_out", kParamKeys_pow_1},
-    {"pow(Tensor input, Scalar exponent, *, Tensor out=None)", kParams_pow_2, 3, 2, false, py_pow_Tensor_Scalar, "pow.Tensor_Scalar_out", kParamKeys_pow_2},
+    {"pow(Tensor input, Tensor exponent, *, Tensor out=None)", kParams_pow_0, 3, 2, false, py_pow_Tensor_Tensor, "pow.Tensor_Tensor_out", kParamKeys_pow_0, nullptr},
+    {"pow(Scalar self, Tensor exponent, *, Tensor out=None)", kParams_pow_1, 3, 2, false, nullptr, "pow.Scalar_out", kParamKeys_pow_1, "add 'pow.Scalar_out' to the specs or build with --ops all"},
+    {"pow(Tensor input, Scalar exponent, *, Tensor out=None)", kParams_pow_2, 3, 2, false, py_pow_Tensor_Scalar, "pow.Tensor_Scalar_out", kParamKeys_pow_2, nullptr},
 };
 const tb::OverloadedFunction kFunction_pow{"pow", kOverloads_pow, 3};
 
@@ -17253,8 +17253,8 @@ PyObject* kParamKeys_prod_0[3] = {};
 const tb::OverloadParam kParams_prod_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"dtype", tb::Match::kDtype, 0, true, true}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_prod_1[5] = {};
 const tb::Overload kOverloads_prod[] = {
-    {"prod(Tensor input, *, ScalarType? dtype=None)", kParams_prod_0, 3, 1, false, py_prod_all, "prod", kParamKeys_prod_0},
-    {"prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)", kParams_prod_1, 5, 3, false, py_prod_int, "prod.int_out", kParamKeys_prod_1},
+    {"prod(Tensor input, *, ScalarType? dtype=None)", kParams_prod_0, 3, 1, false, py_prod_all, "prod", kParamKeys_prod_0, nullptr},
+    {"prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)", kParams_prod_1, 5, 3, false, py_prod_int, "prod.int_out", kParamKeys_prod_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_prod{"prod", kOverloads_prod, 2};
 
@@ -17270,9 +17270,9 @@ PyObject* kParamKeys_remainder_1[2] = {};
 const tb::OverloadParam kParams_remainder_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_remainder_2[3] = {};
 const tb::Overload kOverloads_remainder[] = {
-    {"remainder(Tensor input, Tensor other, *, Tensor out=None)", kParams_remainder_0, 3, 2, false, py_remainder_Tensor, "remainder.Tensor_out", kParamKeys_remainder_0},
-    {"remainder(Scalar self, Tensor other)", kParams_remainder_1, 2, 2, false, nullptr, "remainder.Scalar_Tensor", kParamKeys_remainder_1},
-    {"remainder(Tensor input, Scalar other, *, Tensor out=None)", kParams_remainder_2, 3, 2, false, nullptr, "remainder.Scalar_out", kParamKeys_remainder_2},
+    {"remainder(Tensor input, Tensor other, *, Tensor out=None)", kParams_remainder_0, 3, 2, false, py_remainder_Tensor, "remainder.Tensor_out", kParamKeys_remainder_0, nullptr},
+    {"remainder(Scalar self, Tensor other)", kParams_remainder_1, 2, 2, false, nullptr, "remainder.Scalar_Tensor", kParamKeys_remainder_1, "add 'remainder.Scalar_Tensor_out' to the specs or build with --ops all"},
+    {"remainder(Tensor input, Scalar other, *, Tensor out=None)", kParams_remainder_2, 3, 2, false, nullptr, "remainder.Scalar_out", kParamKeys_remainder_2, "add 'remainder.Scalar_out' to the specs or build with --ops all"},
 };
 const tb::OverloadedFunction kFunction_remainder{"remainder", kOverloads_remainder, 3};
 
@@ -17286,8 +17286,8 @@ PyObject* kParamKeys_round_0[2] = {};
 const tb::OverloadParam kParams_round_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"decimals", tb::Match::kInt, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_round_1[3] = {};
 const tb::Overload kOverloads_round[] = {
-    {"round(Tensor input, *, Tensor out=None)", kParams_round_0, 2, 1, false, py_round, "round.out", kParamKeys_round_0},
-    {"round(Tensor input, *, int64_t decimals, Tensor out=None)", kParams_round_1, 3, 1, false, py_round_decimals, "round.decimals_out", kParamKeys_round_1},
+    {"round(Tensor input, *, Tensor out=None)", kParams_round_0, 2, 1, false, py_round, "round.out", kParamKeys_round_0, nullptr},
+    {"round(Tensor input, *, int64_t decimals, Tensor out=None)", kParams_round_1, 3, 1, false, py_round_decimals, "round.decimals_out", kParamKeys_round_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_round{"round", kOverloads_round, 2};
 
@@ -17305,10 +17305,10 @@ PyObject* kParamKeys_scatter_2[5] = {};
 const tb::OverloadParam kParams_scatter_3[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, false}, {"index", tb::Match::kTensor, 0, false, false}, {"value", tb::Match::kScalar, 0, false, false}, {"reduce", tb::Match::kStr, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_scatter_3[6] = {};
 const tb::Overload kOverloads_scatter[] = {
-    {"scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, Tensor out=None)", kParams_scatter_0, 5, 4, false, py_scatter_src, "scatter.src_out", kParamKeys_scatter_0},
-    {"scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce, Tensor out=None)", kParams_scatter_1, 6, 4, false, py_scatter_reduce_mode, "scatter.reduce_out", kParamKeys_scatter_1},
-    {"scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, Tensor out=None)", kParams_scatter_2, 5, 4, false, py_scatter_value, "scatter.value_out", kParamKeys_scatter_2},
-    {"scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, c10::string_view reduce, Tensor out=None)", kParams_scatter_3, 6, 4, false, py_scatter_value_reduce_mode, "scatter.value_reduce_out", kParamKeys_scatter_3},
+    {"scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, Tensor out=None)", kParams_scatter_0, 5, 4, false, py_scatter_src, "scatter.src_out", kParamKeys_scatter_0, nullptr},
+    {"scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce, Tensor out=None)", kParams_scatter_1, 6, 4, false, py_scatter_reduce_mode, "scatter.reduce_out", kParamKeys_scatter_1, nullptr},
+    {"scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, Tensor out=None)", kParams_scatter_2, 5, 4, false, py_scatter_value, "scatter.value_out", kParamKeys_scatter_2, nullptr},
+    {"scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, c10::string_view reduce, Tensor out=None)", kParams_scatter_3, 6, 4, false, py_scatter_value_reduce_mode, "scatter.value_reduce_out", kParamKeys_scatter_3, nullptr},
 };
 const tb::OverloadedFunction kFunction_scatter{"scatter", kOverloads_scatter, 4};
 
@@ -17322,8 +17322,8 @@ PyObject* kParamKeys_sort_0[7] = {};
 const tb::OverloadParam kParams_sort_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kInt, 0, false, true}, {"descending", tb::Match::kBool, 0, false, true}, {"out", tb::Match::kTensorList, 2, true, true}, {"values", tb::Match::kTensor, 0, true, true}, {"indices", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_sort_1[6] = {};
 const tb::Overload kOverloads_sort[] = {
-    {"sort(Tensor input, *, bool? stable, int64_t dim=-1, bool descending=False, TensorList[2] out=None)", kParams_sort_0, 7, 1, false, py_sort_stable, "sort.values_stable", kParamKeys_sort_0},
-    {"sort(Tensor input, int64_t dim=-1, bool descending=False, *, TensorList[2] out=None)", kParams_sort_1, 6, 3, false, py_sort_values, "sort.values", kParamKeys_sort_1},
+    {"sort(Tensor input, *, bool? stable, int64_t dim=-1, bool descending=False, TensorList[2] out=None)", kParams_sort_0, 7, 1, false, py_sort_stable, "sort.values_stable", kParamKeys_sort_0, nullptr},
+    {"sort(Tensor input, int64_t dim=-1, bool descending=False, *, TensorList[2] out=None)", kParams_sort_1, 6, 3, false, py_sort_values, "sort.values", kParamKeys_sort_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_sort{"sort", kOverloads_sort, 2};
 
@@ -17339,9 +17339,9 @@ PyObject* kParamKeys_std_1[5] = {};
 const tb::OverloadParam kParams_std_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"unbiased", tb::Match::kBool, 0, false, true}};
 PyObject* kParamKeys_std_2[2] = {};
 const tb::Overload kOverloads_std[] = {
-    {"std(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)", kParams_std_0, 5, 4, false, py_std, "std.out", kParamKeys_std_0},
-    {"std(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)", kParams_std_1, 5, 2, false, py_std_correction, "std.correction_out", kParamKeys_std_1},
-    {"std(Tensor input, bool unbiased=True)", kParams_std_2, 2, 2, false, nullptr, "std", kParamKeys_std_2},
+    {"std(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)", kParams_std_0, 5, 4, false, py_std, "std.out", kParamKeys_std_0, nullptr},
+    {"std(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)", kParams_std_1, 5, 2, false, py_std_correction, "std.correction_out", kParamKeys_std_1, nullptr},
+    {"std(Tensor input, bool unbiased=True)", kParams_std_2, 2, 2, false, nullptr, "std", kParamKeys_std_2, "no build can serve it: torch has no out= overload of std"},
 };
 const tb::OverloadedFunction kFunction_std{"std", kOverloads_std, 3};
 
@@ -17355,8 +17355,8 @@ PyObject* kParamKeys_sum_0[3] = {};
 const tb::OverloadParam kParams_sum_1[] = {{"input", tb::Match::kTensor, 0, false, false}, {"dim", tb::Match::kIntList, 1, true, false}, {"keepdim", tb::Match::kBool, 0, false, true}, {"dtype", tb::Match::kDtype, 0, true, true}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_sum_1[5] = {};
 const tb::Overload kOverloads_sum[] = {
-    {"sum(Tensor input, *, ScalarType? dtype=None)", kParams_sum_0, 3, 1, false, py_sum_all, "sum", kParamKeys_sum_0},
-    {"sum(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)", kParams_sum_1, 5, 3, false, py_sum, "sum.IntList_out", kParamKeys_sum_1},
+    {"sum(Tensor input, *, ScalarType? dtype=None)", kParams_sum_0, 3, 1, false, py_sum_all, "sum", kParamKeys_sum_0, nullptr},
+    {"sum(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)", kParams_sum_1, 5, 3, false, py_sum, "sum.IntList_out", kParamKeys_sum_1, nullptr},
 };
 const tb::OverloadedFunction kFunction_sum{"sum", kOverloads_sum, 2};
 
@@ -17372,9 +17372,9 @@ PyObject* kParamKeys_var_1[5] = {};
 const tb::OverloadParam kParams_var_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"unbiased", tb::Match::kBool, 0, false, true}};
 PyObject* kParamKeys_var_2[2] = {};
 const tb::Overload kOverloads_var[] = {
-    {"var(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)", kParams_var_0, 5, 4, false, py_var, "var.out", kParamKeys_var_0},
-    {"var(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)", kParams_var_1, 5, 2, false, py_var_correction, "var.correction_out", kParamKeys_var_1},
-    {"var(Tensor input, bool unbiased=True)", kParams_var_2, 2, 2, false, nullptr, "var", kParamKeys_var_2},
+    {"var(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)", kParams_var_0, 5, 4, false, py_var, "var.out", kParamKeys_var_0, nullptr},
+    {"var(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)", kParams_var_1, 5, 2, false, py_var_correction, "var.correction_out", kParamKeys_var_1, nullptr},
+    {"var(Tensor input, bool unbiased=True)", kParams_var_2, 2, 2, false, nullptr, "var", kParamKeys_var_2, "no build can serve it: torch has no out= overload of var"},
 };
 const tb::OverloadedFunction kFunction_var{"var", kOverloads_var, 3};
 
@@ -17394,11 +17394,11 @@ PyObject* kParamKeys_where_3[3] = {};
 const tb::OverloadParam kParams_where_4[] = {{"condition", tb::Match::kTensor, 0, false, false}, {"self", tb::Match::kScalar, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}};
 PyObject* kParamKeys_where_4[3] = {};
 const tb::Overload kOverloads_where[] = {
-    {"where(Tensor condition)", kParams_where_0, 1, 1, false, nullptr, "where", kParamKeys_where_0},
-    {"where(Tensor condition, Tensor input, Tensor other, *, Tensor out=None)", kParams_where_1, 4, 3, false, py_where, "where.self_out", kParamKeys_where_1},
-    {"where(Tensor condition, Scalar self, Tensor other)", kParams_where_2, 3, 3, false, nullptr, "where.ScalarSelf", kParamKeys_where_2},
-    {"where(Tensor condition, Tensor input, Scalar other)", kParams_where_3, 3, 3, false, nullptr, "where.ScalarOther", kParamKeys_where_3},
-    {"where(Tensor condition, Scalar self, Scalar other)", kParams_where_4, 3, 3, false, nullptr, "where.Scalar", kParamKeys_where_4},
+    {"where(Tensor condition)", kParams_where_0, 1, 1, false, nullptr, "where", kParamKeys_where_0, "no build can serve it: torch has no out= overload of where"},
+    {"where(Tensor condition, Tensor input, Tensor other, *, Tensor out=None)", kParams_where_1, 4, 3, false, py_where, "where.self_out", kParamKeys_where_1, nullptr},
+    {"where(Tensor condition, Scalar self, Tensor other)", kParams_where_2, 3, 3, false, nullptr, "where.ScalarSelf", kParamKeys_where_2, "no build can serve it: torch has no out= overload of where.ScalarSelf"},
+    {"where(Tensor condition, Tensor input, Scalar other)", kParams_where_3, 3, 3, false, nullptr, "where.ScalarOther", kParamKeys_where_3, "no build can serve it: torch has no out= overload of where.ScalarOther"},
+    {"where(Tensor condition, Scalar self, Scalar other)", kParams_where_4, 3, 3, false, nullptr, "where.Scalar", kParamKeys_where_4, "no build can serve it: torch has no out= overload of where.Scalar"},
 };
 const tb::OverloadedFunction kFunction_where{"where", kOverloads_where, 5};
 
@@ -17414,9 +17414,9 @@ PyObject* kParamKeys_xlogy_1[3] = {};
 const tb::OverloadParam kParams_xlogy_2[] = {{"input", tb::Match::kTensor, 0, false, false}, {"other", tb::Match::kScalar, 0, false, false}, {"out", tb::Match::kTensor, 0, true, true}};
 PyObject* kParamKeys_xlogy_2[3] = {};
 const tb::Overload kOverloads_xlogy[] = {
-    {"xlogy(Tensor input, Tensor other, *, Tensor out=None)", kParams_xlogy_0, 3, 2, false, py_xlogy_OutTensor, "xlogy.OutTensor", kParamKeys_xlogy_0},
-    {"xlogy(Scalar self, Tensor other, *, Tensor out=None)", kParams_xlogy_1, 3, 2, false, nullptr, "xlogy.OutScalar_Self", kParamKeys_xlogy_1},
-    {"xlogy(Tensor input, Scalar other, *, Tensor out=None)", kParams_xlogy_2, 3, 2, false, nullptr, "xlogy.OutScalar_Other", kParamKeys_xlogy_2},
+    {"xlogy(Tensor input, Tensor other, *, Tensor out=None)", kParams_xlogy_0, 3, 2, false, py_xlogy_OutTensor, "xlogy.OutTensor", kParamKeys_xlogy_0, nullptr},
+    {"xlogy(Scalar self, Tensor other, *, Tensor out=None)", kParams_xlogy_1, 3, 2, false, nullptr, "xlogy.OutScalar_Self", kParamKeys_xlogy_1, "add 'xlogy.OutScalar_Self' to the specs or build with --ops all"},
+    {"xlogy(Tensor input, Scalar other, *, Tensor out=None)", kParams_xlogy_2, 3, 2, false, nullptr, "xlogy.OutScalar_Other", kParamKeys_xlogy_2, "add 'xlogy.OutScalar_Other' to the specs or build with --ops all"},
 };
 const tb::OverloadedFunction kFunction_xlogy{"xlogy", kOverloads_xlogy, 3};
 

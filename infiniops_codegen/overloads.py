@@ -29,6 +29,8 @@ class Overload:
     op: Op | None  # the op serving it; None: not in this build
     aten: str  # the ATen overload it stands for (out= or functional)
     numbers_as_tensors: bool = False
+    # op None: what would serve it, or why no build can (for its error)
+    remedy: str = ""
 
     @property
     def num_positional(self) -> int:
@@ -60,9 +62,11 @@ def python_functions(ops: tuple[Op, ...] | list[Op], db: SchemaDB) -> tuple:
     Python name that some op serves, and one per composite."""
     by_out = {op.aten: op for op in ops if op.aten}
     by_functional = {op.functional: op for op in ops if op.functional}
+    # the out= overload of each functional one (torch pairs only some)
+    twins = {s.functional: a for a, s in db.out_overloads.items() if s.functional}
     functions = []
     for name, overloads in db.python_overloads.items():
-        members = tuple(_member(o, by_out, by_functional) for o in overloads)
+        members = tuple(_member(o, by_out, by_functional, twins) for o in overloads)
         if any(m.op is not None for m in members):
             functions.append(PyFunction(name, members))
     for op in ops:
@@ -71,7 +75,7 @@ def python_functions(ops: tuple[Op, ...] | list[Op], db: SchemaDB) -> tuple:
     return tuple(sorted(functions, key=lambda f: f.name))
 
 
-def _member(o: PyOverload, by_out: dict, by_functional: dict) -> Overload:
+def _member(o: PyOverload, by_out: dict, by_functional: dict, twins: dict) -> Overload:
     if o.out is not None:
         op = by_out.get(o.out)
     else:
@@ -81,7 +85,24 @@ def _member(o: PyOverload, by_out: dict, by_functional: dict) -> Overload:
         if op is not None and op.functional_call is None:
             op = None
     params = _own_out(op, o.params) + _own_outputs(op, o.params)
-    return Overload(o.text, params, op, o.out or o.functional, o.numbers_as_tensors)
+    remedy = _remedy(o, twins) if op is None else ""
+    return Overload(
+        o.text, params, op, o.out or o.functional, o.numbers_as_tensors, remedy
+    )
+
+
+def _remedy(o: PyOverload, twins: dict[str, str]) -> str:
+    """What serves a signature no op of the build serves: the out= overload
+    to add to the specs, or why no build can (torch 2.11 and 2.12 list
+    dimension names among torch.sum's signatures, ...)."""
+    if any(p.match in ("Dimname", "DimnameList") for p in o.params):
+        return (
+            "no build can serve it: dimension names (named tensors) are not expressible"
+        )
+    out = o.out or twins.get(o.functional)
+    if out is None:
+        return f"no build can serve it: torch has no out= overload of {o.functional}"
+    return f"add '{out}' to the specs or build with --ops all"
 
 
 def _own_out(op: Op | None, params: tuple[PyParam, ...]) -> tuple[PyParam, ...]:

@@ -539,3 +539,36 @@ def test_list_op_shows_an_argument_the_installed_torch_renamed(
     assert lines[-1] == "    argument 'x' is named 'self'"
     shown = helpers.invoke(runner, "list", "--op", "abs", "--manifest", path)
     assert "(installed)" not in shown.output  # the same schema: nothing to say
+
+
+# --- signatures no op serves ----------------------------------------------------------
+
+
+def test_a_signature_no_build_can_serve_says_so():
+    """torch 2.11 and 2.12 list dimension-name signatures among torch.sum's;
+    a call matching one names it and why no build serves it, where one that
+    a spec could serve names the out= overload to add (the functional one's
+    out= twin where torch pairs none)."""
+    from infiniops_codegen.overloads import _remedy
+    from infiniops_codegen.schema_types import PyOverload, PyParam
+
+    def overload(dim: str, out: str | None, functional: str) -> PyOverload:
+        params = (PyParam("input", "Tensor"), PyParam("dim", dim))
+        return PyOverload("sum(...)", params, functional, out, False)
+
+    twins = {"bitwise_and.Scalar_Tensor": "bitwise_and.Scalar_Tensor_out"}
+    named = overload("DimnameList", "sum.DimnameList_out", "sum.dim_DimnameList")
+    assert _remedy(named, twins) == (
+        "no build can serve it: dimension names (named tensors) are not expressible"
+    )
+    plain = overload("IntList", "sum.IntList_out", "sum.dim_IntList")
+    assert (
+        _remedy(plain, twins)
+        == "add 'sum.IntList_out' to the specs or build with --ops all"
+    )
+    paired = overload("Scalar", None, "bitwise_and.Scalar_Tensor")
+    assert "'bitwise_and.Scalar_Tensor_out' to the specs" in _remedy(paired, twins)
+    alone = overload("Int", None, "softmax.Dimless")
+    assert _remedy(alone, twins) == (
+        "no build can serve it: torch has no out= overload of softmax.Dimless"
+    )

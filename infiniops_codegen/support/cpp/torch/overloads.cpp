@@ -262,8 +262,8 @@ PyObject* call_overloaded(const OverloadedFunction& f, PyObject* module,
       if (o.binding == nullptr) {
         PyErr_Format(PyExc_NotImplementedError,
                      "%s(): the call matches torch's signature %s (ATen %s), which is "
-                     "not in this build; add '%s' to the specs or build with --ops all",
-                     f.name, o.text, o.aten, o.aten);
+                     "not in this build; %s",
+                     f.name, o.text, o.aten, o.remedy);
         return nullptr;
       }
       return o.binding(module, args, nargs, kwnames);

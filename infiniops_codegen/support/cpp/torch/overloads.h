@@ -60,6 +60,7 @@ struct Overload {
   Binding binding;          // the serving op's binding; null: not in this build
   const char* aten;         // the ATen overload it stands for
   PyObject** keys;          // interned names, filled on first use (GIL held)
+  const char* remedy;       // null binding: what would serve it, or why none can
 };
 
 struct OverloadedFunction {
