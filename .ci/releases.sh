@@ -11,14 +11,14 @@
 # job marked `:same` (a release whose default set's schemas are 2.13.0's);
 # for the others its drift lines are shown (it exits 1 there by design).
 #
-#   INFINIOPS_RELEASE_JOBS="3.12:2.11.0 3.11:2.15.0:same" bash .ci/releases.sh
+#   INFINIOPS_RELEASE_JOBS="3.12:2.11.0 3.13:2.15.0:same" bash .ci/releases.sh
 #
 # Each job is PYTHON:TORCH[:same]; the default covers the range
 # (docs/torch-releases.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-read -r -a JOBS <<< "${INFINIOPS_RELEASE_JOBS:-3.12:2.11.0 3.11:2.12.1 3.11:2.14.1:same 3.11:2.15.0:same}"
+read -r -a JOBS <<< "${INFINIOPS_RELEASE_JOBS:-3.12:2.11.0 3.10:2.12.1 3.11:2.14.1:same 3.13:2.15.0:same}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/infiniops-releases.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 # This machine's pip configuration may cap torch at the release on its disk
