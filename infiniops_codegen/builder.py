@@ -668,6 +668,18 @@ def inspect(build_dir: Path) -> Built | None:
     )
 
 
+def built_platforms(build_dir: Path) -> tuple[str, ...] | None:
+    """The platforms a build directory was configured with (its WITH_<P>
+    flags), in table order; None when it holds no CMake cache."""
+    cache = _cmake_cache(build_dir)
+    if not cache:
+        return None
+    on = ("ON", "YES", "TRUE", "Y", "1")
+    return tuple(
+        p.name for p in load_platforms() if cache.get(p.flag, "").upper() in on
+    )
+
+
 def _cmake_cache(build_dir: Path) -> dict[str, str]:
     """NAME -> value of the CMakeCache.txt entries (`NAME:TYPE=value`)."""
     try:
