@@ -106,6 +106,16 @@ def test_example_runs_and_every_check_passes(example):
     assert (int(summary[1]), int(summary[2])) == (len(checks), 0), _output(run)
 
 
+def test_forced_native_errors_name_the_cpp_spelling(example):
+    """A C++ caller is told the choices as C++ spells them, not the Python
+    keyword's values ('torch', 'default'), which the bindings raise."""
+    (line,) = [ln for ln in example.run.stdout.splitlines() if "kNative on exp" in ln]
+    assert line.endswith(
+        ": exp(): Implementation::kNative was requested, but this op has no native "
+        "kernel; use Implementation::kTorch or Implementation::kDefault"
+    ), _output(example.run)
+
+
 def test_example_found_the_libraries_by_rpath(example):
     # The run had no LD_LIBRARY_PATH: ldd resolves as the loader did.
     ldd = _run(["ldd", str(example.exe)], env=_env_without_library_path()).stdout
