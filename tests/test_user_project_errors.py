@@ -165,3 +165,87 @@ def test_list_op_not_in_the_manifest_says_where_to_look(
     result = helpers.invoke(runner, "--project", proj, "list", "--op", name)
     assert result.exit_code == 2
     assert result.output.strip() == f"error: no op '{name}' in the manifest{hint}"
+
+
+# --- a kernel whose signature is not its declaration's -----------------------------
+
+# `Tensor out` where the declaration has `Tensor& out`: an overload, which
+# compiles; the declared function stays undefined and the link fails.
+MISMATCHED_KERNEL = NEG_KERNEL.replace(
+    "bool neg(const Tensor& self, Tensor& out) { return false; }",
+    "bool neg(const Tensor& self,\n         Tensor out) {\n  return false;\n}",
+)
+UNDEFINED_NEG = (
+    "undefined reference to `infini::ops::native::cpu::neg(infini::ops::Tensor "
+    "const&, infini::ops::Tensor&)'"
+)
+# GNU ld's lines of the failed link step, as Ninja prints them.
+LINK_FAILURE = [
+    "[40/42] Linking CXX shared library libinfiniops.so",
+    "FAILED: libinfiniops.so ",
+    ": && /usr/bin/c++ -fPIC -O3 -shared -o libinfiniops.so @objects.rsp && :",
+    "/usr/bin/ld: CMakeFiles/infiniops_dispatch.dir/generated/ops.cpp.o: in "
+    "function `infini::ops::neg(infini::ops::Tensor const&, infini::ops::Tensor&, "
+    "infini::ops::Implementation, infini::ops::Stream)':",
+    "ops.cpp:(.text+0x1d2): " + UNDEFINED_NEG,
+    "collect2: error: ld returned 1 exit status",
+    "ninja: build stopped: cannot make progress due to previous errors.",
+]
+
+
+def _expected_link_error(generated: str, kernel: str) -> str:
+    declaration = next(
+        (n, line)
+        for n, line in enumerate(
+            (Path(generated) / "native_kernels.h").read_text().splitlines(), 1
+        )
+        if line.startswith("bool neg(")
+    )
+    return (
+        "libinfiniops.so failed to link:\n"
+        + UNDEFINED_NEG
+        + "\n"
+        + f"the cpu kernel of neg must define the function its declaration names "
+        f"({generated}/native_kernels.h:{declaration[0]}, in namespace "
+        "infini::ops::native::cpu), with the same parameter types, const and & "
+        "(the names may differ):\n"
+        "  bool neg(const Tensor& self, Tensor& out);\n"
+        f"{kernel}:6 defines another one: bool neg(const Tensor& self, Tensor out)"
+    )
+
+
+def test_link_error_names_the_declaration_and_the_signature(
+    tmp_path, helpers, runner, monkeypatch
+):
+    """The report of the linker's output (not only `collect2: error: ld
+    returned 1 exit status`): the undefined kernel, its declaration and
+    signature, and what the kernel source defines instead."""
+    root = helpers.project(tmp_path / "proj", SPECS, {"cpu/neg.cc": MISMATCHED_KERNEL})
+    _generate(runner, helpers, root)
+    monkeypatch.chdir(root)  # paths are shown relative to it
+    config = builder.BuildConfig(
+        build_dir=root / "build",
+        generated_dir=root / "generated",
+        kernel_root=root / "cpp" / "kernels",
+    )
+    report = builder._compile_error(LINK_FAILURE, {}, config)
+    assert report == "1 build step(s) failed\n" + _expected_link_error(
+        "generated", "cpp/kernels/cpu/neg.cc"
+    )
+    assert "collect2" not in report
+
+
+def test_build_with_a_mismatched_kernel_fails_with_the_signature(tmp_path, helpers):
+    """The same, from a real build of a small project (-v or not: the
+    report is the BuildError's message)."""
+    root = helpers.project(tmp_path / "proj", SPECS, {"cpu/neg.cc": MISMATCHED_KERNEL})
+    request = builder.BuildRequest(
+        project=projects.load(root), build_dir=tmp_path / "b", smoke=False, jobs=2
+    )
+    with pytest.raises(builder.BuildError) as caught:
+        builder.build(request, echo=lambda line: None, verbose=True)
+    gen = Path(builder._rel(root / "generated"))
+    kernel = builder._rel(root / "cpp" / "kernels" / "cpu" / "neg.cc")
+    assert str(caught.value).endswith(_expected_link_error(str(gen), kernel)), str(
+        caught.value
+    )
