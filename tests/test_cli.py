@@ -69,7 +69,12 @@ def test_matrix_native_torch_missing():
         "add": {"cpu": "native", "nvidia": "torch", "ascend": "torch"},
         "odd": {"cpu": "missing", "nvidia": "native", "ascend": "missing"},
     }
-    assert m.counts()["ascend"] == {"native": 0, "torch": 1, "missing": 2}
+    assert m.counts()["ascend"] == {
+        "native": 0,
+        "torch": 1,
+        "missing": 2,
+        "no-source": 0,
+    }
 
 
 def test_list_table_of_the_committed_manifest(runner, helpers):
