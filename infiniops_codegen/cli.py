@@ -1017,10 +1017,8 @@ def _kernels_to_write(opset, proj: projects.Project | None) -> list[str]:
 def _listed_platforms(
     manifest, manifest_path: Path, names: str | None
 ) -> tuple[tuple[str, ...], str | None]:
-    """The platforms `list` shows, and a line naming those it leaves out:
-    --platform's; else a build directory's own; else cpu (what a build has
-    by default) and every platform an op has a native kernel on (elsewhere
-    every op takes the torch fallback)."""
+    """list's platforms (coverage.listed_platforms): --platform's, else those
+    of the build directory holding the manifest, if it is one."""
     from . import coverage
     from .platforms import load_platforms, parse_platforms
 
@@ -1034,18 +1032,9 @@ def _listed_platforms(
             sys.exit(EXIT_USAGE)
         return tuple(p for p in manifest.platforms if p in wanted), None
     built = builder.built_platforms(manifest_path.parent)
-    if built is not None:
-        shown = tuple(p for p in manifest.platforms if p in built)
-        why = f"{_rel(manifest_path.parent)} was not configured for them"
-    else:
-        default = {p.name for p in load_platforms() if p.default}
-        native = set(coverage.native_platforms(manifest))
-        shown = tuple(p for p in manifest.platforms if p in default | native)
-        why = "no op has a native kernel there: the torch fallback where built"
-    hidden = [p for p in manifest.platforms if p not in shown]
-    if not hidden:
-        return shown, None
-    return shown, f"not shown: {', '.join(hidden)} ({why}; --platform all shows them)"
+    default = tuple(p.name for p in load_platforms() if p.default)
+    where = _rel(manifest_path.parent) if built is not None else None
+    return coverage.listed_platforms(manifest, default, built, where)
 
 
 def _unwritten_kernels(manifest, proj: projects.Project | None) -> dict:
@@ -1066,28 +1055,17 @@ def _unwritten_kernels(manifest, proj: projects.Project | None) -> dict:
 
 
 def _not_in_manifest_hint(name: str, manifest) -> str:
-    """list --op NAME without a close match: where else the name may be
-    (an op whose name contains it, an ATen overload the specs could add)."""
-    related = [n for n in manifest.names if name.lower() in n.lower()][:5]
-    if related:
-        return f"; ops whose name contains it: {', '.join(related)}"
+    """list --op NAME without a close match (coverage.not_found_hint), with
+    the installed torch's out= overloads when torchgen can load them."""
+    from . import coverage
+
     try:
         from .schema_db import load_schema_db
 
-        db = load_schema_db()
+        overloads = tuple(load_schema_db().out_overloads)
     except Exception:  # no torch, or torchgen failing: no ATen names to offer
-        db = None
-    if db is not None:
-        overloads = sorted(a for a in db.out_overloads if a.split(".")[0] == name)
-        if overloads:
-            return (
-                f"; ATen has {', '.join(overloads[:3])}: add it to the specs as "
-                f"'- {overloads[0]}' (docs/adding-an-op.md)"
-            )
-    return (
-        f"; 'infiniops-codegen list' shows the {len(manifest.names)} ops, "
-        f"'list --available --match {name}' the ATen overloads the specs could add"
-    )
+        overloads = ()
+    return coverage.not_found_hint(name, manifest, overloads)
 
 
 def _installed_schema(aten: str, schema: str) -> dict | None:

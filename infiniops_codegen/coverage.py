@@ -122,6 +122,45 @@ def matrix_table(
     return lines
 
 
+def listed_platforms(
+    manifest: Manifest, default, built=None, build_dir: str | None = None
+) -> tuple[tuple[str, ...], str | None]:
+    """The platforms `list` shows, and a line naming those it leaves out: a
+    build directory's own (built, configured in build_dir), else the
+    platforms a build has by default and those an op has a native kernel on
+    (elsewhere every op takes the torch fallback)."""
+    if built is not None:
+        shown = tuple(p for p in manifest.platforms if p in built)
+        why = f"{build_dir} was not configured for them"
+    else:
+        wanted = set(default) | set(native_platforms(manifest))
+        shown = tuple(p for p in manifest.platforms if p in wanted)
+        why = "no op has a native kernel there: the torch fallback where built"
+    hidden = [p for p in manifest.platforms if p not in shown]
+    if not hidden:
+        return shown, None
+    return shown, f"not shown: {', '.join(hidden)} ({why}; --platform all shows them)"
+
+
+def not_found_hint(name: str, manifest: Manifest, aten_overloads=()) -> str:
+    """Where an op the manifest lacks (and no name is close to) may be: ops
+    whose name contains it, an ATen out= overload of that name the specs
+    could add, else the commands that list both."""
+    related = [n for n in manifest.names if name.lower() in n.lower()][:5]
+    if related:
+        return f"; ops whose name contains it: {', '.join(related)}"
+    overloads = sorted(a for a in aten_overloads if a.split(".")[0] == name)
+    if overloads:
+        return (
+            f"; ATen has {', '.join(overloads[:3])}: add it to the specs as "
+            f"'- {overloads[0]}' (docs/adding-an-op.md)"
+        )
+    return (
+        f"; 'infiniops-codegen list' shows the {len(manifest.names)} ops, "
+        f"'list --available --match {name}' the ATen overloads the specs could add"
+    )
+
+
 def op_details(
     manifest: Manifest, name: str, platforms=None, unwritten=frozenset()
 ) -> dict:

@@ -249,3 +249,14 @@ def test_build_with_a_mismatched_kernel_fails_with_the_signature(tmp_path, helpe
     assert str(caught.value).endswith(_expected_link_error(str(gen), kernel)), str(
         caught.value
     )
+
+
+def test_not_found_hint_offers_ops_containing_the_name():
+    from infiniops_codegen import coverage, manifest
+
+    ops = manifest.generated()  # this repository's: several softmax ops
+    hint = coverage.not_found_hint("SOFTMAX_BACK", ops, ("softmax.out",))
+    assert hint == (
+        "; ops whose name contains it: _log_softmax_backward_data, "
+        "_softmax_backward_data"
+    )
