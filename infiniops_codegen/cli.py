@@ -308,7 +308,7 @@ def generate(
     opset = gen.opset
     for line in drifted:  # written anyway: generate does what it is told
         click.secho(line, fg="yellow", err=True)
-    for line in _kernels_to_write(opset, proj):
+    for line in _kernels_to_write(opset, proj, extension_dirs):
         click.secho(line, fg="yellow", err=True)
     click.echo(
         f"generated {len(opset.ops)} ops into {_rel(out)}/: "
@@ -996,22 +996,29 @@ def list_ops(
         click.echo(hidden_note)
 
 
-def _kernels_to_write(opset, proj: projects.Project | None) -> list[str]:
-    """generate's warnings: native kernels the project's specs declare whose
-    source does not exist yet (the build would stop at CMake configure)."""
-    from . import kernel_sources
+def _kernels_to_write(
+    opset, proj: projects.Project | None, extension_dirs=()
+) -> list[str]:
+    """generate's warnings: native kernels the specs declare (the project's,
+    an extension's) whose source does not exist yet (the build would stop
+    at CMake configure)."""
+    from . import extensions, kernel_sources
 
-    if proj is None:
-        return []
-    ops = [op for op in opset.ops if op.native and not op.extension]
-    natives = ((op.name, [n.platform for n in op.native]) for op in ops)
-    source = {op.name: op.source for op in ops}
-    return [
-        f"warning: {source[m.op]}: the spec of {m.op} gives it a native "
-        f"{m.platform} kernel, but {m.shown(proj.rel)} does not exist yet: write "
-        "it (docs/adding-an-op.md), or 'build' stops at CMake configure"
-        for m in kernel_sources.missing(proj.kernels, natives)
-    ]
+    roots = {"": proj.kernels} if proj is not None else {}
+    roots.update({e.name: e.kernels for e in extensions.load_all(extension_dirs)})
+    lines = []
+    for owner, root in roots.items():
+        ops = [op for op in opset.ops if op.native and op.extension == owner]
+        natives = ((op.name, [n.platform for n in op.native]) for op in ops)
+        source = {op.name: op.source for op in ops}
+        lines += [
+            f"warning: {source[m.op]}: the spec of {m.op} gives it a native "
+            f"{m.platform} kernel, but {m.shown(lambda d: _shown(d, proj))} "
+            "does not exist yet: write it "
+            "(docs/adding-an-op.md), or 'build' stops at CMake configure"
+            for m in kernel_sources.missing(root, natives)
+        ]
+    return lines
 
 
 def _listed_platforms(

@@ -260,3 +260,25 @@ def test_not_found_hint_offers_ops_containing_the_name():
         "; ops whose name contains it: _log_softmax_backward_data, "
         "_softmax_backward_data"
     )
+
+
+def test_generate_warns_of_an_extensions_kernel_not_written(
+    proj, tmp_path, runner, helpers
+):
+    """An extension's kernels are looked for in its own kernels directory."""
+    ext = tmp_path / "ext"
+    (ext / "op_specs").mkdir(parents=True)
+    (ext / "infiniops-extension.yaml").write_text("name: demo_ext\n")
+    (ext / "op_specs" / "demo.yaml").write_text(
+        "ops:\n  - {aten: rad2deg.out, native: [cpu]}\n"
+    )
+    helpers.project(proj, {}, {"cpu/neg.cc": NEG_KERNEL})
+    result = helpers.invoke(runner, "--project", proj, "generate", "--extension", ext)
+    assert result.exit_code == 0, result.output
+    warnings = [ln for ln in result.output.splitlines() if ln.startswith("warning")]
+    kernel = ext.resolve() / "kernels" / "cpu" / "rad2deg.cc"
+    assert warnings == [
+        "warning: demo_ext/op_specs/demo.yaml: the spec of rad2deg gives it a "
+        f"native cpu kernel, but {kernel} does not exist yet: write it "
+        "(docs/adding-an-op.md), or 'build' stops at CMake configure"
+    ]
