@@ -254,7 +254,8 @@ def test_build_with_a_mismatched_kernel_fails_with_the_signature(tmp_path, helpe
 def test_not_found_hint_offers_ops_containing_the_name():
     from infiniops_codegen import coverage, manifest
 
-    ops = manifest.generated()  # this repository's: several softmax ops
+    # this repository's manifest: several softmax ops
+    ops = manifest.generated(Path(__file__).resolve().parent.parent / "generated")
     hint = coverage.not_found_hint("SOFTMAX_BACK", ops, ("softmax.out",))
     assert hint == (
         "; ops whose name contains it: _log_softmax_backward_data, "
