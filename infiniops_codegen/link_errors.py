@@ -110,6 +110,21 @@ def _kernel_lines(
     return lines
 
 
+def _other_link_error(target: str, block: list[str]) -> str | None:
+    """A link step that failed for another reason (a multiple definition, a
+    missing library): what the linker said (Ninja's block: the FAILED line,
+    the command, then the output), before collect2's summary."""
+    if not any("collect2: error" in l or "ld.lld: error" in l for l in block):
+        return None
+    said = [
+        l
+        for l in block[2:]
+        if l.strip() and "in function" not in l and not l.startswith("ninja: ")
+    ]
+    said = [l for l in said if not l.startswith("collect2:")] or said
+    return f"{target} failed to link:\n" + "\n".join(said[:SHOWN])
+
+
 def explain(
     target: str, block: list[str], generated: Path, kernel_dirs: list[Path], rel=str
 ) -> str | None:
@@ -117,7 +132,7 @@ def explain(
     FAILED line), or None when the block is no link failure."""
     symbols = undefined(block)
     if not symbols:
-        return None
+        return _other_link_error(target, block)
     lines = [f"{target} failed to link:"]
     for symbol in symbols[:SHOWN]:
         lines.append(f"undefined reference to `{symbol}'")

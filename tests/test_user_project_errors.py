@@ -235,6 +235,23 @@ def test_link_error_names_the_declaration_and_the_signature(
     assert "collect2" not in report
 
 
+def test_another_link_error_shows_what_the_linker_said(tmp_path):
+    """Not collect2's summary alone: the linker's own lines."""
+    block = (
+        LINK_FAILURE[:3]
+        + [
+            "/usr/bin/ld: CMakeFiles/k.dir/neg.cc.o: in function `f()':",
+            "neg.cc:(.text+0x0): multiple definition of `f()'; "
+            "CMakeFiles/k.dir/abs.cc.o:abs.cc:(.text+0x0): first defined here",
+        ]
+        + LINK_FAILURE[-2:]
+    )
+    config = builder.BuildConfig(build_dir=tmp_path, generated_dir=tmp_path)
+    assert builder._compile_error(block, {}, config) == (
+        "1 build step(s) failed\nlibinfiniops.so failed to link:\n" + block[4]
+    )
+
+
 def test_build_with_a_mismatched_kernel_fails_with_the_signature(tmp_path, helpers):
     """The same, from a real build of a small project (-v or not: the
     report is the BuildError's message)."""
