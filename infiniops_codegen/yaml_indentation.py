@@ -166,9 +166,9 @@ def _continued(text: str, lines: list[str], mark):
         return None
     if previous.start_mark.line == mark.line:
         return None  # `a: b: c` on one line: PyYAML's message says it
-    blocks = [b for b in _blocks(text, previous.start_mark.index) if b.kind == MAPPING]
-    if not blocks:
-        return None
+    blocks = _blocks(text, previous.start_mark.index)
+    if not blocks or blocks[-1].kind != MAPPING:
+        return None  # the value of a list item, not of a key
     source = lines[mark.line] if mark.line < len(lines) else ""
     col = len(source) - len(source.lstrip(" "))
     key = blocks[-1]

@@ -290,6 +290,14 @@ def test_over_indented_key_is_not_read_as_a_value(load):
     )
 
 
+def test_a_list_items_continued_value_keeps_pyyamls_message(load):
+    """`neg: x` under `- abs.out` continues the item, not a key's value: no
+    key to line up with is named."""
+    error = only_error(load, "ops:\n  - abs.out\n    neg: x\n")
+    assert (error.line, error.col) == (3, 8)
+    assert error.message == "malformed YAML: mapping values are not allowed here"
+
+
 @pytest.mark.parametrize("newline", ["\n", ""], ids=["newline", "no_newline"])
 @pytest.mark.parametrize(
     "line, message",
