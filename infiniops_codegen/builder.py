@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import manifest as manifest_reader
-from . import cuda_toolkit, drift, extensions, pipeline, sanitize, writer
+from . import cuda_toolkit, drift, extensions, link_errors, pipeline, sanitize, writer
 from . import project as projects
 from .locations import CONFIGURE_STAMP, MANIFEST, MODULE_NAME, PACKAGE_DIR, SUPPORT_DIR
 from .locations import find_module
@@ -384,7 +384,7 @@ def compile_all(
             if step is not None:
                 echo(f"[{m.group(1)}/{m.group(2)}] {step}")
     if proc.wait() != 0:
-        raise BuildError(_compile_error(output, shard_ops))
+        raise BuildError(_compile_error(output, shard_ops, config))
     return steps
 
 
@@ -409,8 +409,13 @@ def _short_step(text: str) -> str | None:
     return text
 
 
-def _compile_error(output: list[str], shard_ops: dict[str, list[str]]) -> str:
-    """Every failed step, each with its ops and the compiler's first error."""
+def _compile_error(
+    output: list[str],
+    shard_ops: dict[str, list[str]],
+    config: BuildConfig | None = None,
+) -> str:
+    """Every failed step, each with its ops and the compiler's first error
+    (a link step: the symbols it did not find, link_errors.py)."""
     failed = [i for i, l in enumerate(output) if l.startswith("FAILED:")]
     if not failed:
         return "the build failed:\n" + "\n".join(output[-20:])
@@ -418,12 +423,25 @@ def _compile_error(output: list[str], shard_ops: dict[str, list[str]]) -> str:
     for n, i in enumerate(failed):
         end = failed[n + 1] if n + 1 < len(failed) else len(output)
         block = output[i:end]
+        linked = _link_error(block, config) if config is not None else None
+        if linked is not None:
+            parts.append(linked)
+            continue
         where = _failed_target(output[i], shard_ops)
         first = next((k for k, l in enumerate(block) if ": error:" in l), None)
         detail = block[first : first + 6] if first is not None else block[1:8]
         parts.append(where + ":\n" + "\n".join(detail))
     summary = f"{len(failed)} build step(s) failed"
     return summary + "\n" + "\n".join(parts)
+
+
+def _link_error(block: list[str], config: BuildConfig) -> str | None:
+    """A failed link step's report, or None for another failed step."""
+    target = block[0].removeprefix("FAILED:").split()
+    name = Path(target[0]).name if target else "the link"
+    kernel_dirs = [config.kernel_root] if config.kernel_root else []
+    kernel_dirs += [Path(d) for _, d in config.extension_kernels]
+    return link_errors.explain(name, block, config.generated_dir, kernel_dirs, _rel)
 
 
 def _failed_target(line: str, shard_ops: dict[str, list[str]]) -> str:
@@ -665,6 +683,18 @@ def inspect(build_dir: Path) -> Built | None:
         opt_level=cache.get("INFINI_OPS_TORCH_OPT_LEVEL", "?"),
         generated_dir=Path(generated) if generated else None,
         manifest=manifest_reader.of_build(build_dir),
+    )
+
+
+def built_platforms(build_dir: Path) -> tuple[str, ...] | None:
+    """The platforms a build directory was configured with (its WITH_<P>
+    flags), in table order; None when it holds no CMake cache."""
+    cache = _cmake_cache(build_dir)
+    if not cache:
+        return None
+    on = ("ON", "YES", "TRUE", "Y", "1")
+    return tuple(
+        p.name for p in load_platforms() if cache.get(p.flag, "").upper() in on
     )
 
 

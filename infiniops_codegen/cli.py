@@ -308,6 +308,8 @@ def generate(
     opset = gen.opset
     for line in drifted:  # written anyway: generate does what it is told
         click.secho(line, fg="yellow", err=True)
+    for line in _kernels_to_write(opset, proj, extension_dirs):
+        click.secho(line, fg="yellow", err=True)
     click.echo(
         f"generated {len(opset.ops)} ops into {_rel(out)}/: "
         f"{len(result.stale) + len(result.missing)} written, "
@@ -824,7 +826,12 @@ def bench(ctx, quick, ops, out_dir, after_build_dir, before_build_dir, threads, 
         sys.exit(EXIT_DIFF)
 
 
-_STATUS_COLOURS = {"native": "green", "torch": None, "missing": "red"}
+_STATUS_COLOURS = {
+    "native": "green",
+    "torch": None,
+    "missing": "red",
+    "no-source": "yellow",
+}
 
 
 @main.command("list")
@@ -858,10 +865,27 @@ _STATUS_COLOURS = {"native": "green", "torch": None, "missing": "red"}
     default=None,
     help="Read this manifest [default: the project's generated/manifest.json].",
 )
+@click.option(
+    "--platform",
+    "platform_names",
+    default=None,
+    metavar="NAMES",
+    help="Platforms to show (names separated by commas, or 'all') [default: "
+    "a build directory's own platforms; else cpu and those with a native "
+    "kernel].",
+)
 @VERBOSE_OPTION
 @click.pass_context
 def list_ops(
-    ctx, op_name, available, pattern, spec_dir, as_json, build_dir, manifest_path
+    ctx,
+    op_name,
+    available,
+    pattern,
+    spec_dir,
+    as_json,
+    build_dir,
+    manifest_path,
+    platform_names,
 ):
     """The coverage matrix: op x platform -> native kernel, torch fallback or
     missing, from a manifest (nothing is built). With --available: the ATen
@@ -873,6 +897,7 @@ def list_ops(
       infiniops-codegen list --json
       infiniops-codegen list --op add           # signature and implementations
       infiniops-codegen list --build-dir build-small
+      infiniops-codegen list --platform all     # every platform of the table
       infiniops-codegen list --available --match hypot
     """
     import json
@@ -886,6 +911,7 @@ def list_ops(
                 ("--op", op_name),
                 ("--build-dir", build_dir),
                 ("--manifest", manifest_path),
+                ("--platform", platform_names),
             )
             if given is not None
         ]
@@ -900,13 +926,27 @@ def list_ops(
             "--available (the ATen out= overloads not in the specs)"
         )
         sys.exit(EXIT_USAGE)
+    proj = None
     if manifest_path is None:
-        manifest_path = (build_dir or project(ctx).generated) / MANIFEST
+        proj = project(ctx) if build_dir is None else None
+        manifest_path = (build_dir or proj.generated) / MANIFEST
     try:
         manifest = manifest_reader.read(manifest_path)
-        details = coverage.op_details(manifest, op_name) if op_name else None
     except manifest_reader.ManifestError as e:
         error(str(e))
+        sys.exit(EXIT_USAGE)
+    shown, hidden_note = _listed_platforms(manifest, manifest_path, platform_names)
+    unwritten = _unwritten_kernels(manifest, proj)
+    try:
+        details = (
+            coverage.op_details(manifest, op_name, shown, unwritten)
+            if op_name
+            else None
+        )
+    except manifest_reader.ManifestError as e:
+        # difflib's close names, else other places the name may be
+        hinted = "did you mean" in str(e)
+        error(str(e) + ("" if hinted else _not_in_manifest_hint(op_name, manifest)))
         sys.exit(EXIT_USAGE)
     if details is not None and details["aten"]:
         details["installed_torch"] = _installed_schema(
@@ -925,20 +965,114 @@ def list_ops(
             + (f", built against torch {built}" if built else ""),
             err=True,
         )
+    notes = [
+        f"{m.platform}: the spec of {m.op} gives it a native kernel, but "
+        f"{m.shown(proj.rel)} does not exist yet ('build' stops at CMake "
+        "configure until it is written)"
+        for m in unwritten.values()
+        if details is None or m.op == details["name"]
+    ]
     if as_json:
-        data = details or coverage.matrix_json(manifest, _rel(manifest_path))
+        data = details or coverage.matrix_json(
+            manifest, _rel(manifest_path), shown, unwritten
+        )
+        data["platforms_not_shown"] = [p for p in manifest.platforms if p not in shown]
         click.echo(json.dumps(data, indent=1))
-    elif details:
-        for line in coverage.op_text(details):
-            click.echo(line)
+        return
+    if details:
+        lines = coverage.op_text(details)
     else:
 
         def style(text: str, status: str) -> str:
             colour = _STATUS_COLOURS.get(status)
             return click.style(text, fg=colour) if colour else text
 
-        for line in coverage.matrix_table(manifest, style):
-            click.echo(line)
+        lines = coverage.matrix_table(manifest, style, shown, unwritten)
+    for line in lines:
+        click.echo(line)
+    for note in notes:
+        click.secho(f"{coverage.NO_SOURCE}: {note}", fg="yellow")
+    if hidden_note:
+        click.echo(hidden_note)
+
+
+def _kernels_to_write(
+    opset, proj: projects.Project | None, extension_dirs=()
+) -> list[str]:
+    """generate's warnings: native kernels the specs declare (the project's,
+    an extension's) whose source does not exist yet (the build would stop
+    at CMake configure)."""
+    from . import extensions, kernel_sources
+
+    roots = {"": proj.kernels} if proj is not None else {}
+    roots.update({e.name: e.kernels for e in extensions.load_all(extension_dirs)})
+    lines = []
+    for owner, root in roots.items():
+        ops = [op for op in opset.ops if op.native and op.extension == owner]
+        natives = ((op.name, [n.platform for n in op.native]) for op in ops)
+        source = {op.name: op.source for op in ops}
+        lines += [
+            f"warning: {source[m.op]}: the spec of {m.op} gives it a native "
+            f"{m.platform} kernel, but {m.shown(lambda d: _shown(d, proj))} "
+            "does not exist yet: write it "
+            "(docs/adding-an-op.md), or 'build' stops at CMake configure"
+            for m in kernel_sources.missing(root, natives)
+        ]
+    return lines
+
+
+def _listed_platforms(
+    manifest, manifest_path: Path, names: str | None
+) -> tuple[tuple[str, ...], str | None]:
+    """list's platforms (coverage.listed_platforms): --platform's, else those
+    of the build directory holding the manifest, if it is one."""
+    from . import coverage
+    from .platforms import load_platforms, parse_platforms
+
+    if names is not None and names.strip() == "all":
+        return manifest.platforms, None
+    if names is not None:
+        try:
+            wanted = {p.name for p in parse_platforms(names)}
+        except ValueError as e:
+            error(f"--platform {names}: {e}")
+            sys.exit(EXIT_USAGE)
+        return tuple(p for p in manifest.platforms if p in wanted), None
+    built = builder.built_platforms(manifest_path.parent)
+    default = tuple(p.name for p in load_platforms() if p.default)
+    where = _rel(manifest_path.parent) if built is not None else None
+    return coverage.listed_platforms(manifest, default, built, where)
+
+
+def _unwritten_kernels(manifest, proj: projects.Project | None) -> dict:
+    """(op, platform) -> kernel_sources.Missing for the project's own ops
+    whose native kernel source does not exist yet; {} without a project."""
+    from . import kernel_sources
+
+    if proj is None:
+        return {}
+    natives = (
+        (op.name, tuple(op.implementations.native))
+        for op in manifest.ops
+        if op.implementations.native and not op.extension
+    )
+    return {
+        (m.op, m.platform): m for m in kernel_sources.missing(proj.kernels, natives)
+    }
+
+
+def _not_in_manifest_hint(name: str, manifest) -> str:
+    """list --op NAME without a close match (coverage.not_found_hint), with
+    the installed torch's out= overloads when torchgen can load them."""
+    from . import coverage
+
+    try:
+        from .schema_db import load_schema_db
+
+        overloads = tuple(load_schema_db().out_overloads)
+    except Exception:  # no torch, or torchgen failing: no ATen names to offer
+        overloads = ()
+    return coverage.not_found_hint(name, manifest, overloads)
 
 
 def _installed_schema(aten: str, schema: str) -> dict | None:

@@ -17,17 +17,24 @@ from .manifest import Manifest, Op
 NATIVE = "native"
 TORCH = "torch"
 MISSING = "missing"
-STATUSES = (NATIVE, TORCH, MISSING)
+# The spec gives the op a native kernel whose source the project does not
+# have yet (kernel_sources.py): a build stops at CMake configure.
+NO_SOURCE = "no-source"
+STATUSES = (NATIVE, TORCH, MISSING, NO_SOURCE)
 
 
-def op_status(op: Op, platforms) -> dict[str, str]:
-    """platform -> native / torch / missing for one op. A native kernel wins:
-    dispatch tries it first and falls back to torch."""
+def op_status(op: Op, platforms, unwritten=frozenset()) -> dict[str, str]:
+    """platform -> native / torch / missing / no-source for one op. A native
+    kernel wins: dispatch tries it first and falls back to torch. unwritten:
+    (op name, platform) pairs whose kernel source does not exist."""
     impls = op.implementations
-    return {
-        p: NATIVE if p in impls.native else TORCH if p in impls.torch else MISSING
-        for p in platforms
-    }
+
+    def status(p: str) -> str:
+        if p in impls.native:
+            return NO_SOURCE if (op.name, p) in unwritten else NATIVE
+        return TORCH if p in impls.torch else MISSING
+
+    return {p: status(p) for p in platforms}
 
 
 @dataclass(frozen=True)
@@ -44,13 +51,23 @@ class Matrix:
         return result
 
 
-def matrix(manifest: Manifest) -> Matrix:
-    rows = tuple((op.name, op_status(op, manifest.platforms)) for op in manifest.ops)
-    return Matrix(manifest.platforms, rows)
+def native_platforms(manifest: Manifest) -> tuple[str, ...]:
+    """The platforms any op of the manifest has a native kernel on."""
+    used = {p for op in manifest.ops for p in op.implementations.native}
+    return tuple(p for p in manifest.platforms if p in used)
 
 
-def matrix_json(manifest: Manifest, source: str) -> dict:
-    m = matrix(manifest)
+def matrix(manifest: Manifest, platforms=None, unwritten=frozenset()) -> Matrix:
+    """The rows of `platforms` (default: every platform of the manifest)."""
+    shown = tuple(manifest.platforms if platforms is None else platforms)
+    rows = tuple((op.name, op_status(op, shown, unwritten)) for op in manifest.ops)
+    return Matrix(shown, rows)
+
+
+def matrix_json(
+    manifest: Manifest, source: str, platforms=None, unwritten=frozenset()
+) -> dict:
+    m = matrix(manifest, platforms, unwritten)
     return {
         "manifest": source,
         "selection": manifest.selection,
@@ -60,11 +77,19 @@ def matrix_json(manifest: Manifest, source: str) -> dict:
     }
 
 
-def matrix_table(manifest: Manifest, style=lambda text, status: text) -> list[str]:
+def matrix_table(
+    manifest: Manifest,
+    style=lambda text, status: text,
+    platforms=None,
+    unwritten=frozenset(),
+) -> list[str]:
     """The matrix as aligned text lines; style(text, status) may colour a cell."""
-    m = matrix(manifest)
+    m = matrix(manifest, platforms, unwritten)
     name_width = max([len("op")] + [len(name) for name, _ in m.rows])
-    widths = [max(len(p), len(MISSING)) for p in m.platforms]
+    widths = [
+        max([len(p), len(MISSING)] + [len(status[p]) for _, status in m.rows])
+        for p in m.platforms
+    ]
     lines = [
         "  ".join(
             [f"{'op':<{name_width}}"]
@@ -84,8 +109,9 @@ def matrix_table(manifest: Manifest, style=lambda text, status: text) -> list[st
     for p in m.platforms:
         c = counts[p]
         lines.append(
-            f"  {p:<{max(widths)}}  {c[NATIVE]} native, {c[TORCH]} torch, "
+            f"  {p:<{max(widths, default=0)}}  {c[NATIVE]} native, {c[TORCH]} torch, "
             f"{c[MISSING]} missing"
+            + (f", {c[NO_SOURCE]} without its kernel source" if c[NO_SOURCE] else "")
         )
     by_extension: dict[str, list[str]] = {}
     for op in manifest.ops:
@@ -96,15 +122,58 @@ def matrix_table(manifest: Manifest, style=lambda text, status: text) -> list[st
     return lines
 
 
-def op_details(manifest: Manifest, name: str) -> dict:
+def listed_platforms(
+    manifest: Manifest, default, built=None, build_dir: str | None = None
+) -> tuple[tuple[str, ...], str | None]:
+    """The platforms `list` shows, and a line naming those it leaves out: a
+    build directory's own (built, configured in build_dir), else the
+    platforms a build has by default and those an op has a native kernel on
+    (elsewhere every op takes the torch fallback)."""
+    if built is not None:
+        shown = tuple(p for p in manifest.platforms if p in built)
+        why = f"{build_dir} was not configured for them"
+    else:
+        wanted = set(default) | set(native_platforms(manifest))
+        shown = tuple(p for p in manifest.platforms if p in wanted)
+        why = "no op has a native kernel there: the torch fallback where built"
+    hidden = [p for p in manifest.platforms if p not in shown]
+    if not hidden:
+        return shown, None
+    return shown, f"not shown: {', '.join(hidden)} ({why}; --platform all shows them)"
+
+
+def not_found_hint(name: str, manifest: Manifest, aten_overloads=()) -> str:
+    """Where an op the manifest lacks (and no name is close to) may be: ops
+    whose name contains it, an ATen out= overload of that name the specs
+    could add, else the commands that list both."""
+    related = [n for n in manifest.names if name.lower() in n.lower()][:5]
+    if related:
+        return f"; ops whose name contains it: {', '.join(related)}"
+    overloads = sorted(a for a in aten_overloads if a.split(".")[0] == name)
+    if overloads:
+        return (
+            f"; ATen has {', '.join(overloads[:3])}: add it to the specs as "
+            f"'- {overloads[0]}' (docs/adding-an-op.md)"
+        )
+    return (
+        f"; 'infiniops-codegen list' shows the {len(manifest.names)} ops, "
+        f"'list --available --match {name}' the ATen overloads the specs could add"
+    )
+
+
+def op_details(
+    manifest: Manifest, name: str, platforms=None, unwritten=frozenset()
+) -> dict:
     """One op: its Python signature (as the stub declares it), schema and
     implementations per platform; ManifestError for an unknown op."""
     op = manifest.op(name)
     impls = op.implementations
-    status = op_status(op, manifest.platforms)
+    shown = tuple(manifest.platforms if platforms is None else platforms)
+    status = op_status(op, shown, unwritten)
     implementations = {
-        p: [NATIVE] * (status[p] == NATIVE) + [TORCH] * (p in impls.torch)
-        for p in manifest.platforms
+        p: [status[p]] * (status[p] in (NATIVE, NO_SOURCE))
+        + [TORCH] * (p in impls.torch)
+        for p in shown
     }
     return {
         "name": op.name,
@@ -136,7 +205,9 @@ def op_text(details: dict) -> list[str]:
     for p, names in details["implementations"].items():
         shown = []
         for n in names:
-            dtypes = details["native_dtypes"].get(p) if n == NATIVE else None
+            dtypes = (
+                details["native_dtypes"].get(p) if n in (NATIVE, NO_SOURCE) else None
+            )
             limits = details.get("native_up_to", {}).get(p, {})
             if dtypes:
                 dtypes = [

@@ -90,6 +90,7 @@ class Op:
     extension: str = ""  # the extension that defines the op ("": the project)
     return_type: str | None = None  # torch.return_types.<name> of the outputs
     out_optional: bool = False  # a call may leave out= out
+    reference_line: int | None = None  # the reference's line in `source`
 
     @property
     def visible(self) -> tuple[Argument, ...]:
@@ -370,4 +371,5 @@ def _op(r: _Reader, entry, index: int, platforms) -> Op:
         extension=r.get(entry, "extension", str, what, ""),
         return_type=r.get(entry, "return_type", str, what, None),
         out_optional=r.get(entry, "out_optional", bool, what, False),
+        reference_line=r.get(entry, "reference_line", int, what, None),
     )

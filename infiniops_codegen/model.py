@@ -237,6 +237,7 @@ class Op:
     return_type: str | None = None
     tags: tuple[str, ...] = ()  # ATen tags, e.g. nondeterministic_seeded
     reference: str | None = None  # composites: Python reference expression
+    reference_line: int = 0  # its line in the spec file (source), for errors
     direct_cpu: bool = False  # may call at::cpu::<fn> directly, skipping the dispatcher
     tensor_iterator: bool = False  # ATen kernel structured on TensorIteratorBase
     fallback_line: int = 0  # composites: the line of the body's first line in source

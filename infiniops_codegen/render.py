@@ -104,6 +104,7 @@ def manifest_data(opset: OpSet) -> dict:
                 "out_optional": op.no_out,
                 "tags": list(op.tags),
                 "reference": op.reference,
+                "reference_line": op.reference_line or None,
                 "shard": op.shard,
                 "hints": op.hints_dict,
             }

@@ -11,7 +11,7 @@ import keyword
 import zlib
 from dataclasses import replace
 
-from . import arg_kinds, module_api
+from . import arg_kinds, module_api, references
 from .arg_kinds import Tensors
 from .errors import SpecError, SpecErrors
 from .model import Argument, Default, Exclusion, NativeImpl, Op, OpSet, Role
@@ -293,6 +293,11 @@ def _op(spec: OpSpec, db: SchemaDB, name: str) -> Op:
     args = _arguments(schema, spec, db.torch_version)
     _check_hints(spec, args, db.torch_version)
     composite = spec.aten is None
+    if spec.reference is not None:
+        inputs = tuple(a.name for a in args if not a.is_output and not a.hidden)
+        wrong = references.problem(spec.reference, inputs)
+        if wrong:
+            raise _OpError(spec.at("reference"), wrong)
     return Op(
         name=name,
         aten=None if composite else schema.name,
@@ -315,6 +320,7 @@ def _op(spec: OpSpec, db: SchemaDB, name: str) -> Op:
         return_type=schema.return_type,
         tags=schema.tags,
         reference=spec.reference,
+        reference_line=spec.at("reference").line if spec.reference else 0,
         output_like=_output_like(spec, args),
     )
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from . import yaml_indentation
 from .errors import SpecError
 
 
@@ -217,7 +218,10 @@ def load_yaml(text: str, path: str, errors: list[SpecError]) -> Node | None:
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = e.problem or e.context or "malformed YAML"
         opened = unclosed_bracket(text, mark.index) if mark else None
-        if opened is not None:
+        indentation = yaml_indentation.explain(text, e) if opened is None else None
+        if indentation is not None:
+            line, col, problem = indentation
+        elif opened is not None:
             bracket = text[opened.index]
             line, col = opened.line + 1, opened.column + 1
             problem = (

@@ -48,10 +48,29 @@ def tree(root: Path) -> dict[str, bytes]:
     }
 
 
+def make_project(
+    root: Path, specs: dict[str, str], kernels: dict[str, str] | None = None
+) -> Path:
+    """A user's project at root (docs/projects.md), laid out as by default:
+    pyproject.toml with an empty [tool.infiniops-codegen] table, each spec
+    text as op_specs/<name>, each kernel text as cpp/kernels/<platform/file>."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pyproject.toml").write_text("[tool.infiniops-codegen]\n")
+    for name, text in specs.items():
+        (root / "op_specs").mkdir(exist_ok=True)
+        (root / "op_specs" / name).write_text(text, encoding="utf-8")
+    for rel, text in (kernels or {}).items():
+        path = root / "cpp" / "kernels" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
 @pytest.fixture
 def helpers() -> SimpleNamespace:
-    """`invoke` and `tree`, for test modules (conftest is not importable)."""
-    return SimpleNamespace(invoke=invoke, tree=tree)
+    """`invoke`, `tree` and `project`, for test modules (conftest is not
+    importable)."""
+    return SimpleNamespace(invoke=invoke, tree=tree, project=make_project)
 
 
 # --- Runtime tests (tests/test_runtime_*.py) ---------------------------------

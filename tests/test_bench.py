@@ -80,6 +80,75 @@ def test_quick_selection():
     assert len(cases.select(False, {"add"})) == 6 + 6  # tiny 2x3, llm 3+3
 
 
+def test_quick_selection_of_this_build_is_the_quick_set(manifest_ops):
+    """A build with every op of the quick set (this repository's) times
+    exactly it, whatever other ops it has."""
+    said = []
+    chosen = main._select(True, None, manifest_ops, said.append)
+    assert [c.id for c in chosen] == [c.id for c in cases.select(True, None)]
+    assert said == []
+
+
+def _project_ops(tmp_path, lines: str) -> dict[str, manifest.Op]:
+    """The manifest ops of a user's project with these spec lines."""
+    import json as json_
+
+    from infiniops_codegen import pipeline
+
+    specs = tmp_path / "op_specs"
+    specs.mkdir()
+    (specs / "ops.yaml").write_text("ops:\n" + lines)
+    data = json_.loads(pipeline.generate(specs).files["manifest.json"])
+    return manifest.from_data(data).by_name()
+
+
+def test_quick_selection_of_a_project_takes_its_own_ops(tmp_path):
+    """`bench --quick` in a project without the quick set's ops: its own ops
+    fill the quick set's places (7 ops), native kernels first; quick ops it
+    has keep their configurations."""
+    entries = _project_ops(
+        tmp_path,
+        "  - abs.out\n  - hypot.out\n  - atan2.out\n  - copysign.out\n"
+        "  - erfinv.out\n  - nextafter.out\n  - logaddexp.out\n"
+        "  - fmod.Tensor_out\n  - {aten: neg.out, native: [cpu]}\n",
+    )
+    places = len({c.op for c in cases.select(True, None)})
+    assert places == 7
+    said = []
+    chosen = main._select(True, None, entries, said.append)
+    assert [c.id for c in chosen] == [
+        "tiny/abs/1/float32",  # the quick set's own
+        "tiny/abs/64/float32",
+        "tiny/neg/1/float32",  # a native kernel: first; in the table
+        "tiny/atan2[sample]/24/float32",  # then in manifest order
+        "tiny/copysign[sample]/24/float32",
+        "tiny/erfinv[sample]/24/float32",
+        "tiny/fmod_Tensor[sample]/24/float32",
+        "tiny/hypot[sample]/24/float32",
+    ]
+    assert len({c.op for c in chosen}) == places
+    assert said == [
+        "note: the after build lacks add, mm, mul, silu, softmax, sum of the "
+        "quick set: its own neg, atan2, copysign, erfinv, fmod_Tensor, hypot instead"
+    ]
+
+
+def test_the_full_sweep_of_a_build_without_table_ops_says_what_to_do(
+    tmp_path, monkeypatch
+):
+    """Without --quick, a build none of whose ops the table has (a user's
+    project) is told how to time it, before any build is made."""
+    from types import SimpleNamespace
+
+    entries = _project_ops(tmp_path, "  - hypot.out\n")
+    after = SimpleNamespace(manifest=SimpleNamespace(by_name=lambda: entries))
+    monkeypatch.setattr(main.builds, "ensure_after", lambda d, echo: after)
+    with pytest.raises(main.BenchUsageError) as e:
+        main.run_bench(out=tmp_path / "out", echo=lambda *a: None)
+    assert "none of the configuration table's ops is in " in str(e.value)
+    assert "name the ops to time with --ops" in str(e.value)
+
+
 def test_config_arguments_are_schema_arguments(manifest_ops):
     for c in cases.all_configs():
         entry = manifest_ops[c.op]

@@ -69,18 +69,33 @@ def test_matrix_native_torch_missing():
         "add": {"cpu": "native", "nvidia": "torch", "ascend": "torch"},
         "odd": {"cpu": "missing", "nvidia": "native", "ascend": "missing"},
     }
-    assert m.counts()["ascend"] == {"native": 0, "torch": 1, "missing": 2}
+    assert m.counts()["ascend"] == {
+        "native": 0,
+        "torch": 1,
+        "missing": 2,
+        "no-source": 0,
+    }
 
 
 def test_list_table_of_the_committed_manifest(runner, helpers):
     """Works from generated/manifest.json without a build: one row per op,
-    one column per platform of data/platforms.yaml."""
+    one column per platform a build has by default (cpu) or an op has a
+    native kernel on (nvidia); the others are named after the table, and
+    --platform all shows every platform of data/platforms.yaml."""
     from infiniops_codegen.platforms import platform_names
 
     result = helpers.invoke(runner, "list")
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0].split() == ["op", *platform_names()]
+    assert lines[0].split() == ["op", "cpu", "nvidia"]
+    others = ", ".join(platform_names()[2:])
+    assert lines[-1] == (
+        f"not shown: {others} (no op has a native kernel there: the torch "
+        "fallback where built; --platform all shows them)"
+    )
+    every = helpers.invoke(runner, "list", "--platform", "all").output.splitlines()
+    assert every[0].split() == ["op", *platform_names()]
+    assert not every[-1].startswith("not shown")
     committed = manifest.generated()
     rows = {ln.split()[0]: ln.split()[1:] for ln in lines[1 : 1 + len(committed.ops)]}
     assert set(rows) == set(committed.names)
@@ -95,7 +110,8 @@ def test_list_json(runner, helpers):
     data = json.loads(result.output)
     assert data["ops"]["add"]["cpu"] == "native"
     assert data["ops"]["mm"]["cpu"] == "torch"
-    assert set(data["counts"]["cpu"]) == {"native", "torch", "missing"}
+    assert set(data["counts"]["cpu"]) == {"native", "torch", "missing", "no-source"}
+    assert data["counts"]["cpu"]["no-source"] == 0  # this project has its kernels
     assert sum(data["counts"]["cpu"].values()) == len(data["ops"])
 
 
@@ -136,7 +152,8 @@ def test_list_unknown_op_suggests_and_exits_2(runner, helpers):
 
 def test_list_reads_a_build_dir_manifest(tmp_path, runner, helpers):
     _manifest(tmp_path, [_op("only", native={"cpu": []})])
-    result = helpers.invoke(runner, "list", "--build-dir", tmp_path, "--json")
+    args = ("list", "--build-dir", tmp_path, "--json", "--platform", "all")
+    result = helpers.invoke(runner, *args)
     assert json.loads(result.output)["ops"] == {
         "only": {"cpu": "native", "nvidia": "torch", "ascend": "torch"}
     }

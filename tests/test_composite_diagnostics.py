@@ -164,3 +164,54 @@ def test_signature_without_out_annotation(tmp_path, monkeypatch, signature, lack
     name = "result" if "result" in signature else "out"
     assert f"'foo(Tensor input, *, Tensor(a!) {name}) -> Tensor(a!)'" in error.message
     assert "keyword-only Tensor with a write annotation" in error.message
+
+
+@pytest.mark.parametrize(
+    "reference, message",
+    [
+        (
+            "torch.hypot(inpt, other)",
+            "'reference' reads 'inpt', which is none of the op's input arguments "
+            "(input, other) nor torch; did you mean 'input'?",
+        ),
+        ("torch.hypot(input,", "'reference' is no Python expression: "),
+    ],
+)
+def test_reference_that_cannot_run_is_a_located_spec_error(
+    tmp_path, monkeypatch, reference, message
+):
+    """Found by `generate`, at the reference, not by the harness as an op
+    without samples."""
+    monkeypatch.chdir(tmp_path)
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "c.yaml").write_text(
+        "ops:\n"
+        '  - signature: "hyp(Tensor input, Tensor other, *, Tensor(a!) out) -> '
+        'Tensor(a!)"\n'
+        "    uses: [hypot]\n"
+        f"    reference: {reference!r}\n"
+        '    fallback: "at::hypot_out(out, input, other);"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(SpecErrors) as caught:
+        pipeline.load_opset(specs)
+    (error,) = caught.value.errors
+    assert (error.path, error.line, error.col) == ("specs/c.yaml", 4, 16)
+    assert error.message.startswith(message), error.message
+
+
+def test_reference_names_comprehensions_and_builtins_are_fine(tmp_path):
+    specs = _specs(
+        tmp_path,
+        {
+            "c.yaml": "ops:\n"
+            '  - signature: "hyp(Tensor input, Tensor other, *, Tensor(a!) out) -> '
+            'Tensor(a!)"\n'
+            "    uses: [hypot]\n"
+            '    reference: "sum([torch.hypot(x, other) for x in (input,)])"\n'
+            '    fallback: "at::hypot_out(out, input, other);"\n'
+        },
+    )
+    (op,) = [op for op in pipeline.load_opset(specs).ops if op.name == "hyp"]
+    assert op.reference_line == 4

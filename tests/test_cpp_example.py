@@ -106,6 +106,22 @@ def test_example_runs_and_every_check_passes(example):
     assert (int(summary[1]), int(summary[2])) == (len(checks), 0), _output(run)
 
 
+def test_forced_native_errors_name_the_cpp_spelling(example):
+    """A C++ caller is told the choices as C++ spells them, not the Python
+    keyword's values ('torch', 'default'), which the bindings raise."""
+    lines = example.run.stdout.splitlines()
+    (thrown,) = [ln for ln in lines if "kNative on exp" in ln]
+    # (the example cuts messages at 90 characters)
+    assert (
+        ": exp(): Implementation::kNative was requested, but this op has no native "
+        "kernel; use Implem" in thrown
+    ), _output(example.run)
+    assert (
+        "ok   kNative's error names the alternatives: use Implementation::kTorch "
+        "or Implementation::kDefault"
+    ) in lines, _output(example.run)
+
+
 def test_example_found_the_libraries_by_rpath(example):
     # The run had no LD_LIBRARY_PATH: ldd resolves as the loader did.
     ldd = _run(["ldd", str(example.exe)], env=_env_without_library_path()).stdout

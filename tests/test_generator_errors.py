@@ -204,7 +204,8 @@ def test_wrong_structure(run_specs, text, expected):
         (
             "ops:\n  - aten: abs.out\n    name: a\n   native: [cpu]\n",
             "4:4",
-            "expected <block end>",
+            "this key is indented 3 spaces, which lines up with no mapping above "
+            "it; indent it 4 spaces, like the key 'name' on line 3",
         ),
         # unclosed bracket
         (

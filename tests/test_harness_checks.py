@@ -452,4 +452,71 @@ def test_the_command_fails_on_an_op_without_a_sample(ops, tmp_path):
     bad = _harness(build)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "2 ops: 1 passed, 1 nosample" in bad.stdout
-    assert "nosample: add" in bad.stdout
+    assert f"nosample: add: {report.NO_SAMPLE_OP}" in bad.stdout  # not empty
+
+
+def test_the_command_reports_a_broken_reference_where_it_is(ops, tmp_path):
+    """A composite whose reference reads an unknown name: 'error' with the
+    NameError and the spec's file:line, not 'nosample' with no reason."""
+    build = tmp_path / "build"
+    build.mkdir()
+    module = Path(ops.__file__)
+    (build / module.name).symlink_to(module)
+    manifest = json.loads((module.parent / "manifest.json").read_text())
+    manifest["ops"] = [op for op in manifest["ops"] if op["name"] == "rms_norm"]
+    (op,) = manifest["ops"]
+    op["reference"] = op["reference"].replace("(input,", "(inpt,", 1)
+    (build / "manifest.json").write_text(json.dumps(manifest))
+    bad = _harness(build)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "1 ops: 1 error" in bad.stdout, bad.stdout
+    assert (
+        f"error: rms_norm: BrokenReference: {op['source']}:{op['reference_line']}: "
+        "the reference of rms_norm raises NameError: name 'inpt' is not defined"
+    ) in bad.stdout, bad.stdout
+
+
+# -- a composite's reference that cannot run -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reference, raised",
+    [
+        # the issue's typo: a name that is no argument
+        (
+            "torch.nn.functional.rms_norm(inpt, (input.shape[-1],), weight, eps)",
+            "NameError: name 'inpt' is not defined",
+        ),
+        # a function torch does not have
+        (
+            "torch.nn.functional.rms_nrom(input, (input.shape[-1],), weight, eps)",
+            "AttributeError: module 'torch.nn.functional' has no attribute 'rms_nrom'",
+        ),
+    ],
+)
+def test_a_broken_reference_is_an_error_at_its_spec_line(reference, raised):
+    """Not 'no sample' (PyTorch rejecting every candidate): the spec's error,
+    with the file and line of the reference. (The generator refuses a name
+    that is no argument; a manifest may still carry one, and torch's names
+    are only known when the expression runs.)"""
+    import dataclasses
+
+    op = dataclasses.replace(_default_ops()["rms_norm"], reference=reference)
+    spec = (ROOT / op.source).read_text().splitlines()
+    assert "reference:" in spec[op.reference_line - 1]  # the manifest's line
+    with pytest.raises(run.BrokenReference) as caught:
+        report.plan_or_skip(op, "float32", SKIPS)
+    assert str(caught.value) == (
+        f"{op.source}:{op.reference_line}: the reference of rms_norm raises "
+        f"{raised} (reference: {reference})"
+    )
+
+
+def test_a_reference_that_rejects_a_sample_is_not_broken():
+    """PyTorch's own errors on a candidate still only move to the next one."""
+    import dataclasses
+
+    op = _default_ops()["rms_norm"]
+    bad = dataclasses.replace(op, reference="torch.ones(2, 3) @ torch.ones(2, 3)")
+    assert run.find_plan(bad, torch.float32) is None  # RuntimeError: nosample
+    assert run.find_plan(op, torch.float32) is not None

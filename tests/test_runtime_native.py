@@ -536,3 +536,27 @@ def test_exact_alias_in_place_native(ops, dtype):
         ops.add(small, small, alpha=-1.5, out=small, implementation="native") is small
     )
     assert torch.equal(small, want)
+
+
+def test_forced_native_errors_name_the_python_spelling(ops):
+    """Python callers are told the keyword's values; the library's C++ error
+    (ImplementationError) names Implementation::kTorch, for C++ callers
+    (tests/test_cpp_example.py)."""
+    x = torch.randn(4)
+    with pytest.raises(NotImplementedError) as no_kernel:
+        ops.exp(x, out=torch.empty(4), implementation="native")
+    assert str(no_kernel.value) == (
+        "exp(): implementation='native' was requested, but this op has no native "
+        "kernel; use 'torch' or 'default'"
+    )
+    with pytest.raises(NotImplementedError) as unsupported:
+        ops.add(
+            x.double(),
+            x.double(),
+            out=torch.empty(4, dtype=torch.float64),
+            implementation="native",
+        )
+    message = str(unsupported.value)
+    assert message.startswith("add(): implementation='native' was requested, but ")
+    assert message.endswith("); use 'torch' or 'default'"), message
+    assert "Implementation::" not in message

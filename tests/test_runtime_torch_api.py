@@ -317,3 +317,14 @@ def test_type_stub_declares_the_overloads(ops):
         any(getattr(d, "id", None) == "overload" for d in f.decorator_list)
         for f in pow_defs
     )
+
+
+def test_out_is_optional_except_where_no_functional_twin_takes_the_call(ops):
+    """As docs/troubleshooting.md says: a call without out= allocates its
+    outputs as torch does; index (Tensor?[] indices) still needs out=."""
+    x = torch.randn(4, 6)
+    torch.testing.assert_close(ops.add(x, 2.0), torch.add(x, 2.0))
+    torch.testing.assert_close(ops.add(x, 2.0, out=None), torch.add(x, 2.0))
+    with pytest.raises(TypeError) as caught:
+        ops.index(x, [torch.tensor([0, 1])])
+    assert str(caught.value) == "index() missing required argument 'out'"

@@ -200,6 +200,154 @@ def test_other_syntax_errors_keep_pyyaml_message(load, text, position, problem):
     assert "never closed" not in error.message
 
 
+# -- a line that lines up with nothing above it ------------------------------
+# PyYAML says "expected <block end>, but found '<block sequence start>'" at
+# the line, and "could not find expected ':'" on the line after it (past the
+# end of the file for the last line). Both name the line and the fix.
+
+BULK = (
+    "ops:\n"
+    "  - abs.out\n"
+    "  - neg.out\n"
+    "  - aten: add.out\n"
+    "    native:\n"
+    "      cpu: [float32]\n"
+    "    hints:\n"
+    "      shapes: {}\n"
+    "  - mul.out\n"
+)
+
+
+def _replace_line(text: str, number: int, line: str) -> str:
+    lines = text.splitlines()
+    lines[number - 1] = line
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    "line, col, fix",
+    [
+        # the issue's shape: a list item at a column no list has
+        (
+            "     - mul.out",
+            6,
+            "indent it 2 spaces, like the item '- aten: add.out' on line 4",
+        ),
+        (
+            " - mul.out",
+            2,
+            "indent it 2 spaces, like the item '- aten: add.out' on line 4",
+        ),
+        (
+            "   - mul.out",
+            4,
+            "indent it 2 spaces, like the item '- aten: add.out' on line 4",
+        ),
+    ],
+)
+def test_misaligned_list_item_names_the_indentation_that_fits(load, line, col, fix):
+    error = only_error(load, _replace_line(BULK, 9, line))
+    assert (error.line, error.col) == (9, col)
+    spaces = col - 1
+    assert error.message == (
+        f"malformed YAML: this list item is indented {spaces} "
+        f"space{'' if spaces == 1 else 's'}, which lines up with no list above it; "
+        + fix
+    ), error.message
+
+
+def test_misaligned_item_between_two_lists_offers_both(load):
+    text = "ops:\n  - aten: add.out\n    native:\n     - cpu\n   - nvidia\n"
+    error = only_error(load, text)
+    assert (error.line, error.col) == (5, 4)
+    assert error.message.endswith(
+        "indent it 5 spaces, like the item '- cpu' on line 4, or 2 spaces, "
+        "like the item '- aten: add.out' on line 2"
+    ), error.message
+
+
+def test_misaligned_key_names_the_key_to_line_up_with(load):
+    text = "ops:\n  - aten: add.out\n    native: [cpu]\n   hints: {dim: [1]}\n"
+    error = only_error(load, text)
+    assert (error.line, error.col) == (4, 4)
+    assert error.message == (
+        "malformed YAML: this key is indented 3 spaces, which lines up with no "
+        "mapping above it; indent it 4 spaces, like the key 'native' on line 3, "
+        "or not at all, like the key 'ops' on line 1"
+    )
+
+
+def test_over_indented_key_is_not_read_as_a_value(load):
+    """`native:` indented more than `aten:` continues aten's value; PyYAML
+    fails at its ':' with "mapping values are not allowed here"."""
+    text = "ops:\n  - aten: add.out\n     native: [cpu]\n"
+    error = only_error(load, text)
+    assert (error.line, error.col) == (3, 6)
+    assert error.message == (
+        "malformed YAML: this key is indented more than the key 'aten' above it "
+        "(line 2), so YAML reads this line as the rest of that key's value; "
+        "indent it 4 spaces, like the key 'aten' on line 2"
+    )
+
+
+def test_a_list_items_continued_value_keeps_pyyamls_message(load):
+    """`neg: x` under `- abs.out` continues the item, not a key's value: no
+    key to line up with is named."""
+    error = only_error(load, "ops:\n  - abs.out\n    neg: x\n")
+    assert (error.line, error.col) == (3, 8)
+    assert error.message == "malformed YAML: mapping values are not allowed here"
+
+
+@pytest.mark.parametrize("newline", ["\n", ""], ids=["newline", "no_newline"])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (
+            "  -mul.out",
+            "'-mul.out' is no list item: YAML needs a space after '-'; "
+            "write '- mul.out'",
+        ),
+        (
+            "  mul.out",
+            "this line lines up with the list items above (the item "
+            "'- neg2.out' on line 9) but does not start with '- '; "
+            "write '- mul.out'",
+        ),
+    ],
+)
+def test_a_last_line_that_is_no_entry_is_reported_on_itself(
+    load, line, message, newline
+):
+    """PyYAML reports these at the next line: 11:1, past the end of a file
+    of 10 lines (or at the end of line 10 without a final newline)."""
+    text = _replace_line(BULK, 9, "  - neg2.out") + line + newline
+    assert text.count("\n") == 10 - (newline == "")
+    error = only_error(load, text)
+    assert (error.line, error.col) == (10, 3)
+    assert error.message == f"malformed YAML: {message}"
+
+
+def test_a_key_without_colon_at_the_top(load):
+    error = only_error(load, "ops:\n  - abs.out\nsettings\n")
+    assert (error.line, error.col) == (3, 1)
+    assert error.message == (
+        "malformed YAML: this line lines up with the keys above (the key 'ops' "
+        "on line 1) but has no ':'; write 'key: value', or indent it as an "
+        "item of the list above ('- ...')"
+    )
+
+
+def test_an_indentless_list_is_lined_up_with(load):
+    """`ops:` with its items at its own column (valid YAML, though PyYAML
+    opens no block for such a list): a misaligned item is told that column."""
+    text = "ops:\n- abs.out\n- aten: neg.out\n  native: [cpu]\n - mul.out\n"
+    error = only_error(load, text)
+    assert (error.line, error.col) == (5, 2)
+    assert error.message.endswith(
+        "; do not indent it, like the item '- aten: neg.out' on line 3"
+    ), error.message
+
+
 # -- correct files still load -----------------------------------------------
 
 

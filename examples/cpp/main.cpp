@@ -204,6 +204,19 @@ int main() {
   expect_error<ops::NotImplementedError>(
       "kNative on exp (no native kernel) -> NotImplementedError",
       [&] { ops::exp(tsmall, tsmall, Implementation::kNative); });
+  // The message names the alternatives as C++ spells them (Python callers
+  // read 'torch' or 'default').
+  try {
+    ops::exp(tsmall, tsmall, Implementation::kNative);
+    report(false, "kNative's error names the alternatives", "no exception");
+  } catch (const ops::NotImplementedError& e) {
+    const std::string text = e.what();
+    const std::size_t at = text.rfind("; use ");
+    report(at != std::string::npos,
+           "kNative's error names the alternatives: " +
+               (at == std::string::npos ? text : text.substr(at + 2)),
+           text);
+  }
   expect_error<ops::ValueError>("a stream on CPU tensors -> ValueError", [&] {
     ops::exp(tsmall, tsmall, Implementation::kDefault, ops::Stream::of(nullptr));
   });

@@ -90,12 +90,21 @@ def check_publishable(git: dict, after: Built | None) -> None:
 
 def _select(quick: bool, ops: set[str] | None, entries: dict, echo) -> list:
     """Table configurations of the build's ops, plus configurations derived
-    from the harness's samples for named ops the table lacks."""
+    from the harness's samples for named ops the table lacks (and, with
+    --quick alone, for the build's own ops in place of quick ops it lacks)."""
     configs = cases.select(quick, ops)
     missing = sorted({c.op for c in configs} - set(entries))
+    configs = [c for c in configs if c.op in entries]
+    if quick and ops is None:
+        own = _own_quick(configs, entries, echo)
+        if missing:
+            echo(
+                f"note: the after build lacks {', '.join(missing)} of the quick set"
+                + (f": its own {', '.join(c.op for c in own)} instead" if own else "")
+            )
+        return configs + own
     if missing:
         echo(f"note: the after build lacks {', '.join(missing)}: skipped")
-    configs = [c for c in configs if c.op in entries]
     if ops is None:
         return configs
     covered = {c.op for c in configs}
@@ -110,6 +119,32 @@ def _select(quick: bool, ops: set[str] | None, entries: dict, echo) -> list:
         )
         configs += found
     return configs
+
+
+def _own_quick(chosen: list, entries: dict, echo) -> list:
+    """--quick in a build without every op of the quick set (a project of
+    its own): the build's other ops take the free places, those with native
+    kernels first, one configuration each (its first tiny one in the table,
+    else one from the harness's samples). A build with the whole quick set
+    keeps it as it is."""
+    places = len({c.op for c in cases.select(True, None)})
+    covered = {c.op for c in chosen}
+    others = [name for name in entries if name not in covered]
+    others.sort(key=lambda name: not entries[name].implementations.native)
+    found: list = []
+    for name in others:
+        if len(covered) >= places:
+            break
+        configs = cases.select(True, {name})[:1]
+        if not configs:
+            try:
+                configs = derive.derive(entries[name], True)
+            except derive.NotDerivable as e:
+                echo(f"note: --quick leaves out {e}")
+                continue
+        found += configs
+        covered.add(name)
+    return found
 
 
 def run_bench(
@@ -157,6 +192,12 @@ def run_bench(
             )
     configs = _select(quick, ops, entries, echo)
     if not configs:
+        if ops is None:  # the full sweep of a build without any table op
+            raise BenchUsageError(
+                f"none of the configuration table's ops is in {_rel(after_dir)}: "
+                "name the ops to time with --ops (their configurations come "
+                "from the harness's samples), or use --quick"
+            )
         raise BenchUsageError("no configuration left to run (check --ops)")
     needed = {c.op for c in configs}
     try:

@@ -126,6 +126,8 @@ def main(argv=None) -> int:
                 detail = r.get("error") or next(
                     (c["failures"][0] for c in r["cases"] if c.get("failures")), ""
                 )
+                if r["status"] == "nosample":
+                    detail = report.NO_SAMPLE_OP
                 print(f"  {r['status']}: {name}: {detail[:300]}")
         return 1
     return 0

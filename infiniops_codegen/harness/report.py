@@ -21,6 +21,12 @@ NO_SAMPLE = (
     "no sample in this dtype: PyTorch's reference rejects every candidate"
     " (no kernel for the dtype, or no valid arguments found)"
 )
+# Why an op is "nosample" (no dtype has a sample, no skip entry), with the fix.
+NO_SAMPLE_OP = (
+    "no generated sample is valid for PyTorch's reference in any dtype; add "
+    "'hints' (shapes, argument values) to its spec, or an entry with the "
+    "reason to the skip file"
+)
 DTYPE_UNUSED = (
     "no tensor of the sample has this dtype (the op or its hints fix every"
     " dtype): the case would only repeat another dtype's"

@@ -125,6 +125,39 @@ class Outcome:
 # -- calling ------------------------------------------------------------------
 
 
+class BrokenReference(Exception):
+    """A composite's reference expression that cannot run on any sample: a
+    name it reads is not in scope, or torch has no such attribute. The spec
+    is wrong, not the sample, so this is no 'PyTorch rejects the sample'."""
+
+    def __init__(self, op: Op, error: Exception):
+        where = op.source + (f":{op.reference_line}" if op.reference_line else "")
+        super().__init__(
+            f"{where}: the reference of {op.name} raises {type(error).__name__}: "
+            f"{error} (reference: {op.reference})"
+        )
+
+
+def _broken(error: Exception) -> bool:
+    """Whether an error of a reference expression is the expression's own:
+    a NameError or SyntaxError, or a name torch (or a submodule) lacks."""
+    if isinstance(error, (NameError, SyntaxError)):
+        return True
+    owner = getattr(error, "obj", None)
+    return isinstance(error, AttributeError) and (
+        owner is torch or getattr(owner, "__name__", "").startswith("torch.")
+    )
+
+
+def _evaluate_reference(op: Op, args: dict):
+    try:
+        return eval(op.reference, {"torch": torch}, dict(args))  # noqa: S307
+    except Exception as e:  # noqa: BLE001 - sorted: the spec's or the sample's
+        if _broken(e):
+            raise BrokenReference(op, e) from None
+        raise
+
+
 def _overload(name: str):
     base, _, overload = name.partition(".")
     return getattr(getattr(torch.ops.aten, base), overload or "default")
@@ -182,8 +215,7 @@ def expected_with_states(op: Op, args: dict) -> tuple[list, dict]:
     on_device = torch.device(values.DEVICE) if values.DEVICE != "cpu" else nullcontext()
     with on_device:
         if op.composite:
-            result = eval(op.reference, {"torch": torch}, dict(args))  # noqa: S307
-            return _as_list(result), {}
+            return _as_list(_evaluate_reference(op, args)), {}
         if op.functional is None:
             return [], {}
         kwargs = {a.name: args[a.name] for a in op.inputs}
@@ -315,6 +347,8 @@ def _accepted(op: Op, sample: dict, dtype: torch.dtype) -> bool:
     args = materialize(sample, dtype, "contiguous", seed=0)
     try:
         results = expected(op, fresh(op, args))
+    except BrokenReference:
+        raise  # the spec's error, whatever the sample
     except Exception:  # noqa: BLE001 - PyTorch rejects the sample
         return False
     if results:

@@ -1,6 +1,8 @@
 #pragma once
 
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 namespace infini::ops {
 
@@ -31,6 +33,20 @@ class IndexError : public Error {
 class NotImplementedError : public Error {
  public:
   using Error::Error;
+};
+
+// An implementation that was asked for and cannot run (Implementation::kNative
+// without a native kernel that takes the call). what() names the choices as a
+// C++ caller spells them (Implementation::kTorch); python() as the Python
+// keyword does (implementation='torch'), which the bridge raises instead.
+class ImplementationError : public NotImplementedError {
+ public:
+  ImplementationError(const std::string& cpp, std::string python)
+      : NotImplementedError(cpp), python_(std::move(python)) {}
+  const char* python() const noexcept { return python_.c_str(); }
+
+ private:
+  std::string python_;
 };
 
 // A Python int too large for the C++ type (Python's OverflowError).

@@ -60,11 +60,23 @@ inline Device list_device(std::span<const Tensor> tensors) {
   return tensors.empty() ? Device{} : tensors.front().device();
 }
 
+// The implementation choices as the caller spells them: C++ callers see
+// the enumerators, Python callers the keyword's values (ImplementationError).
+struct ImplementationSpelling {
+  const char* native;
+  const char* instead;
+};
+inline constexpr ImplementationSpelling kCppSpelling{
+    "Implementation::kNative", "use Implementation::kTorch or Implementation::kDefault"};
+inline constexpr ImplementationSpelling kPythonSpelling{"implementation='native'",
+                                                        "use 'torch' or 'default'"};
+
 [[noreturn]] inline void no_native_kernel(const char* op) {
-  throw NotImplementedError(std::string(op) +
-                            "(): implementation='native' was requested, but "
-                            "this op has no native kernel; use 'torch' or "
-                            "'default'");
+  auto text = [op](const ImplementationSpelling& s) {
+    return std::string(op) + "(): " + s.native +
+           " was requested, but this op has no native kernel; " + s.instead;
+  };
+  throw ImplementationError(text(kCppSpelling), text(kPythonSpelling));
 }
 
 // implementation='native' in a call without out= whose outputs cannot be
@@ -174,10 +186,11 @@ inline std::string describe(const Tensor& t) {
     if (t.tensor == nullptr) continue;
     args += (args.empty() ? "" : ", ") + std::string(t.name) + ": " + describe(*t.tensor);
   }
-  throw NotImplementedError(std::string(op) +
-                            "(): implementation='native' was requested, but " + why +
-                            " (" + args + "; native kernels: " + kernels +
-                            "); use 'torch' or 'default'");
+  auto text = [&](const ImplementationSpelling& s) {
+    return std::string(op) + "(): " + s.native + " was requested, but " + why + " (" +
+           args + "; native kernels: " + kernels + "); " + s.instead;
+  };
+  throw ImplementationError(text(kCppSpelling), text(kPythonSpelling));
 }
 
 

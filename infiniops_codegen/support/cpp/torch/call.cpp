@@ -92,6 +92,8 @@ void raise_python_error(const Signature& sig) noexcept {
     PyErr_SetString(PyExc_ValueError, e.what());
   } catch (const IndexError& e) {
     PyErr_SetString(PyExc_IndexError, e.what());
+  } catch (const ImplementationError& e) {
+    PyErr_SetString(PyExc_NotImplementedError, e.python());  // Python's spelling
   } catch (const NotImplementedError& e) {
     PyErr_SetString(PyExc_NotImplementedError, e.what());
   } catch (const OverflowError& e) {
