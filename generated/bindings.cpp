@@ -18158,7 +18158,19 @@ PyModuleDef kModule = {
 
 }  // namespace
 
+// The bridge reaches this module's library through the table the library
+// hands out under its own name (torch/library_link.h).
+const ::infini::ops::torch_bridge::LibraryLink& ::infini::ops::torch_bridge::linked_library() noexcept {
+  return ::infini::ops::torch_bridge_link();
+}
+
 PyMODINIT_FUNC PyInit_infiniops() {
+  if (!::infini::ops::torch_bridge::library_link_matches()) {
+    PyErr_SetString(PyExc_ImportError,
+                    "infiniops: its C++ library libinfiniops was built by another release "
+                    "of infiniops-codegen; rebuild both (infiniops-codegen build)");
+    return nullptr;
+  }
   PyObject* module = PyModule_Create(&kModule);
   if (module == nullptr) {
     return nullptr;

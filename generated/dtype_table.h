@@ -3,6 +3,8 @@
 // (infiniops_codegen/data/dtypes.yaml): included by cpp/core/data_type.h.
 // Torch-free, like the rest of the core.
 #pragma once
+#ifndef INFINI_OPS_DTYPE_TABLE_H_  // two libraries' copies may meet in one TU
+#define INFINI_OPS_DTYPE_TABLE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -128,3 +130,5 @@ constexpr bool is_complex(DataType dtype) {
 }
 
 }  // namespace infini::ops
+
+#endif  // INFINI_OPS_DTYPE_TABLE_H_

@@ -5,9 +5,16 @@
 #include "native_kernels.h"
 #include "runtime/dispatch_support.h"
 #include "stream_guards.h"
+#include "torch/library_link.h"
 #include "torch_fallback.h"
 
 namespace infini::ops {
+
+// What this library's Python module uses of its torch bridge
+// (torch/library_link.h), under the library's own name.
+const ::infini::ops::torch_bridge::LibraryLink& torch_bridge_link() noexcept {
+  return ::infini::ops::torch_bridge::kLibraryLink;
+}
 
 void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, Implementation impl_, Stream stream_) {
   if (stream_) [[unlikely]] {

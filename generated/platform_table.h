@@ -3,6 +3,8 @@
 // table (infiniops_codegen/data/platforms.yaml): included by
 // cpp/core/device.h. Torch-free, like the rest of the core.
 #pragma once
+#ifndef INFINI_OPS_PLATFORM_TABLE_H_  // two libraries' copies may meet in one TU
+#define INFINI_OPS_PLATFORM_TABLE_H_
 
 #include <cstdint>
 #include <string_view>
@@ -62,3 +64,5 @@ inline constexpr const char* kBuiltPlatforms[] = {
 };
 
 }  // namespace infini::ops
+
+#endif  // INFINI_OPS_PLATFORM_TABLE_H_

@@ -121,6 +121,8 @@ class BuildResult:
     smoke: str  # what the smoke check printed ("" when it did not run)
     seconds: float
     installed: Path | None = None  # the prefix installed into
+    # What the build is called (the project's table)
+    names: projects.LibraryNames = projects.LibraryNames()
     sanitizer_env: sanitize.RunEnv | None = None  # with --sanitize
 
 
@@ -539,7 +541,9 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
     )
     config.cmake_args()  # OptionError before anything is written
     try:
-        gen = pipeline.generate(Path(request.spec_dir), request.ops, exts)
+        gen = pipeline.generate(
+            Path(request.spec_dir), request.ops, exts, library=request.project.names
+        )
     except OSError as e:
         raise OSError(f"cannot read an --ops file: {e}") from None
     if gen_dir == request.project.generated:
@@ -601,6 +605,7 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
         smoke=smoke,
         seconds=time.perf_counter() - start,
         installed=Path(request.install) if request.install is not None else None,
+        names=request.project.names,
         sanitizer_env=run_env,
     )
 
@@ -656,7 +661,7 @@ def _record_rebuild(build_dir: Path, request: BuildRequest) -> None:
 
 def install(build_dir: Path, prefix: Path, echo) -> None:
     """`cmake --install` a built directory into prefix: the C++ library, its
-    headers under include/infiniops/ and the CMake package InfiniOps."""
+    headers under include/<name>/ and its CMake package (LibraryNames)."""
     echo(f"installing into {prefix}")
     proc = subprocess.run(
         ["cmake", "--install", str(build_dir), "--prefix", str(prefix.resolve())],

@@ -50,13 +50,18 @@ def project(ctx: click.Context) -> projects.Project:
 
 
 def run_generation(
-    spec_dir: Path, ops: str | None, extension_dirs: tuple[Path, ...] = ()
+    spec_dir: Path,
+    ops: str | None,
+    extension_dirs: tuple[Path, ...] = (),
+    library: projects.LibraryNames = projects.LibraryNames(),
 ) -> pipeline.Generation:
     """Generate, turning spec problems into exit code 2 with located lines."""
     from . import extensions
 
     try:
-        return pipeline.generate(spec_dir, ops, extensions.load_all(extension_dirs))
+        return pipeline.generate(
+            spec_dir, ops, extensions.load_all(extension_dirs), library=library
+        )
     except (SpecErrors, SelectionError) as e:
         _generation_failed(e)
     except OSError as e:
@@ -288,7 +293,8 @@ def generate(
     # With both --specs and --out given, no project is needed.
     proj = project(ctx) if spec_dir is None or out_dir is None else None
     spec_dir = spec_dir or proj.specs
-    gen = run_generation(spec_dir, ops, extension_dirs)
+    library = proj.names if proj is not None else projects.LibraryNames()
+    gen = run_generation(spec_dir, ops, extension_dirs, library)
     # The rule `build` follows (builder.generated_dir_for).
     out = out_dir or builder.generated_dir_for(
         builder.BuildRequest(
@@ -407,7 +413,7 @@ def generate(
     default=None,
     metavar="PREFIX",
     help="After building, install the C++ library, its headers and its CMake "
-    "package (find_package(InfiniOps)) into PREFIX (docs/cpp.md).",
+    "package (find_package(<cmake-package>)) into PREFIX (docs/cpp.md).",
 )
 @click.option(
     "--sanitize",
@@ -515,8 +521,9 @@ def build(
     )
     if result.installed is not None:
         click.echo(
-            f"installed the C++ library into {result.installed} "
-            f"(CMake: find_package(InfiniOps CONFIG), -DCMAKE_PREFIX_PATH={result.installed})"
+            f"installed the C++ library into {result.installed} (CMake: "
+            f"find_package({result.names.cmake_package} CONFIG), target "
+            f"{result.names.cmake_target}, -DCMAKE_PREFIX_PATH={result.installed})"
         )
     if result.sanitizer_env is not None:
         _say_how_to_run(result)

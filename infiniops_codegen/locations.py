@@ -15,7 +15,9 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 SUPPORT_DIR = PACKAGE_DIR / "support"
 TEMPLATE_DIR = PACKAGE_DIR / "templates"
 
-MODULE_NAME = "infiniops"  # the built Python module
+# The built Python module of a build whose manifest names none (a build
+# before libraries had their own names); project.LibraryNames names it now.
+MODULE_NAME = "infiniops"
 MANIFEST = "manifest.json"  # in a generated directory and in a build directory
 # In a build directory: the torch build its module is linked against, written
 # when the module is linked (support/cmake/InfiniOpsTorch.cmake) and read
@@ -37,10 +39,24 @@ def shown(path: Path) -> str:
         return str(path)
 
 
+def module_name(build_dir: Path) -> str:
+    """The name of the module built in build_dir: the library's name its
+    manifest records (project.LibraryNames)."""
+    import json  # only here: `import <module>` reaches this through runtime.load
+
+    try:
+        data = json.loads((Path(build_dir) / MANIFEST).read_text(encoding="utf-8"))
+        name = data["library"]["name"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return MODULE_NAME
+    return name if isinstance(name, str) and name.isidentifier() else MODULE_NAME
+
+
 def find_module(build_dir: Path) -> Path | None:
     """The built module in build_dir, None when there is none."""
     build_dir = Path(build_dir)
-    found = sorted(build_dir.glob(f"{MODULE_NAME}.*.so")) + sorted(
-        build_dir.glob(f"{MODULE_NAME}.*.pyd")
+    name = module_name(build_dir)
+    found = sorted(build_dir.glob(f"{name}.*.so")) + sorted(
+        build_dir.glob(f"{name}.*.pyd")
     )
     return found[0] if found else None

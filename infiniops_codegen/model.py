@@ -7,6 +7,7 @@ from enum import Enum
 
 from .arg_kinds import ArgKind, Tensors
 from .dtypes import DType, load_dtypes, spec_dtypes
+from .project import LibraryNames
 from .schema_types import FunctionalCall
 
 
@@ -553,11 +554,11 @@ class Op:
         return tuple(a for a in self.visible if a.tensors is not Tensors.NONE)
 
     @property
-    def profile_name(self) -> str:
-        """The name a profiler shows for the op: the ATen operator's, as for
-        torch's own call ("aten::add"); composites have their own."""
+    def aten_profile_name(self) -> str | None:
+        """The ATen operator's name a profiler shows ("aten::add"); None for
+        a composite (OpSet.profile_name gives it the library's)."""
         if self.aten is None:
-            return f"infiniops::{self.name}"
+            return None
         return "aten::" + self.aten.split(".", 1)[0]
 
     @property
@@ -668,6 +669,14 @@ class OpSet:
     dtypes: tuple[DType, ...] = field(default_factory=load_dtypes)  # enum order
     # The module's torch-like functions (overloads.PyFunction), by name.
     functions: tuple = ()
+    # What the build is called: module, library, C++ namespace, CMake package.
+    names: LibraryNames = LibraryNames()
+
+    def profile_name(self, op: "Op") -> str:
+        """The name a profiler shows for op: the ATen operator's, as for
+        torch's own call ("aten::add"); a composite's is the library's own
+        ("<name>::<op>")."""
+        return op.aten_profile_name or f"{self.names.name}::{op.name}"
 
     @property
     def overloaded_functions(self) -> tuple:

@@ -9,6 +9,7 @@ from .errors import SpecError, SpecErrors
 from .extensions import Extension
 
 from .model import OpSet
+from .project import LibraryNames
 from .render import render
 from .resolve import build_opset
 from .schema_db import SchemaDB, load_schema_db
@@ -51,9 +52,10 @@ def load_opset(
     ops: str | None = None,
     db: SchemaDB | None = None,
     extensions: tuple[Extension, ...] = (),
+    library: LibraryNames = LibraryNames(),
 ) -> OpSet:
     """The model of spec_dir's ops (a selection of them), plus every op of
-    the extensions (extensions.py)."""
+    the extensions (extensions.py), for the library called library."""
     if not spec_dir.is_dir():
         raise SpecErrors([SpecError(str(spec_dir), 1, 1, "spec directory not found")])
     errors: list[SpecError] = []
@@ -72,11 +74,14 @@ def load_opset(
         raise SpecErrors(errors + e.errors) from None
     if errors:
         raise SpecErrors(errors)
-    return opset
+    return replace(opset, names=library)
 
 
 def generate(
-    spec_dir: Path, ops: str | None = None, extensions: tuple[Extension, ...] = ()
+    spec_dir: Path,
+    ops: str | None = None,
+    extensions: tuple[Extension, ...] = (),
+    library: LibraryNames = LibraryNames(),
 ) -> Generation:
-    opset = load_opset(spec_dir, ops, extensions=extensions)
+    opset = load_opset(spec_dir, ops, extensions=extensions, library=library)
     return Generation(opset, render(opset))

@@ -117,10 +117,10 @@ def _check_name(value: object, key: str) -> str:
                 f"'namespace' = {value!r} uses a C++ keyword, a reserved "
                 "identifier or torch's namespace; e.g. 'mylib'"
             )
-        if value != "infini::ops" and value.startswith("infini::ops::"):
+        if value.startswith(CORE_NAMESPACE + "::"):
             raise ValueError(
                 f"'namespace' = {value!r} nests inside the core's namespace "
-                "'infini::ops'; choose one of the project's own, e.g. 'mylib'"
+                f"'{CORE_NAMESPACE}'; choose one of the project's own, e.g. 'mylib'"
             )
     elif not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
         raise ValueError(
@@ -131,6 +131,39 @@ def _check_name(value: object, key: str) -> str:
 
 
 _NAME_EXAMPLES = {"name": "mylib", "namespace": "mylib", "cmake-package": "MyLib"}
+
+
+@dataclass(frozen=True)
+class LibraryNames:
+    """What a build is called (module docstring): the Python module and the
+    C++ library (`name`), the C++ namespace of its public API, its CMake
+    package. The default is this repository's."""
+
+    name: str = DEFAULT_NAMES["name"]
+    namespace: str = DEFAULT_NAMES["namespace"]
+    cmake_package: str = DEFAULT_NAMES["cmake-package"]
+
+    @property
+    def cmake_target(self) -> str:
+        """What a CMake caller links: `<package>::<name>`."""
+        return f"{self.cmake_package}::{self.name}"
+
+    @property
+    def core_namespace(self) -> bool:
+        """The public API shares the core's namespace (infini::ops): its types
+        need no using-declarations there."""
+        return self.namespace == CORE_NAMESPACE
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "name": self.name,
+            "namespace": self.namespace,
+            "cmake_package": self.cmake_package,
+        }
+
+
+# The hand-written core and bridge: the same in every library, hidden in each.
+CORE_NAMESPACE = "infini::ops"
 
 
 class ProjectError(Exception):
@@ -145,16 +178,12 @@ class Project:
     generated: Path  # the default op set's generated sources (committed)
     kernels: Path  # native kernels, one directory per platform
     build_dir: Path  # the default build directory
-    # The library's names (module docstring): the Python module and C++
-    # library, the C++ namespace of its public API, its CMake package.
-    name: str = DEFAULT_NAMES["name"]
-    namespace: str = DEFAULT_NAMES["namespace"]
-    cmake_package: str = DEFAULT_NAMES["cmake-package"]
+    # The library's names (module docstring).
+    names: LibraryNames = LibraryNames()
 
     @property
-    def cmake_target(self) -> str:
-        """What a CMake caller links: `<package>::<name>`."""
-        return f"{self.cmake_package}::{self.name}"
+    def name(self) -> str:
+        return self.names.name
 
     def generated_dir(self, spec_dir: Path, default_set: bool, build_dir: Path) -> Path:
         """Where a generation goes (the one rule of the module docstring)."""
@@ -284,9 +313,11 @@ def load(root: Path) -> Project:
         generated=resolved["generated"],
         kernels=resolved["kernels"],
         build_dir=resolved["build-dir"],
-        name=names["name"],
-        namespace=names["namespace"],
-        cmake_package=names["cmake-package"],
+        names=LibraryNames(
+            name=names["name"],
+            namespace=names["namespace"],
+            cmake_package=names["cmake-package"],
+        ),
     )
 
 

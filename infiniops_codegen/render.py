@@ -9,7 +9,7 @@ import json
 import jinja2
 
 from . import module_api
-from .locations import MANIFEST, MODULE_NAME, TEMPLATE_DIR
+from .locations import MANIFEST, TEMPLATE_DIR
 from .model import OpSet
 from .python_signature import method_entries, python_signature, stub_entries
 
@@ -113,6 +113,8 @@ def manifest_data(opset: OpSet) -> dict:
     # release with the same ones generates the same files (the build records
     # the torch it is built against: locations.TORCH_RECORD).
     return {
+        # What the build is called (project.LibraryNames).
+        "library": opset.names.as_dict(),
         "selection": opset.selection,
         "shard_count": opset.shard_count,
         "shard_size": opset.shard_size,
@@ -163,7 +165,8 @@ def render(opset: OpSet) -> dict[str, str]:
     env = _environment()
     common = {
         "opset": opset,
-        "module": MODULE_NAME,
+        "module": opset.names.name,
+        "names": opset.names,
         "source": opset.source_label,
         "module_functions": module_api.FUNCTIONS,
         "module_attributes": module_api.ATTRIBUTES,
@@ -181,7 +184,7 @@ def render(opset: OpSet) -> dict[str, str]:
         "torch_fallback.h": one("torch_fallback.h.j2"),
         "native_kernels.h": one("native_kernels.h.j2"),
         "bindings.cpp": one("bindings.cpp.j2"),
-        f"{MODULE_NAME}.pyi": one("module.pyi.j2", comment="#"),
+        f"{opset.names.name}.pyi": one("module.pyi.j2", comment="#"),
         "sources.cmake": one("sources.cmake.j2", comment="#"),
         "platforms.cmake": one("platforms.cmake.j2", comment="#"),
         "stream_guards.h": one("stream_guards.h.j2"),
@@ -195,7 +198,8 @@ def render(opset: OpSet) -> dict[str, str]:
         label = ", ".join(sorted({op.source for op in shard.ops}))
         text = env.get_template("torch_fallback_shard.cpp.j2").render(
             opset=opset,
-            module=MODULE_NAME,
+            module=opset.names.name,
+            names=opset.names,
             source=label,
             comment="//",
             shard=shard,

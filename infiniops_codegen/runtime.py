@@ -26,7 +26,7 @@ from pathlib import Path
 # Standard library only: loading a build imports nothing of the generator
 # (jinja2, torchgen), and not torch either (the module imports it itself).
 from .locations import CONFIGURE_STAMP, MODULE_NAME, SANITIZE_RECORD, TORCH_RECORD
-from .locations import find_module, shown
+from .locations import find_module, module_name, shown
 from . import torch_build
 
 
@@ -47,12 +47,13 @@ def load(build_dir: str | os.PathLike | None = None):
                 name=MODULE_NAME,
             ) from None
     directory = Path(directory)
+    name = module_name(directory)
     path = find_module(directory)
     if path is None:
         raise ImportError(
-            f"no built {MODULE_NAME} module in {directory}: run "
+            f"no built {name} module in {directory}: run "
             f"'infiniops-codegen build --build-dir {directory}'",
-            name=MODULE_NAME,
+            name=name,
         )
     # Imported only for a sanitized build: `import infiniops` runs this.
     sanitize = None
@@ -68,38 +69,38 @@ def load(build_dir: str | os.PathLike | None = None):
             f"run {directory / sanitize.SCRIPT} (or: env "
             + " ".join(f"{k}={v}" for k, v in record["env"].items())
             + " python ...)",
-            name=MODULE_NAME,
+            name=name,
         )
-    _check_torch(directory)
-    loaded = sys.modules.get(MODULE_NAME)
+    _check_torch(directory, name)
+    loaded = sys.modules.get(name)
     if loaded is not None:
         if Path(getattr(loaded, "__file__", "")).resolve() == path.resolve():
             return loaded
         raise ImportError(
-            f"{MODULE_NAME} is already loaded from {loaded.__file__}; an extension "
+            f"{name} is already loaded from {loaded.__file__}; an extension "
             "module can be loaded only once per process",
-            name=MODULE_NAME,
+            name=name,
         )
-    loader = importlib.machinery.ExtensionFileLoader(MODULE_NAME, str(path))
-    spec = importlib.util.spec_from_file_location(MODULE_NAME, path, loader=loader)
+    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[MODULE_NAME] = module
+    sys.modules[name] = module
     try:
         loader.exec_module(module)
     except BaseException:
-        del sys.modules[MODULE_NAME]
+        del sys.modules[name]
         raise
     return module
 
 
-def _check_torch(directory: Path) -> None:
+def _check_torch(directory: Path, name: str = MODULE_NAME) -> None:
     """ImportError when the build's module was linked against another torch
     build than the installed one (a build without a record predates it)."""
     try:
         built = torch_build.read_record(directory / TORCH_RECORD)
     except ValueError as e:
         raise ImportError(
-            f"{e}; rebuild it: {rebuild_command(directory)}", name=MODULE_NAME
+            f"{e}; rebuild it: {rebuild_command(directory)}", name=name
         ) from None
     if built is None:
         return
@@ -108,11 +109,11 @@ def _check_torch(directory: Path) -> None:
         return
     found = f"torch {installed}" if installed else "no torch"
     raise ImportError(
-        f"the {MODULE_NAME} module in {directory} was built against torch {built}, "
+        f"the {name} module in {directory} was built against torch {built}, "
         f"but {found} is installed ({sys.executable}): a module built against one "
         f"torch build loads into no other. Rebuild it with this torch: "
         f"{rebuild_command(directory)}",
-        name=MODULE_NAME,
+        name=name,
     )
 
 

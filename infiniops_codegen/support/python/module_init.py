@@ -1,10 +1,10 @@
-# Written into the build directory as infiniops/__init__.py by infiniops-codegen's
-# CMake project. With the build directory on sys.path, `import infiniops` finds
-# this package before the extension module beside it (a package wins over a
-# module of the same name in one directory), and loads the module through
+# Written into the build directory as <name>/__init__.py by infiniops-codegen's
+# CMake project (<name>: the library's). With the build directory on sys.path,
+# `import <name>` finds this package before the extension module beside it (a
+# package wins over a module of the same name in one directory), and loads the module through
 # infiniops_codegen.runtime.load: so a module built against another torch is
 # refused with an ImportError before it is loaded (docs/torch-releases.md). The
-# module then stands in sys.modules for this package: `import infiniops` gives
+# module then stands in sys.modules for this package: `import <name>` gives
 # the module itself.
 import sys
 from pathlib import Path
@@ -14,7 +14,7 @@ try:
     from infiniops_codegen.runtime import load
 except ImportError as e:
     raise ImportError(
-        f"{Path(__file__).parent.parent} holds an infiniops module built by "
+        f"{Path(__file__).parent.parent} holds a {__name__} module built by "
         f"infiniops-codegen, which loads it; it is not importable here ({e}): "
         "pip install infiniops-codegen",
         name=__name__,

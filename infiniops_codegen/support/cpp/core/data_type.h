@@ -1,4 +1,8 @@
 #pragma once
+// Also guarded: two libraries' copies of this header (include/<name>/...)
+// may meet in one translation unit.
+#ifndef INFINI_OPS_CORE_DATA_TYPE_H_
+#define INFINI_OPS_CORE_DATA_TYPE_H_
 
 // DataType: the element types a Tensor can hold, with element_size(),
 // to_string(), is_floating_point(), is_integral() and is_complex(). All of it
@@ -8,3 +12,5 @@
 // generated directory on the include path (-I generated), as the CMake
 // project and tests/test_core.py give it; the table is torch-free.
 #include "dtype_table.h"
+
+#endif  // INFINI_OPS_CORE_DATA_TYPE_H_

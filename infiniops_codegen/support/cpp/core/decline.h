@@ -1,4 +1,8 @@
 #pragma once
+// Also guarded: two libraries' copies of this header (include/<name>/...)
+// may meet in one translation unit.
+#ifndef INFINI_OPS_CORE_DECLINE_H_
+#define INFINI_OPS_CORE_DECLINE_H_
 
 namespace infini::ops::native {
 
@@ -15,3 +19,5 @@ inline bool decline(const char* reason) noexcept {
 }
 
 }  // namespace infini::ops::native
+
+#endif  // INFINI_OPS_CORE_DECLINE_H_

@@ -1,4 +1,8 @@
 #pragma once
+// Also guarded: two libraries' copies of this header (include/<name>/...)
+// may meet in one translation unit.
+#ifndef INFINI_OPS_CORE_DEVICE_H_
+#define INFINI_OPS_CORE_DEVICE_H_
 
 #include <cstdint>
 
@@ -21,3 +25,5 @@ struct Device {
 };
 
 }  // namespace infini::ops
+
+#endif  // INFINI_OPS_CORE_DEVICE_H_

@@ -1,4 +1,8 @@
 #pragma once
+// Also guarded: two libraries' copies of this header (include/<name>/...)
+// may meet in one translation unit.
+#ifndef INFINI_OPS_CORE_ERROR_H_
+#define INFINI_OPS_CORE_ERROR_H_
 
 #include <stdexcept>
 #include <string>
@@ -56,3 +60,5 @@ class OverflowError : public Error {
 };
 
 }  // namespace infini::ops
+
+#endif  // INFINI_OPS_CORE_ERROR_H_

@@ -1,4 +1,8 @@
 #pragma once
+// Also guarded: two libraries' copies of this header (include/<name>/...)
+// may meet in one translation unit.
+#ifndef INFINI_OPS_CORE_HANDLE_H_
+#define INFINI_OPS_CORE_HANDLE_H_
 
 #include <cstdint>
 #include <utility>
@@ -117,3 +121,5 @@ class SourceHandle {
 };
 
 }  // namespace infini::ops
+
+#endif  // INFINI_OPS_CORE_HANDLE_H_

@@ -1,4 +1,8 @@
 #pragma once
+// Also guarded: two libraries' copies of this header (include/<name>/...)
+// may meet in one translation unit.
+#ifndef INFINI_OPS_CORE_IMPLEMENTATION_H_
+#define INFINI_OPS_CORE_IMPLEMENTATION_H_
 
 #include <cstdint>
 #include <optional>
@@ -33,3 +37,5 @@ constexpr std::optional<Implementation> parse_implementation(
 }
 
 }  // namespace infini::ops
+
+#endif  // INFINI_OPS_CORE_IMPLEMENTATION_H_

@@ -1,4 +1,8 @@
 #pragma once
+// Also guarded: two libraries' copies of this header (include/<name>/...)
+// may meet in one translation unit.
+#ifndef INFINI_OPS_CORE_SCALAR_H_
+#define INFINI_OPS_CORE_SCALAR_H_
 
 #include <cmath>
 #include <complex>
@@ -123,3 +127,5 @@ class Scalar {
 };
 
 }  // namespace infini::ops
+
+#endif  // INFINI_OPS_CORE_SCALAR_H_

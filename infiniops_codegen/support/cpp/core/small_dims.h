@@ -1,4 +1,8 @@
 #pragma once
+// Also guarded: two libraries' copies of this header (include/<name>/...)
+// may meet in one translation unit.
+#ifndef INFINI_OPS_CORE_SMALL_DIMS_H_
+#define INFINI_OPS_CORE_SMALL_DIMS_H_
 
 #include <algorithm>
 #include <cstddef>
@@ -127,3 +131,5 @@ class Dims {
 };
 
 }  // namespace infini::ops
+
+#endif  // INFINI_OPS_CORE_SMALL_DIMS_H_

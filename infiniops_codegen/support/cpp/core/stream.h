@@ -1,4 +1,8 @@
 #pragma once
+// Also guarded: two libraries' copies of this header (include/<name>/...)
+// may meet in one translation unit.
+#ifndef INFINI_OPS_CORE_STREAM_H_
+#define INFINI_OPS_CORE_STREAM_H_
 
 namespace infini::ops {
 
@@ -19,3 +23,5 @@ struct Stream {
 };
 
 }  // namespace infini::ops
+
+#endif  // INFINI_OPS_CORE_STREAM_H_

@@ -1,4 +1,8 @@
 #pragma once
+// Also guarded: two libraries' copies of this header (include/<name>/...)
+// may meet in one translation unit.
+#ifndef INFINI_OPS_CORE_TENSOR_H_
+#define INFINI_OPS_CORE_TENSOR_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -291,3 +295,5 @@ class Tensor {
 };
 
 }  // namespace infini::ops
+
+#endif  // INFINI_OPS_CORE_TENSOR_H_

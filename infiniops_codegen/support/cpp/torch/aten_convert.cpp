@@ -1,5 +1,6 @@
 // Core <-> ATen conversions that need more than the light headers.
 #include "torch/aten_convert.h"
+#include "torch/library_link.h"
 
 #include "runtime/dispatch_support.h"
 #include "torch_tables.h"
@@ -578,5 +579,35 @@ void give_empty_like(Results& r, const at::Tensor& t) { give(r, at::empty({0}, t
 void give_like(Results& r, const AtenTensor& t) {
   give(r, at::empty(t.get().sizes(), t.get().options()));
 }
+
+}  // namespace infini::ops::torch_bridge
+
+namespace infini::ops::torch_bridge {
+
+#ifdef INFINI_OPS_LIBRARY_LINK
+#error "aten_convert.cpp is the library's: compile it without INFINI_OPS_LIBRARY_LINK"
+#endif
+
+namespace {
+void clear_results(Results& r) { r.clear(); }
+}  // namespace
+
+// Constant-initialised: ready before any module's static initialisers run.
+const LibraryLink kLibraryLink{
+    sizeof(LibraryLink),
+    &kTorchFramework,
+    &g_handle_reuse,
+    &g_direct_mode,
+    &g_wrapper_pool,
+    &framework_mode_active,
+    static_cast<DataType (*)(c10::ScalarType)>(&from_aten),
+    static_cast<Tensor (*)(const at::Tensor&)>(&from_aten),
+    &from_aten_borrowed,
+    &from_aten_opaque,
+    &from_blob,
+    &wrapper_pool_stats,
+    &clear_wrapper_pool,
+    &clear_results,
+};
 
 }  // namespace infini::ops::torch_bridge

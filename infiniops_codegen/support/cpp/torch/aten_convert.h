@@ -1,4 +1,8 @@
 #pragma once
+// Also guarded: two libraries' copies of this header (include/<name>/...)
+// may meet in one translation unit.
+#ifndef INFINI_OPS_TORCH_ATEN_CONVERT_H_
+#define INFINI_OPS_TORCH_ATEN_CONVERT_H_
 // Core -> ATen conversions for the generated fallback wrappers. Only light
 // ATen headers: wrapper TUs compile under TORCH_ASSERT_ONLY_METHOD_OPERATORS.
 
@@ -32,7 +36,12 @@ namespace infini::ops::torch_bridge {
 // a plain dense tensor with storage (fake, meta, functorch, conj/neg bits,
 // forward-AD duals, ...), one that requires grad, or any tensor while a
 // TorchDispatchMode is active. All share the framework tag kTorchFramework.
+#ifdef INFINI_OPS_LIBRARY_LINK
+// In the Python module: the library's own, through its link (library_link.h).
+extern const char& kTorchFramework;
+#else
 extern const char kTorchFramework;
+#endif
 extern const HandleOps kTorchHandleOps;
 extern const HandleOps kTorchBorrowedHandleOps;
 extern const HandleOps kTorchOpaqueHandleOps;
@@ -43,7 +52,11 @@ inline bool is_torch_handle(const SourceHandle& h) noexcept {
 
 // Off: ignore handles and rebuild every at::Tensor with from_blob (to test
 // and benchmark that path in the same process).
+#ifdef INFINI_OPS_LIBRARY_LINK
+extern std::atomic<bool>& g_handle_reuse;
+#else
 extern std::atomic<bool> g_handle_reuse;
+#endif
 
 // The from_blob path, for tensors without a torch handle (made in C++, or
 // derived with different metadata): a fresh at::Tensor on t's memory (a
@@ -61,7 +74,11 @@ at::Tensor from_blob(const Tensor& t);
 // it. One pool per thread: no locks, and a wrapper is re-bound only by the
 // thread holding the pool's only reference. Wrappers are keyed by the core
 // dtype and device they were made for (wrapper_key).
+#ifdef INFINI_OPS_LIBRARY_LINK
+extern std::atomic<bool>& g_wrapper_pool;
+#else
 extern std::atomic<bool> g_wrapper_pool;
+#endif
 at::Tensor pooled_from_blob(const Tensor& t);
 void give_back(at::Tensor&& wrapper, uint32_t key) noexcept;
 inline uint32_t wrapper_key(const Tensor& t) noexcept {
@@ -464,7 +481,11 @@ inline void check_mutated(std::span<const Tensor> ts, const AtenTensorList& as) 
 // dispatch mode, no tensor that requires grad (ATen's autograd kernel must
 // see those), and no profiler or other RecordFunction observer listening
 // (the dispatcher records the op for it, exactly as for torch's own call).
+#ifdef INFINI_OPS_LIBRARY_LINK
+extern std::atomic<bool>& g_direct_mode;
+#else
 extern std::atomic<bool> g_direct_mode;
+#endif
 
 inline bool direct_cpu_tensor(const at::Tensor& t) {
   constexpr c10::DispatchKeySet kIgnored =
@@ -615,3 +636,5 @@ Tensor from_aten_borrowed(const at::Tensor& t);
 Tensor from_aten_opaque(const at::Tensor& t);
 
 }  // namespace infini::ops::torch_bridge
+
+#endif  // INFINI_OPS_TORCH_ATEN_CONVERT_H_

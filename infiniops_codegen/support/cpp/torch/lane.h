@@ -1,4 +1,8 @@
 #pragma once
+// Also guarded: two libraries' copies of this header (include/<name>/...)
+// may meet in one translation unit.
+#ifndef INFINI_OPS_TORCH_LANE_H_
+#define INFINI_OPS_TORCH_LANE_H_
 // The lane: a Python call whose tensors ATen can take exactly as they
 // arrived skips the core Tensor altogether. Each tensor argument is passed
 // to the fallback wrapper as the TensorImpl of the caller's torch.Tensor
@@ -60,3 +64,5 @@ class Results {
 };
 
 }  // namespace infini::ops::torch_bridge
+
+#endif  // INFINI_OPS_TORCH_LANE_H_
