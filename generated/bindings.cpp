@@ -10,6 +10,7 @@
 #include "torch/call.h"
 #include "torch/converters.h"
 #include "torch/debug_hooks.h"
+#include "torch/library_link.h"
 #include "torch/module_functions.h"
 #include "torch/overloads.h"
 #include "torch/stream_args.h"

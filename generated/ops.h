@@ -13,7 +13,15 @@
 
 #include "core/core.h"
 
+namespace infini::ops::torch_bridge {
+struct LibraryLink;
+}  // namespace infini::ops::torch_bridge
+
 namespace infini::ops {
+
+// This library's torch bridge, as a table (torch/library_link.h): what its
+// Python module and torch_api.h reach it through.
+const ::infini::ops::torch_bridge::LibraryLink& torch_bridge_link() noexcept;
 
 // _log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)
 void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});

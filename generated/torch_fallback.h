@@ -10,14 +10,6 @@
 
 #include "core/core.h"
 #include "torch/lane.h"
-#include "torch/library_link.h"
-
-namespace infini::ops {
-
-// torch_bridge_link() of library_link.h (defined in ops.cpp).
-const ::infini::ops::torch_bridge::LibraryLink& torch_bridge_link() noexcept;
-
-}  // namespace infini::ops
 
 namespace infini::ops::torch_fallback {
 void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out);

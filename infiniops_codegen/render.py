@@ -180,6 +180,7 @@ def render(opset: OpSet) -> dict[str, str]:
 
     files = {
         "ops.h": one("ops.h.j2"),
+        "torch_api.h": one("torch_api.h.j2"),
         "ops.cpp": one("ops.cpp.j2"),
         "torch_fallback.h": one("torch_fallback.h.j2"),
         "native_kernels.h": one("native_kernels.h.j2"),

@@ -314,7 +314,11 @@ target_link_libraries(two PRIVATE Alpha::alpha Beta::beta)
 APP_MAIN = """\
 // Both libraries in one translation unit and one program.
 #include <alpha/ops.h>
+#include <alpha/torch_api.h>
 #include <beta/ops.h>
+#include <beta/torch_api.h>
+
+#include <ATen/ATen.h>
 
 #include <cstdio>
 #include <vector>
@@ -338,6 +342,20 @@ int main() {
   }
   std::printf("%g %g %g | %g %g %g | %.4f\\n", sum[0], sum[1], sum[2], prod[0], prod[1],
               prod[2], act[0]);
+  // The torch side: at::Tensors kept as handles, and each library's own
+  // switches and pool.
+  at::Tensor a = at::arange(3, at::kFloat), b = at::ones({3}), c = at::empty({3});
+  alpha::Tensor out_c = alpha::torch_api::from_aten(c);
+  alpha::add(alpha::torch_api::from_aten(a), beta::torch_api::from_aten(b), alpha::Scalar(2.0),
+             out_c);
+  alpha::torch_api::wrapper_pool() = false;
+  alpha::torch_api::clear_wrapper_pool();
+  beta::mul(tx, ty, tprod);  // from_blob tensors: through beta's pool
+  std::printf("%g %g %g | %d %d | %d\\n", c[0].item<float>(), c[1].item<float>(),
+              c[2].item<float>(), int(alpha::torch_api::wrapper_pool().load()),
+              int(beta::torch_api::wrapper_pool().load()),
+              int(beta::torch_api::wrapper_pool_stats().fresh +
+                  beta::torch_api::wrapper_pool_stats().rebound));
   return 0;
 }
 """
@@ -373,6 +391,9 @@ def test_one_cpp_program_links_both(two):
         "native kernel; use Implementation::kTorch or Implementation::kDefault"
     )
     assert lines[1] == "5 3 -3 | 4 -10 -18 | 0.7311"
+    # a + 2 * b; alpha's pool off, beta's on: its two calls on from_blob
+    # tensors made 3 wrappers, then re-bound them
+    assert lines[2] == "2 3 4 | 0 1 | 6"
     needed = subprocess.run(
         ["readelf", "-d", str(app / "b" / "two")], capture_output=True, text=True
     ).stdout
