@@ -297,7 +297,7 @@ def init(ctx, directory: Path, name: str, force: bool):
     )
     click.echo("next:")
     click.echo(f"  cd {_rel(directory)}")
-    click.echo("  infiniops-codegen build       # compiles build/ (about a minute)")
+    click.echo("  infiniops-codegen build       # compiles the module into build/")
     click.echo("  python -m pytest -q           # each op against torch")
 
 

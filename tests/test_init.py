@@ -68,7 +68,7 @@ def test_init_writes_a_project_and_generates_it(tmp_path, runner, helpers):
     assert "generated 3 ops into " in result.output
     assert lines[-3:] == [
         f"  cd {root}",
-        "  infiniops-codegen build       # compiles build/ (about a minute)",
+        "  infiniops-codegen build       # compiles the module into build/",
         "  python -m pytest -q           # each op against torch",
     ]
 
