@@ -144,6 +144,7 @@ def main(ctx: click.Context, verbose: bool, project_dir: Path | None) -> None:
 
     \b
     Typical use:
+      infiniops-codegen init my-ops --name myops   # a new project
       infiniops-codegen generate            # op_specs/ -> generated/
       infiniops-codegen generate --check    # CI: is generated/ up to date?
       infiniops-codegen build               # compile the module into build/
@@ -238,6 +239,71 @@ OPS_OPTION = click.option(
     help="'all' (specs plus every expressible ATen out= overload), or op names "
     "separated by commas; '@FILE' reads names from a file (one per line).",
 )
+
+
+@main.command()
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option(
+    "--name",
+    required=True,
+    help="The library's name: a lower-case identifier (the Python module, the "
+    "C++ library, [tool.infiniops-codegen] name).",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Write into a directory that is not empty: the scaffold's own files "
+    "are overwritten, every other file is left as it is.",
+)
+@VERBOSE_OPTION
+@click.pass_context
+def init(ctx, directory: Path, name: str, force: bool):
+    """Write a new project into DIRECTORY that builds and tests at once.
+
+    \b
+    The project: pyproject.toml with [tool.infiniops-codegen], op_specs/ with
+    an ATen op (add), an ATen op with a native CPU kernel (relu; its source
+    cpp/kernels/cpu/relu.cc) and a composite op (relu_squared), tests/ that
+    compare each with torch, a CI workflow (.github/workflows/ci.yml) and a
+    README; then generates generated/. DIRECTORY must be new or empty.
+
+    \b
+    Examples:
+      infiniops-codegen init mylib-demo --name mylib
+      cd mylib-demo && infiniops-codegen build && python -m pytest -q
+    """
+    from . import scaffold
+
+    try:
+        plan = scaffold.plan(directory, name, force)
+        scaffold.write(plan)
+    except scaffold.ScaffoldError as e:
+        error(str(e))
+        sys.exit(EXIT_USAGE)
+    except OSError as e:
+        error(f"cannot write the project into {directory}: {e}")
+        sys.exit(EXIT_USAGE)
+    click.echo(f"wrote the project {name} into {_rel(directory)}/:")
+    for rel in plan.files:
+        if rel in plan.overwritten:
+            click.echo(f"  {rel}  (overwritten: it was there, with other content)")
+        elif rel in plan.unchanged:
+            click.echo(f"  {rel}  (unchanged: it was there, the same)")
+        else:
+            click.echo(f"  {rel}")
+    proj = projects.load(directory)
+    projects.use(proj)
+    ctx.obj["project"] = proj
+    gen = run_generation(proj.specs, None)
+    result = write_or_exit(gen.files, proj.generated, False, proj, proj.specs)
+    click.echo(
+        f"generated {len(gen.opset.ops)} ops into {_rel(proj.generated)}/: "
+        f"{len(result.stale) + len(result.missing)} files written"
+    )
+    click.echo("next:")
+    click.echo(f"  cd {_rel(directory)}")
+    click.echo("  infiniops-codegen build       # compiles the module into build/")
+    click.echo("  python -m pytest -q           # each op against torch")
 
 
 @main.command()

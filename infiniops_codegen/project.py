@@ -354,3 +354,9 @@ def discover() -> Project:
 def current() -> Project:
     """The project the tool works on: the one use() set, else discover()."""
     return _current if _current is not None else discover()
+
+
+def check_name(value: object) -> str:
+    """value as a project's `name` (the rule of the module docstring);
+    ValueError saying why not, with an example. `init --name` checks with it."""
+    return _check_name(value, "name")

@@ -423,6 +423,8 @@ def test_build_command_refusal_is_one_error_line(
 # --- -v on every subcommand ------------------------------------------------------------
 
 COMMANDS = sorted(main.commands)
+# The arguments a command cannot be parsed without.
+REQUIRED_ARGS = {"init": ["some-dir", "--name", "mylib"]}
 
 
 def test_the_commands_are_enumerated():
@@ -438,7 +440,8 @@ def test_verbose_is_accepted_before_and_after_every_command(name):
     assert "--verbose" in options[0].opts and options[0].is_flag
     for flag in ("-v", "--verbose"):
         parent = main.make_context("infiniops-codegen", [name])
-        ctx = command.make_context(name, [flag], parent=parent)
+        args = [*REQUIRED_ARGS.get(name, []), flag]
+        ctx = command.make_context(name, args, parent=parent)
         assert ctx.find_object(dict)["verbose"] is True, (name, flag)
         parent = main.make_context("infiniops-codegen", [flag, name])
         assert parent.params["verbose"] is True
