@@ -294,7 +294,7 @@ def init(ctx, directory: Path, name: str, force: bool):
     proj = projects.load(directory)
     projects.use(proj)
     ctx.obj["project"] = proj
-    gen = run_generation(proj.specs, None)
+    gen = run_generation(proj.specs, None, library=proj.names)
     result = write_or_exit(gen.files, proj.generated, False, proj, proj.specs)
     click.echo(
         f"generated {len(gen.opset.ops)} ops into {_rel(proj.generated)}/: "

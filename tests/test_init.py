@@ -21,11 +21,8 @@ from infiniops_codegen import project as projects
 from infiniops_codegen import scaffold
 
 REPO = Path(__file__).resolve().parent.parent
-# The project name of the end-to-end test. Until the build follows the
-# project's `name` (the module `import <name>`, lib<name>.so), the built
-# module is `infiniops` whatever the name, so only 'infiniops' passes; once it
-# does, this becomes "mylib" (the scaffold's tests import the project's name).
-E2E_NAME = "infiniops"
+# The project name of the end-to-end test: the scaffold's tests `import mylib`.
+E2E_NAME = "mylib"
 
 
 def _init(helpers, runner, directory: Path, *args: str):
