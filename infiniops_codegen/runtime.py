@@ -4,8 +4,8 @@
     ops = load("build")          # the directory given to `build --build-dir`
     ops.add(x, y, out=z)
 
-Or put the build directory on PYTHONPATH and `import infiniops` (the build's
-package infiniops/ calls load()).
+Or put the build directory on PYTHONPATH and `import <name>` (the library's
+name, project.LibraryNames; the build's package <name>/ calls load()).
 
 A module built against one torch build loads into no other: load() compares
 the build's record of its torch (locations.TORCH_RECORD) with the installed
@@ -55,7 +55,7 @@ def load(build_dir: str | os.PathLike | None = None):
             f"'infiniops-codegen build --build-dir {directory}'",
             name=name,
         )
-    # Imported only for a sanitized build: `import infiniops` runs this.
+    # Imported only for a sanitized build: `import <name>` runs this.
     sanitize = None
     if (directory / SANITIZE_RECORD).is_file():
         from . import sanitize
@@ -120,7 +120,7 @@ def _check_torch(directory: Path, name: str = MODULE_NAME) -> None:
 def rebuild_command(directory: Path) -> str:
     """The command that builds `directory` again as it was built (the options
     the builder recorded), runnable from the working directory."""
-    import shlex  # only when refusing: `import infiniops` runs this module
+    import shlex  # only when refusing: `import <name>` runs this module
 
     try:
         stamp = json.loads((directory / CONFIGURE_STAMP).read_text(encoding="utf-8"))

@@ -2,7 +2,7 @@
 
 Two processes (worker.PROCESSES): the reference, the after build (on every
 path) and the floors share one, with one set of tensors; the before build has
-its own (both builds are named `infiniops`, and an extension module loads
+its own (both builds have the project's name, and an extension module loads
 once per process). The parent asks for one short timed batch of each variant
 in turn, so the batches run in wall-clock order reference, before, then each
 path next to its floor (native, floor_native, direct, floor_direct, ...), and

@@ -3,7 +3,7 @@
 A process hosts some variants, which then share the argument and output
 tensors (same memory, same pages: a fair comparison for memory-bound ops).
 The before and after builds must live in different processes: both modules
-are named `infiniops`, and an extension module loads once per process.
+have the project's name, and an extension module loads once per process.
 
 Variants (roles):
   reference          torch.<op>(..., out=) from Python (torch.ops.aten.<overload>
