@@ -19,6 +19,17 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
+@pytest.fixture(autouse=True)
+def _forget_the_current_project():
+    """A CLI run inside a test makes its --project the current one
+    (project.use) for the rest of the process: later tests must find this
+    repository's again."""
+    yield
+    from infiniops_codegen import project
+
+    project.use(None)
+
+
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
