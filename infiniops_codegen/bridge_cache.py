@@ -169,6 +169,9 @@ def publish(root: Path, name: str, doc: dict, files: dict[str, Path]) -> Path | 
         tmp.mkdir()
         sizes = {}
         for entry_name, src in sorted(files.items()):
+            # A copy, not a hard link: the compiler and the assembler
+            # truncate an existing output in place, which would change the
+            # entry when the build directory rebuilds its own objects.
             shutil.copy2(src, tmp / entry_name)
             sizes[entry_name] = (tmp / entry_name).stat().st_size
         (tmp / KEY_FILE).write_text(json.dumps({**doc, "files": sizes}, indent=1))
