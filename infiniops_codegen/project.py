@@ -10,8 +10,19 @@ its parts, every path relative to the project and inside it:
     generated = "generated"    # the default op set's sources (committed)
     kernels = "cpp/kernels"    # native kernels: <kernels>/<platform>/*.cc, ...
     build-dir = "build"        # the default build directory
+    name = "mylib"             # the library's name (below)
 
-(all optional; these are the defaults). What is not the user's (templates,
+(all optional; these are the defaults, but for `name`).
+
+`name` names what the build makes: the Python module (`import mylib`), the
+C++ library (libmylib.so), the CMake target (`<package>::mylib`) and the
+profiler/dispatcher namespace (`mylib::<op>`). It must be a lower-case
+identifier that is neither a Python nor a C++ keyword. Two more keys follow it
+unless given: `namespace`, the C++ namespace of the public API (default: the
+name; `a::b` nests), and `cmake-package`, the CMake package
+(`find_package(<package>)`, default: the name). A table without `name` keeps
+the tool's historical names: `infiniops`, `infini::ops`, `InfiniOps`
+(docs/projects.md). What is not the user's (templates,
 the CMake project, the core and torch bridge sources) ships with the tool
 (locations.SUPPORT_DIR).
 
@@ -47,6 +58,81 @@ KEYS = {
 }
 
 
+# The names of a table without `name` (this repository's).
+DEFAULT_NAMES = {
+    "name": "infiniops",
+    "namespace": "infini::ops",
+    "cmake-package": "InfiniOps",
+}
+NAME_KEYS = tuple(DEFAULT_NAMES)
+
+_PYTHON_KEYWORDS = frozenset(__import__("keyword").kwlist)
+# C++20 keywords and alternative tokens a lower-case identifier could spell.
+_CXX_KEYWORDS = frozenset(
+    """alignas alignof and and_eq asm auto bitand bitor bool break case catch char
+    char8_t char16_t char32_t class compl concept const consteval constexpr constinit
+    const_cast continue co_await co_return co_yield decltype default delete do double
+    dynamic_cast else enum explicit export extern false float for friend goto if inline
+    int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private
+    protected public register reinterpret_cast requires return short signed sizeof static
+    static_assert static_cast struct switch template this thread_local throw true try
+    typedef typeid typename union unsigned using virtual void volatile wchar_t while xor
+    xor_eq std""".split()
+)
+# Names the build or the tool already uses for something else.
+_RESERVED_NAMES = frozenset({"torch", "infiniops_codegen", "at", "c10", "python"})
+
+
+def _check_name(value: object, key: str) -> str:
+    """value as a `name`/`namespace`/`cmake-package`; ValueError saying why
+    not, with an example."""
+    if not isinstance(value, str):
+        raise ValueError(f"'{key}' must be a string, e.g. {_NAME_EXAMPLES[key]!r}")
+    if key == "name":
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", value):
+            raise ValueError(
+                f"'name' = {value!r} must be a lower-case identifier (letters, "
+                "digits, '_'; a letter first), e.g. 'mylib': it names the Python "
+                "module, the C++ library and the profiler namespace"
+            )
+        if (
+            value in _PYTHON_KEYWORDS
+            or value in _CXX_KEYWORDS
+            or value in _RESERVED_NAMES
+        ):
+            raise ValueError(
+                f"'name' = {value!r} is a Python or C++ keyword or a name torch "
+                "or the tool uses; choose another, e.g. 'mylib'"
+            )
+    elif key == "namespace":
+        parts = value.split("::")
+        if not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p) for p in parts):
+            raise ValueError(
+                f"'namespace' = {value!r} must be a C++ namespace: identifiers "
+                "joined by '::', e.g. 'mylib' or 'acme::ops'"
+            )
+        bad = [p for p in parts if p in _CXX_KEYWORDS or p.startswith("__")]
+        if bad or parts[0] in ("at", "c10", "torch"):
+            raise ValueError(
+                f"'namespace' = {value!r} uses a C++ keyword, a reserved "
+                "identifier or torch's namespace; e.g. 'mylib'"
+            )
+        if value != "infini::ops" and value.startswith("infini::ops::"):
+            raise ValueError(
+                f"'namespace' = {value!r} nests inside the core's namespace "
+                "'infini::ops'; choose one of the project's own, e.g. 'mylib'"
+            )
+    elif not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        raise ValueError(
+            f"'cmake-package' = {value!r} must be an identifier (find_package"
+            "(<package>)), e.g. 'MyLib'"
+        )
+    return value
+
+
+_NAME_EXAMPLES = {"name": "mylib", "namespace": "mylib", "cmake-package": "MyLib"}
+
+
 class ProjectError(Exception):
     """No project, or a malformed table; the message is for people
     (`path:line:col: ...` where the table is at fault)."""
@@ -59,6 +145,16 @@ class Project:
     generated: Path  # the default op set's generated sources (committed)
     kernels: Path  # native kernels, one directory per platform
     build_dir: Path  # the default build directory
+    # The library's names (module docstring): the Python module and C++
+    # library, the C++ namespace of its public API, its CMake package.
+    name: str = DEFAULT_NAMES["name"]
+    namespace: str = DEFAULT_NAMES["namespace"]
+    cmake_package: str = DEFAULT_NAMES["cmake-package"]
+
+    @property
+    def cmake_target(self) -> str:
+        """What a CMake caller links: `<package>::<name>`."""
+        return f"{self.cmake_package}::{self.name}"
 
     def generated_dir(self, spec_dir: Path, default_set: bool, build_dir: Path) -> Path:
         """Where a generation goes (the one rule of the module docstring)."""
@@ -154,16 +250,33 @@ def load(root: Path) -> Project:
             f"with a [tool.{TABLE}] table (docs/projects.md)"
         )
     table, text = found
-    paths = {}
+    paths, names = {}, {}
     for key, value in table.items():
         line, col = _table_line(text, key)
         where = f"{pyproject}:{line}:{col}"
+        if key in NAME_KEYS:
+            try:
+                names[key] = _check_name(value, key)
+            except ValueError as e:
+                raise ProjectError(f"{where}: {e}") from None
+            continue
         if key not in KEYS:
             raise ProjectError(
                 f"{where}: unknown key '{key}' in [tool.{TABLE}]; "
-                f"known: {', '.join(KEYS)}"
+                f"known: {', '.join((*KEYS, *NAME_KEYS))}"
             )
         paths[key] = _relative(value, key, where)
+    if "name" in names:  # the other names follow it
+        names = {"namespace": names["name"], "cmake-package": names["name"], **names}
+    elif names:
+        key = next(iter(names))
+        line, col = _table_line(text, key)
+        raise ProjectError(
+            f"{pyproject}:{line}:{col}: '{key}' needs 'name' beside it (the "
+            "library's name, e.g. name = 'mylib')"
+        )
+    else:
+        names = dict(DEFAULT_NAMES)
     resolved = {k: root / paths.get(k, PurePosixPath(d)) for k, d in KEYS.items()}
     return Project(
         root=root,
@@ -171,6 +284,9 @@ def load(root: Path) -> Project:
         generated=resolved["generated"],
         kernels=resolved["kernels"],
         build_dir=resolved["build-dir"],
+        name=names["name"],
+        namespace=names["namespace"],
+        cmake_package=names["cmake-package"],
     )
 
 
