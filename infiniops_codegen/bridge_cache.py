@@ -6,12 +6,17 @@ its sources, the dtype and platform tables, the compiler, the flags, torch
 and Python. An entry is keyed by a hash of exactly those, taken from the
 compile commands themselves so that a new flag cannot be left out of the key.
 
-Work in progress: the key, lookup and publish; nothing calls them yet.
+`infiniops-codegen build` (builder.py) uses it: after configuring, it computes
+the key from the build directory's compile_commands.json (of_build), looks the
+entry up and, on a hit, configures the directory to link the entry's objects
+(CMake's INFINI_OPS_BRIDGE_ENTRY); on a miss it builds them in-tree and
+publishes them once the build succeeded.
 """
 
 from __future__ import annotations
 
 import errno
+import shlex
 import fcntl
 import hashlib
 import json
@@ -40,9 +45,35 @@ GENERATED_DIR = "<generated>"
 STALE_TMP_S = 24 * 3600
 
 
+# The targets whose objects an entry holds (support/CMakeLists.txt).
+TARGETS = ("infiniops_aten", "infiniops_bridge")
+# Environment: the cache's directory (default: beside the tool's other
+# caches), a non-empty value that bypasses it (as --no-cache), and how many
+# entries are kept.
+DIR_ENV = "INFINIOPS_BRIDGE_CACHE_DIR"
+BYPASS_ENV = "INFINIOPS_NO_BRIDGE_CACHE"
+KEEP_ENV = "INFINIOPS_BRIDGE_CACHE_KEEP"
+KEEP = 4  # entries are ~272 MB each with GCC's precompiled header
+
+
 def cache_root() -> Path:
-    """Where entries live: beside the tool's other caches."""
-    return schema_db.cache_dir() / "bridge"
+    """Where entries live: $INFINIOPS_BRIDGE_CACHE_DIR, else bridge/ beside
+    the tool's other caches ($INFINIOPS_CODEGEN_CACHE, $XDG_CACHE_HOME/
+    infiniops-codegen or ~/.cache/infiniops-codegen)."""
+    env = os.environ.get(DIR_ENV)
+    return Path(env) if env else schema_db.cache_dir() / "bridge"
+
+
+def bypassed_by_env() -> bool:
+    return bool(os.environ.get(BYPASS_ENV))
+
+
+def keep() -> int:
+    """How many entries trim() keeps ($INFINIOPS_BRIDGE_CACHE_KEEP, >= 1)."""
+    try:
+        return max(1, int(os.environ.get(KEEP_ENV, KEEP)))
+    except ValueError:
+        return KEEP
 
 
 @dataclass(frozen=True)
@@ -54,6 +85,10 @@ class Inputs:
     generated_dir: Path
     compiler: str  # CMAKE_CXX_COMPILER
     torch_record: str  # text of CMakeFiles/torch-build.json
+    # Name -> fingerprint of other inputs: the build directory's own sources
+    # of the cached TUs (the unity file, the PCH's header), torch's
+    # version.py, Python's patchlevel.h.
+    extra: tuple[tuple[str, str], ...] = ()
 
 
 def normalise_command(command: str, build_dir: Path, generated_dir: Path) -> str:
@@ -116,6 +151,7 @@ def document(inputs: Inputs, support_cpp: Path = SUPPORT_CPP) -> dict:
         },
         "compiler": compiler_identity(inputs.compiler),
         "torch": inputs.torch_record,
+        "extra": dict(inputs.extra),
     }
 
 
@@ -197,3 +233,158 @@ def _remove_stale(root: Path) -> None:
                 shutil.rmtree(tmp, ignore_errors=True)
         except OSError:
             pass
+
+
+# --- Reading a configured build directory --------------------------------------
+
+
+@dataclass(frozen=True)
+class Cached:
+    """The cached TUs of a configured build directory: the key's inputs and
+    the files an entry gets (entry name -> path in the build directory)."""
+
+    inputs: Inputs
+    files: dict[str, Path]
+
+
+def _output(args: list[str]) -> str | None:
+    for i, arg in enumerate(args[:-1]):
+        if arg == "-o":
+            return args[i + 1]
+    return None
+
+
+def _strip_launcher(args: list[str], compiler: str) -> list[str]:
+    """args from the compiler on: a launcher (ccache, distcc) before it does
+    not change the object code."""
+    real = os.path.realpath(shutil.which(compiler) or compiler)
+    for i, arg in enumerate(args):
+        if os.path.realpath(shutil.which(arg) or arg) == real:
+            return args[i:]
+    return args
+
+
+def _fingerprint(path: Path, normalise=None) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return "missing"
+    if normalise is not None:
+        data = normalise(data.decode(errors="surrogateescape")).encode(
+            errors="surrogateescape"
+        )
+    return _digest(data)
+
+
+def of_build(build_dir: Path, generated_dir: Path) -> Cached | None:
+    """The cached TUs' inputs, read from a configured build directory's
+    compile_commands.json and CMake cache; None when it has none of them (an
+    older layout, a failed configure)."""
+    build_dir = Path(build_dir)
+    cmake = _cmake_cache(build_dir)
+    compiler = cmake.get("CMAKE_CXX_COMPILER")
+    try:
+        entries = json.loads((build_dir / "compile_commands.json").read_text())
+        torch_record = (build_dir / "CMakeFiles" / "torch-build.json").read_text()
+    except (OSError, ValueError):
+        return None
+    if not compiler:
+        return None
+    norm = lambda text: normalise_command(text, build_dir, generated_dir)
+    commands, files, extra = [], {}, {}
+    dirs = tuple(f"CMakeFiles/{t}.dir/" for t in TARGETS)
+    for e in entries:
+        args = shlex.split(e["command"]) if "command" in e else list(e["arguments"])
+        out = _output(args)
+        if out is None or not out.startswith(dirs):
+            continue
+        args = _strip_launcher(args, compiler)
+        commands.append(shlex.join(args))
+        source = Path(e["file"])
+        if source.is_relative_to(build_dir) or source.resolve().is_relative_to(
+            build_dir.resolve()
+        ):  # CMake's unity file, the PCH's source
+            extra[norm(str(source))] = _fingerprint(source, norm)
+        obj = Path(e["directory"]) / out
+        files[obj.name] = obj
+        if obj.name.endswith(".hxx.gch"):  # GCC's PCH: its header beside it
+            header = obj.with_name(obj.name[: -len(".gch")])
+            files[header.name] = header
+            extra[norm(str(header))] = _fingerprint(header, norm)
+    if not commands:
+        return None
+    # torch's and Python's headers: their install paths are in the commands;
+    # a reinstall of another build at the same path changes these.
+    torch_dir = cmake.get("Torch_DIR")
+    if torch_dir:
+        version_py = Path(torch_dir).parents[2] / "version.py"
+        extra["torch/version.py"] = _fingerprint(version_py)
+    for arg in " ".join(commands).split():
+        if arg.startswith("/") and (Path(arg) / "patchlevel.h").is_file():
+            extra["python/patchlevel.h"] = _fingerprint(Path(arg) / "patchlevel.h")
+    inputs = Inputs(
+        commands=tuple(sorted(commands)),
+        build_dir=build_dir,
+        generated_dir=Path(generated_dir),
+        compiler=compiler,
+        torch_record=torch_record,
+        extra=tuple(sorted(extra.items())),
+    )
+    return Cached(inputs, files)
+
+
+def _cmake_cache(build_dir: Path) -> dict[str, str]:
+    try:
+        text = (build_dir / "CMakeCache.txt").read_text(errors="replace")
+    except OSError:
+        return {}
+    values = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition("=")
+        if sep and ":" in name and not name.startswith(("#", "//")):
+            values[name.split(":")[0]] = value
+    return values
+
+
+# --- Keeping the cache small ------------------------------------------------------
+
+
+def entries(root: Path) -> list[Path]:
+    """Complete entries, newest used first."""
+    try:
+        found = [p for p in root.iterdir() if (p / KEY_FILE).is_file()]
+    except OSError:
+        return []
+
+    def mtime(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    return sorted(found, key=mtime, reverse=True)
+
+
+def trim(
+    root: Path, keep_n: int | None = None, spare: Path | None = None
+) -> list[Path]:
+    """Remove all but the keep_n newest used entries (and never `spare`, the
+    entry just published or used); returns those removed. An entry goes by a
+    rename first, so no build ever sees half of one."""
+    keep_n = keep() if keep_n is None else keep_n
+    removed = []
+    kept = 0
+    for entry in entries(root):
+        if spare is not None and entry == spare:
+            continue
+        kept += 1
+        if kept < keep_n or (spare is None and kept == keep_n):
+            continue
+        trash = root / f"tmp-trash-{os.getpid()}-{entry.name}"
+        try:
+            os.rename(entry, trash)
+        except OSError:
+            continue  # another build removed it first
+        shutil.rmtree(trash, ignore_errors=True)
+        removed.append(entry)
+    return removed
