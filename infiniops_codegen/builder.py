@@ -135,9 +135,10 @@ class BuildResult:
     seconds: float
     installed: Path | None = None  # the prefix installed into
     sanitizer_env: sanitize.RunEnv | None = None  # with --sanitize
-    # The bridge cache: "hit", "miss" (built here), "published", "locked"
-    # (built here, another build is publishing it), "bypassed", "off"
-    # (nothing to cache: no cached target in this build).
+    # The bridge cache: "hit" (the entry linked), "published" (built here
+    # and added), "built" (built here, not added: already there or not
+    # addable), "locked" (built here, another build is adding it),
+    # "bypassed", "off" (nothing to cache: no cached target in this build).
     bridge_cache: str = "bypassed"
 
 
@@ -711,15 +712,14 @@ def _after_build(
     _set_bridge_state(config.build_dir, {"entry": None, "built": cached.key})
     root = bridge_cache.cache_root()
     if bridge_cache.lookup(root, cached.key) is not None:
-        return "miss"  # already there (published by this or another build)
-    missing = [n for n, p in cached.files.items() if not p.is_file()]
-    if missing:
-        return "miss"
+        return "built"  # already there (published by this or another build)
+    if not all(p.is_file() for p in cached.files.values()):
+        return "built"
     try:
         entry = bridge_cache.publish(root, cached.key, cached.doc, cached.files)
     except OSError as e:  # a full disk, an unwritable cache: not the build's fault
         echo(f"bridge cache: not published ({e})")
-        return "miss"
+        return "built"
     if entry is None:
         echo("bridge cache: another build is publishing the same entry")
         return "locked"

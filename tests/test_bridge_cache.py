@@ -6,6 +6,8 @@ is dropped, and a build that finds the entry locked does not wait."""
 from __future__ import annotations
 
 import fcntl
+import multiprocessing
+import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -116,3 +118,88 @@ def test_a_locked_entry_is_not_waited_for(tmp_path):
         assert bridge_cache.publish(root, "k1", {}, _objects(tmp_path)) is None
     assert not (root / "k1").exists()
     assert bridge_cache.publish(root, "k1", {}, _objects(tmp_path)) == root / "k1"
+
+
+def _racer(root: str, start, results) -> None:
+    """One of several processes publishing the same key at once."""
+    src = Path(root).parent / f"objs-{os.getpid()}"
+    src.mkdir()
+    files = {}
+    for name, size in (
+        ("unity_python_cxx.cxx.o", 3 << 20),
+        ("cmake_pch.hxx.gch", 8 << 20),
+    ):
+        (src / name).write_bytes(bytes([os.getpid() % 251]) * size)
+        files[name] = src / name
+    start.wait()
+    entry = bridge_cache.publish(Path(root), "k1", {"format": 1}, files)
+    results.put((os.getpid(), str(entry) if entry else None))
+
+
+def test_concurrent_publishers_leave_one_whole_entry(tmp_path):
+    """Six processes publish the same key at the same moment: each gets the
+    entry or is told another holds the lock; one entry results, whole (all
+    its bytes from one publisher), and no private directory is left."""
+    ctx = multiprocessing.get_context("fork")
+    root = tmp_path / "cache"
+    start = ctx.Barrier(6)
+    results = ctx.Queue()
+    procs = [
+        ctx.Process(target=_racer, args=(str(root), start, results)) for _ in range(6)
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    got = [results.get(timeout=5) for _ in procs]
+    assert {e for _, e in got} <= {str(root / "k1"), None}, got
+    assert any(e for _, e in got), got
+    entry = bridge_cache.lookup(root, "k1")
+    assert entry is not None
+    assert [p.name for p in root.iterdir() if p.is_dir()] == ["k1"]
+    bytes_of = {p.name: set((entry / p.name).read_bytes()) for p in entry.iterdir()}
+    writer = bytes_of["unity_python_cxx.cxx.o"]
+    assert len(writer) == 1 and bytes_of["cmake_pch.hxx.gch"] == writer
+
+
+def test_an_entry_without_its_key_file_is_not_an_entry(tmp_path):
+    root = tmp_path / "cache"
+    entry = bridge_cache.publish(root, "k1", {}, _objects(tmp_path))
+    (entry / bridge_cache.KEY_FILE).unlink()
+    assert bridge_cache.lookup(root, "k1") is None
+    assert bridge_cache.entries(root) == []
+
+
+def test_trim_keeps_the_newest_used(tmp_path):
+    """Entries by last use (lookup touches one); the one just published is
+    spared whatever its age; what goes is renamed away first."""
+    root = tmp_path / "cache"
+    for i, name in enumerate(("a", "b", "c", "d", "e")):
+        entry = bridge_cache.publish(root, name, {}, _objects(tmp_path))
+        os.utime(entry, (1000 + i, 1000 + i))
+    bridge_cache.lookup(root, "a")  # used now: the newest
+    removed = bridge_cache.trim(root, keep_n=3)
+    assert sorted(p.name for p in removed) == ["b", "c"]
+    assert sorted(p.name for p in bridge_cache.entries(root)) == ["a", "d", "e"]
+    os.utime(root / "e", (1, 1))
+    removed = bridge_cache.trim(root, keep_n=2, spare=root / "e")
+    assert [p.name for p in removed] == ["d"]
+    assert sorted(p.name for p in bridge_cache.entries(root)) == ["a", "e"]
+    assert not [p for p in root.iterdir() if p.name.startswith("tmp-")]
+
+
+def test_the_cache_directory_and_bypass_come_from_the_environment(
+    tmp_path, monkeypatch
+):
+    monkeypatch.delenv(bridge_cache.DIR_ENV, raising=False)
+    monkeypatch.setenv("INFINIOPS_CODEGEN_CACHE", str(tmp_path / "tool"))
+    assert bridge_cache.cache_root() == tmp_path / "tool" / "bridge"
+    monkeypatch.setenv(bridge_cache.DIR_ENV, str(tmp_path / "mine"))
+    assert bridge_cache.cache_root() == tmp_path / "mine"
+    monkeypatch.setenv(bridge_cache.BYPASS_ENV, "1")
+    assert bridge_cache.bypassed_by_env()
+    monkeypatch.setenv(bridge_cache.BYPASS_ENV, "")
+    assert not bridge_cache.bypassed_by_env()
+    monkeypatch.setenv(bridge_cache.KEEP_ENV, "2")
+    assert bridge_cache.keep() == 2
