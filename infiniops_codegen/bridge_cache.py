@@ -39,8 +39,8 @@ SOURCE_DIRS = ("torch", "core", "runtime")
 TABLES = ("dtype_table.h", "platform_table.h", "torch_tables.h")
 KEY_FILE = "key.json"
 # Placeholders for the only per-project paths of the compile commands.
-BUILD_DIR = "<build>"
-GENERATED_DIR = "<generated>"
+BUILD_DIR = "@build@"
+GENERATED_DIR = "@generated@"
 # An unfinished entry older than this was left by a killed build.
 STALE_TMP_S = 24 * 3600
 
@@ -93,12 +93,38 @@ class Inputs:
 
 def normalise_command(command: str, build_dir: Path, generated_dir: Path) -> str:
     """command with the build and generated directories as placeholders: they
-    differ per project, and what is read from them is hashed by content."""
-    # The generated dir first: it is usually inside the build dir.
+    differ per project, and what is read from them is hashed by content.
+
+    Only whole arguments are replaced (the generated directory itself, paths
+    under the build directory's CMakeFiles/), never a prefix of another path:
+    a torch installed under a build directory stays literal."""
+    spellings = []
     for path, name in ((generated_dir, GENERATED_DIR), (build_dir, BUILD_DIR)):
-        for spelling in dict.fromkeys((str(path), str(path.resolve()))):
-            command = command.replace(spelling, name)
-    return command
+        for spelling in dict.fromkeys((str(path), str(Path(path).resolve()))):
+            spellings.append((spelling, name))
+
+    def one(arg: str) -> str:
+        for flag in ("-I", "-isystem", "-iquote", ""):
+            if not arg.startswith(flag):
+                continue
+            value = arg[len(flag) :]
+            for spelling, name in spellings:
+                if name == GENERATED_DIR and value == spelling:
+                    return flag + name
+                if name == BUILD_DIR and value.startswith(spelling + "/CMakeFiles/"):
+                    return flag + name + value[len(spelling) :]
+        return arg
+
+    return shlex.join(one(arg) for arg in shlex.split(command))
+
+
+def _normalise_text(text: str, build_dir: Path, generated_dir: Path) -> str:
+    """A file's text (CMake's unity file, the PCH's header) with the project's
+    directories as placeholders."""
+    for path, name in ((generated_dir, GENERATED_DIR), (build_dir, BUILD_DIR)):
+        for spelling in dict.fromkeys((str(path), str(Path(path).resolve()))):
+            text = text.replace(spelling + "/", name + "/")
+    return text
 
 
 def _digest(data: bytes) -> str:
@@ -290,7 +316,7 @@ def of_build(build_dir: Path, generated_dir: Path) -> Cached | None:
         return None
     if not compiler:
         return None
-    norm = lambda text: normalise_command(text, build_dir, generated_dir)
+    norm = lambda text: _normalise_text(text, build_dir, generated_dir)
     commands, files, extra = [], {}, {}
     dirs = tuple(f"CMakeFiles/{t}.dir/" for t in TARGETS)
     for e in entries:

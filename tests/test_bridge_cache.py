@@ -203,3 +203,20 @@ def test_the_cache_directory_and_bypass_come_from_the_environment(
     assert not bridge_cache.bypassed_by_env()
     monkeypatch.setenv(bridge_cache.KEEP_ENV, "2")
     assert bridge_cache.keep() == 2
+
+
+def test_only_the_project_paths_become_placeholders(tmp_path):
+    """A torch installed under the build directory (not in its CMakeFiles/)
+    stays literal: two such builds with torches at different places must
+    not share a key."""
+    build = tmp_path / "b"
+    gen = build / "generated"
+    command = (
+        f"c++ -I{gen} -I{build}/torch/include -include "
+        f"{build}/CMakeFiles/x.dir/cmake_pch.hxx -c {build}/CMakeFiles/u.cxx"
+    )
+    got = bridge_cache.normalise_command(command, build, gen)
+    assert got == (
+        f"c++ -I@generated@ -I{build}/torch/include -include "
+        "@build@/CMakeFiles/x.dir/cmake_pch.hxx -c @build@/CMakeFiles/u.cxx"
+    )
