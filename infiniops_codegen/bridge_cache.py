@@ -332,6 +332,10 @@ def of_build(build_dir: Path, generated_dir: Path) -> Cached | None:
         ):  # CMake's unity file, the PCH's source
             extra[norm(str(source))] = _fingerprint(source, norm)
         obj = Path(e["directory"]) / out
+        if obj.suffix == ".pch":
+            # Clang's PCH checks its headers' paths and mtimes when loaded:
+            # not shared (CMake builds it in-tree for the shards).
+            continue
         files[obj.name] = obj
         if obj.name.endswith(".hxx.gch"):  # GCC's PCH: its header beside it
             header = obj.with_name(obj.name[: -len(".gch")])
