@@ -117,6 +117,16 @@ def test_a_new_project_links_the_entry(second, first, cache):
     assert str(entry / "aten_convert.cpp.o") in commands
     assert f"-include {entry}/cmake_pch.hxx" in commands
     assert "no work to do" in _planned(result.build_dir)
+    # GCC took the entry's PCH (a rejected one is parsed as a header, only
+    # slower): the shard's dependencies are its ops' headers, not the prelude's.
+    deps = subprocess.run(
+        ["ninja", "-C", str(result.build_dir), "-t", "deps"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    shard = deps[deps.index("shard_000.cpp.o:") :].split("\n\n")[0]
+    assert "ATen/ops/add.h" in shard and "ATen/core/Tensor.h" not in shard, shard
 
 
 def test_the_publisher_keeps_its_own_objects(first, second):
