@@ -14,6 +14,7 @@ build directory holds.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -658,6 +659,11 @@ def _configure_with_cache(
         # Still there and whole (lookup checks the sizes)? Else build in-tree.
         found = bridge_cache.lookup(Path(previous).parent, Path(previous).name)
         previous = str(found) if found is not None else None
+    if previous is None and before.get("built") is None:
+        # A new directory: the entry that builds configured alike last
+        # linked, if any, saves configuring twice. Only a guess: the key
+        # below decides, and a wrong guess is configured away.
+        previous = _hinted_entry(root, config)
     config = replace(config, bridge_entry=Path(previous) if previous else None)
     configure(config, echo)
     # A change of the tool's CMake project or of what it includes makes
@@ -685,9 +691,12 @@ def _configure_with_cache(
         config.build_dir, {**before, "entry": str(entry) if entry else None}
     )
     if entry is not None:
-        echo(
-            f"bridge cache: hit {key[:12]} in {_rel(root)} (bridge and PCH not compiled)"
-        )
+        _set_hint(root, config, key)
+    if entry is not None:
+        taken = "the bridge's objects"
+        if (entry / "cmake_pch.hxx.gch").is_file() and config.opt_level == "3":
+            taken += " and the precompiled header"
+        echo(f"bridge cache: hit {key[:12]} in {_rel(root)}: {taken} taken from it")
     elif before.get("built") == key:
         echo(f"bridge cache: built here, up to date ({key[:12]}, {_rel(root)})")
     else:
@@ -723,12 +732,51 @@ def _after_build(
     if entry is None:
         echo("bridge cache: another build is publishing the same entry")
         return "locked"
+    _set_hint(root, config, cached.key)
     removed = bridge_cache.trim(root, spare=entry)
     echo(
         f"bridge cache: published {cached.key[:12]} to {_rel(entry)}"
         + (f" (removed {len(removed)} older)" if removed else "")
     )
     return "published"
+
+
+# Configure arguments that differ per project and do not reach the bridge's
+# commands (or are the cache's own).
+_PER_PROJECT = {
+    "INFINI_OPS_GENERATED_DIR",
+    "INFINI_OPS_KERNEL_ROOT",
+    "INFINI_OPS_EXTENSION_KERNEL_ROOTS",
+    "INFINI_OPS_BRIDGE_ENTRY",
+}
+
+
+def _hint_name(config: BuildConfig) -> str:
+    """A name for how a directory is configured, projects aside."""
+    args = [a for a in config.cmake_args() if _cmake_name(a) not in _PER_PROJECT]
+    text = json.dumps([str(SUPPORT_DIR), args, configure_env()])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _hinted_entry(root: Path, config: BuildConfig) -> str | None:
+    try:
+        key = (root / "hints" / _hint_name(config)).read_text().strip()
+    except (OSError, ValueError):
+        return None
+    entry = bridge_cache.lookup(root, key) if re.fullmatch(r"[0-9a-f]+", key) else None
+    return str(entry) if entry is not None else None
+
+
+def _set_hint(root: Path, config: BuildConfig, key: str) -> None:
+    hints = root / "hints"
+    name = _hint_name(config)
+    try:
+        hints.mkdir(parents=True, exist_ok=True)
+        tmp = hints / f"tmp-{os.getpid()}-{name}"
+        tmp.write_text(key)
+        os.replace(tmp, hints / name)
+    except OSError:
+        pass  # only a shortcut
 
 
 _BRIDGE_STATE = "infiniops-bridge-cache.json"

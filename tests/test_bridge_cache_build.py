@@ -100,6 +100,8 @@ def test_a_new_project_links_the_entry(second, first, cache):
     result, lines = second
     assert result.bridge_cache == "hit", lines
     assert result.smoke.startswith("add ok"), result.smoke
+    # Configured once: the first build's hint named the entry to try.
+    assert sum(l.startswith("configuring") for l in lines) == 1, lines
     entry = _entry(cache)  # the same entry: one key for both op sets
     assert _cmake_entry(result.build_dir) == str(entry)
     # Neither the bridge, aten_convert nor the PCH compiled here ...
