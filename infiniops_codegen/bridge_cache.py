@@ -203,7 +203,10 @@ def lookup(root: Path, name: str) -> Path | None:
         if not ok:
             shutil.rmtree(entry, ignore_errors=True)
             return None
-    os.utime(entry)  # the newest used are kept when trimming
+    try:
+        os.utime(entry)  # the newest used are kept when trimming
+    except OSError:
+        pass  # a read-only cache is still usable
     return entry
 
 

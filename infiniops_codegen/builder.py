@@ -640,6 +640,11 @@ class _CacheUse:
     doc: dict | None
     files: dict[str, Path]
     entry: Path | None  # the entry linked, on a hit
+    # When the directory was configured, and the key its own objects were
+    # compiled under before (state "built"): its objects are publishable
+    # only when compiled under this key.
+    since: float = 0.0
+    built_before: str | None = None
 
 
 def _configure_with_cache(
@@ -701,7 +706,9 @@ def _configure_with_cache(
         echo(f"bridge cache: built here, up to date ({key[:12]}, {_rel(root)})")
     else:
         echo(f"bridge cache: miss {key[:12]} in {_rel(root)}: compiling the bridge")
-    return config, _CacheUse(key, doc, cached.files, entry)
+    return config, _CacheUse(
+        key, doc, cached.files, entry, time.time(), before.get("built")
+    )
 
 
 def _after_build(
@@ -717,12 +724,36 @@ def _after_build(
         return "off"
     if cached.entry is not None:
         return "hit"
+    # Ninja recompiles what a changed command or source changes, not what
+    # another compiler binary or torch record would: objects older than this
+    # build are this key's only if they were compiled under it before.
+    objects = [p for n, p in cached.files.items() if n.endswith((".o", ".gch"))]
+    fresh = cached.built_before == cached.key or all(
+        p.is_file() and p.stat().st_mtime >= cached.since - 1 for p in objects
+    )
+    if not fresh:
+        _set_bridge_state(config.build_dir, {"entry": None})
+        echo(
+            "bridge cache: not published: this directory's bridge objects are "
+            "older than their key (compiled by an earlier tool, compiler or "
+            "torch?); a new build directory fills the cache"
+        )
+        return "built"
     # The directory's own objects are now those of this key.
     _set_bridge_state(config.build_dir, {"entry": None, "built": cached.key})
     root = bridge_cache.cache_root()
     if bridge_cache.lookup(root, cached.key) is not None:
         return "built"  # already there (published by this or another build)
     if not all(p.is_file() for p in cached.files.values()):
+        return "built"
+    # What was compiled is what was keyed (nothing changed the commands or
+    # the sources while Ninja ran, nor did Ninja configure again).
+    again = bridge_cache.of_build(config.build_dir, config.generated_dir)
+    if again is None or bridge_cache.key(bridge_cache.document(again.inputs)) != (
+        cached.key
+    ):
+        echo("bridge cache: not published (its inputs changed during the build)")
+        _set_bridge_state(config.build_dir, {"entry": None})
         return "built"
     try:
         entry = bridge_cache.publish(root, cached.key, cached.doc, cached.files)
