@@ -34,13 +34,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _ninja_wall(build_dir: Path, offset: int) -> float:
+def _log_lines(build_dir: Path) -> set[str]:
+    try:
+        text = (build_dir / ".ninja_log").read_text()
+    except OSError:
+        return set()
+    return {l for l in text.splitlines() if l and not l.startswith("#")}
+
+
+def _ninja_wall(before: set[str], after: set[str]) -> float:
     """The last step's end (Ninja's times count from its start) of the steps
-    logged after offset: this run's."""
-    with open(build_dir / ".ninja_log", "rb") as f:
-        f.seek(offset)
-        lines = f.read().decode().splitlines()
-    ends = [int(l.split("\t")[1]) for l in lines if l and not l.startswith("#")]
+    this run logged: the lines not there before (Ninja may rewrite the log
+    between runs, so an offset would not do)."""
+    ends = [int(l.split("\t")[1]) for l in after - before]
     return max(ends, default=0) / 1000
 
 
@@ -58,7 +64,7 @@ def _build(build_dir: Path, cache: Path, extra: list[str], ops: str | None) -> d
     )
     env.pop("INFINIOPS_NO_BRIDGE_CACHE", None)
     load = os.getloadavg()[0]
-    log_before = (build_dir / ".ninja_log").stat().st_size if build_dir.exists() else 0
+    log_before = _log_lines(build_dir)
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -69,7 +75,7 @@ def _build(build_dir: Path, cache: Path, extra: list[str], ops: str | None) -> d
     status = next(
         (l for l in proc.stdout.splitlines() if l.startswith("bridge cache:")), ""
     )
-    ninja = _ninja_wall(build_dir, log_before)
+    ninja = _ninja_wall(log_before, _log_lines(build_dir))
     return {"wall": wall, "ninja": ninja, "load": load, "status": status}
 
 
@@ -97,7 +103,13 @@ def main() -> None:
 
     def record(name: str, run: dict) -> None:
         results.setdefault(name, []).append(run)
-        print(f"  {name}: {run['wall']:.1f} s ({run['status']})", flush=True)
+        print(
+            f"  {name}: {run['wall']:.1f} s, ninja {run['ninja']:.1f} s, "
+            f"load {run['load']:.2f} ({run['status'][:40]})",
+            flush=True,
+        )
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=1))
 
     with tempfile.TemporaryDirectory(prefix="bench-bridge-") as tmp:
         tmp = Path(tmp)
