@@ -14,6 +14,7 @@ build directory holds.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -25,7 +26,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import manifest as manifest_reader
-from . import cuda_toolkit, drift, extensions, link_errors, pipeline, sanitize, writer
+from . import (
+    bridge_cache,
+    cuda_toolkit,
+    drift,
+    extensions,
+    link_errors,
+    pipeline,
+    sanitize,
+    writer,
+)
 from . import project as projects
 from .locations import CONFIGURE_STAMP, MANIFEST, MODULE_NAME, PACKAGE_DIR, SUPPORT_DIR
 from .locations import find_module
@@ -106,6 +116,10 @@ class BuildRequest:
     sanitize: tuple[str, ...] = ()
     # --cmake-arg: (NAME or NAME:TYPE, VALUE), passed as -DNAME=VALUE.
     cmake_args: tuple[tuple[str, str], ...] = ()
+    # --cache/--no-cache: the shared cache of the bridge's objects and the
+    # precompiled header (bridge_cache.py); $INFINIOPS_NO_BRIDGE_CACHE set
+    # bypasses it too.
+    bridge_cache: bool = True
 
 
 @dataclass(frozen=True)
@@ -124,6 +138,11 @@ class BuildResult:
     # What the build is called (the project's table)
     names: projects.LibraryNames = projects.LibraryNames()
     sanitizer_env: sanitize.RunEnv | None = None  # with --sanitize
+    # The bridge cache: "hit" (the entry linked), "published" (built here
+    # and added), "built" (built here, not added: already there or not
+    # addable), "locked" (built here, another build is adding it),
+    # "bypassed", "off" (nothing to cache: no cached target in this build).
+    bridge_cache: str = "bypassed"
 
 
 @dataclass(frozen=True)
@@ -157,6 +176,7 @@ class BuildConfig:
     compiler_launcher: tuple[str, ...] = ()  # BuildRequest.compiler_launcher
     sanitize: tuple[str, ...] = ()  # BuildRequest.sanitize
     user_cmake_args: tuple[tuple[str, str], ...] = ()  # BuildRequest.cmake_args
+    bridge_entry: Path | None = None  # a bridge cache entry to link (bridge_cache)
 
     def uses_ccache(self) -> str | None:
         """ccache's path when the build uses it (wanted and installed)."""
@@ -200,6 +220,8 @@ class BuildConfig:
         args.append(f"-DINFINI_OPS_COMPILE_ONLY={'ON' if self.compile_only else 'OFF'}")
         # Always given, so that a build without --sanitize clears it.
         args.append(f"-DINFINI_OPS_SANITIZE={','.join(self.sanitize)}")
+        # Always given, so that a build that does not use the entry clears it.
+        args.append(f"-DINFINI_OPS_BRIDGE_ENTRY={self.bridge_entry or ''}")
         args += list(self.extra_cmake_args)
         own = {_cmake_name(a) for a in args}
         for name, value in self.user_cmake_args:
@@ -229,6 +251,7 @@ _OWN_OPTION = {
     "CMAKE_CXX_COMPILER_LAUNCHER": "use --compiler-launcher or --no-ccache",
     "INFINI_OPS_PCH": "a distributed compiler behind ccache needs it OFF",
     "Python_EXECUTABLE": "run the tool with that interpreter",
+    "INFINI_OPS_BRIDGE_ENTRY": "the bridge cache sets it (--no-cache: never)",
 }
 
 
@@ -571,13 +594,15 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
         for shard, ops in shard_ops.items():
             echo(f"  {shard}: {', '.join(ops)}")
     require_tools()
-    configure(config, echo)
+    use_cache = request.bridge_cache and not bridge_cache.bypassed_by_env()
+    config, cached = _configure_with_cache(config, use_cache, echo)
     run_env = None
     if request.sanitize:
         cxx = _cmake_cache(build_dir).get("CMAKE_CXX_COMPILER") or "c++"
         run_env = sanitize.run_env(request.sanitize, cxx)
     sanitize.write(build_dir, run_env)
     steps = compile_all(config, echo, shard_ops)
+    cache_state = _after_build(config, cached, use_cache, echo)
     # The harness and tools read what this build holds from here.
     shutil.copyfile(gen_dir / MANIFEST, build_dir / MANIFEST)
     _record_rebuild(build_dir, request)
@@ -607,6 +632,212 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
         installed=Path(request.install) if request.install is not None else None,
         names=request.project.names,
         sanitizer_env=run_env,
+        bridge_cache=cache_state,
+    )
+
+
+# --- The bridge cache (bridge_cache.py, docs/building.md) -------------------------
+
+
+@dataclass(frozen=True)
+class _CacheUse:
+    key: str | None  # None: nothing to cache in this build directory
+    doc: dict | None
+    files: dict[str, Path]
+    entry: Path | None  # the entry linked, on a hit
+    # When the directory was configured, and the key its own objects were
+    # compiled under before (state "built"): its objects are publishable
+    # only when compiled under this key.
+    since: float = 0.0
+    built_before: str | None = None
+
+
+def _configure_with_cache(
+    config: BuildConfig, use_cache: bool, echo
+) -> tuple[BuildConfig, _CacheUse | None]:
+    """Configure; with the cache, compute the key of the bridge's compile
+    commands as configured and configure again where the entry to link
+    changes (a hit, or an entry that no longer matches: never a stale one)."""
+    root = bridge_cache.cache_root()
+    if not use_cache:
+        configure(replace(config, bridge_entry=None), echo)
+        echo("bridge cache: bypassed (--no-cache or $INFINIOPS_NO_BRIDGE_CACHE)")
+        return replace(config, bridge_entry=None), None
+    before = _bridge_state(config.build_dir)
+    previous = before.get("entry")
+    if previous is not None:
+        # Still there and whole (lookup checks the sizes)? Else build in-tree.
+        found = bridge_cache.lookup(Path(previous).parent, Path(previous).name)
+        previous = str(found) if found is not None else None
+    if previous is None and before.get("built") is None:
+        # A new directory: the entry that builds configured alike last
+        # linked, if any, saves configuring twice. Only a guess: the key
+        # below decides, and a wrong guess is configured away.
+        previous = _hinted_entry(root, config)
+    config = replace(config, bridge_entry=Path(previous) if previous else None)
+    configure(config, echo)
+    # A change of the tool's CMake project or of what it includes makes
+    # Ninja configure again before anything else: do it now, so that the
+    # commands the key is computed from are those the build will run.
+    _regenerate(config.build_dir)
+    cached = bridge_cache.of_build(config.build_dir, config.generated_dir)
+    if cached is None:
+        if previous:
+            config = replace(config, bridge_entry=None)
+            configure(config, echo)
+        return config, _CacheUse(None, None, {}, None)
+    doc = bridge_cache.document(cached.inputs)
+    key = bridge_cache.key(doc)
+    entry = bridge_cache.lookup(root, key)
+    if entry is not None and previous is None and before.get("built") == key:
+        # This directory built and published this very entry: its own
+        # objects are the same; switching would only relink.
+        entry = None
+    if (str(entry) if entry else None) != previous:
+        config = replace(config, bridge_entry=entry)
+        configure(config, echo)
+        _regenerate(config.build_dir)
+    _set_bridge_state(
+        config.build_dir, {**before, "entry": str(entry) if entry else None}
+    )
+    if entry is not None:
+        _set_hint(root, config, key)
+    if entry is not None:
+        taken = "the bridge's objects"
+        if (entry / "cmake_pch.hxx.gch").is_file() and config.opt_level == "3":
+            taken += " and the precompiled header"
+        echo(f"bridge cache: hit {key[:12]} in {_rel(root)}: {taken} taken from it")
+    elif before.get("built") == key:
+        echo(f"bridge cache: built here, up to date ({key[:12]}, {_rel(root)})")
+    else:
+        echo(f"bridge cache: miss {key[:12]} in {_rel(root)}: compiling the bridge")
+    return config, _CacheUse(
+        key, doc, cached.files, entry, time.time(), before.get("built")
+    )
+
+
+def _after_build(
+    config: BuildConfig, cached: _CacheUse | None, use_cache: bool, echo
+) -> str:
+    """After a successful build: publish the bridge's objects on a miss;
+    returns the cache's state for BuildResult.bridge_cache."""
+    if not use_cache or cached is None:
+        _set_bridge_state(config.build_dir, {})
+        return "bypassed"
+    if cached.key is None:
+        _set_bridge_state(config.build_dir, {})
+        return "off"
+    if cached.entry is not None:
+        return "hit"
+    # Ninja recompiles what a changed command or source changes, not what
+    # another compiler binary or torch record would: objects older than this
+    # build are this key's only if they were compiled under it before.
+    objects = [p for n, p in cached.files.items() if n.endswith((".o", ".gch"))]
+    fresh = cached.built_before == cached.key or all(
+        p.is_file() and p.stat().st_mtime >= cached.since - 1 for p in objects
+    )
+    if not fresh:
+        _set_bridge_state(config.build_dir, {"entry": None})
+        echo(
+            "bridge cache: not published: this directory's bridge objects are "
+            "older than their key (compiled by an earlier tool, compiler or "
+            "torch?); a new build directory fills the cache"
+        )
+        return "built"
+    # The directory's own objects are now those of this key.
+    _set_bridge_state(config.build_dir, {"entry": None, "built": cached.key})
+    root = bridge_cache.cache_root()
+    if bridge_cache.lookup(root, cached.key) is not None:
+        return "built"  # already there (published by this or another build)
+    if not all(p.is_file() for p in cached.files.values()):
+        return "built"
+    # What was compiled is what was keyed (nothing changed the commands or
+    # the sources while Ninja ran, nor did Ninja configure again).
+    again = bridge_cache.of_build(config.build_dir, config.generated_dir)
+    if again is None or bridge_cache.key(bridge_cache.document(again.inputs)) != (
+        cached.key
+    ):
+        echo("bridge cache: not published (its inputs changed during the build)")
+        _set_bridge_state(config.build_dir, {"entry": None})
+        return "built"
+    try:
+        entry = bridge_cache.publish(root, cached.key, cached.doc, cached.files)
+    except OSError as e:  # a full disk, an unwritable cache: not the build's fault
+        echo(f"bridge cache: not published ({e})")
+        return "built"
+    if entry is None:
+        echo("bridge cache: another build is publishing the same entry")
+        return "locked"
+    _set_hint(root, config, cached.key)
+    removed = bridge_cache.trim(root, spare=entry)
+    echo(
+        f"bridge cache: published {cached.key[:12]} to {_rel(entry)}"
+        + (f" (removed {len(removed)} older)" if removed else "")
+    )
+    return "published"
+
+
+# Configure arguments that differ per project and do not reach the bridge's
+# commands (or are the cache's own).
+_PER_PROJECT = {
+    "INFINI_OPS_GENERATED_DIR",
+    "INFINI_OPS_KERNEL_ROOT",
+    "INFINI_OPS_EXTENSION_KERNEL_ROOTS",
+    "INFINI_OPS_BRIDGE_ENTRY",
+}
+
+
+def _hint_name(config: BuildConfig) -> str:
+    """A name for how a directory is configured, projects aside."""
+    args = [a for a in config.cmake_args() if _cmake_name(a) not in _PER_PROJECT]
+    text = json.dumps([str(SUPPORT_DIR), args, configure_env()])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _hinted_entry(root: Path, config: BuildConfig) -> str | None:
+    try:
+        key = (root / "hints" / _hint_name(config)).read_text().strip()
+    except (OSError, ValueError):
+        return None
+    entry = bridge_cache.lookup(root, key) if re.fullmatch(r"[0-9a-f]+", key) else None
+    return str(entry) if entry is not None else None
+
+
+def _set_hint(root: Path, config: BuildConfig, key: str) -> None:
+    hints = root / "hints"
+    name = _hint_name(config)
+    try:
+        hints.mkdir(parents=True, exist_ok=True)
+        tmp = hints / f"tmp-{os.getpid()}-{name}"
+        tmp.write_text(key)
+        os.replace(tmp, hints / name)
+    except OSError:
+        pass  # only a shortcut
+
+
+_BRIDGE_STATE = "infiniops-bridge-cache.json"
+
+
+def _bridge_state(build_dir: Path) -> dict:
+    try:
+        data = json.loads((build_dir / "CMakeFiles" / _BRIDGE_STATE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _set_bridge_state(build_dir: Path, state: dict) -> None:
+    path = build_dir / "CMakeFiles" / _BRIDGE_STATE
+    if path.parent.is_dir():
+        path.write_text(json.dumps(state))
+
+
+def _regenerate(build_dir: Path) -> None:
+    """Let Ninja re-run CMake where its build file is out of date."""
+    subprocess.run(
+        ["ninja", "-C", str(build_dir), "build.ninja"],
+        capture_output=True,
+        text=True,
     )
 
 

@@ -442,6 +442,16 @@ def generate(
     "ccache is used (docs/building.md: a multi-machine build).",
 )
 @click.option(
+    "--cache/--no-cache",
+    "bridge_cache",
+    default=True,
+    show_default=True,
+    help="Link the torch bridge and use the precompiled header from the shared "
+    "bridge cache when an earlier build made them with the same compiler, "
+    "flags and torch, and add them to it otherwise ($INFINIOPS_NO_BRIDGE_CACHE=1 "
+    "bypasses it too; docs/building.md: the bridge cache).",
+)
+@click.option(
     "--smoke/--no-smoke",
     default=True,
     show_default=True,
@@ -510,6 +520,7 @@ def build(
     jobs,
     ccache,
     compiler_launcher,
+    bridge_cache,
     smoke,
     platform_list,
     compile_only,
@@ -557,6 +568,7 @@ def build(
         install=install_prefix,
         sanitize=sanitizers,
         cmake_args=cmake_pairs,
+        bridge_cache=bridge_cache,
     )
     try:
         result = builder.build(request, click.echo, verbose=ctx.obj["verbose"])

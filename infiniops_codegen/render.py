@@ -160,6 +160,10 @@ def resume_lines(text: str, name: str) -> str:
     return "\n".join(lines)
 
 
+# What the dtype and platform tables say they are generated from.
+TABLES_SOURCE = "infiniops_codegen/data/"
+
+
 def render(opset: OpSet) -> dict[str, str]:
     """Relative path -> content of every generated file."""
     env = _environment()
@@ -176,7 +180,9 @@ def render(opset: OpSet) -> dict[str, str]:
     }
 
     def one(template: str, comment: str = "//", **extra) -> str:
-        return env.get_template(template).render(**common, comment=comment, **extra)
+        return env.get_template(template).render(
+            {**common, "comment": comment, **extra}
+        )
 
     files = {
         "ops.h": one("ops.h.j2"),
@@ -190,10 +196,13 @@ def render(opset: OpSet) -> dict[str, str]:
         "platforms.cmake": one("platforms.cmake.j2", comment="#"),
         "stream_guards.h": one("stream_guards.h.j2"),
         "stream_guards.cpp": one("stream_guards.cpp.j2"),
-        # The dtype and platform tables (data/*.yaml), whatever the ops.
-        "dtype_table.h": one("dtype_table.h.j2"),
-        "platform_table.h": one("platform_table.h.j2"),
-        "torch_tables.h": one("torch_tables.h.j2"),
+        # The dtype and platform tables (data/*.yaml), whatever the ops. Their
+        # header names the tables, not the specs: the bridge and the
+        # precompiled header include them, and a label that changed with the
+        # specs or extensions would rewrite them and rebuild both.
+        "dtype_table.h": one("dtype_table.h.j2", source=TABLES_SOURCE),
+        "platform_table.h": one("platform_table.h.j2", source=TABLES_SOURCE),
+        "torch_tables.h": one("torch_tables.h.j2", source=TABLES_SOURCE),
     }
     for shard in opset.shards:
         label = ", ".join(sorted({op.source for op in shard.ops}))

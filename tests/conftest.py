@@ -30,6 +30,29 @@ def _forget_the_current_project():
     project.use(None)
 
 
+def pytest_configure(config):
+    """The suite's builds bypass the shared bridge cache (bridge_cache.py),
+    so that each builds what it tests, as without the cache; the tests of the
+    cache (tests/test_bridge_cache*.py) turn it on into their tmp_path. Its
+    directory points into a temporary directory all the same: no test writes
+    to the user's cache."""
+    import os
+    import tempfile
+
+    os.environ["INFINIOPS_NO_BRIDGE_CACHE"] = "1"
+    os.environ["INFINIOPS_BRIDGE_CACHE_DIR"] = tempfile.mkdtemp(
+        prefix="infiniops-test-bridge-cache-"
+    )
+
+
+def pytest_unconfigure(config):
+    import os
+
+    path = os.environ.get("INFINIOPS_BRIDGE_CACHE_DIR", "")
+    if "infiniops-test-bridge-cache-" in path:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()

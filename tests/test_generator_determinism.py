@@ -168,3 +168,19 @@ def test_adding_an_op_changes_only_its_shard(tmp_path, basic_specs, aten, name):
     assert untouched, "the fixture should have other shards"
     for rel in untouched:
         assert before[rel] == after[rel], f"{rel} changed"
+
+
+def test_an_extension_leaves_the_tables_alone(tmp_path, basic_specs):
+    # The bridge and the precompiled header include these tables: a rewrite
+    # (e.g. of their header naming the spec directories) rebuilds both.
+    from infiniops_codegen import extensions
+
+    ext = tmp_path / "demo"
+    (ext / "op_specs").mkdir(parents=True)
+    (ext / "infiniops-extension.yaml").write_text("name: demo_ext\n")
+    (ext / "op_specs" / "demo.yaml").write_text("ops:\n  - signbit.out\n")
+    before = pipeline.generate(basic_specs).files
+    after = pipeline.generate(basic_specs, None, extensions.load_all((ext,))).files
+    assert "demo_ext/op_specs/" in after["ops.h"].split("\n", 1)[0]
+    for rel in ("dtype_table.h", "platform_table.h", "torch_tables.h"):
+        assert before[rel] == after[rel], f"{rel} changed"

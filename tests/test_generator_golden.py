@@ -103,14 +103,21 @@ def test_fixture_spans_several_shards_and_all_file_kinds():
     assert AGGREGATES <= files.keys()
 
 
+# Rendered from the tool's data tables, not the specs (render.TABLES_SOURCE).
+TABLES = {"dtype_table.h", "platform_table.h", "torch_tables.h"}
+
+
 def test_every_golden_file_starts_with_the_generated_marker():
     line_re = re.compile(
         r"^(//|#) " + re.escape(MARKER) + r" from basic/.* — do not edit$"
     )
+    tables_line = f"// {MARKER} from infiniops_codegen/data/ — do not edit"
     for rel, text in golden_files().items():
         first = text.split("\n", 1)[0]
         if rel.endswith(".json"):
             assert f"{MARKER} from basic/ — do not edit" in first, rel
+        elif rel in TABLES:
+            assert first == tables_line, f"{rel}: {first!r}"
         else:
             assert line_re.match(first), f"{rel}: {first!r}"
 
