@@ -169,16 +169,36 @@ def _build(root: Path, prefix: Path) -> SimpleNamespace:
         smoke=False,
         install=str(prefix),
     )
-    result = builder.build(request, echo=lambda line: None)
-    return SimpleNamespace(root=root, build=root / "build", result=result)
+    lines = []
+    result = builder.build(request, echo=lines.append)
+    return SimpleNamespace(root=root, build=root / "build", result=result, lines=lines)
 
 
 @pytest.fixture(scope="module")
 def two(tmp_path_factory) -> SimpleNamespace:
     """alpha (abs, add, silu with a CPU kernel, the composite twice) and beta
-    (abs, add, mul), both installed into one prefix."""
+    (abs, add, mul), both installed into one prefix; built with a bridge cache
+    of their own (the suite's builds bypass it otherwise), which beta's build
+    takes alpha's bridge from."""
     base = tmp_path_factory.mktemp("two")
     prefix = base / "prefix"
+    saved = {
+        k: os.environ.get(k)
+        for k in ("INFINIOPS_NO_BRIDGE_CACHE", "INFINIOPS_BRIDGE_CACHE_DIR")
+    }
+    os.environ.pop("INFINIOPS_NO_BRIDGE_CACHE", None)
+    os.environ["INFINIOPS_BRIDGE_CACHE_DIR"] = str(base / "bridge-cache")
+    try:
+        return _build_two(base, prefix)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _build_two(base: Path, prefix: Path) -> SimpleNamespace:
     built = {}
     for name, package, specs, kernels in (
         ("alpha", "Alpha", SPECS, {"cpu/silu.cc": SILU_KERNEL}),
@@ -242,6 +262,16 @@ def test_two_modules_load_side_by_side_with_their_own_state(two):
     # handle reuse off: alpha's call took the from_blob path through its pool
     assert alpha_pool["fresh"] + alpha_pool["rebound"] == 3, alpha_pool
     assert beta_pool == {"rebound": 0, "fresh": 0, "kept": 0, "dropped": 0, "pooled": 0}
+
+
+def test_the_bridge_is_one_for_both(two):
+    """The bridge's objects name no library: beta links the ones alpha's
+    build published."""
+    assert any(
+        ln.startswith("bridge cache: published ") for ln in two.alpha.lines
+    ), two.alpha.lines
+    hit = [ln for ln in two.beta.lines if ln.startswith("bridge cache: hit ")]
+    assert hit, two.beta.lines
 
 
 def test_build_directory_holds_the_names(two):
