@@ -20,6 +20,8 @@ import pytest
 from infiniops_codegen import project as projects
 from infiniops_codegen import scaffold
 
+from environment_skips import requires
+
 REPO = Path(__file__).resolve().parent.parent
 # The project name of the end-to-end test: the scaffold's tests `import mylib`.
 E2E_NAME = "mylib"
@@ -201,10 +203,7 @@ def _run(argv, cwd: Path, env: dict, timeout: int = 900):
     return done
 
 
-@pytest.mark.skipif(
-    shutil.which("git") is None or not (REPO / ".git").exists(),
-    reason="builds the wheel from the checkout's files, listed by git",
-)
+@requires("git")
 def test_init_build_test_from_a_wheel(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     env.pop("INFINIOPS_PROJECT", None)
