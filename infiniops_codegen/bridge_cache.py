@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import schema_db
+from .locations import cmake_cache
 
 # Bumped when an entry's layout or the key's document changes: old entries
 # then simply miss.
@@ -310,7 +311,7 @@ def of_build(build_dir: Path, generated_dir: Path) -> Cached | None:
     compile_commands.json and CMake cache; None when it has none of them (an
     older layout, a failed configure)."""
     build_dir = Path(build_dir)
-    cmake = _cmake_cache(build_dir)
+    cmake = cmake_cache(build_dir)
     compiler = cmake.get("CMAKE_CXX_COMPILER")
     try:
         entries = json.loads((build_dir / "compile_commands.json").read_text())
@@ -364,19 +365,6 @@ def of_build(build_dir: Path, generated_dir: Path) -> Cached | None:
         extra=tuple(sorted(extra.items())),
     )
     return Cached(inputs, files)
-
-
-def _cmake_cache(build_dir: Path) -> dict[str, str]:
-    try:
-        text = (build_dir / "CMakeCache.txt").read_text(errors="replace")
-    except OSError:
-        return {}
-    values = {}
-    for line in text.splitlines():
-        name, sep, value = line.partition("=")
-        if sep and ":" in name and not name.startswith(("#", "//")):
-            values[name.split(":")[0]] = value
-    return values
 
 
 # --- Keeping the cache small ------------------------------------------------------

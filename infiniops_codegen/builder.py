@@ -37,7 +37,8 @@ from . import (
     writer,
 )
 from . import project as projects
-from .locations import CONFIGURE_STAMP, MANIFEST, MODULE_NAME, PACKAGE_DIR, SUPPORT_DIR
+from .locations import CONFIGURE_STAMP, MANIFEST, PACKAGE_DIR, SUPPORT_DIR
+from .locations import cmake_cache as _cmake_cache
 from .locations import find_module
 from .locations import shown as _rel
 from .platforms import load_platforms
@@ -932,17 +933,3 @@ def built_platforms(build_dir: Path) -> tuple[str, ...] | None:
     return tuple(
         p.name for p in load_platforms() if cache.get(p.flag, "").upper() in on
     )
-
-
-def _cmake_cache(build_dir: Path) -> dict[str, str]:
-    """NAME -> value of the CMakeCache.txt entries (`NAME:TYPE=value`)."""
-    try:
-        text = (build_dir / "CMakeCache.txt").read_text(errors="replace")
-    except OSError:
-        return {}
-    values = {}
-    for line in text.splitlines():
-        m = re.match(r"^([A-Za-z_][\w.-]*):[A-Z]+=(.*)$", line)
-        if m:
-            values[m.group(1)] = m.group(2)
-    return values

@@ -6,6 +6,7 @@ a build directory. No imports beyond the standard library, so that
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -60,3 +61,17 @@ def find_module(build_dir: Path) -> Path | None:
         build_dir.glob(f"{name}.*.pyd")
     )
     return found[0] if found else None
+
+
+def cmake_cache(build_dir: Path) -> dict[str, str]:
+    """NAME -> value of the CMakeCache.txt entries (`NAME:TYPE=value`)."""
+    try:
+        text = (build_dir / "CMakeCache.txt").read_text(errors="replace")
+    except OSError:
+        return {}
+    values = {}
+    for line in text.splitlines():
+        m = re.match(r"^([A-Za-z_][\w.-]*):[A-Z]+=(.*)$", line)
+        if m:
+            values[m.group(1)] = m.group(2)
+    return values
