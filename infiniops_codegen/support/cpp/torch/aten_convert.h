@@ -38,7 +38,11 @@ namespace infini::ops::torch_bridge {
 // TorchDispatchMode is active. All share the framework tag kTorchFramework.
 #ifdef INFINI_OPS_LIBRARY_LINK
 // In the Python module: the library's own, through its link (library_link.h).
+// Another name (module_side) than the library's objects: the two are not the
+// same variable (AddressSanitizer's ODR check holds them to that).
+inline namespace module_side {
 extern const char& kTorchFramework;
+}  // namespace module_side
 #else
 extern const char kTorchFramework;
 #endif
@@ -53,7 +57,9 @@ inline bool is_torch_handle(const SourceHandle& h) noexcept {
 // Off: ignore handles and rebuild every at::Tensor with from_blob (to test
 // and benchmark that path in the same process).
 #ifdef INFINI_OPS_LIBRARY_LINK
+inline namespace module_side {
 extern std::atomic<bool>& g_handle_reuse;
+}  // namespace module_side
 #else
 extern std::atomic<bool> g_handle_reuse;
 #endif
@@ -75,7 +81,9 @@ at::Tensor from_blob(const Tensor& t);
 // thread holding the pool's only reference. Wrappers are keyed by the core
 // dtype and device they were made for (wrapper_key).
 #ifdef INFINI_OPS_LIBRARY_LINK
+inline namespace module_side {
 extern std::atomic<bool>& g_wrapper_pool;
+}  // namespace module_side
 #else
 extern std::atomic<bool> g_wrapper_pool;
 #endif
@@ -482,7 +490,9 @@ inline void check_mutated(std::span<const Tensor> ts, const AtenTensorList& as) 
 // see those), and no profiler or other RecordFunction observer listening
 // (the dispatcher records the op for it, exactly as for torch's own call).
 #ifdef INFINI_OPS_LIBRARY_LINK
+inline namespace module_side {
 extern std::atomic<bool>& g_direct_mode;
+}  // namespace module_side
 #else
 extern std::atomic<bool> g_direct_mode;
 #endif

@@ -18,10 +18,12 @@ namespace infini::ops::torch_bridge {
 // it before the module's init function has checked its layout
 // (library_link_matches).
 const LibraryLink& g_link = linked_library();
+inline namespace module_side {
 const char& kTorchFramework = *g_link.torch_framework;
 std::atomic<bool>& g_handle_reuse = *g_link.handle_reuse;
 std::atomic<bool>& g_direct_mode = *g_link.direct_mode;
 std::atomic<bool>& g_wrapper_pool = *g_link.wrapper_pool;
+}  // namespace module_side
 
 bool library_link_matches() noexcept { return g_link.size == sizeof(LibraryLink); }
 
