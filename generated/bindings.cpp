@@ -13302,20 +13302,20 @@ PyObject* py_rsqrt(PyObject* module, PyObject* const* args, Py_ssize_t nargs, Py
   return tb::bind(kSig_rsqrt, module, args, nargs, kwnames, slots, body_rsqrt);
 }
 
-// scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)
-const char* const kNames_scaled_dot_product_attention[] = {"query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "out", "implementation", "stream"};
-PyObject* kKeys_scaled_dot_product_attention[10] = {};
+// scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False, Tensor(a!) out) -> Tensor(a!)
+const char* const kNames_scaled_dot_product_attention[] = {"query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa", "out", "implementation", "stream"};
+PyObject* kKeys_scaled_dot_product_attention[11] = {};
 PyObject* kTorchFunction_scaled_dot_product_attention = nullptr;
-const int kOuts_scaled_dot_product_attention[] = {7};
+const int kOuts_scaled_dot_product_attention[] = {8};
 const tb::Signature kSig_scaled_dot_product_attention{
     .op = "scaled_dot_product_attention",
     .names = kNames_scaled_dot_product_attention,
     .keys = kKeys_scaled_dot_product_attention,
-    .num_params = 10,
-    .num_positional = 7,
+    .num_params = 11,
+    .num_positional = 6,
     .borrow_tensors = false,
     .aten_autograd = false,
-    .tensor_params = 0x8f,
+    .tensor_params = 0x10f,
     .tensor_list_params = 0x0,
     .optional_tensor_params = 0x8,
     .torch_function = &kTorchFunction_scaled_dot_product_attention,
@@ -13334,12 +13334,13 @@ PyObject* body_scaled_dot_product_attention(PyObject** slots) {
   auto v_dropout_p = tb::arg<tk::Float>(slots[4], sig, 4, 0.0);
   auto v_is_causal = tb::arg<tk::Bool>(slots[5], sig, 5, false);
   auto v_scale = tb::arg<tk::Optional<tk::Float>>(slots[6], sig, 6, std::nullopt);
-  const auto impl_ = tb::arg<tk::Implementation>(slots[8], sig, 8, Implementation::kDefault);
-  const auto stream_ = tb::stream_arg(slots[9], sig, 9, kStreamAttributes);
+  auto v_enable_gqa = tb::arg<tk::Bool>(slots[7], sig, 7, false);
+  const auto impl_ = tb::arg<tk::Implementation>(slots[9], sig, 9, Implementation::kDefault);
+  const auto stream_ = tb::stream_arg(slots[10], sig, 10, kStreamAttributes);
   // A call without outputs: allocated as torch's own call allocates them,
   // then the out= call below on them (s_).
   PyObject** s_ = slots;
-  PyObject* filled_[10];
+  PyObject* filled_[11];
   tb::NewOutputs outs_;
   if (tb::outs_absent(sig, slots)) {
     if (impl_ == Implementation::kNative) ::infini::ops::no_native_kernel(sig.op);
@@ -13347,8 +13348,8 @@ PyObject* body_scaled_dot_product_attention(PyObject** slots) {
     tb::CallTensors tensors_(sig, slots, c_);
     tb::Results r_;
     bool allocated_ = false;
-    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::scaled_dot_product_attention_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, tb::OptionalTensorRef{c_[3]}, v_dropout_p, v_is_causal, v_scale, r_, impl_ == Implementation::kNative); });
-    std::copy(slots, slots + 10, filled_);
+    tb::run(false, [&] { allocated_ = ::infini::ops::torch_fallback::no_out::scaled_dot_product_attention_allocate(tb::TensorRef{c_[0]}, tb::TensorRef{c_[1]}, tb::TensorRef{c_[2]}, tb::OptionalTensorRef{c_[3]}, v_dropout_p, v_is_causal, v_scale, v_enable_gqa, r_, impl_ == Implementation::kNative); });
+    std::copy(slots, slots + 11, filled_);
     if (!outs_.fill(sig, r_, filled_)) return nullptr;
     s_ = filled_;
   }
@@ -13358,17 +13359,17 @@ PyObject* body_scaled_dot_product_attention(PyObject** slots) {
     auto v_key = tb::arg<tk::Tensor>(slots[1], sig, 1);
     auto v_value = tb::arg<tk::Tensor>(slots[2], sig, 2);
     auto v_attn_mask = tb::arg<tk::Optional<tk::Tensor>>(slots[3], sig, 3, std::nullopt);
-    auto v_out = tb::arg<tk::Tensor>(slots[7], sig, 7);
+    auto v_out = tb::arg<tk::Tensor>(slots[8], sig, 8);
     tb::run(tb::release_gil_for(v_query, v_key, v_value, v_attn_mask, v_out), [&] {
-      ::infini::ops::scaled_dot_product_attention(v_query, v_key, v_value, v_attn_mask, v_dropout_p, v_is_causal, v_scale, v_out, impl_, stream_);
+      ::infini::ops::scaled_dot_product_attention(v_query, v_key, v_value, v_attn_mask, v_dropout_p, v_is_causal, v_scale, v_enable_gqa, v_out, impl_, stream_);
     });
-    return tb::new_reference(slots[7]);
+    return tb::new_reference(slots[8]);
   }(s_);
   return outs_.returned(sig, result_);
 }
 
 PyObject* py_scaled_dot_product_attention(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  PyObject* slots[11] = {};  // the last: out= as one list or tuple
+  PyObject* slots[12] = {};  // the last: out= as one list or tuple
   return tb::bind(kSig_scaled_dot_product_attention, module, args, nargs, kwnames, slots, body_scaled_dot_product_attention);
 }
 
@@ -17648,6 +17649,29 @@ PyObject* py_implementations(PyObject*, PyObject*) {
   return tb::implementations_dict(kImplementations, std::size(kImplementations));
 }
 
+PyObject* py_debug_native_runs(PyObject*, PyObject* reset) {
+  const int zero = PyObject_IsTrue(reset);
+  if (zero < 0) return nullptr;
+  const auto counts = ::infini::ops::native_run_counts();
+  PyObject* result = PyDict_New();
+  for (std::size_t k = 0; result != nullptr && k < counts.size(); ++k) {
+    const uint64_t n = zero ? counts[k].exchange(0) : counts[k].load();
+    if (n == 0) continue;
+    PyObject* value = PyLong_FromUnsignedLongLong(n);
+    if (value == nullptr || PyDict_SetItemString(result, kImplementations[k].op, value) < 0) {
+      Py_XDECREF(value);
+      Py_CLEAR(result);
+      break;
+    }
+    Py_DECREF(value);
+  }
+  return result;
+}
+
+PyObject* py_register_torch_ops(PyObject*, PyObject*) {
+  return tb::call_guarded(&::infini::ops::register_torch_ops);
+}
+
 PyMethodDef kMethods[] = {
     {"_log_softmax", tb::fastcall(py__log_softmax), METH_FASTCALL | METH_KEYWORDS,
      "_log_softmax($module, /, input, dim, half_to_float, *, out=None, implementation=\"default\", stream=None)\n--\n\n_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)"},
@@ -18026,7 +18050,7 @@ PyMethodDef kMethods[] = {
     {"rsqrt", tb::fastcall(py_rsqrt), METH_FASTCALL | METH_KEYWORDS,
      "rsqrt($module, /, input, *, out=None, implementation=\"default\", stream=None)\n--\n\nrsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"},
     {"scaled_dot_product_attention", tb::fastcall(py_scaled_dot_product_attention), METH_FASTCALL | METH_KEYWORDS,
-     "scaled_dot_product_attention($module, /, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, *, out=None, implementation=\"default\", stream=None)\n--\n\nscaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)"},
+     "scaled_dot_product_attention($module, /, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False, out=None, implementation=\"default\", stream=None)\n--\n\nscaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False, Tensor(a!) out) -> Tensor(a!)"},
     {"scatter", tb::fastcall(pyf_scatter), METH_FASTCALL | METH_KEYWORDS,
      "scatter($module, /, input, dim, index, src, *, out=None, implementation=\"default\", stream=None)\n--\n\ntorch's signatures, tried in this order [op serving it]:\n  scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, Tensor out=None)  [scatter_src]\n  scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce, Tensor out=None)  [scatter_reduce_mode]\n  scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, Tensor out=None)  [scatter_value]\n  scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, c10::string_view reduce, Tensor out=None)  [scatter_value_reduce_mode]"},
     {"scatter_add", tb::fastcall(py_scatter_add), METH_FASTCALL | METH_KEYWORDS,
@@ -18139,6 +18163,10 @@ PyMethodDef kMethods[] = {
      "Let calls whose tensors ATen takes as they are skip the library's core tensors (True, the default) or never (False)."},
     {"lane", tb::py_lane, METH_NOARGS,
      "Whether the lane is on."},
+    {"_register_torch_ops", py_register_torch_ops, METH_NOARGS,
+     "Register the ops with PyTorch's dispatcher as torch.ops.<name>.<op> (once; the module does it when first needed: docs/compile.md)."},
+    {"_debug_native_runs", py_debug_native_runs, METH_O,
+     "Test hook: {op: native kernel runs} of the ops whose native kernel ran since the last reset; given True, also zeroes the counts."},
     {"_debug_lane_calls", tb::py_debug_lane_calls, METH_NOARGS,
      "Test hook: how many calls took the lane so far."},
     {"_debug_wrapper_pool", tb::py_debug_wrapper_pool, METH_O,

@@ -2,6 +2,9 @@
 // Dispatch: native kernel when it supports the call, else PyTorch.
 #include "ops.h"
 
+#include <atomic>
+#include <span>
+
 #include "native_kernels.h"
 #include "runtime/dispatch_support.h"
 #include "stream_guards.h"
@@ -14,6 +17,22 @@ namespace infini::ops {
 // (torch/library_link.h), under the library's own name.
 const ::infini::ops::torch_bridge::LibraryLink& torch_bridge_link() noexcept {
   return ::infini::ops::torch_bridge::kLibraryLink;
+}
+
+namespace {
+// Native kernel runs per op, in the order of native_run_counts(). Relaxed
+// load and store, not an atomic increment: three instructions on the native
+// path; runs on several threads at once may be undercounted.
+std::atomic<uint64_t> g_native_runs[215];
+
+inline void count_native_run(int op) noexcept {
+  g_native_runs[op].store(g_native_runs[op].load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
+}
+}  // namespace
+
+std::span<std::atomic<uint64_t>> native_run_counts() noexcept {
+  return {g_native_runs, 215};
 }
 
 void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, Implementation impl_, Stream stream_) {
@@ -154,6 +173,7 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
             ran_ = true;
             if (native::cpu::add(self, other, alpha, out)) {
               mark_written(out);
+              count_native_run(9);
               return;
             }
           }
@@ -166,6 +186,7 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
             ran_ = true;
             if (native::nvidia::add(self, other, alpha, out, torch_fallback::nvidia::current_stream(key_.device()))) {
               mark_written(out);
+              count_native_run(9);
               return;
             }
           }
@@ -1919,6 +1940,7 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
             ran_ = true;
             if (native::cpu::mul(self, other, out)) {
               mark_written(out);
+              count_native_run(142);
               return;
             }
           }
@@ -2256,6 +2278,7 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
             ran_ = true;
             if (native::cpu::rms_norm(input, weight, eps, out)) {
               mark_written(out);
+              count_native_run(166);
               return;
             }
           }
@@ -2267,6 +2290,7 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
             ran_ = true;
             if (native::nvidia::rms_norm(input, weight, eps, out, torch_fallback::nvidia::current_stream(key_.device()))) {
               mark_written(out);
+              count_native_run(166);
               return;
             }
           }
@@ -2335,11 +2359,11 @@ void rsqrt(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
   torch_fallback::rsqrt(self, out);
 }
 
-void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, Tensor& out, Implementation impl_, Stream stream_) {
+void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, bool enable_gqa, Tensor& out, Implementation impl_, Stream stream_) {
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("scaled_dot_product_attention", query.device(), stream_, [&] {
-      ::infini::ops::scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, out, impl_);
+      ::infini::ops::scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, out, impl_);
     });
   }
   // No ATen op of this name: the profiler sees the library's own.
@@ -2347,7 +2371,7 @@ void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("scaled_dot_product_attention");
   }
-  torch_fallback::scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, out);
+  torch_fallback::scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, out);
 }
 
 void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out, Implementation impl_, Stream stream_) {
@@ -2488,6 +2512,7 @@ void silu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
             ran_ = true;
             if (native::cpu::silu(self, out)) {
               mark_written(out);
+              count_native_run(181);
               return;
             }
           }
@@ -2526,6 +2551,7 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
             ran_ = true;
             if (native::cpu::silu_and_mul(input, out)) {
               mark_written(out);
+              count_native_run(182);
               return;
             }
           }
@@ -2537,6 +2563,7 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
             ran_ = true;
             if (native::nvidia::silu_and_mul(input, out, torch_fallback::nvidia::current_stream(key_.device()))) {
               mark_written(out);
+              count_native_run(182);
               return;
             }
           }

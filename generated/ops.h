@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -22,6 +23,17 @@ namespace infini::ops {
 // This library's torch bridge, as a table (torch/library_link.h): what its
 // Python module and torch_api.h reach it through.
 const ::infini::ops::torch_bridge::LibraryLink& torch_bridge_link() noexcept;
+
+// Registers the ops with PyTorch's dispatcher as torch.ops.infiniops.<op>
+// (docs/compile.md); once, later calls return at once. The Python module
+// calls it when first needed; so does a C++ program that links the CMake
+// package's target (its registrar).
+void register_torch_ops();
+
+// How often each op's native kernel ran (and took the call) in this process,
+// one count per op in the order of the module's implementations(): a test
+// hook (the module's _debug_native_runs).
+std::span<std::atomic<uint64_t>> native_run_counts() noexcept;
 
 // _log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)
 void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
@@ -536,8 +548,8 @@ void round_decimals(const Tensor& self, int64_t decimals, Tensor& out, Implement
 // rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 void rsqrt(const Tensor& self, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
-// scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)
-void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
+// scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False, Tensor(a!) out) -> Tensor(a!)
+void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, bool enable_gqa, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});
 
 // scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
 void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});

@@ -14,6 +14,10 @@ set(INFINI_OPS_GENERATED_FALLBACK_SOURCES
 set(INFINI_OPS_GENERATED_DISPATCH_SOURCES
     "${CMAKE_CURRENT_LIST_DIR}/ops.cpp"
 )
+# The ops' registration with PyTorch's dispatcher (torch.ops.<name>).
+set(INFINI_OPS_GENERATED_REGISTRATION_SOURCES
+    "${CMAKE_CURRENT_LIST_DIR}/torch_library.cpp"
+)
 set(INFINI_OPS_GENERATED_BINDING_SOURCES
     "${CMAKE_CURRENT_LIST_DIR}/bindings.cpp"
 )

@@ -351,7 +351,7 @@ void round_decimals(const Tensor& self, int64_t decimals, Tensor& out);
 void round_decimals(::infini::ops::torch_bridge::TensorRef self, int64_t decimals, ::infini::ops::torch_bridge::TensorRef out);
 void rsqrt(const Tensor& self, Tensor& out);
 void rsqrt(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::TensorRef out);
-void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, Tensor& out);
+void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, bool enable_gqa, Tensor& out);
 void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out);
 void scatter_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, ::infini::ops::torch_bridge::TensorRef out);
 void scatter_reduce_mode(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce, Tensor& out);
@@ -611,7 +611,7 @@ void roll(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> 
 void round(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results);
 void round_decimals(::infini::ops::torch_bridge::TensorRef self, int64_t decimals, ::infini::ops::torch_bridge::Results& results);
 void rsqrt(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge::Results& results);
-bool scaled_dot_product_attention_allocate(::infini::ops::torch_bridge::TensorRef query, ::infini::ops::torch_bridge::TensorRef key, ::infini::ops::torch_bridge::TensorRef value, ::infini::ops::torch_bridge::OptionalTensorRef attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, ::infini::ops::torch_bridge::Results& results, bool native);
+bool scaled_dot_product_attention_allocate(::infini::ops::torch_bridge::TensorRef query, ::infini::ops::torch_bridge::TensorRef key, ::infini::ops::torch_bridge::TensorRef value, ::infini::ops::torch_bridge::OptionalTensorRef attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, bool enable_gqa, ::infini::ops::torch_bridge::Results& results, bool native);
 void scatter_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, ::infini::ops::torch_bridge::Results& results);
 void scatter_reduce_mode(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, std::string_view reduce, ::infini::ops::torch_bridge::Results& results);
 void scatter_src(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops::torch_bridge::TensorRef index, ::infini::ops::torch_bridge::TensorRef src, ::infini::ops::torch_bridge::Results& results);

@@ -46,8 +46,11 @@ def module_name(build_dir: Path) -> str:
     import json  # only here: `import <module>` reaches this through runtime.load
 
     try:
-        data = json.loads((Path(build_dir) / MANIFEST).read_text(encoding="utf-8"))
-        name = data["library"]["name"]
+        text = (Path(build_dir) / MANIFEST).read_text(encoding="utf-8")
+        # Only the record decoded, not the whole manifest (its ops): this
+        # runs on every `import <module>`.
+        start = text.index("{", text.index('"library":'))
+        name = json.JSONDecoder().raw_decode(text, start)[0]["name"]
     except (OSError, ValueError, KeyError, TypeError):
         return MODULE_NAME
     return name if isinstance(name, str) and name.isidentifier() else MODULE_NAME

@@ -91,6 +91,9 @@ class Op:
     return_type: str | None = None  # torch.return_types.<name> of the outputs
     out_optional: bool = False  # a call may leave out= out
     reference_line: int | None = None  # the reference's line in `source`
+    # its overloads in torch.ops.<library name>: {"out", "functional",
+    # "aten_functional"} (torch_library.py; empty: a build that predates them)
+    dispatcher: Mapping = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def visible(self) -> tuple[Argument, ...]:
@@ -372,4 +375,5 @@ def _op(r: _Reader, entry, index: int, platforms) -> Op:
         return_type=r.get(entry, "return_type", str, what, None),
         out_optional=r.get(entry, "out_optional", bool, what, False),
         reference_line=r.get(entry, "reference_line", int, what, None),
+        dispatcher=dict(r.get(entry, "dispatcher", dict, what, None) or {}),
     )

@@ -250,6 +250,10 @@ class Op:
     numbers_as_tensors: bool = False
     # Composites: output -> the input it is allocated like without out=.
     output_like: tuple[tuple[str, str], ...] = ()
+    # The functional overload's schema and tags as torchgen prints them (a
+    # composite's: its signature without outputs); None: none.
+    functional_schema: str | None = None
+    functional_tags: tuple[str, ...] = ()
 
     @property
     def no_out(self) -> bool:

@@ -96,6 +96,22 @@ FUNCTIONS = (
         "() -> bool",
     ),
     ModuleFunction(
+        "_register_torch_ops",
+        "py_register_torch_ops",
+        "METH_NOARGS",
+        "Register the ops with PyTorch's dispatcher as torch.ops.<name>.<op> "
+        "(once; the module does it when first needed: docs/compile.md).",
+        "() -> None",
+    ),
+    ModuleFunction(
+        "_debug_native_runs",
+        "py_debug_native_runs",
+        "METH_O",
+        "Test hook: {op: native kernel runs} of the ops whose native kernel "
+        "ran since the last reset; given True, also zeroes the counts.",
+        "(reset: bool, /) -> dict[str, int]",
+    ),
+    ModuleFunction(
         "_debug_lane_calls",
         "tb::py_debug_lane_calls",
         "METH_NOARGS",

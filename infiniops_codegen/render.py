@@ -9,6 +9,7 @@ import json
 import jinja2
 
 from . import module_api
+from .torch_library import DispatcherOp, dispatcher_ops
 from .locations import MANIFEST, TEMPLATE_DIR
 from .model import OpSet
 from .python_signature import method_entries, python_signature, stub_entries
@@ -48,6 +49,8 @@ def manifest_data(opset: OpSet) -> dict:
     """Everything tests and tools need to know about each op."""
     ops = []
     for op in opset.ops:
+        # The overloads it is called by, whichever op registers a shared one.
+        d = DispatcherOp(op, opset.names.name)
         ops.append(
             {
                 "name": op.name,
@@ -105,6 +108,12 @@ def manifest_data(opset: OpSet) -> dict:
                 "tags": list(op.tags),
                 "reference": op.reference,
                 "reference_line": op.reference_line or None,
+                # its overloads in torch.ops.<library name> (docs/compile.md)
+                "dispatcher": {
+                    "out": d.out_name,
+                    "functional": d.functional_name,
+                    "aten_functional": d.aten_functional,
+                },
                 "shard": op.shard,
                 "hints": op.hints_dict,
             }
@@ -191,6 +200,10 @@ def render(opset: OpSet) -> dict[str, str]:
         "torch_fallback.h": one("torch_fallback.h.j2"),
         "native_kernels.h": one("native_kernels.h.j2"),
         "bindings.cpp": one("bindings.cpp.j2"),
+        "torch_library.cpp": one(
+            "torch_library.cpp.j2",
+            dispatcher=dispatcher_ops(opset.ops, opset.names.name),
+        ),
         f"{opset.names.name}.pyi": one("module.pyi.j2", comment="#"),
         "sources.cmake": one("sources.cmake.j2", comment="#"),
         "platforms.cmake": one("platforms.cmake.j2", comment="#"),

@@ -322,6 +322,8 @@ def _op(spec: OpSpec, db: SchemaDB, name: str) -> Op:
         reference=spec.reference,
         reference_line=spec.at("reference").line if spec.reference else 0,
         output_like=_output_like(spec, args),
+        functional_schema=schema.functional_schema,
+        functional_tags=schema.functional_tags,
     )
 
 

@@ -90,6 +90,11 @@ def load(build_dir: str | os.PathLike | None = None):
     except BaseException:
         del sys.modules[name]
         raise
+    # torch.ops.<name>, torch.compile and fake tensors (docs/compile.md):
+    # registered when first needed, nothing at load.
+    from . import torch_ops
+
+    torch_ops.install(module, directory)
     return module
 
 

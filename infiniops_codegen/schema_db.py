@@ -26,7 +26,7 @@ from .schema_types import (
 )
 
 # Bump when the extracted records change shape or meaning.
-CACHE_FORMAT = 12
+CACHE_FORMAT = 13
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,8 @@ def _build(yaml_dir: Path, version: str) -> SchemaDB:
             cpu.has_kernel(f),
             str(functional.func.name) if functional else None,
             _functional_call(f, functional, cpu) if functional else None,
+            functional_schema=str(functional.func) if functional else None,
+            functional_tags=tuple(sorted(functional.tags)) if functional else (),
         )
     return SchemaDB(
         version,
@@ -331,7 +333,12 @@ def _schema_args(func, cpp_types: dict[str, tuple[str, str | None]]):
 
 
 def _extract(
-    f, cpu_kernel: bool, functional: str | None, functional_call=None
+    f,
+    cpu_kernel: bool,
+    functional: str | None,
+    functional_call=None,
+    functional_schema: str | None = None,
+    functional_tags: tuple[str, ...] = (),
 ) -> AtenSchema:
     from torchgen.api.types import CppSignatureGroup
     from torchgen.context import native_function_manager
@@ -362,6 +369,8 @@ def _extract(
         tags=tuple(sorted(f.tags)),
         return_type=_return_type(func),
         functional_call=functional_call,
+        functional_schema=functional_schema,
+        functional_tags=functional_tags,
     )
 
 
@@ -407,6 +416,10 @@ def schema_from_signature(text: str) -> AtenSchema:
                 raise ValueError(f"argument '{a.name}': {e}") from None
             cpp_types[a.name] = (t, d)
     out_names = [a.name for a in func.arguments.out]
+    # The dispatcher's pair (torch_library.py): the out= overload under
+    # "out" (or the signature's own overload name), the functional one
+    # (outputs returned, defaults kept) under the default overload.
+    functional = func.signature(strip_default=False, keep_return_names=True)
     order = tuple(out_names) + tuple(
         a.name for a in func.arguments.flat_all if a.name not in out_names
     )
@@ -421,4 +434,5 @@ def schema_from_signature(text: str) -> AtenSchema:
         cpu_kernel=False,
         tensor_iterator=False,
         schema=str(func),
+        functional_schema=str(functional) if out_names else None,
     )

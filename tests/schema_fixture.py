@@ -89,6 +89,7 @@ def _schema(s: dict) -> AtenSchema:
             ),
             "cpp_order": tuple(s["cpp_order"]),
             "tags": tuple(s["tags"]),
+            "functional_tags": tuple(s.get("functional_tags", ())),
             "functional_call": FunctionalCall(**call) if call else None,
         }
     )

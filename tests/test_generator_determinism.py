@@ -28,6 +28,7 @@ AGGREGATES = {
     "ops.h",
     "sources.cmake",
     "torch_fallback.h",
+    "torch_library.cpp",
 }
 OLD_NS = 1_000_000_000 * 1_000_000_000  # 2001-09-09, far before any real write
 

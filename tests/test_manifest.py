@@ -292,4 +292,5 @@ def test_runtime_load_imports_no_generator_module(ops):
         "infiniops_codegen.locations",
         "infiniops_codegen.runtime",
         "infiniops_codegen.torch_build",  # the build's torch against the installed
+        "infiniops_codegen.torch_ops",  # torch.ops.<name>, when first needed
     ]

@@ -134,6 +134,7 @@ KINDS = {
     "infiniops_wrappers": "wrapper",
     "infiniops_dispatch": "dispatch",
     "infiniops_bindings": "dispatch",
+    "infiniops_registration": "dispatch",
     "infiniops_kernels_cpu": "cpu kernel",
 }
 

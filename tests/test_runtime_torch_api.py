@@ -227,15 +227,21 @@ def test_composites_without_out_on_the_from_blob_path(ops):
     meta tensors."""
     x = torch.randn(4, 6)
     q = torch.randn(1, 2, 4, 8)
+    kv = torch.randn(1, 1, 4, 8)  # grouped-query: one key/value head for two
     ops.set_handle_reuse(False)
     try:
         half = ops.silu_and_mul(x)
         attention = ops.scaled_dot_product_attention(q, q, q)
+        grouped = ops.scaled_dot_product_attention(q, kv, kv, enable_gqa=True)
     finally:
         ops.set_handle_reuse(True)
     torch.testing.assert_close(half, torch.nn.functional.silu(x[:, :3]) * x[:, 3:])
     torch.testing.assert_close(
         attention, torch.nn.functional.scaled_dot_product_attention(q, q, q)
+    )
+    torch.testing.assert_close(
+        grouped,
+        torch.nn.functional.scaled_dot_product_attention(q, kv, kv, enable_gqa=True),
     )
 
 
@@ -247,6 +253,43 @@ def test_composites_without_out(ops):
     torch.testing.assert_close(ours, expected)
     half = ops.silu_and_mul(x)
     torch.testing.assert_close(half, torch.nn.functional.silu(x[:, :3]) * x[:, 3:])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_sdpa_takes_torch_s_whole_signature(ops, dtype, is_causal):
+    """Grouped-query attention as HF transformers' Llama calls it: 8 query
+    heads over 2 key/value heads, scale and enable_gqa keyword-only."""
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    q = torch.randn(2, 8, 5, 16, dtype=dtype)
+    k, v = torch.randn(2, 2, 5, 16, dtype=dtype), torch.randn(2, 2, 5, 16, dtype=dtype)
+    expected = sdpa(q, k, v, None, 0.0, is_causal, scale=0.25, enable_gqa=True)
+    ours = ops.scaled_dot_product_attention(
+        q, k, v, None, 0.0, is_causal, scale=0.25, enable_gqa=True
+    )
+    assert ours.dtype == dtype and ours.shape == (2, 8, 5, 16)
+    torch.testing.assert_close(ours, expected, rtol=0, atol=0)
+    out = torch.empty(0, dtype=dtype)
+    result = ops.scaled_dot_product_attention(
+        q, k, v, is_causal=is_causal, enable_gqa=True, out=out
+    )
+    assert result is out
+    torch.testing.assert_close(
+        out, sdpa(q, k, v, is_causal=is_causal, enable_gqa=True), rtol=0, atol=0
+    )
+    # Without enable_gqa the head counts must match: the same error as torch's.
+    for kwargs in ({}, {"enable_gqa": False}):
+        with pytest.raises(Exception) as theirs:
+            sdpa(q, k, v, **kwargs)
+        with pytest.raises(Exception) as ours_raised:
+            ops.scaled_dot_product_attention(q, k, v, **kwargs)
+        assert type(ours_raised.value) is type(theirs.value)
+        assert str(ours_raised.value) == str(theirs.value)
+    # torch takes scale by keyword only, and so do we.
+    with pytest.raises(TypeError):
+        sdpa(q, k, v, None, 0.0, is_causal, 0.25)
+    with pytest.raises(TypeError):
+        ops.scaled_dot_product_attention(q, k, v, None, 0.0, is_causal, 0.25)
 
 
 def test_explicit_overload_names_stay(ops):

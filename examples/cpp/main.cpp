@@ -5,6 +5,8 @@
 //
 // Tensors made here from raw pointers carry no PyTorch handle, so every
 // fallback call rebuilds its at::Tensors with at::from_blob (docs/cpp.md).
+#include <ATen/core/dispatch/Dispatcher.h>  // the ops as PyTorch operators
+#include <ATen/ops/from_blob.h>
 #include <c10/util/Exception.h>  // c10::Error: what ATen throws
 
 #include <infiniops/ops.h>
@@ -238,6 +240,25 @@ int main() {
   expect_error<c10::IndexError>("max over dim 5 of a 1-D tensor -> c10::IndexError", [&] {
     ops::max(tsmall, 5, false, tval, tidx);
   });
+
+  // --- The ops as PyTorch operators, for libtorch callers ------------------
+  // (docs/compile.md): torch.ops.infiniops.<op> without Python.
+  ops::register_torch_ops();
+  {
+    auto add = c10::Dispatcher::singleton().findSchema({"infiniops::add", "Tensor"});
+    report(add.has_value(), "register_torch_ops(): infiniops::add.Tensor in c10::Dispatcher");
+    if (add.has_value()) {
+      std::vector<float> x = values(6, 0.5f), y = values(6, 1.5f);
+      const at::Tensor a = at::from_blob(x.data(), {6}, at::kFloat);
+      const at::Tensor b = at::from_blob(y.data(), {6}, at::kFloat);
+      const at::Tensor sum =
+          add->typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>().call(
+              a, b, 2);
+      std::vector<float> got(sum.data_ptr<float>(), sum.data_ptr<float>() + 6), want(6);
+      for (int i = 0; i < 6; ++i) want[i] = x[i] + 2 * y[i];
+      check_close("infiniops::add.Tensor through the dispatcher = x + 2y", got, want);
+    }
+  }
 
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;

@@ -2147,13 +2147,15 @@ void relu(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
 }  // namespace no_out
 
 // The body of the composite rms_norm, on ATen values.
-static void body_rms_norm(at::Tensor & out, const at::Tensor & input, const at::Tensor & weight, double eps) {
+// Not static: the dispatcher's autograd kernel differentiates through it
+// (torch_library.cpp).
+void body_rms_norm(at::Tensor & out, const at::Tensor & input, const at::Tensor & weight, double eps) {
 #line 13 "op_specs/composite.yaml"
     // Normalise over the last dimension, as the LLM kernels do.
     const int64_t last = input.size(-1);
     out.resize_(input.sizes());
     out.copy_(at::rms_norm(input, {last}, weight, eps));
-#line 2157 "torch_fallback/shard_000.cpp"
+#line 2159 "torch_fallback/shard_000.cpp"
 }
 
 // rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)

@@ -2211,12 +2211,22 @@ bool silu_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::t
 }  // namespace no_out
 
 // The body of the composite silu_and_mul, on ATen values.
-static void body_silu_and_mul(at::Tensor & out, const at::Tensor & input) {
+// Not static: the dispatcher's autograd kernel differentiates through it
+// (torch_library.cpp).
+void body_silu_and_mul(at::Tensor & out, const at::Tensor & input) {
 #line 23 "op_specs/composite.yaml"
     // input is [..., 2d]: silu of the first half times the second half.
     const int64_t d = input.size(-1) / 2;
+    if (input.requires_grad()) {
+      // Differentiated (torch.ops.<name>.silu_and_mul): out= overloads
+      // take no autograd, a copy into out does.
+      const at::Tensor result = at::mul(at::silu(input.narrow(-1, 0, d)), input.narrow(-1, d, d));
+      out.resize_(result.sizes());
+      out.copy_(result);
+      return;
+    }
     at::mul_out(out, at::silu(input.narrow(-1, 0, d)), input.narrow(-1, d, d));
-#line 2220 "torch_fallback/shard_001.cpp"
+#line 2230 "torch_fallback/shard_001.cpp"
 }
 
 // silu_and_mul(Tensor input, *, Tensor(a!) out) -> Tensor(a!)

@@ -2817,17 +2817,20 @@ void pow_Tensor_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::op
 }  // namespace no_out
 
 // The body of the composite scaled_dot_product_attention, on ATen values.
-static void body_scaled_dot_product_attention(at::Tensor & out, const at::Tensor & query, const at::Tensor & key, const at::Tensor & value, const ::std::optional<at::Tensor> & attn_mask, double dropout_p, bool is_causal, ::std::optional<double> scale) {
-#line 31 "op_specs/composite.yaml"
+// Not static: the dispatcher's autograd kernel differentiates through it
+// (torch_library.cpp).
+void body_scaled_dot_product_attention(at::Tensor & out, const at::Tensor & query, const at::Tensor & key, const at::Tensor & value, const ::std::optional<at::Tensor> & attn_mask, double dropout_p, bool is_causal, ::std::optional<double> scale, bool enable_gqa) {
+#line 39 "op_specs/composite.yaml"
     auto result = at::scaled_dot_product_attention(query, key, value, attn_mask,
-                                                   dropout_p, is_causal, scale);
+                                                   dropout_p, is_causal, scale,
+                                                   enable_gqa);
     out.resize_(result.sizes());
     out.copy_(result);
-#line 2827 "torch_fallback/shard_003.cpp"
+#line 2830 "torch_fallback/shard_003.cpp"
 }
 
-// scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)
-void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, Tensor& out) {
+// scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False, Tensor(a!) out) -> Tensor(a!)
+void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, bool enable_gqa, Tensor& out) {
   auto a_query = tb::to_aten(query);
   auto a_key = tb::to_aten(key);
   auto a_value = tb::to_aten(value);
@@ -2835,11 +2838,12 @@ void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const 
   auto a_dropout_p = tb::to_aten(dropout_p);
   auto a_is_causal = tb::to_aten(is_causal);
   auto a_scale = tb::to_aten(scale);
+  auto a_enable_gqa = tb::to_aten(enable_gqa);
   auto a_out = tb::to_aten(out);
   if (tb::any_from_blob(a_out, a_query, a_key, a_value, a_attn_mask)) [[unlikely]] {
     tb::check_overlap("scaled_dot_product_attention", {tb::output(out, a_out)}, {tb::input(query, a_query), tb::input(key, a_key), tb::input(value, a_value), tb::input(attn_mask, a_attn_mask)});
   }
-  body_scaled_dot_product_attention(a_out, a_query, a_key, a_value, a_attn_mask, a_dropout_p, a_is_causal, a_scale);
+  body_scaled_dot_product_attention(a_out, a_query, a_key, a_value, a_attn_mask, a_dropout_p, a_is_causal, a_scale, a_enable_gqa);
   tb::check_output(out, a_out, "scaled_dot_product_attention", "out");
 }
 
@@ -2849,7 +2853,7 @@ namespace no_out {
 // scaled_dot_product_attention() without out=, to go the out= way (a native kernel may take
 // it): empty outputs as torch allocates them. False: compute it with the
 // functional overload instead.
-bool scaled_dot_product_attention_allocate(::infini::ops::torch_bridge::TensorRef query, ::infini::ops::torch_bridge::TensorRef key, ::infini::ops::torch_bridge::TensorRef value, ::infini::ops::torch_bridge::OptionalTensorRef attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, ::infini::ops::torch_bridge::Results& results, bool native) {
+bool scaled_dot_product_attention_allocate(::infini::ops::torch_bridge::TensorRef query, ::infini::ops::torch_bridge::TensorRef key, ::infini::ops::torch_bridge::TensorRef value, ::infini::ops::torch_bridge::OptionalTensorRef attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, bool enable_gqa, ::infini::ops::torch_bridge::Results& results, bool native) {
   auto a_query = tb::to_aten(query);
   auto a_key = tb::to_aten(key);
   auto a_value = tb::to_aten(value);
@@ -2857,6 +2861,7 @@ bool scaled_dot_product_attention_allocate(::infini::ops::torch_bridge::TensorRe
   auto a_dropout_p = tb::to_aten(dropout_p);
   auto a_is_causal = tb::to_aten(is_causal);
   auto a_scale = tb::to_aten(scale);
+  auto a_enable_gqa = tb::to_aten(enable_gqa);
   // Outputs no 'like' shapes: as the body shapes them, run on meta stand-ins
   // of the tensors, where the call must reach the native kernel (which wants
   // its outputs shaped) or the outputs cannot grow (the from_blob path):
@@ -2870,7 +2875,7 @@ bool scaled_dot_product_attention_allocate(::infini::ops::torch_bridge::TensorRe
       auto m_value = tb::to_meta(a_value);
       auto m_attn_mask = tb::to_meta(a_attn_mask);
       at::Tensor m_out = tb::empty_meta_like(a_query);
-      body_scaled_dot_product_attention(m_out, m_query, m_key, m_value, m_attn_mask, a_dropout_p, a_is_causal, a_scale);
+      body_scaled_dot_product_attention(m_out, m_query, m_key, m_value, m_attn_mask, a_dropout_p, a_is_causal, a_scale, a_enable_gqa);
       const auto device = tb::output_device(a_query, a_key, a_value, a_attn_mask);
       tb::give_like(results, m_out, device);
       return true;

@@ -197,8 +197,15 @@ PyObject* bind(const Signature& sig, PyObject* module, PyObject* const* args,
                Py_ssize_t nargs, PyObject* kwnames, PyObject** slots,
                Body body) noexcept {
   if (!parse_args(sig, args, nargs, kwnames, slots)) return nullptr;
-  if (torch_function_wanted(sig, slots)) [[unlikely]] {
-    return torch_function(sig, module, args, nargs, kwnames, slots);
+  if (const Special special = torch_function_wanted(sig, slots); special != Special::kNone)
+      [[unlikely]] {
+    if (special != Special::kDispatcherOp) {
+      return torch_function(sig, module, args, nargs, kwnames, slots,
+                            special == Special::kTracedTorchFunction);
+    }
+    PyObject* result = dispatcher_op(sig, module, args, nargs, kwnames, slots);
+    if (result != Py_NotImplemented) return result;
+    Py_DECREF(result);
   }
   NumberTensors numbers;
   if (sig.number_tensor_params != 0 && !numbers.wrap(sig, slots)) return nullptr;

@@ -1,6 +1,8 @@
 // The module's own functions (see module_functions.h).
 #include "torch/module_functions.h"
 
+#include <torch/csrc/Exceptions.h>
+
 #include <atomic>
 #include <string>
 
@@ -9,6 +11,13 @@
 #include "torch/torch_function.h"
 
 namespace infini::ops::torch_bridge {
+
+PyObject* call_guarded(void (*fn)()) {
+  HANDLE_TH_ERRORS
+  fn();
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
 
 PyObject* implementations_dict(const OpImplementations* ops, std::size_t n) {
   PyObject* platforms = py_platforms(nullptr, nullptr);

@@ -33,6 +33,10 @@ PyObject* py_set_lane(PyObject*, PyObject* enabled);
 PyObject* py_lane(PyObject*, PyObject*);
 PyObject* py_debug_lane_calls(PyObject*, PyObject*);
 
+// Runs fn with the GIL held; a C++ exception becomes the Python exception
+// PyTorch raises for it (register_torch_ops, of the generated bindings).
+PyObject* call_guarded(void (*fn)());
+
 // Imports torch (THPVariableClass must exist before any tensor check).
 bool init_module(PyObject* module);
 

@@ -8,6 +8,7 @@
 #include <torch/csrc/utils/python_arg_parser.h>
 
 #include <string>
+#include <unordered_map>
 #include <string_view>
 #include <vector>
 
@@ -118,7 +119,7 @@ PyObject* aten_overload(const Signature& sig, bool functional) {
 }  // namespace
 
 // The list part of torch_function_wanted: any element not exactly a tensor.
-bool torch_function_in_lists(const Signature& sig, PyObject* const* slots) {
+Special torch_function_in_lists(const Signature& sig, PyObject* const* slots) {
   for (uint64_t mask = sig.tensor_list_params; mask != 0; mask &= mask - 1) {
     PyObject* obj = slots[__builtin_ctzll(mask)];
     if (obj == nullptr) continue;
@@ -131,10 +132,10 @@ bool torch_function_in_lists(const Signature& sig, PyObject* const* slots) {
       }
     }
   }
-  return false;
+  return Special::kNone;
 }
 
-bool torch_function_slow(const Signature& sig, PyObject* const* slots) {
+Special torch_function_slow(const Signature& sig, PyObject* const* slots) {
   bool wanted = at::impl::torch_function_mode_enabled();
   if (!wanted && at::impl::PythonTorchFunctionTLS::get_disabled_state() ==
                      at::impl::TorchFunctionDisabledState::ENABLED) {
@@ -143,11 +144,107 @@ bool torch_function_slow(const Signature& sig, PyObject* const* slots) {
     });
   }
   // torch._C._skip_one_hop_torch_function(): the next check says no.
-  return wanted && !compat::consume_skip_next_torch_function();
+  wanted = wanted && !compat::consume_skip_next_torch_function();
+  bool python_key = false;
+  for_each_tensor_argument(sig, slots, [&](PyObject* obj) {
+    python_key = python_key ||
+                 (THPVariable_Check(obj) &&
+                  THPVariable_Unpack(obj).key_set().has(c10::DispatchKey::Python));
+  });
+  if (wanted) return python_key ? Special::kTracedTorchFunction : Special::kTorchFunction;
+  return python_key ? Special::kDispatcherOp : Special::kNone;
+}
+
+namespace {
+
+// torch.ops.<module>.<base>.<overload> for this call, resolved once per
+// overload (the GIL held). Looking up the module's namespace registers its
+// ops the first time (infiniops_codegen.torch_ops). Null with no error set
+// where the module has no such namespace (loaded without
+// infiniops_codegen.runtime).
+PyObject* own_overload(const Signature& sig, PyObject* module, bool functional) {
+  static std::unordered_map<std::string, PyObject*> cache;
+  const char* ns = PyModule_GetName(module);
+  if (ns == nullptr) return nullptr;
+  std::string full = sig.aten != nullptr ? (functional ? sig.aten_functional : sig.aten)
+                                         : std::string(sig.op) + (functional ? "" : ".out");
+  const std::string key = std::string(ns) + "::" + full;
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  const auto dot = full.find('.');
+  const std::string name = full.substr(0, dot);
+  const std::string overload = dot == std::string::npos ? "default" : full.substr(dot + 1);
+  PyRef torch(PyImport_ImportModule("torch"));
+  PyRef ops(torch ? PyObject_GetAttrString(torch.get(), "ops") : nullptr);
+  PyRef space(ops ? PyObject_GetAttrString(ops.get(), ns) : nullptr);
+  PyRef packet(space ? PyObject_GetAttrString(space.get(), name.c_str()) : nullptr);
+  PyObject* func = packet ? PyObject_GetAttrString(packet.get(), overload.c_str()) : nullptr;
+  if (func == nullptr) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  cache.emplace(key, func);  // kept for the life of the process
+  return func;
+}
+
+// The module's dispatcher overload for this call and its arguments under
+// their schema names (hidden ones as None). Null with no error set where
+// the call takes the module's own path (implementation= or stream= given,
+// no functional overload for a call without outputs, no namespace); null
+// with an error set on failure.
+PyObject* own_call(const Signature& sig, PyObject* module, PyObject* const* slots,
+                   PyRef& call_args, PyRef& call_kwargs) {
+  const bool functional = outs_absent(sig, slots);
+  if (slots[sig.num_params - 2] != nullptr || slots[sig.num_params - 1] != nullptr ||
+      (functional && sig.aten != nullptr && sig.aten_functional == nullptr)) {
+    return nullptr;
+  }
+  PyObject* func = own_overload(sig, module, functional);
+  if (func == nullptr) return nullptr;
+  const char* const* names = sig.schema_names != nullptr ? sig.schema_names : sig.names;
+  int positional = 0;
+  const int leading = sig.aten != nullptr ? sig.aten_positional : sig.num_positional;
+  while (positional < leading && slots[positional] != nullptr) ++positional;
+  call_args.reset(PyTuple_New(positional));
+  call_kwargs.reset(PyDict_New());
+  if (!call_args || !call_kwargs) return nullptr;
+  for (int p = 0; p < positional; ++p) {
+    Py_INCREF(slots[p]);
+    PyTuple_SET_ITEM(call_args.get(), p, slots[p]);
+  }
+  for (int p = positional; p < sig.num_params - 2; ++p) {
+    if (slots[p] != nullptr && !(functional && is_output_param(sig, p)) &&
+        PyDict_SetItemString(call_kwargs.get(), names[p], slots[p]) < 0) {
+      return nullptr;
+    }
+  }
+  for (const char* const* n = sig.aten_none; n != nullptr && *n != nullptr; ++n) {
+    if (PyDict_SetItemString(call_kwargs.get(), *n, Py_None) < 0) return nullptr;
+  }
+  return func;
+}
+
+}  // namespace
+
+PyObject* dispatcher_op(const Signature& sig, PyObject* module, PyObject* const* args,
+                        Py_ssize_t nargs, PyObject* kwnames, PyObject* const* slots) {
+  try {
+    PyRef call_args;
+    PyRef call_kwargs;
+    PyObject* func = own_call(sig, module, slots, call_args, call_kwargs);
+    if (func == nullptr) {
+      if (PyErr_Occurred()) return nullptr;
+      Py_RETURN_NOTIMPLEMENTED;
+    }
+    return PyObject_Call(func, call_args.get(), call_kwargs.get());
+  } catch (...) {
+    raise_python_error(sig);
+    return nullptr;
+  }
 }
 
 PyObject* torch_function(const Signature& sig, PyObject* module, PyObject* const* args,
-                         Py_ssize_t nargs, PyObject* kwnames, PyObject* const* slots) {
+                         Py_ssize_t nargs, PyObject* kwnames, PyObject* const* slots,
+                         bool traced) {
   try {
     std::vector<PyObject*> overloaded;
     if (at::impl::PythonTorchFunctionTLS::get_disabled_state() ==
@@ -161,7 +258,17 @@ PyObject* torch_function(const Signature& sig, PyObject* module, PyObject* const
     PyRef call_kwargs(PyDict_New());
     std::string name;
     const char* module_name = nullptr;
-    if (call_kwargs && sig.aten != nullptr) {
+    PyObject* own = traced ? own_call(sig, module, slots, call_args, call_kwargs) : nullptr;
+    if (own != nullptr) {
+      // Traced tensors (fake, functional): the module's dispatcher op, which
+      // the tracer records (docs/compile.md).
+      Py_INCREF(own);
+      func.reset(own);
+      name = sig.op;
+      module_name = "torch.ops";
+    } else if (PyErr_Occurred()) {
+      return nullptr;
+    } else if (call_kwargs && sig.aten != nullptr) {
       // The ATen overload with its schema's argument names; implementation=
       // and stream= belong to this library, not to ATen.
       const bool functional = sig.aten_functional != nullptr && outs_absent(sig, slots);
