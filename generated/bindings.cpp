@@ -757,6 +757,7 @@ const tb::Signature kSig_add{
     .aten_functional = "add.Tensor",
     .functional_torch_function = &kFunctionalTorchFunction_add,
     .number_tensor_params = 0x3,
+    .has_native = true,
 };
 
 PyObject* body_add(PyObject** slots) {
@@ -11055,6 +11056,7 @@ const tb::Signature kSig_mul{
     .aten_functional = "mul.Tensor",
     .functional_torch_function = &kFunctionalTorchFunction_mul,
     .number_tensor_params = 0x3,
+    .has_native = true,
 };
 
 PyObject* body_mul(PyObject** slots) {
@@ -12950,6 +12952,7 @@ const tb::Signature kSig_rms_norm{
     .out_params = kOuts_rms_norm,
     .num_outs = 1,
     .out_optional = true,
+    .has_native = true,
 };
 
 PyObject* body_rms_norm(PyObject** slots) {
@@ -14100,6 +14103,7 @@ const tb::Signature kSig_silu{
     .out_optional = true,
     .aten_functional = "silu",
     .functional_torch_function = &kFunctionalTorchFunction_silu,
+    .has_native = true,
 };
 
 PyObject* body_silu(PyObject** slots) {
@@ -14179,6 +14183,7 @@ const tb::Signature kSig_silu_and_mul{
     .out_params = kOuts_silu_and_mul,
     .num_outs = 1,
     .out_optional = true,
+    .has_native = true,
 };
 
 PyObject* body_silu_and_mul(PyObject** slots) {
@@ -18169,6 +18174,18 @@ PyMethodDef kMethods[] = {
      "Test hook: {op: native kernel runs} of the ops whose native kernel ran since the last reset; given True, also zeroes the counts."},
     {"_debug_lane_calls", tb::py_debug_lane_calls, METH_NOARGS,
      "Test hook: how many calls took the lane so far."},
+    {"_observe_stats", tb::py_observe_stats, METH_NOARGS,
+     "The call counters: [(op, implementation, path, calls)] (infiniops_codegen.observe: stats())."},
+    {"_observe_reset_stats", tb::py_observe_reset_stats, METH_O,
+     "Zero the call counters; count from now on (True) or stop (False)."},
+    {"_observe_trace", tb::py_observe_trace, METH_O,
+     "Trace calls into a file (a path), or keep the lines (None)."},
+    {"_observe_end_trace", tb::py_observe_end_trace, METH_NOARGS,
+     "End the trace: the kept lines; back to INFINIOPS_TRACE's file."},
+    {"_observe_require_native", tb::py_observe_require_native, METH_O,
+     "Calls that would fall back raise: True (every op), a list of op names, or None (off)."},
+    {"_observe_flags", tb::py_observe_flags, METH_NOARGS,
+     "What observes now: 1 counters, 2 trace, 4 require_native."},
     {"_debug_wrapper_pool", tb::py_debug_wrapper_pool, METH_O,
      "Test hook: the calling thread's wrapper pool counts (rebound, fresh, kept, dropped, pooled); clears the pool first when given True."},
     {"_debug_keep", tb::py_debug_keep, METH_O,

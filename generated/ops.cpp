@@ -7,6 +7,7 @@
 
 #include "native_kernels.h"
 #include "runtime/dispatch_support.h"
+#include "runtime/observe_state.h"
 #include "stream_guards.h"
 #include "torch/library_link.h"
 #include "torch_fallback.h"
@@ -35,7 +36,28 @@ std::span<std::atomic<uint64_t>> native_run_counts() noexcept {
   return {g_native_runs, 215};
 }
 
+const ::infini::ops::observe::Control& observation() noexcept {
+  return ::infini::ops::observe::kControl;
+}
+
 void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("_log_softmax", "_log_softmax.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::_log_softmax(self, dim, half_to_float, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("_log_softmax", self.device(), stream_, [&] {
@@ -45,10 +67,31 @@ void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& o
   if (impl_ == Implementation::kNative) {
     no_native_kernel("_log_softmax");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("_log_softmax", impl_, false, nullptr, false, {});
+  }
   torch_fallback::_log_softmax(self, dim, half_to_float, out);
 }
 
 void _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim, DataType input_dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("_log_softmax_backward_data", "_log_softmax_backward_data.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("grad_output", grad_output);
+      c_.arg("output", output);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::_log_softmax_backward_data(grad_output, output, dim, input_dtype, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("_log_softmax_backward_data", grad_output.device(), stream_, [&] {
@@ -58,10 +101,30 @@ void _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output,
   if (impl_ == Implementation::kNative) {
     no_native_kernel("_log_softmax_backward_data");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("_log_softmax_backward_data", impl_, false, nullptr, false, {});
+  }
   torch_fallback::_log_softmax_backward_data(grad_output, output, dim, input_dtype, out);
 }
 
 void _softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("_softmax", "_softmax.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::_softmax(self, dim, half_to_float, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("_softmax", self.device(), stream_, [&] {
@@ -71,10 +134,31 @@ void _softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("_softmax");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("_softmax", impl_, false, nullptr, false, {});
+  }
   torch_fallback::_softmax(self, dim, half_to_float, out);
 }
 
 void _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim, DataType input_dtype, Tensor& grad_input, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("_softmax_backward_data", "_softmax_backward_data.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("grad_output", grad_output);
+      c_.arg("output", output);
+      c_.arg("grad_input", grad_input);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::_softmax_backward_data(grad_output, output, dim, input_dtype, grad_input, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("_softmax_backward_data", grad_output.device(), stream_, [&] {
@@ -84,10 +168,30 @@ void _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int
   if (impl_ == Implementation::kNative) {
     no_native_kernel("_softmax_backward_data");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("_softmax_backward_data", impl_, false, nullptr, false, {});
+  }
   torch_fallback::_softmax_backward_data(grad_output, output, dim, input_dtype, grad_input);
 }
 
 void abs(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("abs", "abs.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::abs(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("abs", self.device(), stream_, [&] {
@@ -97,10 +201,30 @@ void abs(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("abs");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("abs", impl_, false, nullptr, false, {});
+  }
   torch_fallback::abs(self, out);
 }
 
 void acos(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("acos", "acos.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::acos(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("acos", self.device(), stream_, [&] {
@@ -110,10 +234,30 @@ void acos(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
   if (impl_ == Implementation::kNative) {
     no_native_kernel("acos");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("acos", impl_, false, nullptr, false, {});
+  }
   torch_fallback::acos(self, out);
 }
 
 void acosh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("acosh", "acosh.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::acosh(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("acosh", self.device(), stream_, [&] {
@@ -123,10 +267,30 @@ void acosh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
   if (impl_ == Implementation::kNative) {
     no_native_kernel("acosh");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("acosh", impl_, false, nullptr, false, {});
+  }
   torch_fallback::acosh(self, out);
 }
 
 void adaptive_avg_pool2d(const Tensor& self, std::span<const int64_t> output_size, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("adaptive_avg_pool2d", "adaptive_avg_pool2d.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::adaptive_avg_pool2d(self, output_size, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("adaptive_avg_pool2d", self.device(), stream_, [&] {
@@ -136,10 +300,31 @@ void adaptive_avg_pool2d(const Tensor& self, std::span<const int64_t> output_siz
   if (impl_ == Implementation::kNative) {
     no_native_kernel("adaptive_avg_pool2d");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("adaptive_avg_pool2d", impl_, false, nullptr, false, {});
+  }
   torch_fallback::adaptive_avg_pool2d(self, output_size, out);
 }
 
 void adaptive_max_pool2d(const Tensor& self, std::span<const int64_t> output_size, Tensor& out, Tensor& indices, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("adaptive_max_pool2d", "adaptive_max_pool2d.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+      c_.arg("indices", indices);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::adaptive_max_pool2d(self, output_size, out, indices, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("adaptive_max_pool2d", self.device(), stream_, [&] {
@@ -149,18 +334,39 @@ void adaptive_max_pool2d(const Tensor& self, std::span<const int64_t> output_siz
   if (impl_ == Implementation::kNative) {
     no_native_kernel("adaptive_max_pool2d");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("adaptive_max_pool2d", impl_, false, nullptr, false, {});
+  }
   torch_fallback::adaptive_max_pool2d(self, output_size, out, indices);
 }
 
 void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("add", "add.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::add(self, other, alpha, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("add", self.device(), stream_, [&] {
       ::infini::ops::add(self, other, alpha, out, impl_);
     });
   }
+  bool ran_ = false;
   if (impl_ != Implementation::kTorch) {
-    bool ran_ = false;
     if (all_addressable(self, other, out) &&
         torch_fallback::native_context()) [[likely]] {
       const Tensor& key_ = self;
@@ -174,6 +380,7 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
             if (native::cpu::add(self, other, alpha, out)) {
               mark_written(out);
               count_native_run(9);
+              ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
           }
@@ -187,6 +394,7 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
             if (native::nvidia::add(self, other, alpha, out, torch_fallback::nvidia::current_stream(key_.device()))) {
               mark_written(out);
               count_native_run(9);
+              ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
           }
@@ -200,10 +408,30 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
       native_unsupported("add", {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16", ran_);
     }
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("add", impl_, false, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}});
+  }
   torch_fallback::add(self, other, alpha, out);
 }
 
 void add_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("add_Scalar", "add.Scalar_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::add_Scalar(self, other, alpha, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("add_Scalar", self.device(), stream_, [&] {
@@ -213,10 +441,32 @@ void add_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Te
   if (impl_ == Implementation::kNative) {
     no_native_kernel("add_Scalar");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("add_Scalar", impl_, false, nullptr, false, {});
+  }
   torch_fallback::add_Scalar(self, other, alpha, out);
 }
 
 void addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("addbmm", "addbmm.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("batch1", batch1);
+      c_.arg("batch2", batch2);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::addbmm(self, batch1, batch2, beta, alpha, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("addbmm", self.device(), stream_, [&] {
@@ -226,10 +476,32 @@ void addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, cons
   if (impl_ == Implementation::kNative) {
     no_native_kernel("addbmm");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("addbmm", impl_, false, nullptr, false, {});
+  }
   torch_fallback::addbmm(self, batch1, batch2, beta, alpha, out);
 }
 
 void addcdiv(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("addcdiv", "addcdiv.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("tensor1", tensor1);
+      c_.arg("tensor2", tensor2);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::addcdiv(self, tensor1, tensor2, value, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("addcdiv", self.device(), stream_, [&] {
@@ -239,10 +511,32 @@ void addcdiv(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
   if (impl_ == Implementation::kNative) {
     no_native_kernel("addcdiv");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("addcdiv", impl_, false, nullptr, false, {});
+  }
   torch_fallback::addcdiv(self, tensor1, tensor2, value, out);
 }
 
 void addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("addcmul", "addcmul.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("tensor1", tensor1);
+      c_.arg("tensor2", tensor2);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::addcmul(self, tensor1, tensor2, value, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("addcmul", self.device(), stream_, [&] {
@@ -252,10 +546,32 @@ void addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
   if (impl_ == Implementation::kNative) {
     no_native_kernel("addcmul");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("addcmul", impl_, false, nullptr, false, {});
+  }
   torch_fallback::addcmul(self, tensor1, tensor2, value, out);
 }
 
 void addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("addmm", "addmm.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("mat1", mat1);
+      c_.arg("mat2", mat2);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::addmm(self, mat1, mat2, beta, alpha, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("addmm", self.device(), stream_, [&] {
@@ -265,10 +581,32 @@ void addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Sca
   if (impl_ == Implementation::kNative) {
     no_native_kernel("addmm");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("addmm", impl_, false, nullptr, false, {});
+  }
   torch_fallback::addmm(self, mat1, mat2, beta, alpha, out);
 }
 
 void addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("addmv", "addmv.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("mat", mat);
+      c_.arg("vec", vec);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::addmv(self, mat, vec, beta, alpha, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("addmv", self.device(), stream_, [&] {
@@ -278,10 +616,30 @@ void addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scala
   if (impl_ == Implementation::kNative) {
     no_native_kernel("addmv");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("addmv", impl_, false, nullptr, false, {});
+  }
   torch_fallback::addmv(self, mat, vec, beta, alpha, out);
 }
 
 void all(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("all", "all.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::all(self, dim, keepdim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("all", self.device(), stream_, [&] {
@@ -291,10 +649,30 @@ void all(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("all");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("all", impl_, false, nullptr, false, {});
+  }
   torch_fallback::all(self, dim, keepdim, out);
 }
 
 void all_all(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("all_all", "all.all_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::all_all(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("all_all", self.device(), stream_, [&] {
@@ -304,10 +682,30 @@ void all_all(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
   if (impl_ == Implementation::kNative) {
     no_native_kernel("all_all");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("all_all", impl_, false, nullptr, false, {});
+  }
   torch_fallback::all_all(self, out);
 }
 
 void all_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("all_dims", "all.dims_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::all_dims(self, dim, keepdim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("all_dims", self.device(), stream_, [&] {
@@ -317,10 +715,30 @@ void all_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, b
   if (impl_ == Implementation::kNative) {
     no_native_kernel("all_dims");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("all_dims", impl_, false, nullptr, false, {});
+  }
   torch_fallback::all_dims(self, dim, keepdim, out);
 }
 
 void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("amax", "amax.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::amax(self, dim, keepdim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("amax", self.device(), stream_, [&] {
@@ -330,10 +748,30 @@ void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
   if (impl_ == Implementation::kNative) {
     no_native_kernel("amax");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("amax", impl_, false, nullptr, false, {});
+  }
   torch_fallback::amax(self, dim, keepdim, out);
 }
 
 void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("amin", "amin.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::amin(self, dim, keepdim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("amin", self.device(), stream_, [&] {
@@ -343,10 +781,31 @@ void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
   if (impl_ == Implementation::kNative) {
     no_native_kernel("amin");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("amin", impl_, false, nullptr, false, {});
+  }
   torch_fallback::amin(self, dim, keepdim, out);
 }
 
 void aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& min, Tensor& max, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("aminmax", "aminmax.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("min", min);
+      c_.arg("max", max);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::aminmax(self, dim, keepdim, min, max, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("aminmax", self.device(), stream_, [&] {
@@ -356,10 +815,30 @@ void aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tenso
   if (impl_ == Implementation::kNative) {
     no_native_kernel("aminmax");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("aminmax", impl_, false, nullptr, false, {});
+  }
   torch_fallback::aminmax(self, dim, keepdim, min, max);
 }
 
 void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("any", "any.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::any(self, dim, keepdim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("any", self.device(), stream_, [&] {
@@ -369,10 +848,30 @@ void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("any");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("any", impl_, false, nullptr, false, {});
+  }
   torch_fallback::any(self, dim, keepdim, out);
 }
 
 void any_all(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("any_all", "any.all_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::any_all(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("any_all", self.device(), stream_, [&] {
@@ -382,10 +881,30 @@ void any_all(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
   if (impl_ == Implementation::kNative) {
     no_native_kernel("any_all");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("any_all", impl_, false, nullptr, false, {});
+  }
   torch_fallback::any_all(self, out);
 }
 
 void any_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("any_dims", "any.dims_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::any_dims(self, dim, keepdim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("any_dims", self.device(), stream_, [&] {
@@ -395,10 +914,30 @@ void any_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, b
   if (impl_ == Implementation::kNative) {
     no_native_kernel("any_dims");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("any_dims", impl_, false, nullptr, false, {});
+  }
   torch_fallback::any_dims(self, dim, keepdim, out);
 }
 
 void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("argmax", "argmax.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::argmax(self, dim, keepdim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("argmax", self.device(), stream_, [&] {
@@ -408,10 +947,30 @@ void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
   if (impl_ == Implementation::kNative) {
     no_native_kernel("argmax");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("argmax", impl_, false, nullptr, false, {});
+  }
   torch_fallback::argmax(self, dim, keepdim, out);
 }
 
 void argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("argmin", "argmin.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::argmin(self, dim, keepdim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("argmin", self.device(), stream_, [&] {
@@ -421,10 +980,30 @@ void argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
   if (impl_ == Implementation::kNative) {
     no_native_kernel("argmin");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("argmin", impl_, false, nullptr, false, {});
+  }
   torch_fallback::argmin(self, dim, keepdim, out);
 }
 
 void asin(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("asin", "asin.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::asin(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("asin", self.device(), stream_, [&] {
@@ -434,10 +1013,30 @@ void asin(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
   if (impl_ == Implementation::kNative) {
     no_native_kernel("asin");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("asin", impl_, false, nullptr, false, {});
+  }
   torch_fallback::asin(self, out);
 }
 
 void asinh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("asinh", "asinh.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::asinh(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("asinh", self.device(), stream_, [&] {
@@ -447,10 +1046,30 @@ void asinh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
   if (impl_ == Implementation::kNative) {
     no_native_kernel("asinh");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("asinh", impl_, false, nullptr, false, {});
+  }
   torch_fallback::asinh(self, out);
 }
 
 void atan(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("atan", "atan.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::atan(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("atan", self.device(), stream_, [&] {
@@ -460,10 +1079,31 @@ void atan(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
   if (impl_ == Implementation::kNative) {
     no_native_kernel("atan");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("atan", impl_, false, nullptr, false, {});
+  }
   torch_fallback::atan(self, out);
 }
 
 void atan2(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("atan2", "atan2.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::atan2(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("atan2", self.device(), stream_, [&] {
@@ -473,10 +1113,30 @@ void atan2(const Tensor& self, const Tensor& other, Tensor& out, Implementation 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("atan2");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("atan2", impl_, false, nullptr, false, {});
+  }
   torch_fallback::atan2(self, other, out);
 }
 
 void atanh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("atanh", "atanh.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::atanh(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("atanh", self.device(), stream_, [&] {
@@ -486,10 +1146,30 @@ void atanh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
   if (impl_ == Implementation::kNative) {
     no_native_kernel("atanh");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("atanh", impl_, false, nullptr, false, {});
+  }
   torch_fallback::atanh(self, out);
 }
 
 void avg_pool1d(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("avg_pool1d", "avg_pool1d.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::avg_pool1d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("avg_pool1d", self.device(), stream_, [&] {
@@ -499,10 +1179,30 @@ void avg_pool1d(const Tensor& self, std::span<const int64_t> kernel_size, std::s
   if (impl_ == Implementation::kNative) {
     no_native_kernel("avg_pool1d");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("avg_pool1d", impl_, false, nullptr, false, {});
+  }
   torch_fallback::avg_pool1d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, out);
 }
 
 void avg_pool2d(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("avg_pool2d", "avg_pool2d.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("avg_pool2d", self.device(), stream_, [&] {
@@ -512,10 +1212,32 @@ void avg_pool2d(const Tensor& self, std::span<const int64_t> kernel_size, std::s
   if (impl_ == Implementation::kNative) {
     no_native_kernel("avg_pool2d");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("avg_pool2d", impl_, false, nullptr, false, {});
+  }
   torch_fallback::avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out);
 }
 
 void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("baddbmm", "baddbmm.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("batch1", batch1);
+      c_.arg("batch2", batch2);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::baddbmm(self, batch1, batch2, beta, alpha, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("baddbmm", self.device(), stream_, [&] {
@@ -525,10 +1247,31 @@ void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, con
   if (impl_ == Implementation::kNative) {
     no_native_kernel("baddbmm");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("baddbmm", impl_, false, nullptr, false, {});
+  }
   torch_fallback::baddbmm(self, batch1, batch2, beta, alpha, out);
 }
 
 void bitwise_and_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("bitwise_and_Tensor", "bitwise_and.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::bitwise_and_Tensor(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("bitwise_and_Tensor", self.device(), stream_, [&] {
@@ -538,10 +1281,31 @@ void bitwise_and_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Im
   if (impl_ == Implementation::kNative) {
     no_native_kernel("bitwise_and_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("bitwise_and_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::bitwise_and_Tensor(self, other, out);
 }
 
 void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("bitwise_left_shift_Tensor", "bitwise_left_shift.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::bitwise_left_shift_Tensor(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("bitwise_left_shift_Tensor", self.device(), stream_, [&] {
@@ -551,10 +1315,30 @@ void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("bitwise_left_shift_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("bitwise_left_shift_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::bitwise_left_shift_Tensor(self, other, out);
 }
 
 void bitwise_not(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("bitwise_not", "bitwise_not.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::bitwise_not(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("bitwise_not", self.device(), stream_, [&] {
@@ -564,10 +1348,31 @@ void bitwise_not(const Tensor& self, Tensor& out, Implementation impl_, Stream s
   if (impl_ == Implementation::kNative) {
     no_native_kernel("bitwise_not");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("bitwise_not", impl_, false, nullptr, false, {});
+  }
   torch_fallback::bitwise_not(self, out);
 }
 
 void bitwise_or_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("bitwise_or_Tensor", "bitwise_or.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::bitwise_or_Tensor(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("bitwise_or_Tensor", self.device(), stream_, [&] {
@@ -577,10 +1382,31 @@ void bitwise_or_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Imp
   if (impl_ == Implementation::kNative) {
     no_native_kernel("bitwise_or_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("bitwise_or_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::bitwise_or_Tensor(self, other, out);
 }
 
 void bitwise_right_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("bitwise_right_shift_Tensor", "bitwise_right_shift.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::bitwise_right_shift_Tensor(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("bitwise_right_shift_Tensor", self.device(), stream_, [&] {
@@ -590,10 +1416,31 @@ void bitwise_right_shift_Tensor(const Tensor& self, const Tensor& other, Tensor&
   if (impl_ == Implementation::kNative) {
     no_native_kernel("bitwise_right_shift_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("bitwise_right_shift_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::bitwise_right_shift_Tensor(self, other, out);
 }
 
 void bitwise_xor_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("bitwise_xor_Tensor", "bitwise_xor.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::bitwise_xor_Tensor(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("bitwise_xor_Tensor", self.device(), stream_, [&] {
@@ -603,10 +1450,31 @@ void bitwise_xor_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Im
   if (impl_ == Implementation::kNative) {
     no_native_kernel("bitwise_xor_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("bitwise_xor_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::bitwise_xor_Tensor(self, other, out);
 }
 
 void bmm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("bmm", "bmm.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("mat2", mat2);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::bmm(self, mat2, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("bmm", self.device(), stream_, [&] {
@@ -616,10 +1484,29 @@ void bmm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation imp
   if (impl_ == Implementation::kNative) {
     no_native_kernel("bmm");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("bmm", impl_, false, nullptr, false, {});
+  }
   torch_fallback::bmm(self, mat2, out);
 }
 
 void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("cat", "cat.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::cat(tensors, dim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("cat", out.device(), stream_, [&] {
@@ -629,10 +1516,30 @@ void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out, Implementati
   if (impl_ == Implementation::kNative) {
     no_native_kernel("cat");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("cat", impl_, false, nullptr, false, {});
+  }
   torch_fallback::cat(tensors, dim, out);
 }
 
 void ceil(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("ceil", "ceil.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::ceil(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("ceil", self.device(), stream_, [&] {
@@ -642,10 +1549,30 @@ void ceil(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
   if (impl_ == Implementation::kNative) {
     no_native_kernel("ceil");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("ceil", impl_, false, nullptr, false, {});
+  }
   torch_fallback::ceil(self, out);
 }
 
 void clamp(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("clamp", "clamp.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::clamp(self, min, max, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("clamp", self.device(), stream_, [&] {
@@ -655,10 +1582,32 @@ void clamp(const Tensor& self, const std::optional<Scalar>& min, const std::opti
   if (impl_ == Implementation::kNative) {
     no_native_kernel("clamp");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("clamp", impl_, false, nullptr, false, {});
+  }
   torch_fallback::clamp(self, min, max, out);
 }
 
 void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const std::optional<Tensor>& max, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("clamp_Tensor", "clamp.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("min", min);
+      c_.arg("max", max);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::clamp_Tensor(self, min, max, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("clamp_Tensor", self.device(), stream_, [&] {
@@ -668,10 +1617,30 @@ void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const st
   if (impl_ == Implementation::kNative) {
     no_native_kernel("clamp_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("clamp_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::clamp_Tensor(self, min, max, out);
 }
 
 void clamp_max(const Tensor& self, const Scalar& max, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("clamp_max", "clamp_max.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::clamp_max(self, max, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("clamp_max", self.device(), stream_, [&] {
@@ -681,10 +1650,31 @@ void clamp_max(const Tensor& self, const Scalar& max, Tensor& out, Implementatio
   if (impl_ == Implementation::kNative) {
     no_native_kernel("clamp_max");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("clamp_max", impl_, false, nullptr, false, {});
+  }
   torch_fallback::clamp_max(self, max, out);
 }
 
 void clamp_max_Tensor(const Tensor& self, const Tensor& max, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("clamp_max_Tensor", "clamp_max.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("max", max);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::clamp_max_Tensor(self, max, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("clamp_max_Tensor", self.device(), stream_, [&] {
@@ -694,10 +1684,30 @@ void clamp_max_Tensor(const Tensor& self, const Tensor& max, Tensor& out, Implem
   if (impl_ == Implementation::kNative) {
     no_native_kernel("clamp_max_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("clamp_max_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::clamp_max_Tensor(self, max, out);
 }
 
 void clamp_min(const Tensor& self, const Scalar& min, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("clamp_min", "clamp_min.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::clamp_min(self, min, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("clamp_min", self.device(), stream_, [&] {
@@ -707,10 +1717,31 @@ void clamp_min(const Tensor& self, const Scalar& min, Tensor& out, Implementatio
   if (impl_ == Implementation::kNative) {
     no_native_kernel("clamp_min");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("clamp_min", impl_, false, nullptr, false, {});
+  }
   torch_fallback::clamp_min(self, min, out);
 }
 
 void clamp_min_Tensor(const Tensor& self, const Tensor& min, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("clamp_min_Tensor", "clamp_min.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("min", min);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::clamp_min_Tensor(self, min, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("clamp_min_Tensor", self.device(), stream_, [&] {
@@ -720,10 +1751,30 @@ void clamp_min_Tensor(const Tensor& self, const Tensor& min, Tensor& out, Implem
   if (impl_ == Implementation::kNative) {
     no_native_kernel("clamp_min_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("clamp_min_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::clamp_min_Tensor(self, min, out);
 }
 
 void clone(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("clone", "clone.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::clone(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("clone", self.device(), stream_, [&] {
@@ -733,10 +1784,31 @@ void clone(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
   if (impl_ == Implementation::kNative) {
     no_native_kernel("clone");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("clone", impl_, false, nullptr, false, {});
+  }
   torch_fallback::clone(self, out);
 }
 
 void copysign(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("copysign", "copysign.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::copysign(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("copysign", self.device(), stream_, [&] {
@@ -746,10 +1818,30 @@ void copysign(const Tensor& self, const Tensor& other, Tensor& out, Implementati
   if (impl_ == Implementation::kNative) {
     no_native_kernel("copysign");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("copysign", impl_, false, nullptr, false, {});
+  }
   torch_fallback::copysign(self, other, out);
 }
 
 void copysign_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("copysign_Scalar", "copysign.Scalar_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::copysign_Scalar(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("copysign_Scalar", self.device(), stream_, [&] {
@@ -759,10 +1851,30 @@ void copysign_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Imple
   if (impl_ == Implementation::kNative) {
     no_native_kernel("copysign_Scalar");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("copysign_Scalar", impl_, false, nullptr, false, {});
+  }
   torch_fallback::copysign_Scalar(self, other, out);
 }
 
 void cos(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("cos", "cos.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::cos(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("cos", self.device(), stream_, [&] {
@@ -772,10 +1884,30 @@ void cos(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("cos");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("cos", impl_, false, nullptr, false, {});
+  }
   torch_fallback::cos(self, out);
 }
 
 void cosh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("cosh", "cosh.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::cosh(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("cosh", self.device(), stream_, [&] {
@@ -785,10 +1917,31 @@ void cosh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
   if (impl_ == Implementation::kNative) {
     no_native_kernel("cosh");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("cosh", impl_, false, nullptr, false, {});
+  }
   torch_fallback::cosh(self, out);
 }
 
 void cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("cross", "cross.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::cross(self, other, dim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("cross", self.device(), stream_, [&] {
@@ -798,10 +1951,30 @@ void cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim, 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("cross");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("cross", impl_, false, nullptr, false, {});
+  }
   torch_fallback::cross(self, other, dim, out);
 }
 
 void cumprod(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("cumprod", "cumprod.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::cumprod(self, dim, dtype, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("cumprod", self.device(), stream_, [&] {
@@ -811,10 +1984,30 @@ void cumprod(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
   if (impl_ == Implementation::kNative) {
     no_native_kernel("cumprod");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("cumprod", impl_, false, nullptr, false, {});
+  }
   torch_fallback::cumprod(self, dim, dtype, out);
 }
 
 void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("cumsum", "cumsum.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::cumsum(self, dim, dtype, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("cumsum", self.device(), stream_, [&] {
@@ -824,10 +2017,30 @@ void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tens
   if (impl_ == Implementation::kNative) {
     no_native_kernel("cumsum");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("cumsum", impl_, false, nullptr, false, {});
+  }
   torch_fallback::cumsum(self, dim, dtype, out);
 }
 
 void digamma(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("digamma", "digamma.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::digamma(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("digamma", self.device(), stream_, [&] {
@@ -837,10 +2050,31 @@ void digamma(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
   if (impl_ == Implementation::kNative) {
     no_native_kernel("digamma");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("digamma", impl_, false, nullptr, false, {});
+  }
   torch_fallback::digamma(self, out);
 }
 
 void div(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("div", "div.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::div(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("div", self.device(), stream_, [&] {
@@ -850,10 +2084,31 @@ void div(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
   if (impl_ == Implementation::kNative) {
     no_native_kernel("div");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("div", impl_, false, nullptr, false, {});
+  }
   torch_fallback::div(self, other, out);
 }
 
 void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::string_view> rounding_mode, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("div_out_mode", "div.out_mode", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::div_out_mode(self, other, rounding_mode, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("div_out_mode", self.device(), stream_, [&] {
@@ -863,10 +2118,31 @@ void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::st
   if (impl_ == Implementation::kNative) {
     no_native_kernel("div_out_mode");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("div_out_mode", impl_, false, nullptr, false, {});
+  }
   torch_fallback::div_out_mode(self, other, rounding_mode, out);
 }
 
 void dot(const Tensor& self, const Tensor& tensor, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("dot", "dot.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("tensor", tensor);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::dot(self, tensor, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("dot", self.device(), stream_, [&] {
@@ -876,10 +2152,30 @@ void dot(const Tensor& self, const Tensor& tensor, Tensor& out, Implementation i
   if (impl_ == Implementation::kNative) {
     no_native_kernel("dot");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("dot", impl_, false, nullptr, false, {});
+  }
   torch_fallback::dot(self, tensor, out);
 }
 
 void elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("elu", "elu.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::elu(self, alpha, scale, input_scale, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("elu", self.device(), stream_, [&] {
@@ -889,10 +2185,31 @@ void elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Sca
   if (impl_ == Implementation::kNative) {
     no_native_kernel("elu");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("elu", impl_, false, nullptr, false, {});
+  }
   torch_fallback::elu(self, alpha, scale, input_scale, out);
 }
 
 void embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("embedding", "embedding.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("weight", weight);
+      c_.arg("indices", indices);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("embedding", weight.device(), stream_, [&] {
@@ -902,10 +2219,31 @@ void embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx,
   if (impl_ == Implementation::kNative) {
     no_native_kernel("embedding");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("embedding", impl_, false, nullptr, false, {});
+  }
   torch_fallback::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse, out);
 }
 
 void embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights, int64_t padding_idx, bool scale_grad_by_freq, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("embedding_dense_backward", "embedding_dense_backward.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("grad_output", grad_output);
+      c_.arg("indices", indices);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("embedding_dense_backward", grad_output.device(), stream_, [&] {
@@ -915,10 +2253,30 @@ void embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("embedding_dense_backward");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("embedding_dense_backward", impl_, false, nullptr, false, {});
+  }
   torch_fallback::embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq, out);
 }
 
 void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("eq_Scalar", "eq.Scalar_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::eq_Scalar(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("eq_Scalar", self.device(), stream_, [&] {
@@ -928,10 +2286,31 @@ void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("eq_Scalar");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("eq_Scalar", impl_, false, nullptr, false, {});
+  }
   torch_fallback::eq_Scalar(self, other, out);
 }
 
 void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("eq_Tensor", "eq.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::eq_Tensor(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("eq_Tensor", self.device(), stream_, [&] {
@@ -941,10 +2320,30 @@ void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("eq_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("eq_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::eq_Tensor(self, other, out);
 }
 
 void erf(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("erf", "erf.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::erf(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("erf", self.device(), stream_, [&] {
@@ -954,10 +2353,30 @@ void erf(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("erf");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("erf", impl_, false, nullptr, false, {});
+  }
   torch_fallback::erf(self, out);
 }
 
 void erfc(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("erfc", "erfc.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::erfc(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("erfc", self.device(), stream_, [&] {
@@ -967,10 +2386,30 @@ void erfc(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
   if (impl_ == Implementation::kNative) {
     no_native_kernel("erfc");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("erfc", impl_, false, nullptr, false, {});
+  }
   torch_fallback::erfc(self, out);
 }
 
 void erfinv(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("erfinv", "erfinv.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::erfinv(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("erfinv", self.device(), stream_, [&] {
@@ -980,10 +2419,30 @@ void erfinv(const Tensor& self, Tensor& out, Implementation impl_, Stream stream
   if (impl_ == Implementation::kNative) {
     no_native_kernel("erfinv");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("erfinv", impl_, false, nullptr, false, {});
+  }
   torch_fallback::erfinv(self, out);
 }
 
 void exp(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("exp", "exp.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::exp(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("exp", self.device(), stream_, [&] {
@@ -993,10 +2452,30 @@ void exp(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("exp");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("exp", impl_, false, nullptr, false, {});
+  }
   torch_fallback::exp(self, out);
 }
 
 void exp2(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("exp2", "exp2.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::exp2(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("exp2", self.device(), stream_, [&] {
@@ -1006,10 +2485,30 @@ void exp2(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
   if (impl_ == Implementation::kNative) {
     no_native_kernel("exp2");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("exp2", impl_, false, nullptr, false, {});
+  }
   torch_fallback::exp2(self, out);
 }
 
 void expm1(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("expm1", "expm1.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::expm1(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("expm1", self.device(), stream_, [&] {
@@ -1019,10 +2518,30 @@ void expm1(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
   if (impl_ == Implementation::kNative) {
     no_native_kernel("expm1");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("expm1", impl_, false, nullptr, false, {});
+  }
   torch_fallback::expm1(self, out);
 }
 
 void flip(const Tensor& self, std::span<const int64_t> dims, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("flip", "flip.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::flip(self, dims, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("flip", self.device(), stream_, [&] {
@@ -1032,10 +2551,30 @@ void flip(const Tensor& self, std::span<const int64_t> dims, Tensor& out, Implem
   if (impl_ == Implementation::kNative) {
     no_native_kernel("flip");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("flip", impl_, false, nullptr, false, {});
+  }
   torch_fallback::flip(self, dims, out);
 }
 
 void floor(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("floor", "floor.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::floor(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("floor", self.device(), stream_, [&] {
@@ -1045,10 +2584,31 @@ void floor(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
   if (impl_ == Implementation::kNative) {
     no_native_kernel("floor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("floor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::floor(self, out);
 }
 
 void floor_divide(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("floor_divide", "floor_divide.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::floor_divide(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("floor_divide", self.device(), stream_, [&] {
@@ -1058,10 +2618,31 @@ void floor_divide(const Tensor& self, const Tensor& other, Tensor& out, Implemen
   if (impl_ == Implementation::kNative) {
     no_native_kernel("floor_divide");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("floor_divide", impl_, false, nullptr, false, {});
+  }
   torch_fallback::floor_divide(self, other, out);
 }
 
 void fmax(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("fmax", "fmax.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::fmax(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("fmax", self.device(), stream_, [&] {
@@ -1071,10 +2652,31 @@ void fmax(const Tensor& self, const Tensor& other, Tensor& out, Implementation i
   if (impl_ == Implementation::kNative) {
     no_native_kernel("fmax");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("fmax", impl_, false, nullptr, false, {});
+  }
   torch_fallback::fmax(self, other, out);
 }
 
 void fmin(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("fmin", "fmin.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::fmin(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("fmin", self.device(), stream_, [&] {
@@ -1084,10 +2686,31 @@ void fmin(const Tensor& self, const Tensor& other, Tensor& out, Implementation i
   if (impl_ == Implementation::kNative) {
     no_native_kernel("fmin");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("fmin", impl_, false, nullptr, false, {});
+  }
   torch_fallback::fmin(self, other, out);
 }
 
 void fmod_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("fmod_Tensor", "fmod.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::fmod_Tensor(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("fmod_Tensor", self.device(), stream_, [&] {
@@ -1097,10 +2720,30 @@ void fmod_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implement
   if (impl_ == Implementation::kNative) {
     no_native_kernel("fmod_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("fmod_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::fmod_Tensor(self, other, out);
 }
 
 void frac(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("frac", "frac.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::frac(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("frac", self.device(), stream_, [&] {
@@ -1110,10 +2753,31 @@ void frac(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
   if (impl_ == Implementation::kNative) {
     no_native_kernel("frac");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("frac", impl_, false, nullptr, false, {});
+  }
   torch_fallback::frac(self, out);
 }
 
 void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("gather", "gather.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("index", index);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::gather(self, dim, index, sparse_grad, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("gather", self.device(), stream_, [&] {
@@ -1123,10 +2787,30 @@ void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_gr
   if (impl_ == Implementation::kNative) {
     no_native_kernel("gather");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("gather", impl_, false, nullptr, false, {});
+  }
   torch_fallback::gather(self, dim, index, sparse_grad, out);
 }
 
 void ge_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("ge_Scalar", "ge.Scalar_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::ge_Scalar(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("ge_Scalar", self.device(), stream_, [&] {
@@ -1136,10 +2820,31 @@ void ge_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("ge_Scalar");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("ge_Scalar", impl_, false, nullptr, false, {});
+  }
   torch_fallback::ge_Scalar(self, other, out);
 }
 
 void ge_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("ge_Tensor", "ge.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::ge_Tensor(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("ge_Tensor", self.device(), stream_, [&] {
@@ -1149,10 +2854,30 @@ void ge_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("ge_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("ge_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::ge_Tensor(self, other, out);
 }
 
 void gelu(const Tensor& self, std::string_view approximate, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("gelu", "gelu.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::gelu(self, approximate, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("gelu", self.device(), stream_, [&] {
@@ -1162,10 +2887,31 @@ void gelu(const Tensor& self, std::string_view approximate, Tensor& out, Impleme
   if (impl_ == Implementation::kNative) {
     no_native_kernel("gelu");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("gelu", impl_, false, nullptr, false, {});
+  }
   torch_fallback::gelu(self, approximate, out);
 }
 
 void gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_view approximate, Tensor& grad_input, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("gelu_backward", "gelu_backward.grad_input", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("grad_output", grad_output);
+      c_.arg("input", self);
+      c_.arg("grad_input", grad_input);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::gelu_backward(grad_output, self, approximate, grad_input, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("gelu_backward", grad_output.device(), stream_, [&] {
@@ -1175,10 +2921,30 @@ void gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_vi
   if (impl_ == Implementation::kNative) {
     no_native_kernel("gelu_backward");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("gelu_backward", impl_, false, nullptr, false, {});
+  }
   torch_fallback::gelu_backward(grad_output, self, approximate, grad_input);
 }
 
 void glu(const Tensor& self, int64_t dim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("glu", "glu.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::glu(self, dim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("glu", self.device(), stream_, [&] {
@@ -1188,10 +2954,30 @@ void glu(const Tensor& self, int64_t dim, Tensor& out, Implementation impl_, Str
   if (impl_ == Implementation::kNative) {
     no_native_kernel("glu");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("glu", impl_, false, nullptr, false, {});
+  }
   torch_fallback::glu(self, dim, out);
 }
 
 void gt_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("gt_Scalar", "gt.Scalar_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::gt_Scalar(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("gt_Scalar", self.device(), stream_, [&] {
@@ -1201,10 +2987,31 @@ void gt_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("gt_Scalar");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("gt_Scalar", impl_, false, nullptr, false, {});
+  }
   torch_fallback::gt_Scalar(self, other, out);
 }
 
 void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("gt_Tensor", "gt.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::gt_Tensor(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("gt_Tensor", self.device(), stream_, [&] {
@@ -1214,10 +3021,30 @@ void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("gt_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("gt_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::gt_Tensor(self, other, out);
 }
 
 void hardsigmoid(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("hardsigmoid", "hardsigmoid.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::hardsigmoid(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("hardsigmoid", self.device(), stream_, [&] {
@@ -1227,10 +3054,30 @@ void hardsigmoid(const Tensor& self, Tensor& out, Implementation impl_, Stream s
   if (impl_ == Implementation::kNative) {
     no_native_kernel("hardsigmoid");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("hardsigmoid", impl_, false, nullptr, false, {});
+  }
   torch_fallback::hardsigmoid(self, out);
 }
 
 void hardswish(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("hardswish", "hardswish.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::hardswish(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("hardswish", self.device(), stream_, [&] {
@@ -1240,10 +3087,30 @@ void hardswish(const Tensor& self, Tensor& out, Implementation impl_, Stream str
   if (impl_ == Implementation::kNative) {
     no_native_kernel("hardswish");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("hardswish", impl_, false, nullptr, false, {});
+  }
   torch_fallback::hardswish(self, out);
 }
 
 void hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("hardtanh", "hardtanh.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::hardtanh(self, min_val, max_val, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("hardtanh", self.device(), stream_, [&] {
@@ -1253,10 +3120,31 @@ void hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val, 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("hardtanh");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("hardtanh", impl_, false, nullptr, false, {});
+  }
   torch_fallback::hardtanh(self, min_val, max_val, out);
 }
 
 void hypot(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("hypot", "hypot.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::hypot(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("hypot", self.device(), stream_, [&] {
@@ -1266,10 +3154,30 @@ void hypot(const Tensor& self, const Tensor& other, Tensor& out, Implementation 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("hypot");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("hypot", impl_, false, nullptr, false, {});
+  }
   torch_fallback::hypot(self, other, out);
 }
 
 void index(const Tensor& self, std::span<const std::optional<Tensor>> indices, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("index", "index.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::index(self, indices, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("index", self.device(), stream_, [&] {
@@ -1279,10 +3187,32 @@ void index(const Tensor& self, std::span<const std::optional<Tensor>> indices, T
   if (impl_ == Implementation::kNative) {
     no_native_kernel("index");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("index", impl_, false, nullptr, false, {});
+  }
   torch_fallback::index(self, indices, out);
 }
 
 void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("index_add", "index_add.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("index", index);
+      c_.arg("source", source);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::index_add(self, dim, index, source, alpha, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("index_add", self.device(), stream_, [&] {
@@ -1292,10 +3222,31 @@ void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tenso
   if (impl_ == Implementation::kNative) {
     no_native_kernel("index_add");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("index_add", impl_, false, nullptr, false, {});
+  }
   torch_fallback::index_add(self, dim, index, source, alpha, out);
 }
 
 void index_put(const Tensor& self, std::span<const std::optional<Tensor>> indices, const Tensor& values, bool accumulate, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("index_put", "index_put.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("values", values);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::index_put(self, indices, values, accumulate, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("index_put", self.device(), stream_, [&] {
@@ -1305,10 +3256,31 @@ void index_put(const Tensor& self, std::span<const std::optional<Tensor>> indice
   if (impl_ == Implementation::kNative) {
     no_native_kernel("index_put");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("index_put", impl_, false, nullptr, false, {});
+  }
   torch_fallback::index_put(self, indices, values, accumulate, out);
 }
 
 void index_select(const Tensor& self, int64_t dim, const Tensor& index, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("index_select", "index_select.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("index", index);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::index_select(self, dim, index, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("index_select", self.device(), stream_, [&] {
@@ -1318,10 +3290,30 @@ void index_select(const Tensor& self, int64_t dim, const Tensor& index, Tensor& 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("index_select");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("index_select", impl_, false, nullptr, false, {});
+  }
   torch_fallback::index_select(self, dim, index, out);
 }
 
 void isnan(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("isnan", "isnan.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::isnan(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("isnan", self.device(), stream_, [&] {
@@ -1331,10 +3323,31 @@ void isnan(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
   if (impl_ == Implementation::kNative) {
     no_native_kernel("isnan");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("isnan", impl_, false, nullptr, false, {});
+  }
   torch_fallback::isnan(self, out);
 }
 
 void kron(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("kron", "kron.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::kron(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("kron", self.device(), stream_, [&] {
@@ -1344,10 +3357,31 @@ void kron(const Tensor& self, const Tensor& other, Tensor& out, Implementation i
   if (impl_ == Implementation::kNative) {
     no_native_kernel("kron");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("kron", impl_, false, nullptr, false, {});
+  }
   torch_fallback::kron(self, other, out);
 }
 
 void kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& values, Tensor& indices, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("kthvalue", "kthvalue.values", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("values", values);
+      c_.arg("indices", indices);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::kthvalue(self, k, dim, keepdim, values, indices, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("kthvalue", self.device(), stream_, [&] {
@@ -1357,10 +3391,30 @@ void kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("kthvalue");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("kthvalue", impl_, false, nullptr, false, {});
+  }
   torch_fallback::kthvalue(self, k, dim, keepdim, values, indices);
 }
 
 void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("le_Scalar", "le.Scalar_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::le_Scalar(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("le_Scalar", self.device(), stream_, [&] {
@@ -1370,10 +3424,31 @@ void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("le_Scalar");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("le_Scalar", impl_, false, nullptr, false, {});
+  }
   torch_fallback::le_Scalar(self, other, out);
 }
 
 void le_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("le_Tensor", "le.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::le_Tensor(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("le_Tensor", self.device(), stream_, [&] {
@@ -1383,10 +3458,30 @@ void le_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("le_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("le_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::le_Tensor(self, other, out);
 }
 
 void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("leaky_relu", "leaky_relu.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::leaky_relu(self, negative_slope, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("leaky_relu", self.device(), stream_, [&] {
@@ -1396,10 +3491,31 @@ void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out, I
   if (impl_ == Implementation::kNative) {
     no_native_kernel("leaky_relu");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("leaky_relu", impl_, false, nullptr, false, {});
+  }
   torch_fallback::leaky_relu(self, negative_slope, out);
 }
 
 void lerp_Scalar(const Tensor& self, const Tensor& end, const Scalar& weight, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("lerp_Scalar", "lerp.Scalar_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("end", end);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::lerp_Scalar(self, end, weight, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("lerp_Scalar", self.device(), stream_, [&] {
@@ -1409,10 +3525,32 @@ void lerp_Scalar(const Tensor& self, const Tensor& end, const Scalar& weight, Te
   if (impl_ == Implementation::kNative) {
     no_native_kernel("lerp_Scalar");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("lerp_Scalar", impl_, false, nullptr, false, {});
+  }
   torch_fallback::lerp_Scalar(self, end, weight, out);
 }
 
 void lerp_Tensor(const Tensor& self, const Tensor& end, const Tensor& weight, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("lerp_Tensor", "lerp.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("end", end);
+      c_.arg("weight", weight);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::lerp_Tensor(self, end, weight, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("lerp_Tensor", self.device(), stream_, [&] {
@@ -1422,10 +3560,30 @@ void lerp_Tensor(const Tensor& self, const Tensor& end, const Tensor& weight, Te
   if (impl_ == Implementation::kNative) {
     no_native_kernel("lerp_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("lerp_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::lerp_Tensor(self, end, weight, out);
 }
 
 void lgamma(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("lgamma", "lgamma.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::lgamma(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("lgamma", self.device(), stream_, [&] {
@@ -1435,10 +3593,32 @@ void lgamma(const Tensor& self, Tensor& out, Implementation impl_, Stream stream
   if (impl_ == Implementation::kNative) {
     no_native_kernel("lgamma");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("lgamma", impl_, false, nullptr, false, {});
+  }
   torch_fallback::lgamma(self, out);
 }
 
 void linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("linear", "linear.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", input);
+      c_.arg("weight", weight);
+      c_.arg("bias", bias);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::linear(input, weight, bias, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("linear", input.device(), stream_, [&] {
@@ -1448,10 +3628,30 @@ void linear(const Tensor& input, const Tensor& weight, const std::optional<Tenso
   if (impl_ == Implementation::kNative) {
     no_native_kernel("linear");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("linear", impl_, false, nullptr, false, {});
+  }
   torch_fallback::linear(input, weight, bias, out);
 }
 
 void log(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("log", "log.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::log(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("log", self.device(), stream_, [&] {
@@ -1461,10 +3661,30 @@ void log(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("log");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("log", impl_, false, nullptr, false, {});
+  }
   torch_fallback::log(self, out);
 }
 
 void log10(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("log10", "log10.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::log10(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("log10", self.device(), stream_, [&] {
@@ -1474,10 +3694,30 @@ void log10(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
   if (impl_ == Implementation::kNative) {
     no_native_kernel("log10");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("log10", impl_, false, nullptr, false, {});
+  }
   torch_fallback::log10(self, out);
 }
 
 void log1p(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("log1p", "log1p.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::log1p(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("log1p", self.device(), stream_, [&] {
@@ -1487,10 +3727,30 @@ void log1p(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
   if (impl_ == Implementation::kNative) {
     no_native_kernel("log1p");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("log1p", impl_, false, nullptr, false, {});
+  }
   torch_fallback::log1p(self, out);
 }
 
 void log2(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("log2", "log2.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::log2(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("log2", self.device(), stream_, [&] {
@@ -1500,10 +3760,30 @@ void log2(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
   if (impl_ == Implementation::kNative) {
     no_native_kernel("log2");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("log2", impl_, false, nullptr, false, {});
+  }
   torch_fallback::log2(self, out);
 }
 
 void log_sigmoid(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("log_sigmoid", "log_sigmoid.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::log_sigmoid(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("log_sigmoid", self.device(), stream_, [&] {
@@ -1513,10 +3793,30 @@ void log_sigmoid(const Tensor& self, Tensor& out, Implementation impl_, Stream s
   if (impl_ == Implementation::kNative) {
     no_native_kernel("log_sigmoid");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("log_sigmoid", impl_, false, nullptr, false, {});
+  }
   torch_fallback::log_sigmoid(self, out);
 }
 
 void log_softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("log_softmax", "log_softmax.int_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::log_softmax(self, dim, dtype, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("log_softmax", self.device(), stream_, [&] {
@@ -1526,10 +3826,31 @@ void log_softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype,
   if (impl_ == Implementation::kNative) {
     no_native_kernel("log_softmax");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("log_softmax", impl_, false, nullptr, false, {});
+  }
   torch_fallback::log_softmax(self, dim, dtype, out);
 }
 
 void logaddexp(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("logaddexp", "logaddexp.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::logaddexp(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("logaddexp", self.device(), stream_, [&] {
@@ -1539,10 +3860,31 @@ void logaddexp(const Tensor& self, const Tensor& other, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("logaddexp");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("logaddexp", impl_, false, nullptr, false, {});
+  }
   torch_fallback::logaddexp(self, other, out);
 }
 
 void logaddexp2(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("logaddexp2", "logaddexp2.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::logaddexp2(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("logaddexp2", self.device(), stream_, [&] {
@@ -1552,10 +3894,31 @@ void logaddexp2(const Tensor& self, const Tensor& other, Tensor& out, Implementa
   if (impl_ == Implementation::kNative) {
     no_native_kernel("logaddexp2");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("logaddexp2", impl_, false, nullptr, false, {});
+  }
   torch_fallback::logaddexp2(self, other, out);
 }
 
 void logical_and(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("logical_and", "logical_and.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::logical_and(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("logical_and", self.device(), stream_, [&] {
@@ -1565,10 +3928,30 @@ void logical_and(const Tensor& self, const Tensor& other, Tensor& out, Implement
   if (impl_ == Implementation::kNative) {
     no_native_kernel("logical_and");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("logical_and", impl_, false, nullptr, false, {});
+  }
   torch_fallback::logical_and(self, other, out);
 }
 
 void logical_not(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("logical_not", "logical_not.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::logical_not(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("logical_not", self.device(), stream_, [&] {
@@ -1578,10 +3961,31 @@ void logical_not(const Tensor& self, Tensor& out, Implementation impl_, Stream s
   if (impl_ == Implementation::kNative) {
     no_native_kernel("logical_not");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("logical_not", impl_, false, nullptr, false, {});
+  }
   torch_fallback::logical_not(self, out);
 }
 
 void logical_or(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("logical_or", "logical_or.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::logical_or(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("logical_or", self.device(), stream_, [&] {
@@ -1591,10 +3995,31 @@ void logical_or(const Tensor& self, const Tensor& other, Tensor& out, Implementa
   if (impl_ == Implementation::kNative) {
     no_native_kernel("logical_or");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("logical_or", impl_, false, nullptr, false, {});
+  }
   torch_fallback::logical_or(self, other, out);
 }
 
 void logical_xor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("logical_xor", "logical_xor.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::logical_xor(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("logical_xor", self.device(), stream_, [&] {
@@ -1604,10 +4029,30 @@ void logical_xor(const Tensor& self, const Tensor& other, Tensor& out, Implement
   if (impl_ == Implementation::kNative) {
     no_native_kernel("logical_xor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("logical_xor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::logical_xor(self, other, out);
 }
 
 void logsumexp(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("logsumexp", "logsumexp.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::logsumexp(self, dim, keepdim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("logsumexp", self.device(), stream_, [&] {
@@ -1617,10 +4062,30 @@ void logsumexp(const Tensor& self, std::span<const int64_t> dim, bool keepdim, T
   if (impl_ == Implementation::kNative) {
     no_native_kernel("logsumexp");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("logsumexp", impl_, false, nullptr, false, {});
+  }
   torch_fallback::logsumexp(self, dim, keepdim, out);
 }
 
 void lt_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("lt_Scalar", "lt.Scalar_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::lt_Scalar(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("lt_Scalar", self.device(), stream_, [&] {
@@ -1630,10 +4095,31 @@ void lt_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("lt_Scalar");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("lt_Scalar", impl_, false, nullptr, false, {});
+  }
   torch_fallback::lt_Scalar(self, other, out);
 }
 
 void lt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("lt_Tensor", "lt.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::lt_Tensor(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("lt_Tensor", self.device(), stream_, [&] {
@@ -1643,10 +4129,31 @@ void lt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("lt_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("lt_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::lt_Tensor(self, other, out);
 }
 
 void masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("masked_fill", "masked_fill.Scalar_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("mask", mask);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::masked_fill(self, mask, value, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("masked_fill", self.device(), stream_, [&] {
@@ -1656,10 +4163,32 @@ void masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value, Te
   if (impl_ == Implementation::kNative) {
     no_native_kernel("masked_fill");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("masked_fill", impl_, false, nullptr, false, {});
+  }
   torch_fallback::masked_fill(self, mask, value, out);
 }
 
 void masked_fill_Tensor(const Tensor& self, const Tensor& mask, const Tensor& value, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("masked_fill_Tensor", "masked_fill.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("mask", mask);
+      c_.arg("value", value);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::masked_fill_Tensor(self, mask, value, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("masked_fill_Tensor", self.device(), stream_, [&] {
@@ -1669,10 +4198,31 @@ void masked_fill_Tensor(const Tensor& self, const Tensor& mask, const Tensor& va
   if (impl_ == Implementation::kNative) {
     no_native_kernel("masked_fill_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("masked_fill_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::masked_fill_Tensor(self, mask, value, out);
 }
 
 void masked_select(const Tensor& self, const Tensor& mask, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("masked_select", "masked_select.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("mask", mask);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::masked_select(self, mask, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("masked_select", self.device(), stream_, [&] {
@@ -1682,10 +4232,31 @@ void masked_select(const Tensor& self, const Tensor& mask, Tensor& out, Implemen
   if (impl_ == Implementation::kNative) {
     no_native_kernel("masked_select");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("masked_select", impl_, false, nullptr, false, {});
+  }
   torch_fallback::masked_select(self, mask, out);
 }
 
 void matmul(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("matmul", "matmul.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::matmul(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("matmul", self.device(), stream_, [&] {
@@ -1695,10 +4266,31 @@ void matmul(const Tensor& self, const Tensor& other, Tensor& out, Implementation
   if (impl_ == Implementation::kNative) {
     no_native_kernel("matmul");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("matmul", impl_, false, nullptr, false, {});
+  }
   torch_fallback::matmul(self, other, out);
 }
 
 void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max_values, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("max", "max.dim_max", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("max", max);
+      c_.arg("max_values", max_values);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::max(self, dim, keepdim, max, max_values, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("max", self.device(), stream_, [&] {
@@ -1708,10 +4300,30 @@ void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max
   if (impl_ == Implementation::kNative) {
     no_native_kernel("max");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("max", impl_, false, nullptr, false, {});
+  }
   torch_fallback::max(self, dim, keepdim, max, max_values);
 }
 
 void max_all(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("max_all", "max.unary_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::max_all(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("max_all", self.device(), stream_, [&] {
@@ -1721,10 +4333,31 @@ void max_all(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
   if (impl_ == Implementation::kNative) {
     no_native_kernel("max_all");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("max_all", impl_, false, nullptr, false, {});
+  }
   torch_fallback::max_all(self, out);
 }
 
 void max_other(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("max_other", "max.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::max_other(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("max_other", self.device(), stream_, [&] {
@@ -1734,10 +4367,31 @@ void max_other(const Tensor& self, const Tensor& other, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("max_other");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("max_other", impl_, false, nullptr, false, {});
+  }
   torch_fallback::max_other(self, other, out);
 }
 
 void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel_size, std::span<const int64_t> stride, std::span<const int64_t> padding, std::span<const int64_t> dilation, bool ceil_mode, Tensor& out, Tensor& indices, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("max_pool2d_with_indices", "max_pool2d_with_indices.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+      c_.arg("indices", indices);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode, out, indices, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("max_pool2d_with_indices", self.device(), stream_, [&] {
@@ -1747,10 +4401,31 @@ void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel
   if (impl_ == Implementation::kNative) {
     no_native_kernel("max_pool2d_with_indices");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("max_pool2d_with_indices", impl_, false, nullptr, false, {});
+  }
   torch_fallback::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode, out, indices);
 }
 
 void maximum(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("maximum", "maximum.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::maximum(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("maximum", self.device(), stream_, [&] {
@@ -1760,10 +4435,30 @@ void maximum(const Tensor& self, const Tensor& other, Tensor& out, Implementatio
   if (impl_ == Implementation::kNative) {
     no_native_kernel("maximum");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("maximum", impl_, false, nullptr, false, {});
+  }
   torch_fallback::maximum(self, other, out);
 }
 
 void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("mean", "mean.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::mean(self, dim, keepdim, dtype, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("mean", self.device(), stream_, [&] {
@@ -1773,10 +4468,30 @@ void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("mean");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("mean", impl_, false, nullptr, false, {});
+  }
   torch_fallback::mean(self, dim, keepdim, dtype, out);
 }
 
 void mean_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("mean_all", "mean.dtype_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::mean_all(self, dtype, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("mean_all", self.device(), stream_, [&] {
@@ -1786,10 +4501,30 @@ void mean_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Im
   if (impl_ == Implementation::kNative) {
     no_native_kernel("mean_all");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("mean_all", impl_, false, nullptr, false, {});
+  }
   torch_fallback::mean_all(self, dtype, out);
 }
 
 void median_all(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("median_all", "median.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::median_all(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("median_all", self.device(), stream_, [&] {
@@ -1799,10 +4534,31 @@ void median_all(const Tensor& self, Tensor& out, Implementation impl_, Stream st
   if (impl_ == Implementation::kNative) {
     no_native_kernel("median_all");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("median_all", impl_, false, nullptr, false, {});
+  }
   torch_fallback::median_all(self, out);
 }
 
 void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& values, Tensor& indices, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("median_dim_values", "median.dim_values", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("values", values);
+      c_.arg("indices", indices);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::median_dim_values(self, dim, keepdim, values, indices, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("median_dim_values", self.device(), stream_, [&] {
@@ -1812,10 +4568,31 @@ void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& va
   if (impl_ == Implementation::kNative) {
     no_native_kernel("median_dim_values");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("median_dim_values", impl_, false, nullptr, false, {});
+  }
   torch_fallback::median_dim_values(self, dim, keepdim, values, indices);
 }
 
 void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min_indices, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("min", "min.dim_min", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("min", min);
+      c_.arg("min_indices", min_indices);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::min(self, dim, keepdim, min, min_indices, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("min", self.device(), stream_, [&] {
@@ -1825,10 +4602,30 @@ void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min
   if (impl_ == Implementation::kNative) {
     no_native_kernel("min");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("min", impl_, false, nullptr, false, {});
+  }
   torch_fallback::min(self, dim, keepdim, min, min_indices);
 }
 
 void min_all(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("min_all", "min.unary_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::min_all(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("min_all", self.device(), stream_, [&] {
@@ -1838,10 +4635,31 @@ void min_all(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
   if (impl_ == Implementation::kNative) {
     no_native_kernel("min_all");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("min_all", impl_, false, nullptr, false, {});
+  }
   torch_fallback::min_all(self, out);
 }
 
 void min_other(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("min_other", "min.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::min_other(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("min_other", self.device(), stream_, [&] {
@@ -1851,10 +4669,31 @@ void min_other(const Tensor& self, const Tensor& other, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("min_other");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("min_other", impl_, false, nullptr, false, {});
+  }
   torch_fallback::min_other(self, other, out);
 }
 
 void minimum(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("minimum", "minimum.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::minimum(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("minimum", self.device(), stream_, [&] {
@@ -1864,10 +4703,30 @@ void minimum(const Tensor& self, const Tensor& other, Tensor& out, Implementatio
   if (impl_ == Implementation::kNative) {
     no_native_kernel("minimum");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("minimum", impl_, false, nullptr, false, {});
+  }
   torch_fallback::minimum(self, other, out);
 }
 
 void mish(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("mish", "mish.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::mish(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("mish", self.device(), stream_, [&] {
@@ -1877,10 +4736,31 @@ void mish(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
   if (impl_ == Implementation::kNative) {
     no_native_kernel("mish");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("mish", impl_, false, nullptr, false, {});
+  }
   torch_fallback::mish(self, out);
 }
 
 void mm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("mm", "mm.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("mat2", mat2);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::mm(self, mat2, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("mm", self.device(), stream_, [&] {
@@ -1890,10 +4770,31 @@ void mm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation impl
   if (impl_ == Implementation::kNative) {
     no_native_kernel("mm");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("mm", impl_, false, nullptr, false, {});
+  }
   torch_fallback::mm(self, mat2, out);
 }
 
 void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("mse_loss", "mse_loss.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("target", target);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::mse_loss(self, target, reduction, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("mse_loss", self.device(), stream_, [&] {
@@ -1903,10 +4804,32 @@ void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tenso
   if (impl_ == Implementation::kNative) {
     no_native_kernel("mse_loss");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("mse_loss", impl_, false, nullptr, false, {});
+  }
   torch_fallback::mse_loss(self, target, reduction, out);
 }
 
 void mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target, int64_t reduction, Tensor& grad_input, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("mse_loss_backward", "mse_loss_backward.grad_input", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("grad_output", grad_output);
+      c_.arg("input", self);
+      c_.arg("target", target);
+      c_.arg("grad_input", grad_input);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::mse_loss_backward(grad_output, self, target, reduction, grad_input, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("mse_loss_backward", grad_output.device(), stream_, [&] {
@@ -1916,18 +4839,39 @@ void mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tens
   if (impl_ == Implementation::kNative) {
     no_native_kernel("mse_loss_backward");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("mse_loss_backward", impl_, false, nullptr, false, {});
+  }
   torch_fallback::mse_loss_backward(grad_output, self, target, reduction, grad_input);
 }
 
 void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("mul", "mul.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::mul(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("mul", self.device(), stream_, [&] {
       ::infini::ops::mul(self, other, out, impl_);
     });
   }
+  bool ran_ = false;
   if (impl_ != Implementation::kTorch) {
-    bool ran_ = false;
     if (all_addressable(self, other, out) &&
         torch_fallback::native_context()) [[likely]] {
       const Tensor& key_ = self;
@@ -1941,6 +4885,7 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
             if (native::cpu::mul(self, other, out)) {
               mark_written(out);
               count_native_run(142);
+              ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
           }
@@ -1954,10 +4899,30 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
       native_unsupported("mul", {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16", ran_);
     }
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("mul", impl_, false, "cpu: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}});
+  }
   torch_fallback::mul(self, other, out);
 }
 
 void mul_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("mul_Scalar", "mul.Scalar_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::mul_Scalar(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("mul_Scalar", self.device(), stream_, [&] {
@@ -1967,10 +4932,31 @@ void mul_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementa
   if (impl_ == Implementation::kNative) {
     no_native_kernel("mul_Scalar");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("mul_Scalar", impl_, false, nullptr, false, {});
+  }
   torch_fallback::mul_Scalar(self, other, out);
 }
 
 void mv(const Tensor& self, const Tensor& vec, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("mv", "mv.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("vec", vec);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::mv(self, vec, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("mv", self.device(), stream_, [&] {
@@ -1980,10 +4966,30 @@ void mv(const Tensor& self, const Tensor& vec, Tensor& out, Implementation impl_
   if (impl_ == Implementation::kNative) {
     no_native_kernel("mv");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("mv", impl_, false, nullptr, false, {});
+  }
   torch_fallback::mv(self, vec, out);
 }
 
 void nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("nan_to_num", "nan_to_num.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::nan_to_num(self, nan, posinf, neginf, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("nan_to_num", self.device(), stream_, [&] {
@@ -1993,10 +4999,30 @@ void nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<dou
   if (impl_ == Implementation::kNative) {
     no_native_kernel("nan_to_num");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("nan_to_num", impl_, false, nullptr, false, {});
+  }
   torch_fallback::nan_to_num(self, nan, posinf, neginf, out);
 }
 
 void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("nansum", "nansum.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::nansum(self, dim, keepdim, dtype, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("nansum", self.device(), stream_, [&] {
@@ -2006,10 +5032,30 @@ void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, boo
   if (impl_ == Implementation::kNative) {
     no_native_kernel("nansum");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("nansum", impl_, false, nullptr, false, {});
+  }
   torch_fallback::nansum(self, dim, keepdim, dtype, out);
 }
 
 void narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("narrow_copy", "narrow_copy.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::narrow_copy(self, dim, start, length, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("narrow_copy", self.device(), stream_, [&] {
@@ -2019,10 +5065,36 @@ void narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length,
   if (impl_ == Implementation::kNative) {
     no_native_kernel("narrow_copy");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("narrow_copy", impl_, false, nullptr, false, {});
+  }
   torch_fallback::narrow_copy(self, dim, start, length, out);
 }
 
 void native_batch_norm(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var, bool training, double momentum, double eps, Tensor& out, Tensor& save_mean, Tensor& save_invstd, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("native_batch_norm", "native_batch_norm.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", input);
+      c_.arg("weight", weight);
+      c_.arg("bias", bias);
+      c_.arg("running_mean", running_mean);
+      c_.arg("running_var", running_var);
+      c_.arg("out", out);
+      c_.arg("save_mean", save_mean);
+      c_.arg("save_invstd", save_invstd);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("native_batch_norm", input.device(), stream_, [&] {
@@ -2032,10 +5104,34 @@ void native_batch_norm(const Tensor& input, const std::optional<Tensor>& weight,
   if (impl_ == Implementation::kNative) {
     no_native_kernel("native_batch_norm");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("native_batch_norm", impl_, false, nullptr, false, {});
+  }
   torch_fallback::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd);
 }
 
 void native_group_norm(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, int64_t N, int64_t C, int64_t HxW, int64_t group, double eps, Tensor& out0, Tensor& out1, Tensor& out2, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("native_group_norm", "native_group_norm.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", input);
+      c_.arg("weight", weight);
+      c_.arg("bias", bias);
+      c_.arg("out0", out0);
+      c_.arg("out1", out1);
+      c_.arg("out2", out2);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::native_group_norm(input, weight, bias, N, C, HxW, group, eps, out0, out1, out2, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("native_group_norm", input.device(), stream_, [&] {
@@ -2045,10 +5141,34 @@ void native_group_norm(const Tensor& input, const std::optional<Tensor>& weight,
   if (impl_ == Implementation::kNative) {
     no_native_kernel("native_group_norm");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("native_group_norm", impl_, false, nullptr, false, {});
+  }
   torch_fallback::native_group_norm(input, weight, bias, N, C, HxW, group, eps, out0, out1, out2);
 }
 
 void native_layer_norm(const Tensor& input, std::span<const int64_t> normalized_shape, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps, Tensor& out0, Tensor& out1, Tensor& out2, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("native_layer_norm", "native_layer_norm.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", input);
+      c_.arg("weight", weight);
+      c_.arg("bias", bias);
+      c_.arg("out0", out0);
+      c_.arg("out1", out1);
+      c_.arg("out2", out2);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::native_layer_norm(input, normalized_shape, weight, bias, eps, out0, out1, out2, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("native_layer_norm", input.device(), stream_, [&] {
@@ -2058,10 +5178,37 @@ void native_layer_norm(const Tensor& input, std::span<const int64_t> normalized_
   if (impl_ == Implementation::kNative) {
     no_native_kernel("native_layer_norm");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("native_layer_norm", impl_, false, nullptr, false, {});
+  }
   torch_fallback::native_layer_norm(input, normalized_shape, weight, bias, eps, out0, out1, out2);
 }
 
 void native_layer_norm_backward(const Tensor& grad_out, const Tensor& input, std::span<const int64_t> normalized_shape, const Tensor& mean, const Tensor& rstd, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, std::array<bool, 3> output_mask, Tensor& out0, Tensor& out1, Tensor& out2, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("native_layer_norm_backward", "native_layer_norm_backward.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("grad_out", grad_out);
+      c_.arg("input", input);
+      c_.arg("mean", mean);
+      c_.arg("rstd", rstd);
+      c_.arg("weight", weight);
+      c_.arg("bias", bias);
+      c_.arg("out0", out0);
+      c_.arg("out1", out1);
+      c_.arg("out2", out2);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask, out0, out1, out2, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("native_layer_norm_backward", grad_out.device(), stream_, [&] {
@@ -2071,10 +5218,30 @@ void native_layer_norm_backward(const Tensor& grad_out, const Tensor& input, std
   if (impl_ == Implementation::kNative) {
     no_native_kernel("native_layer_norm_backward");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("native_layer_norm_backward", impl_, false, nullptr, false, {});
+  }
   torch_fallback::native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask, out0, out1, out2);
 }
 
 void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("ne_Scalar", "ne.Scalar_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::ne_Scalar(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("ne_Scalar", self.device(), stream_, [&] {
@@ -2084,10 +5251,31 @@ void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("ne_Scalar");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("ne_Scalar", impl_, false, nullptr, false, {});
+  }
   torch_fallback::ne_Scalar(self, other, out);
 }
 
 void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("ne_Tensor", "ne.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::ne_Tensor(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("ne_Tensor", self.device(), stream_, [&] {
@@ -2097,10 +5285,30 @@ void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
   if (impl_ == Implementation::kNative) {
     no_native_kernel("ne_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("ne_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::ne_Tensor(self, other, out);
 }
 
 void neg(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("neg", "neg.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::neg(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("neg", self.device(), stream_, [&] {
@@ -2110,10 +5318,30 @@ void neg(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("neg");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("neg", impl_, false, nullptr, false, {});
+  }
   torch_fallback::neg(self, out);
 }
 
 void nonzero(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("nonzero", "nonzero.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::nonzero(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("nonzero", self.device(), stream_, [&] {
@@ -2123,10 +5351,30 @@ void nonzero(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
   if (impl_ == Implementation::kNative) {
     no_native_kernel("nonzero");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("nonzero", impl_, false, nullptr, false, {});
+  }
   torch_fallback::nonzero(self, out);
 }
 
 void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const int64_t> dim, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("norm", "norm.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::norm(self, p, dim, keepdim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("norm", self.device(), stream_, [&] {
@@ -2136,10 +5384,30 @@ void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const in
   if (impl_ == Implementation::kNative) {
     no_native_kernel("norm");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("norm", impl_, false, nullptr, false, {});
+  }
   torch_fallback::norm(self, p, dim, keepdim, out);
 }
 
 void norm_Scalar(const Tensor& self, const Scalar& p, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("norm_Scalar", "norm.Scalar_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::norm_Scalar(self, p, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("norm_Scalar", self.device(), stream_, [&] {
@@ -2149,10 +5417,31 @@ void norm_Scalar(const Tensor& self, const Scalar& p, Tensor& out, Implementatio
   if (impl_ == Implementation::kNative) {
     no_native_kernel("norm_Scalar");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("norm_Scalar", impl_, false, nullptr, false, {});
+  }
   torch_fallback::norm_Scalar(self, p, out);
 }
 
 void outer(const Tensor& self, const Tensor& vec2, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("outer", "outer.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("vec2", vec2);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::outer(self, vec2, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("outer", self.device(), stream_, [&] {
@@ -2162,10 +5451,30 @@ void outer(const Tensor& self, const Tensor& vec2, Tensor& out, Implementation i
   if (impl_ == Implementation::kNative) {
     no_native_kernel("outer");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("outer", impl_, false, nullptr, false, {});
+  }
   torch_fallback::outer(self, vec2, out);
 }
 
 void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("pow_Tensor_Scalar", "pow.Tensor_Scalar_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::pow_Tensor_Scalar(self, exponent, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("pow_Tensor_Scalar", self.device(), stream_, [&] {
@@ -2175,10 +5484,31 @@ void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out, 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("pow_Tensor_Scalar");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("pow_Tensor_Scalar", impl_, false, nullptr, false, {});
+  }
   torch_fallback::pow_Tensor_Scalar(self, exponent, out);
 }
 
 void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("pow_Tensor_Tensor", "pow.Tensor_Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("exponent", exponent);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::pow_Tensor_Tensor(self, exponent, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("pow_Tensor_Tensor", self.device(), stream_, [&] {
@@ -2188,10 +5518,30 @@ void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out, 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("pow_Tensor_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("pow_Tensor_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::pow_Tensor_Tensor(self, exponent, out);
 }
 
 void prod_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("prod_all", "prod.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::prod_all(self, dtype, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("prod_all", self.device(), stream_, [&] {
@@ -2201,10 +5551,30 @@ void prod_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Im
   if (impl_ == Implementation::kNative) {
     no_native_kernel("prod_all");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("prod_all", impl_, false, nullptr, false, {});
+  }
   torch_fallback::prod_all(self, dtype, out);
 }
 
 void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("prod_int", "prod.int_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::prod_int(self, dim, keepdim, dtype, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("prod_int", self.device(), stream_, [&] {
@@ -2214,10 +5584,30 @@ void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataT
   if (impl_ == Implementation::kNative) {
     no_native_kernel("prod_int");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("prod_int", impl_, false, nullptr, false, {});
+  }
   torch_fallback::prod_int(self, dim, keepdim, dtype, out);
 }
 
 void reciprocal(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("reciprocal", "reciprocal.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::reciprocal(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("reciprocal", self.device(), stream_, [&] {
@@ -2227,10 +5617,30 @@ void reciprocal(const Tensor& self, Tensor& out, Implementation impl_, Stream st
   if (impl_ == Implementation::kNative) {
     no_native_kernel("reciprocal");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("reciprocal", impl_, false, nullptr, false, {});
+  }
   torch_fallback::reciprocal(self, out);
 }
 
 void relu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("relu", "relu.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::relu(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("relu", self.device(), stream_, [&] {
@@ -2240,10 +5650,31 @@ void relu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
   if (impl_ == Implementation::kNative) {
     no_native_kernel("relu");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("relu", impl_, false, nullptr, false, {});
+  }
   torch_fallback::relu(self, out);
 }
 
 void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("remainder_Tensor", "remainder.Tensor_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::remainder_Tensor(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("remainder_Tensor", self.device(), stream_, [&] {
@@ -2253,10 +5684,31 @@ void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Impl
   if (impl_ == Implementation::kNative) {
     no_native_kernel("remainder_Tensor");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("remainder_Tensor", impl_, false, nullptr, false, {});
+  }
   torch_fallback::remainder_Tensor(self, other, out);
 }
 
 void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("rms_norm", nullptr, [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", input);
+      c_.arg("weight", weight);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::rms_norm(input, weight, eps, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("rms_norm", input.device(), stream_, [&] {
@@ -2265,8 +5717,8 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
   }
   // No ATen op of this name: the profiler sees the library's own.
   const torch_fallback::ProfileScope profile_("infiniops::rms_norm");
+  bool ran_ = false;
   if (impl_ != Implementation::kTorch) {
-    bool ran_ = false;
     if (all_addressable(input, weight, out) &&
         torch_fallback::native_context()) [[likely]] {
       const Tensor& key_ = input;
@@ -2279,6 +5731,7 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
             if (native::cpu::rms_norm(input, weight, eps, out)) {
               mark_written(out);
               count_native_run(166);
+              ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
           }
@@ -2291,6 +5744,7 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
             if (native::nvidia::rms_norm(input, weight, eps, out, torch_fallback::nvidia::current_stream(key_.device()))) {
               mark_written(out);
               count_native_run(166);
+              ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
           }
@@ -2304,10 +5758,30 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
       native_unsupported("rms_norm", {{"input", tensor_ptr(input)}, {"weight", tensor_ptr(weight)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16", ran_);
     }
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("rms_norm", impl_, true, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(input)}, {"weight", tensor_ptr(weight)}, {"out", tensor_ptr(out)}});
+  }
   torch_fallback::rms_norm(input, weight, eps, out);
 }
 
 void roll(const Tensor& self, std::span<const int64_t> shifts, std::span<const int64_t> dims, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("roll", "roll.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::roll(self, shifts, dims, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("roll", self.device(), stream_, [&] {
@@ -2317,10 +5791,30 @@ void roll(const Tensor& self, std::span<const int64_t> shifts, std::span<const i
   if (impl_ == Implementation::kNative) {
     no_native_kernel("roll");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("roll", impl_, false, nullptr, false, {});
+  }
   torch_fallback::roll(self, shifts, dims, out);
 }
 
 void round(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("round", "round.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::round(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("round", self.device(), stream_, [&] {
@@ -2330,10 +5824,30 @@ void round(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
   if (impl_ == Implementation::kNative) {
     no_native_kernel("round");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("round", impl_, false, nullptr, false, {});
+  }
   torch_fallback::round(self, out);
 }
 
 void round_decimals(const Tensor& self, int64_t decimals, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("round_decimals", "round.decimals_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::round_decimals(self, decimals, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("round_decimals", self.device(), stream_, [&] {
@@ -2343,10 +5857,30 @@ void round_decimals(const Tensor& self, int64_t decimals, Tensor& out, Implement
   if (impl_ == Implementation::kNative) {
     no_native_kernel("round_decimals");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("round_decimals", impl_, false, nullptr, false, {});
+  }
   torch_fallback::round_decimals(self, decimals, out);
 }
 
 void rsqrt(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("rsqrt", "rsqrt.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::rsqrt(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("rsqrt", self.device(), stream_, [&] {
@@ -2356,10 +5890,33 @@ void rsqrt(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
   if (impl_ == Implementation::kNative) {
     no_native_kernel("rsqrt");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("rsqrt", impl_, false, nullptr, false, {});
+  }
   torch_fallback::rsqrt(self, out);
 }
 
 void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal, std::optional<double> scale, bool enable_gqa, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("scaled_dot_product_attention", nullptr, [&](::infini::ops::observe::Call& c_) {
+      c_.arg("query", query);
+      c_.arg("key", key);
+      c_.arg("value", value);
+      c_.arg("attn_mask", attn_mask);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("scaled_dot_product_attention", query.device(), stream_, [&] {
@@ -2371,10 +5928,32 @@ void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("scaled_dot_product_attention");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("scaled_dot_product_attention", impl_, true, nullptr, false, {});
+  }
   torch_fallback::scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, out);
 }
 
 void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("scatter_add", "scatter_add.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("index", index);
+      c_.arg("src", src);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::scatter_add(self, dim, index, src, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("scatter_add", self.device(), stream_, [&] {
@@ -2384,10 +5963,32 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   if (impl_ == Implementation::kNative) {
     no_native_kernel("scatter_add");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("scatter_add", impl_, false, nullptr, false, {});
+  }
   torch_fallback::scatter_add(self, dim, index, src, out);
 }
 
 void scatter_reduce_mode(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("scatter_reduce_mode", "scatter.reduce_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("index", index);
+      c_.arg("src", src);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::scatter_reduce_mode(self, dim, index, src, reduce, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("scatter_reduce_mode", self.device(), stream_, [&] {
@@ -2397,10 +5998,32 @@ void scatter_reduce_mode(const Tensor& self, int64_t dim, const Tensor& index, c
   if (impl_ == Implementation::kNative) {
     no_native_kernel("scatter_reduce_mode");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("scatter_reduce_mode", impl_, false, nullptr, false, {});
+  }
   torch_fallback::scatter_reduce_mode(self, dim, index, src, reduce, out);
 }
 
 void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("scatter_src", "scatter.src_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("index", index);
+      c_.arg("src", src);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::scatter_src(self, dim, index, src, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("scatter_src", self.device(), stream_, [&] {
@@ -2410,10 +6033,31 @@ void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   if (impl_ == Implementation::kNative) {
     no_native_kernel("scatter_src");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("scatter_src", impl_, false, nullptr, false, {});
+  }
   torch_fallback::scatter_src(self, dim, index, src, out);
 }
 
 void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("scatter_value", "scatter.value_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("index", index);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::scatter_value(self, dim, index, value, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("scatter_value", self.device(), stream_, [&] {
@@ -2423,10 +6067,31 @@ void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const S
   if (impl_ == Implementation::kNative) {
     no_native_kernel("scatter_value");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("scatter_value", impl_, false, nullptr, false, {});
+  }
   torch_fallback::scatter_value(self, dim, index, value, out);
 }
 
 void scatter_value_reduce_mode(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, std::string_view reduce, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("scatter_value_reduce_mode", "scatter.value_reduce_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("index", index);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::scatter_value_reduce_mode(self, dim, index, value, reduce, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("scatter_value_reduce_mode", self.device(), stream_, [&] {
@@ -2436,10 +6101,30 @@ void scatter_value_reduce_mode(const Tensor& self, int64_t dim, const Tensor& in
   if (impl_ == Implementation::kNative) {
     no_native_kernel("scatter_value_reduce_mode");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("scatter_value_reduce_mode", impl_, false, nullptr, false, {});
+  }
   torch_fallback::scatter_value_reduce_mode(self, dim, index, value, reduce, out);
 }
 
 void sgn(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("sgn", "sgn.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::sgn(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("sgn", self.device(), stream_, [&] {
@@ -2449,10 +6134,30 @@ void sgn(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sgn");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("sgn", impl_, false, nullptr, false, {});
+  }
   torch_fallback::sgn(self, out);
 }
 
 void sigmoid(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("sigmoid", "sigmoid.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::sigmoid(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("sigmoid", self.device(), stream_, [&] {
@@ -2462,10 +6167,31 @@ void sigmoid(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sigmoid");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("sigmoid", impl_, false, nullptr, false, {});
+  }
   torch_fallback::sigmoid(self, out);
 }
 
 void sigmoid_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad_input, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("sigmoid_backward", "sigmoid_backward.grad_input", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("grad_output", grad_output);
+      c_.arg("output", output);
+      c_.arg("grad_input", grad_input);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::sigmoid_backward(grad_output, output, grad_input, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("sigmoid_backward", grad_output.device(), stream_, [&] {
@@ -2475,10 +6201,30 @@ void sigmoid_backward(const Tensor& grad_output, const Tensor& output, Tensor& g
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sigmoid_backward");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("sigmoid_backward", impl_, false, nullptr, false, {});
+  }
   torch_fallback::sigmoid_backward(grad_output, output, grad_input);
 }
 
 void sign(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("sign", "sign.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::sign(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("sign", self.device(), stream_, [&] {
@@ -2488,18 +6234,38 @@ void sign(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sign");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("sign", impl_, false, nullptr, false, {});
+  }
   torch_fallback::sign(self, out);
 }
 
 void silu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("silu", "silu.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::silu(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("silu", self.device(), stream_, [&] {
       ::infini::ops::silu(self, out, impl_);
     });
   }
+  bool ran_ = false;
   if (impl_ != Implementation::kTorch) {
-    bool ran_ = false;
     if (all_addressable(self, out) &&
         torch_fallback::native_context()) [[likely]] {
       const Tensor& key_ = self;
@@ -2513,6 +6279,7 @@ void silu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
             if (native::cpu::silu(self, out)) {
               mark_written(out);
               count_native_run(181);
+              ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
           }
@@ -2526,10 +6293,30 @@ void silu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
       native_unsupported("silu", {{"input", tensor_ptr(self)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16", ran_);
     }
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("silu", impl_, false, "cpu: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(self)}, {"out", tensor_ptr(out)}});
+  }
   torch_fallback::silu(self, out);
 }
 
 void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("silu_and_mul", nullptr, [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", input);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::silu_and_mul(input, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("silu_and_mul", input.device(), stream_, [&] {
@@ -2538,8 +6325,8 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
   }
   // No ATen op of this name: the profiler sees the library's own.
   const torch_fallback::ProfileScope profile_("infiniops::silu_and_mul");
+  bool ran_ = false;
   if (impl_ != Implementation::kTorch) {
-    bool ran_ = false;
     if (all_addressable(input, out) &&
         torch_fallback::native_context()) [[likely]] {
       const Tensor& key_ = input;
@@ -2552,6 +6339,7 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
             if (native::cpu::silu_and_mul(input, out)) {
               mark_written(out);
               count_native_run(182);
+              ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
           }
@@ -2564,6 +6352,7 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
             if (native::nvidia::silu_and_mul(input, out, torch_fallback::nvidia::current_stream(key_.device()))) {
               mark_written(out);
               count_native_run(182);
+              ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
           }
@@ -2577,10 +6366,31 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
       native_unsupported("silu_and_mul", {{"input", tensor_ptr(input)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16", ran_);
     }
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("silu_and_mul", impl_, true, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(input)}, {"out", tensor_ptr(out)}});
+  }
   torch_fallback::silu_and_mul(input, out);
 }
 
 void silu_backward(const Tensor& grad_output, const Tensor& self, Tensor& grad_input, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("silu_backward", "silu_backward.grad_input", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("grad_output", grad_output);
+      c_.arg("input", self);
+      c_.arg("grad_input", grad_input);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::silu_backward(grad_output, self, grad_input, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("silu_backward", grad_output.device(), stream_, [&] {
@@ -2590,10 +6400,30 @@ void silu_backward(const Tensor& grad_output, const Tensor& self, Tensor& grad_i
   if (impl_ == Implementation::kNative) {
     no_native_kernel("silu_backward");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("silu_backward", impl_, false, nullptr, false, {});
+  }
   torch_fallback::silu_backward(grad_output, self, grad_input);
 }
 
 void sin(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("sin", "sin.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::sin(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("sin", self.device(), stream_, [&] {
@@ -2603,10 +6433,30 @@ void sin(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sin");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("sin", impl_, false, nullptr, false, {});
+  }
   torch_fallback::sin(self, out);
 }
 
 void sinh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("sinh", "sinh.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::sinh(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("sinh", self.device(), stream_, [&] {
@@ -2616,10 +6466,31 @@ void sinh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sinh");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("sinh", impl_, false, nullptr, false, {});
+  }
   torch_fallback::sinh(self, out);
 }
 
 void smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction, double beta, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("smooth_l1_loss", "smooth_l1_loss.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("target", target);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::smooth_l1_loss(self, target, reduction, beta, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("smooth_l1_loss", self.device(), stream_, [&] {
@@ -2629,10 +6500,31 @@ void smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction,
   if (impl_ == Implementation::kNative) {
     no_native_kernel("smooth_l1_loss");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("smooth_l1_loss", impl_, false, nullptr, false, {});
+  }
   torch_fallback::smooth_l1_loss(self, target, reduction, beta, out);
 }
 
 void soft_margin_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("soft_margin_loss", "soft_margin_loss.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("target", target);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::soft_margin_loss(self, target, reduction, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("soft_margin_loss", self.device(), stream_, [&] {
@@ -2642,10 +6534,30 @@ void soft_margin_loss(const Tensor& self, const Tensor& target, int64_t reductio
   if (impl_ == Implementation::kNative) {
     no_native_kernel("soft_margin_loss");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("soft_margin_loss", impl_, false, nullptr, false, {});
+  }
   torch_fallback::soft_margin_loss(self, target, reduction, out);
 }
 
 void softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("softmax", "softmax.int_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::softmax(self, dim, dtype, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("softmax", self.device(), stream_, [&] {
@@ -2655,10 +6567,30 @@ void softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
   if (impl_ == Implementation::kNative) {
     no_native_kernel("softmax");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("softmax", impl_, false, nullptr, false, {});
+  }
   torch_fallback::softmax(self, dim, dtype, out);
 }
 
 void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("softplus", "softplus.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::softplus(self, beta, threshold, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("softplus", self.device(), stream_, [&] {
@@ -2668,10 +6600,31 @@ void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, T
   if (impl_ == Implementation::kNative) {
     no_native_kernel("softplus");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("softplus", impl_, false, nullptr, false, {});
+  }
   torch_fallback::softplus(self, beta, threshold, out);
 }
 
 void sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim, bool descending, Tensor& values, Tensor& indices, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("sort_stable", "sort.values_stable", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("values", values);
+      c_.arg("indices", indices);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::sort_stable(self, stable, dim, descending, values, indices, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("sort_stable", self.device(), stream_, [&] {
@@ -2681,10 +6634,31 @@ void sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim, bo
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sort_stable");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("sort_stable", impl_, false, nullptr, false, {});
+  }
   torch_fallback::sort_stable(self, stable, dim, descending, values, indices);
 }
 
 void sort_values(const Tensor& self, int64_t dim, bool descending, Tensor& values, Tensor& indices, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("sort_values", "sort.values", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("values", values);
+      c_.arg("indices", indices);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::sort_values(self, dim, descending, values, indices, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("sort_values", self.device(), stream_, [&] {
@@ -2694,10 +6668,30 @@ void sort_values(const Tensor& self, int64_t dim, bool descending, Tensor& value
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sort_values");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("sort_values", impl_, false, nullptr, false, {});
+  }
   torch_fallback::sort_values(self, dim, descending, values, indices);
 }
 
 void sqrt(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("sqrt", "sqrt.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::sqrt(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("sqrt", self.device(), stream_, [&] {
@@ -2707,10 +6701,30 @@ void sqrt(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sqrt");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("sqrt", impl_, false, nullptr, false, {});
+  }
   torch_fallback::sqrt(self, out);
 }
 
 void square(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("square", "square.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::square(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("square", self.device(), stream_, [&] {
@@ -2720,10 +6734,30 @@ void square(const Tensor& self, Tensor& out, Implementation impl_, Stream stream
   if (impl_ == Implementation::kNative) {
     no_native_kernel("square");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("square", impl_, false, nullptr, false, {});
+  }
   torch_fallback::square(self, out);
 }
 
 void std(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool unbiased, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("std", "std.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::std(self, dim, unbiased, keepdim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("std", self.device(), stream_, [&] {
@@ -2733,10 +6767,30 @@ void std(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool u
   if (impl_ == Implementation::kNative) {
     no_native_kernel("std");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("std", impl_, false, nullptr, false, {});
+  }
   torch_fallback::std(self, dim, unbiased, keepdim, out);
 }
 
 void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("std_correction", "std.correction_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::std_correction(self, dim, correction, keepdim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("std_correction", self.device(), stream_, [&] {
@@ -2746,10 +6800,31 @@ void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("std_correction");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("std_correction", impl_, false, nullptr, false, {});
+  }
   torch_fallback::std_correction(self, dim, correction, keepdim, out);
 }
 
 void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("sub", "sub.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::sub(self, other, alpha, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("sub", self.device(), stream_, [&] {
@@ -2759,10 +6834,30 @@ void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sub");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("sub", impl_, false, nullptr, false, {});
+  }
   torch_fallback::sub(self, other, alpha, out);
 }
 
 void sub_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("sub_Scalar", "sub.Scalar_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::sub_Scalar(self, other, alpha, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("sub_Scalar", self.device(), stream_, [&] {
@@ -2772,10 +6867,30 @@ void sub_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Te
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sub_Scalar");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("sub_Scalar", impl_, false, nullptr, false, {});
+  }
   torch_fallback::sub_Scalar(self, other, alpha, out);
 }
 
 void sum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("sum", "sum.IntList_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::sum(self, dim, keepdim, dtype, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("sum", self.device(), stream_, [&] {
@@ -2785,10 +6900,30 @@ void sum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool k
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sum");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("sum", impl_, false, nullptr, false, {});
+  }
   torch_fallback::sum(self, dim, keepdim, dtype, out);
 }
 
 void sum_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("sum_all", "sum.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::sum_all(self, dtype, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("sum_all", self.device(), stream_, [&] {
@@ -2798,10 +6933,31 @@ void sum_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Imp
   if (impl_ == Implementation::kNative) {
     no_native_kernel("sum_all");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("sum_all", impl_, false, nullptr, false, {});
+  }
   torch_fallback::sum_all(self, dtype, out);
 }
 
 void take(const Tensor& self, const Tensor& index, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("take", "take.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("index", index);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::take(self, index, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("take", self.device(), stream_, [&] {
@@ -2811,10 +6967,30 @@ void take(const Tensor& self, const Tensor& index, Tensor& out, Implementation i
   if (impl_ == Implementation::kNative) {
     no_native_kernel("take");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("take", impl_, false, nullptr, false, {});
+  }
   torch_fallback::take(self, index, out);
 }
 
 void tan(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("tan", "tan.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::tan(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("tan", self.device(), stream_, [&] {
@@ -2824,10 +7000,30 @@ void tan(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("tan");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("tan", impl_, false, nullptr, false, {});
+  }
   torch_fallback::tan(self, out);
 }
 
 void tanh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("tanh", "tanh.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::tanh(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("tanh", self.device(), stream_, [&] {
@@ -2837,10 +7033,31 @@ void tanh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
   if (impl_ == Implementation::kNative) {
     no_native_kernel("tanh");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("tanh", impl_, false, nullptr, false, {});
+  }
   torch_fallback::tanh(self, out);
 }
 
 void tanh_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad_input, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("tanh_backward", "tanh_backward.grad_input", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("grad_output", grad_output);
+      c_.arg("output", output);
+      c_.arg("grad_input", grad_input);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::tanh_backward(grad_output, output, grad_input, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("tanh_backward", grad_output.device(), stream_, [&] {
@@ -2850,10 +7067,30 @@ void tanh_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad
   if (impl_ == Implementation::kNative) {
     no_native_kernel("tanh_backward");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("tanh_backward", impl_, false, nullptr, false, {});
+  }
   torch_fallback::tanh_backward(grad_output, output, grad_input);
 }
 
 void threshold(const Tensor& self, const Scalar& threshold, const Scalar& value, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("threshold", "threshold.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::threshold(self, threshold, value, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("threshold", self.device(), stream_, [&] {
@@ -2863,10 +7100,31 @@ void threshold(const Tensor& self, const Scalar& threshold, const Scalar& value,
   if (impl_ == Implementation::kNative) {
     no_native_kernel("threshold");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("threshold", impl_, false, nullptr, false, {});
+  }
   torch_fallback::threshold(self, threshold, value, out);
 }
 
 void threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold, Tensor& grad_input, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("threshold_backward", "threshold_backward.grad_input", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("grad_output", grad_output);
+      c_.arg("input", self);
+      c_.arg("grad_input", grad_input);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::threshold_backward(grad_output, self, threshold, grad_input, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("threshold_backward", grad_output.device(), stream_, [&] {
@@ -2876,10 +7134,31 @@ void threshold_backward(const Tensor& grad_output, const Tensor& self, const Sca
   if (impl_ == Implementation::kNative) {
     no_native_kernel("threshold_backward");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("threshold_backward", impl_, false, nullptr, false, {});
+  }
   torch_fallback::threshold_backward(grad_output, self, threshold, grad_input);
 }
 
 void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted, Tensor& values, Tensor& indices, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("topk", "topk.values", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("values", values);
+      c_.arg("indices", indices);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::topk(self, k, dim, largest, sorted, values, indices, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("topk", self.device(), stream_, [&] {
@@ -2889,10 +7168,30 @@ void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted,
   if (impl_ == Implementation::kNative) {
     no_native_kernel("topk");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("topk", impl_, false, nullptr, false, {});
+  }
   torch_fallback::topk(self, k, dim, largest, sorted, values, indices);
 }
 
 void tril(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("tril", "tril.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::tril(self, diagonal, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("tril", self.device(), stream_, [&] {
@@ -2902,10 +7201,30 @@ void tril(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl
   if (impl_ == Implementation::kNative) {
     no_native_kernel("tril");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("tril", impl_, false, nullptr, false, {});
+  }
   torch_fallback::tril(self, diagonal, out);
 }
 
 void triu(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("triu", "triu.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::triu(self, diagonal, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("triu", self.device(), stream_, [&] {
@@ -2915,10 +7234,30 @@ void triu(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl
   if (impl_ == Implementation::kNative) {
     no_native_kernel("triu");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("triu", impl_, false, nullptr, false, {});
+  }
   torch_fallback::triu(self, diagonal, out);
 }
 
 void trunc(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("trunc", "trunc.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::trunc(self, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("trunc", self.device(), stream_, [&] {
@@ -2928,10 +7267,30 @@ void trunc(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
   if (impl_ == Implementation::kNative) {
     no_native_kernel("trunc");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("trunc", impl_, false, nullptr, false, {});
+  }
   torch_fallback::trunc(self, out);
 }
 
 void var(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool unbiased, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("var", "var.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::var(self, dim, unbiased, keepdim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("var", self.device(), stream_, [&] {
@@ -2941,10 +7300,30 @@ void var(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool u
   if (impl_ == Implementation::kNative) {
     no_native_kernel("var");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("var", impl_, false, nullptr, false, {});
+  }
   torch_fallback::var(self, dim, unbiased, keepdim, out);
 }
 
 void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("var_correction", "var.correction_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::var_correction(self, dim, correction, keepdim, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("var_correction", self.device(), stream_, [&] {
@@ -2954,10 +7333,31 @@ void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
   if (impl_ == Implementation::kNative) {
     no_native_kernel("var_correction");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("var_correction", impl_, false, nullptr, false, {});
+  }
   torch_fallback::var_correction(self, dim, correction, keepdim, out);
 }
 
 void vdot(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("vdot", "vdot.out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::vdot(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("vdot", self.device(), stream_, [&] {
@@ -2967,10 +7367,32 @@ void vdot(const Tensor& self, const Tensor& other, Tensor& out, Implementation i
   if (impl_ == Implementation::kNative) {
     no_native_kernel("vdot");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("vdot", impl_, false, nullptr, false, {});
+  }
   torch_fallback::vdot(self, other, out);
 }
 
 void where(const Tensor& condition, const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("where", "where.self_out", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("condition", condition);
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::where(condition, self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("where", condition.device(), stream_, [&] {
@@ -2980,10 +7402,31 @@ void where(const Tensor& condition, const Tensor& self, const Tensor& other, Ten
   if (impl_ == Implementation::kNative) {
     no_native_kernel("where");
   }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("where", impl_, false, nullptr, false, {});
+  }
   torch_fallback::where(condition, self, other, out);
 }
 
 void xlogy_OutTensor(const Tensor& self, const Tensor& other, Tensor& out, Implementation impl_, Stream stream_) {
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    // Something observes (core/observe.h): a C++ caller's call is opened
+    // here and run again inside it; a Python caller's, opened by its
+    // binding, gets its tensors described.
+    ::infini::ops::observe::Scope scope_("xlogy_OutTensor", "xlogy.OutTensor", [&](::infini::ops::observe::Call& c_) {
+      c_.arg("input", self);
+      c_.arg("other", other);
+      c_.arg("out", out);
+    });
+    if (scope_.outer()) {
+      try {
+        return ::infini::ops::xlogy_OutTensor(self, other, out, impl_, stream_);
+      } catch (const std::exception& e) {
+        scope_.failed(e.what());
+        throw;
+      }
+    }
+  }
   if (stream_) [[unlikely]] {
     // The caller's stream becomes the device's current one for this call.
     return torch_fallback::on_stream("xlogy_OutTensor", self.device(), stream_, [&] {
@@ -2992,6 +7435,9 @@ void xlogy_OutTensor(const Tensor& self, const Tensor& other, Tensor& out, Imple
   }
   if (impl_ == Implementation::kNative) {
     no_native_kernel("xlogy_OutTensor");
+  }
+  if (::infini::ops::observe::observing()) [[unlikely]] {
+    ::infini::ops::observe_fallback("xlogy_OutTensor", impl_, false, nullptr, false, {});
   }
   torch_fallback::xlogy_OutTensor(self, other, out);
 }

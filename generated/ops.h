@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "core/core.h"
+#include "core/observe.h"
 
 namespace infini::ops::torch_bridge {
 struct LibraryLink;
@@ -34,6 +35,11 @@ void register_torch_ops();
 // one count per op in the order of the module's implementations(): a test
 // hook (the module's _debug_native_runs).
 std::span<std::atomic<uint64_t>> native_run_counts() noexcept;
+
+// What ran where (docs/observability.md): this library's call counters,
+// trace and strict native mode, which INFINIOPS_STATS, INFINIOPS_TRACE and
+// INFINIOPS_REQUIRE_NATIVE set when the library is loaded.
+const ::infini::ops::observe::Control& observation() noexcept;
 
 // _log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)
 void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, Implementation impl_ = Implementation::kDefault, Stream stream_ = {});

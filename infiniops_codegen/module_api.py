@@ -119,6 +119,50 @@ FUNCTIONS = (
         "() -> int",
     ),
     ModuleFunction(
+        "_observe_stats",
+        "tb::py_observe_stats",
+        "METH_NOARGS",
+        "The call counters: [(op, implementation, path, calls)] "
+        "(infiniops_codegen.observe: stats()).",
+        "() -> list[tuple[str, str, str, int]]",
+    ),
+    ModuleFunction(
+        "_observe_reset_stats",
+        "tb::py_observe_reset_stats",
+        "METH_O",
+        "Zero the call counters; count from now on (True) or stop (False).",
+        "(count: bool, /) -> None",
+    ),
+    ModuleFunction(
+        "_observe_trace",
+        "tb::py_observe_trace",
+        "METH_O",
+        "Trace calls into a file (a path), or keep the lines (None).",
+        "(path: str | None, /) -> None",
+    ),
+    ModuleFunction(
+        "_observe_end_trace",
+        "tb::py_observe_end_trace",
+        "METH_NOARGS",
+        "End the trace: the kept lines; back to INFINIOPS_TRACE's file.",
+        "() -> list[str]",
+    ),
+    ModuleFunction(
+        "_observe_require_native",
+        "tb::py_observe_require_native",
+        "METH_O",
+        "Calls that would fall back raise: True (every op), a list of op "
+        "names, or None (off).",
+        "(ops: bool | list[str] | None, /) -> None",
+    ),
+    ModuleFunction(
+        "_observe_flags",
+        "tb::py_observe_flags",
+        "METH_NOARGS",
+        "What observes now: 1 counters, 2 trace, 4 require_native.",
+        "() -> int",
+    ),
+    ModuleFunction(
         "_debug_wrapper_pool",
         "tb::py_debug_wrapper_pool",
         "METH_O",
@@ -155,8 +199,11 @@ ATTRIBUTES = {"__torch_version__": "str", "selection": "str"}
 # Names no op may take although the module defines nothing by them: every
 # test hook is `_debug_*`; dunder names are Python's; `ops` is the C++
 # namespace of the library (infini::ops).
-RESERVED_PREFIXES = ("_debug_",)
+RESERVED_PREFIXES = ("_debug_", "_observe_")
 OTHER_RESERVED = ("ops",)
+# What loading the module adds (infiniops_codegen/observe.py), beside
+# `trace`, which ATen's op of that name keeps where a build has it.
+PYTHON_FUNCTIONS = ("stats", "reset_stats", "require_native")
 
 
 def reserved_reason(name: str) -> str | None:
@@ -170,6 +217,8 @@ def reserved_reason(name: str) -> str | None:
             return f"names starting with '{prefix}' are the module's test hooks"
     if name.startswith("__") and name.endswith("__"):
         return "dunder names are Python's"
+    if name in PYTHON_FUNCTIONS:
+        return "the loaded module has a function of this name (docs/observability.md)"
     if name in OTHER_RESERVED:
         return "it is the library's C++ namespace (infini::ops)"
     return None

@@ -92,9 +92,11 @@ def load(build_dir: str | os.PathLike | None = None):
         raise
     # torch.ops.<name>, torch.compile and fake tensors (docs/compile.md):
     # registered when first needed, nothing at load.
-    from . import torch_ops
+    from . import observe, torch_ops
 
     torch_ops.install(module, directory)
+    # ops.stats(), ops.trace(), ... (docs/observability.md)
+    observe.install(module)
     return module
 
 

@@ -119,6 +119,7 @@ void adaptive_max_pool2d(const Tensor& self, std::span<const int64_t> output_siz
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::adaptive_max_pool2d_out(a_out, a_indices, a_self, a_output_size);
     tb::bump_version(a_out);
     tb::bump_version(a_indices);
@@ -140,6 +141,7 @@ void adaptive_max_pool2d(::infini::ops::torch_bridge::TensorRef self, std::span<
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::adaptive_max_pool2d_out(a_out, a_indices, a_self, a_output_size);
     tb::bump_version(a_out);
     tb::bump_version(a_indices);
@@ -156,6 +158,7 @@ void adaptive_max_pool2d(::infini::ops::torch_bridge::TensorRef self, std::span<
   auto a_output_size = tb::to_aten(output_size);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::adaptive_max_pool2d(a_self, a_output_size));
     return;
   }
@@ -181,6 +184,7 @@ void addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, cons
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::addbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -202,6 +206,7 @@ void addbmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_br
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::addbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -220,6 +225,7 @@ void addbmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_br
   auto a_alpha = tb::to_aten(alpha);
   if (tb::direct_cpu(a_self, a_batch1, a_batch2)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::addbmm(a_self, a_batch1, a_batch2, a_beta, a_alpha));
     return;
   }
@@ -244,6 +250,7 @@ void addcdiv(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::addcdiv_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
     tb::bump_version(a_out);
   } else {
@@ -264,6 +271,7 @@ void addcdiv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::addcdiv_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
     tb::bump_version(a_out);
   } else {
@@ -281,6 +289,7 @@ void addcdiv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   auto a_value = tb::to_aten(value);
   if (tb::direct_cpu(a_self, a_tensor1, a_tensor2)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::addcdiv(a_self, a_tensor1, a_tensor2, a_value));
     return;
   }
@@ -305,6 +314,7 @@ void addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::addcmul_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
     tb::bump_version(a_out);
   } else {
@@ -325,6 +335,7 @@ void addcmul(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::addcmul_out(a_out, a_self, a_tensor1, a_tensor2, a_value);
     tb::bump_version(a_out);
   } else {
@@ -342,6 +353,7 @@ void addcmul(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   auto a_value = tb::to_aten(value);
   if (tb::direct_cpu(a_self, a_tensor1, a_tensor2)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::addcmul(a_self, a_tensor1, a_tensor2, a_value));
     return;
   }
@@ -365,6 +377,7 @@ void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::amin_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -384,6 +397,7 @@ void amin(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> 
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::amin_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -400,6 +414,7 @@ void amin(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> 
   auto a_keepdim = tb::to_aten(keepdim);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::amin(a_self, a_dim, a_keepdim));
     return;
   }
@@ -424,6 +439,7 @@ void aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tenso
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::aminmax_out(a_min, a_max, a_self, a_dim, a_keepdim);
     tb::bump_version(a_min);
     tb::bump_version(a_max);
@@ -446,6 +462,7 @@ void aminmax(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t>
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::aminmax_out(a_min, a_max, a_self, a_dim, a_keepdim);
     tb::bump_version(a_min);
     tb::bump_version(a_max);
@@ -463,6 +480,7 @@ void aminmax(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t>
   auto a_keepdim = tb::to_aten(keepdim);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::aminmax(a_self, a_dim, a_keepdim));
     return;
   }
@@ -486,6 +504,7 @@ void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::any_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -505,6 +524,7 @@ void any(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::any_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -521,6 +541,7 @@ void any(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
   auto a_keepdim = tb::to_aten(keepdim);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::any(a_self, a_dim, a_keepdim));
     return;
   }
@@ -542,6 +563,7 @@ void any_all(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::any_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -559,6 +581,7 @@ void any_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::any_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -573,6 +596,7 @@ void any_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::any(a_self));
     return;
   }
@@ -596,6 +620,7 @@ void any_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, b
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::any_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -615,6 +640,7 @@ void any_dims(::infini::ops::torch_bridge::TensorRef self, std::optional<std::sp
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::any_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -631,6 +657,7 @@ void any_dims(::infini::ops::torch_bridge::TensorRef self, std::optional<std::sp
   auto a_keepdim = tb::to_aten(keepdim);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::any(a_self, a_dim, a_keepdim));
     return;
   }
@@ -696,6 +723,7 @@ void bitwise_not(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::bitwise_not_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -713,6 +741,7 @@ void bitwise_not(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::bitwise_not_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -727,6 +756,7 @@ void bitwise_not(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::bitwise_not(a_self));
     return;
   }
@@ -749,6 +779,7 @@ void bitwise_right_shift_Tensor(const Tensor& self, const Tensor& other, Tensor&
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::bitwise_right_shift_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -767,6 +798,7 @@ void bitwise_right_shift_Tensor(::infini::ops::torch_bridge::TensorRef self, ::i
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::bitwise_right_shift_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -782,6 +814,7 @@ void bitwise_right_shift_Tensor(::infini::ops::torch_bridge::TensorRef self, ::i
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::bitwise_right_shift(a_self, a_other));
     return;
   }
@@ -865,6 +898,7 @@ void copysign(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::copysign_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -883,6 +917,7 @@ void copysign(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::copysign_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -898,6 +933,7 @@ void copysign(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::copysign(a_self, a_other));
     return;
   }
@@ -921,6 +957,7 @@ void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::st
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::div_out(a_out, a_self, a_other, a_rounding_mode);
     tb::bump_version(a_out);
   } else {
@@ -940,6 +977,7 @@ void div_out_mode(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::to
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::div_out(a_out, a_self, a_other, a_rounding_mode);
     tb::bump_version(a_out);
   } else {
@@ -956,6 +994,7 @@ void div_out_mode(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::to
   auto a_rounding_mode = tb::to_aten(rounding_mode);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::div(a_self, a_other, a_rounding_mode));
     return;
   }
@@ -1019,6 +1058,7 @@ void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::eq_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1037,6 +1077,7 @@ void eq_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::eq_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1052,6 +1093,7 @@ void eq_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::eq(a_self, a_other));
     return;
   }
@@ -1073,6 +1115,7 @@ void erf(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::erf_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1090,6 +1133,7 @@ void erf(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::erf_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1104,6 +1148,7 @@ void erf(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::erf(a_self));
     return;
   }
@@ -1125,6 +1170,7 @@ void erfc(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::erfc_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1142,6 +1188,7 @@ void erfc(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::erfc_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1156,6 +1203,7 @@ void erfc(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::erfc(a_self));
     return;
   }
@@ -1178,6 +1226,7 @@ void floor_divide(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::floor_divide_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1196,6 +1245,7 @@ void floor_divide(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::to
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::floor_divide_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1211,6 +1261,7 @@ void floor_divide(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::to
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::floor_divide(a_self, a_other));
     return;
   }
@@ -1233,6 +1284,7 @@ void fmax(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::fmax_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1251,6 +1303,7 @@ void fmax(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::fmax_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1266,6 +1319,7 @@ void fmax(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::fmax(a_self, a_other));
     return;
   }
@@ -1288,6 +1342,7 @@ void fmod_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::fmod_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1306,6 +1361,7 @@ void fmod_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::fmod_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1321,6 +1377,7 @@ void fmod_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::fmod(a_self, a_other));
     return;
   }
@@ -1344,6 +1401,7 @@ void gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_vi
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::gelu_backward_out(a_grad_input, a_grad_output, a_self, a_approximate);
     tb::bump_version(a_grad_input);
   } else {
@@ -1363,6 +1421,7 @@ void gelu_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini:
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::gelu_backward_out(a_grad_input, a_grad_output, a_self, a_approximate);
     tb::bump_version(a_grad_input);
   } else {
@@ -1379,6 +1438,7 @@ void gelu_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini:
   auto a_approximate = tb::to_aten(approximate);
   if (tb::direct_cpu(a_grad_output, a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::gelu_backward(a_grad_output, a_self, a_approximate));
     return;
   }
@@ -1400,6 +1460,7 @@ void hardsigmoid(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::hardsigmoid_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1417,6 +1478,7 @@ void hardsigmoid(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::hardsigmoid_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1431,6 +1493,7 @@ void hardsigmoid(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::hardsigmoid(a_self));
     return;
   }
@@ -1456,6 +1519,7 @@ void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tenso
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::index_add_out(a_out, a_self, a_dim, a_index, a_source, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -1477,6 +1541,7 @@ void index_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infin
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::index_add_out(a_out, a_self, a_dim, a_index, a_source, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -1495,6 +1560,7 @@ void index_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infin
   auto a_alpha = tb::to_aten(alpha);
   if (tb::direct_cpu(a_self, a_index, a_source)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::index_add(a_self, a_dim, a_index, a_source, a_alpha));
     return;
   }
@@ -1575,6 +1641,7 @@ void logaddexp2(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::logaddexp2_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1593,6 +1660,7 @@ void logaddexp2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torc
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::logaddexp2_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1608,6 +1676,7 @@ void logaddexp2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torc
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::logaddexp2(a_self, a_other));
     return;
   }
@@ -1630,6 +1699,7 @@ void logical_xor(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::logical_xor_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1648,6 +1718,7 @@ void logical_xor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::logical_xor_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1717,6 +1788,7 @@ void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool 
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::mean_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
     tb::bump_version(a_out);
   } else {
@@ -1737,6 +1809,7 @@ void mean(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<c
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::mean_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
     tb::bump_version(a_out);
   } else {
@@ -1754,6 +1827,7 @@ void mean(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<c
   auto a_dtype = tb::to_aten(dtype);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::mean(a_self, a_dim, a_keepdim, a_dtype));
     return;
   }
@@ -1778,6 +1852,7 @@ void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::min_out(a_min, a_min_indices, a_self, a_dim, a_keepdim);
     tb::bump_version(a_min);
     tb::bump_version(a_min_indices);
@@ -1800,6 +1875,7 @@ void min(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::min_out(a_min, a_min_indices, a_self, a_dim, a_keepdim);
     tb::bump_version(a_min);
     tb::bump_version(a_min_indices);
@@ -1817,6 +1893,7 @@ void min(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
   auto a_keepdim = tb::to_aten(keepdim);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::min(a_self, a_dim, a_keepdim));
     return;
   }
@@ -1839,6 +1916,7 @@ void mm(const Tensor& self, const Tensor& mat2, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::mm_out(a_out, a_self, a_mat2);
     tb::bump_version(a_out);
   } else {
@@ -1857,6 +1935,7 @@ void mm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::mm_out(a_out, a_self, a_mat2);
     tb::bump_version(a_out);
   } else {
@@ -1872,6 +1951,7 @@ void mm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridge
   auto a_mat2 = tb::to_aten(mat2);
   if (tb::direct_cpu(a_self, a_mat2)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::mm(a_self, a_mat2));
     return;
   }
@@ -1982,6 +2062,7 @@ void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::ne_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -2000,6 +2081,7 @@ void ne_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::ne_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -2015,6 +2097,7 @@ void ne_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::ne(a_self, a_other));
     return;
   }
@@ -2039,6 +2122,7 @@ void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const in
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::norm_out(a_out, a_self, a_p, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -2059,6 +2143,7 @@ void norm(::infini::ops::torch_bridge::TensorRef self, const std::optional<Scala
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::norm_out(a_out, a_self, a_p, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -2076,6 +2161,7 @@ void norm(::infini::ops::torch_bridge::TensorRef self, const std::optional<Scala
   auto a_keepdim = tb::to_aten(keepdim);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::norm(a_self, a_p, a_dim, a_keepdim));
     return;
   }
@@ -2155,7 +2241,7 @@ void body_rms_norm(at::Tensor & out, const at::Tensor & input, const at::Tensor 
     const int64_t last = input.size(-1);
     out.resize_(input.sizes());
     out.copy_(at::rms_norm(input, {last}, weight, eps));
-#line 2159 "torch_fallback/shard_000.cpp"
+#line 2245 "torch_fallback/shard_000.cpp"
 }
 
 // rms_norm(Tensor input, Tensor weight, float eps=1e-06, *, Tensor(a!) out) -> Tensor(a!)
@@ -2202,6 +2288,7 @@ void round(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::round_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2219,6 +2306,7 @@ void round(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::round_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2233,6 +2321,7 @@ void round(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::round(a_self));
     return;
   }
@@ -2255,6 +2344,7 @@ void round_decimals(const Tensor& self, int64_t decimals, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::round_out(a_out, a_self, a_decimals);
     tb::bump_version(a_out);
   } else {
@@ -2273,6 +2363,7 @@ void round_decimals(::infini::ops::torch_bridge::TensorRef self, int64_t decimal
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::round_out(a_out, a_self, a_decimals);
     tb::bump_version(a_out);
   } else {
@@ -2288,6 +2379,7 @@ void round_decimals(::infini::ops::torch_bridge::TensorRef self, int64_t decimal
   auto a_decimals = tb::to_aten(decimals);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::round(a_self, a_decimals));
     return;
   }
@@ -2309,6 +2401,7 @@ void sgn(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sgn_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2326,6 +2419,7 @@ void sgn(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sgn_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2340,6 +2434,7 @@ void sgn(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::sgn(a_self));
     return;
   }
@@ -2364,6 +2459,7 @@ void smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::smooth_l1_loss_out(a_out, a_self, a_target, a_reduction, a_beta);
     tb::bump_version(a_out);
   } else {
@@ -2384,6 +2480,7 @@ void smooth_l1_loss(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::smooth_l1_loss_out(a_out, a_self, a_target, a_reduction, a_beta);
     tb::bump_version(a_out);
   } else {
@@ -2401,6 +2498,7 @@ void smooth_l1_loss(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::
   auto a_beta = tb::to_aten(beta);
   if (tb::direct_cpu(a_self, a_target)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::smooth_l1_loss(a_self, a_target, a_reduction, a_beta));
     return;
   }
@@ -2426,6 +2524,7 @@ void sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim, bo
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sort_out(a_values, a_indices, a_self, a_stable, a_dim, a_descending);
     tb::bump_version(a_values);
     tb::bump_version(a_indices);
@@ -2449,6 +2548,7 @@ void sort_stable(::infini::ops::torch_bridge::TensorRef self, std::optional<bool
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sort_out(a_values, a_indices, a_self, a_stable, a_dim, a_descending);
     tb::bump_version(a_values);
     tb::bump_version(a_indices);
@@ -2467,6 +2567,7 @@ void sort_stable(::infini::ops::torch_bridge::TensorRef self, std::optional<bool
   auto a_descending = tb::to_aten(descending);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::sort(a_self, a_stable, a_dim, a_descending));
     return;
   }
@@ -2488,6 +2589,7 @@ void sqrt(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sqrt_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2505,6 +2607,7 @@ void sqrt(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sqrt_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2519,6 +2622,7 @@ void sqrt(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::sqrt(a_self));
     return;
   }
@@ -2581,6 +2685,7 @@ void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::std_out(a_out, a_self, a_dim, a_correction, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -2601,6 +2706,7 @@ void std_correction(::infini::ops::torch_bridge::TensorRef self, std::optional<s
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::std_out(a_out, a_self, a_dim, a_correction, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -2618,6 +2724,7 @@ void std_correction(::infini::ops::torch_bridge::TensorRef self, std::optional<s
   auto a_keepdim = tb::to_aten(keepdim);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::std(a_self, a_dim, a_correction, a_keepdim));
     return;
   }
@@ -2641,6 +2748,7 @@ void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sub_out(a_out, a_self, a_other, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -2660,6 +2768,7 @@ void sub(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sub_out(a_out, a_self, a_other, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -2676,6 +2785,7 @@ void sub(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   auto a_alpha = tb::to_aten(alpha);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::sub(a_self, a_other, a_alpha));
     return;
   }
@@ -2702,6 +2812,7 @@ void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::topk_out(a_values, a_indices, a_self, a_k, a_dim, a_largest, a_sorted);
     tb::bump_version(a_values);
     tb::bump_version(a_indices);
@@ -2726,6 +2837,7 @@ void topk(::infini::ops::torch_bridge::TensorRef self, int64_t k, int64_t dim, b
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::topk_out(a_values, a_indices, a_self, a_k, a_dim, a_largest, a_sorted);
     tb::bump_version(a_values);
     tb::bump_version(a_indices);
@@ -2745,6 +2857,7 @@ void topk(::infini::ops::torch_bridge::TensorRef self, int64_t k, int64_t dim, b
   auto a_sorted = tb::to_aten(sorted);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::topk(a_self, a_k, a_dim, a_largest, a_sorted));
     return;
   }
@@ -2767,6 +2880,7 @@ void tril(const Tensor& self, int64_t diagonal, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::tril_out(a_out, a_self, a_diagonal);
     tb::bump_version(a_out);
   } else {
@@ -2785,6 +2899,7 @@ void tril(::infini::ops::torch_bridge::TensorRef self, int64_t diagonal, ::infin
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::tril_out(a_out, a_self, a_diagonal);
     tb::bump_version(a_out);
   } else {
@@ -2800,6 +2915,7 @@ void tril(::infini::ops::torch_bridge::TensorRef self, int64_t diagonal, ::infin
   auto a_diagonal = tb::to_aten(diagonal);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::tril(a_self, a_diagonal));
     return;
   }
@@ -2822,6 +2938,7 @@ void triu(const Tensor& self, int64_t diagonal, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::triu_out(a_out, a_self, a_diagonal);
     tb::bump_version(a_out);
   } else {
@@ -2840,6 +2957,7 @@ void triu(::infini::ops::torch_bridge::TensorRef self, int64_t diagonal, ::infin
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::triu_out(a_out, a_self, a_diagonal);
     tb::bump_version(a_out);
   } else {
@@ -2855,6 +2973,7 @@ void triu(::infini::ops::torch_bridge::TensorRef self, int64_t diagonal, ::infin
   auto a_diagonal = tb::to_aten(diagonal);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::triu(a_self, a_diagonal));
     return;
   }
@@ -2879,6 +2998,7 @@ void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::var_out(a_out, a_self, a_dim, a_correction, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -2899,6 +3019,7 @@ void var_correction(::infini::ops::torch_bridge::TensorRef self, std::optional<s
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::var_out(a_out, a_self, a_dim, a_correction, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -2916,6 +3037,7 @@ void var_correction(::infini::ops::torch_bridge::TensorRef self, std::optional<s
   auto a_keepdim = tb::to_aten(keepdim);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::var(a_self, a_dim, a_correction, a_keepdim));
     return;
   }
@@ -2938,6 +3060,7 @@ void xlogy_OutTensor(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::xlogy_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -2956,6 +3079,7 @@ void xlogy_OutTensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops:
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::xlogy_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -2971,6 +3095,7 @@ void xlogy_OutTensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops:
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::xlogy(a_self, a_other));
     return;
   }

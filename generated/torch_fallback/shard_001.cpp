@@ -108,6 +108,7 @@ void _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::_softmax_backward_data_out(a_grad_input, a_grad_output, a_output, a_dim, a_input_dtype);
     tb::bump_version(a_grad_input);
   } else {
@@ -128,6 +129,7 @@ void _softmax_backward_data(::infini::ops::torch_bridge::TensorRef grad_output, 
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::_softmax_backward_data_out(a_grad_input, a_grad_output, a_output, a_dim, a_input_dtype);
     tb::bump_version(a_grad_input);
   } else {
@@ -145,6 +147,7 @@ void _softmax_backward_data(::infini::ops::torch_bridge::TensorRef grad_output, 
   auto a_input_dtype = tb::to_aten(input_dtype);
   if (tb::direct_cpu(a_grad_output, a_output)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::_softmax_backward_data(a_grad_output, a_output, a_dim, a_input_dtype));
     return;
   }
@@ -166,6 +169,7 @@ void acos(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::acos_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -183,6 +187,7 @@ void acos(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::acos_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -197,6 +202,7 @@ void acos(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::acos(a_self));
     return;
   }
@@ -219,6 +225,7 @@ void adaptive_avg_pool2d(const Tensor& self, std::span<const int64_t> output_siz
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::adaptive_avg_pool2d_out(a_out, a_self, a_output_size);
     tb::bump_version(a_out);
   } else {
@@ -237,6 +244,7 @@ void adaptive_avg_pool2d(::infini::ops::torch_bridge::TensorRef self, std::span<
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::adaptive_avg_pool2d_out(a_out, a_self, a_output_size);
     tb::bump_version(a_out);
   } else {
@@ -270,6 +278,7 @@ void all(const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::all_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -289,6 +298,7 @@ void all(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::all_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -305,6 +315,7 @@ void all(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
   auto a_keepdim = tb::to_aten(keepdim);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::all(a_self, a_dim, a_keepdim));
     return;
   }
@@ -326,6 +337,7 @@ void all_all(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::all_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -343,6 +355,7 @@ void all_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::all_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -357,6 +370,7 @@ void all_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::all(a_self));
     return;
   }
@@ -380,6 +394,7 @@ void all_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, b
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::all_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -399,6 +414,7 @@ void all_dims(::infini::ops::torch_bridge::TensorRef self, std::optional<std::sp
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::all_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -415,6 +431,7 @@ void all_dims(::infini::ops::torch_bridge::TensorRef self, std::optional<std::sp
   auto a_keepdim = tb::to_aten(keepdim);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::all(a_self, a_dim, a_keepdim));
     return;
   }
@@ -438,6 +455,7 @@ void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::amax_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -457,6 +475,7 @@ void amax(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> 
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::amax_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -473,6 +492,7 @@ void amax(::infini::ops::torch_bridge::TensorRef self, std::span<const int64_t> 
   auto a_keepdim = tb::to_aten(keepdim);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::amax(a_self, a_dim, a_keepdim));
     return;
   }
@@ -495,6 +515,7 @@ void atan2(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::atan2_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -513,6 +534,7 @@ void atan2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::atan2_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -528,6 +550,7 @@ void atan2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::atan2(a_self, a_other));
     return;
   }
@@ -553,6 +576,7 @@ void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, con
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::baddbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -574,6 +598,7 @@ void baddbmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::baddbmm_out(a_out, a_self, a_batch1, a_batch2, a_beta, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -592,6 +617,7 @@ void baddbmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   auto a_alpha = tb::to_aten(alpha);
   if (tb::direct_cpu(a_self, a_batch1, a_batch2)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::baddbmm(a_self, a_batch1, a_batch2, a_beta, a_alpha));
     return;
   }
@@ -614,6 +640,7 @@ void bitwise_or_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::bitwise_or_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -632,6 +659,7 @@ void bitwise_or_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::op
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::bitwise_or_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -647,6 +675,7 @@ void bitwise_or_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::op
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::bitwise_or(a_self, a_other));
     return;
   }
@@ -700,6 +729,7 @@ void cos(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::cos_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -717,6 +747,7 @@ void cos(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::cos_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -731,6 +762,7 @@ void cos(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::cos(a_self));
     return;
   }
@@ -789,6 +821,7 @@ void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tens
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::cumsum_out(a_out, a_self, a_dim, a_dtype);
     tb::bump_version(a_out);
   } else {
@@ -808,6 +841,7 @@ void cumsum(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::optio
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::cumsum_out(a_out, a_self, a_dim, a_dtype);
     tb::bump_version(a_out);
   } else {
@@ -824,6 +858,7 @@ void cumsum(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::optio
   auto a_dtype = tb::to_aten(dtype);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::cumsum(a_self, a_dim, a_dtype));
     return;
   }
@@ -846,6 +881,7 @@ void div(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::div_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -864,6 +900,7 @@ void div(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::div_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -879,6 +916,7 @@ void div(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::div(a_self, a_other));
     return;
   }
@@ -903,6 +941,7 @@ void elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Sca
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::elu_out(a_out, a_self, a_alpha, a_scale, a_input_scale);
     tb::bump_version(a_out);
   } else {
@@ -923,6 +962,7 @@ void elu(::infini::ops::torch_bridge::TensorRef self, const Scalar& alpha, const
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::elu_out(a_out, a_self, a_alpha, a_scale, a_input_scale);
     tb::bump_version(a_out);
   } else {
@@ -940,6 +980,7 @@ void elu(::infini::ops::torch_bridge::TensorRef self, const Scalar& alpha, const
   auto a_input_scale = tb::to_aten(input_scale);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::elu(a_self, a_alpha, a_scale, a_input_scale));
     return;
   }
@@ -962,6 +1003,7 @@ void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::eq_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -980,6 +1022,7 @@ void eq_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::eq_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -995,6 +1038,7 @@ void eq_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::eq(a_self, a_other));
     return;
   }
@@ -1016,6 +1060,7 @@ void erfinv(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::erfinv_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1033,6 +1078,7 @@ void erfinv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_br
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::erfinv_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1047,6 +1093,7 @@ void erfinv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_br
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::erfinv(a_self));
     return;
   }
@@ -1101,6 +1148,7 @@ void fmin(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::fmin_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1119,6 +1167,7 @@ void fmin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::fmin_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1134,6 +1183,7 @@ void fmin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::fmin(a_self, a_other));
     return;
   }
@@ -1155,6 +1205,7 @@ void frac(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::frac_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1172,6 +1223,7 @@ void frac(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::frac_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1186,6 +1238,7 @@ void frac(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::frac(a_self));
     return;
   }
@@ -1210,6 +1263,7 @@ void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_gr
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::gather_out(a_out, a_self, a_dim, a_index, a_sparse_grad);
     tb::bump_version(a_out);
   } else {
@@ -1230,6 +1284,7 @@ void gather(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::gather_out(a_out, a_self, a_dim, a_index, a_sparse_grad);
     tb::bump_version(a_out);
   } else {
@@ -1247,6 +1302,7 @@ void gather(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::
   auto a_sparse_grad = tb::to_aten(sparse_grad);
   if (tb::direct_cpu(a_self, a_index)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::gather(a_self, a_dim, a_index, a_sparse_grad));
     return;
   }
@@ -1269,6 +1325,7 @@ void gelu(const Tensor& self, std::string_view approximate, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::gelu_out(a_out, a_self, a_approximate);
     tb::bump_version(a_out);
   } else {
@@ -1287,6 +1344,7 @@ void gelu(::infini::ops::torch_bridge::TensorRef self, std::string_view approxim
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::gelu_out(a_out, a_self, a_approximate);
     tb::bump_version(a_out);
   } else {
@@ -1302,6 +1360,7 @@ void gelu(::infini::ops::torch_bridge::TensorRef self, std::string_view approxim
   auto a_approximate = tb::to_aten(approximate);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::gelu(a_self, a_approximate));
     return;
   }
@@ -1337,6 +1396,7 @@ void index_select(const Tensor& self, int64_t dim, const Tensor& index, Tensor& 
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::index_select_out(a_out, a_self, a_dim, a_index);
     tb::bump_version(a_out);
   } else {
@@ -1356,6 +1416,7 @@ void index_select(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::in
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::index_select_out(a_out, a_self, a_dim, a_index);
     tb::bump_version(a_out);
   } else {
@@ -1372,6 +1433,7 @@ void index_select(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::in
   auto a_index = tb::to_aten(index);
   if (tb::direct_cpu(a_self, a_index)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::index_select(a_self, a_dim, a_index));
     return;
   }
@@ -1393,6 +1455,7 @@ void log(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::log_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1410,6 +1473,7 @@ void log(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::log_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1424,6 +1488,7 @@ void log(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::log(a_self));
     return;
   }
@@ -1481,6 +1546,7 @@ void logaddexp(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::logaddexp_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1499,6 +1565,7 @@ void logaddexp(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::logaddexp_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1514,6 +1581,7 @@ void logaddexp(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::logaddexp(a_self, a_other));
     return;
   }
@@ -1573,6 +1641,7 @@ void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::max_out(a_max, a_max_values, a_self, a_dim, a_keepdim);
     tb::bump_version(a_max);
     tb::bump_version(a_max_values);
@@ -1595,6 +1664,7 @@ void max(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::max_out(a_max, a_max_values, a_self, a_dim, a_keepdim);
     tb::bump_version(a_max);
     tb::bump_version(a_max_values);
@@ -1612,6 +1682,7 @@ void max(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool keepdim,
   auto a_keepdim = tb::to_aten(keepdim);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::max(a_self, a_dim, a_keepdim));
     return;
   }
@@ -1633,6 +1704,7 @@ void max_all(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::max_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1650,6 +1722,7 @@ void max_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::max_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1664,6 +1737,7 @@ void max_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::max(a_self));
     return;
   }
@@ -1718,6 +1792,7 @@ void minimum(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::minimum_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1736,6 +1811,7 @@ void minimum(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::minimum_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1751,6 +1827,7 @@ void minimum(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::minimum(a_self, a_other));
     return;
   }
@@ -1773,6 +1850,7 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::mul_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1791,6 +1869,7 @@ void mul(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::mul_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1806,6 +1885,7 @@ void mul(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::mul(a_self, a_other));
     return;
   }
@@ -1844,6 +1924,7 @@ void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::ne_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1862,6 +1943,7 @@ void ne_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::ne_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1877,6 +1959,7 @@ void ne_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::ne(a_self, a_other));
     return;
   }
@@ -1898,6 +1981,7 @@ void neg(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::neg_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1915,6 +1999,7 @@ void neg(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::neg_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1929,6 +2014,7 @@ void neg(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::neg(a_self));
     return;
   }
@@ -1982,6 +2068,7 @@ void reciprocal(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::reciprocal_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1999,6 +2086,7 @@ void reciprocal(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torc
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::reciprocal_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2013,6 +2101,7 @@ void reciprocal(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torc
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::reciprocal(a_self));
     return;
   }
@@ -2037,6 +2126,7 @@ void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Ten
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_src);
     tb::bump_version(a_out);
   } else {
@@ -2057,6 +2147,7 @@ void scatter_src(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::inf
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_src);
     tb::bump_version(a_out);
   } else {
@@ -2074,6 +2165,7 @@ void scatter_src(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::inf
   auto a_src = tb::to_aten(src);
   if (tb::direct_cpu(a_self, a_index, a_src)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::scatter(a_self, a_dim, a_index, a_src));
     return;
   }
@@ -2098,6 +2190,7 @@ void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const S
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_value);
     tb::bump_version(a_out);
   } else {
@@ -2118,6 +2211,7 @@ void scatter_value(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::i
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_value);
     tb::bump_version(a_out);
   } else {
@@ -2135,6 +2229,7 @@ void scatter_value(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::i
   auto a_value = tb::to_aten(value);
   if (tb::direct_cpu(a_self, a_index)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::scatter(a_self, a_dim, a_index, a_value));
     return;
   }
@@ -2156,6 +2251,7 @@ void silu(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::silu_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2173,6 +2269,7 @@ void silu(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::silu_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2187,6 +2284,7 @@ void silu(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::silu(a_self));
     return;
   }
@@ -2226,7 +2324,7 @@ void body_silu_and_mul(at::Tensor & out, const at::Tensor & input) {
       return;
     }
     at::mul_out(out, at::silu(input.narrow(-1, 0, d)), input.narrow(-1, d, d));
-#line 2230 "torch_fallback/shard_001.cpp"
+#line 2328 "torch_fallback/shard_001.cpp"
 }
 
 // silu_and_mul(Tensor input, *, Tensor(a!) out) -> Tensor(a!)
@@ -2288,6 +2386,7 @@ void silu_backward(const Tensor& grad_output, const Tensor& self, Tensor& grad_i
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::silu_backward_out(a_grad_input, a_grad_output, a_self);
     tb::bump_version(a_grad_input);
   } else {
@@ -2306,6 +2405,7 @@ void silu_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini:
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::silu_backward_out(a_grad_input, a_grad_output, a_self);
     tb::bump_version(a_grad_input);
   } else {
@@ -2321,6 +2421,7 @@ void silu_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini:
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_grad_output, a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::silu_backward(a_grad_output, a_self));
     return;
   }
@@ -2412,6 +2513,7 @@ void sum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool k
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
     tb::bump_version(a_out);
   } else {
@@ -2432,6 +2534,7 @@ void sum(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<co
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
     tb::bump_version(a_out);
   } else {
@@ -2449,6 +2552,7 @@ void sum(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span<co
   auto a_dtype = tb::to_aten(dtype);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::sum(a_self, a_dim, a_keepdim, a_dtype));
     return;
   }
@@ -2502,6 +2606,7 @@ void trunc(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::trunc_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2519,6 +2624,7 @@ void trunc(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::trunc_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2533,6 +2639,7 @@ void trunc(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::trunc(a_self));
     return;
   }

@@ -112,6 +112,7 @@ void abs(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::abs_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -129,6 +130,7 @@ void abs(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::abs_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -161,6 +163,7 @@ void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::argmax_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -180,6 +183,7 @@ void argmax(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> 
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::argmax_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -196,6 +200,7 @@ void argmax(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> 
   auto a_keepdim = tb::to_aten(keepdim);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::argmax(a_self, a_dim, a_keepdim));
     return;
   }
@@ -217,6 +222,7 @@ void asin(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::asin_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -234,6 +240,7 @@ void asin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::asin_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -248,6 +255,7 @@ void asin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::asin(a_self));
     return;
   }
@@ -269,6 +277,7 @@ void asinh(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::asinh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -286,6 +295,7 @@ void asinh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::asinh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -300,6 +310,7 @@ void asinh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::asinh(a_self));
     return;
   }
@@ -322,6 +333,7 @@ void bitwise_and_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::bitwise_and_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -340,6 +352,7 @@ void bitwise_and_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::o
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::bitwise_and_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -355,6 +368,7 @@ void bitwise_and_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::o
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::bitwise_and(a_self, a_other));
     return;
   }
@@ -378,6 +392,7 @@ void clamp(const Tensor& self, const std::optional<Scalar>& min, const std::opti
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::clamp_out(a_out, a_self, a_min, a_max);
     tb::bump_version(a_out);
   } else {
@@ -397,6 +412,7 @@ void clamp(::infini::ops::torch_bridge::TensorRef self, const std::optional<Scal
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::clamp_out(a_out, a_self, a_min, a_max);
     tb::bump_version(a_out);
   } else {
@@ -413,6 +429,7 @@ void clamp(::infini::ops::torch_bridge::TensorRef self, const std::optional<Scal
   auto a_max = tb::to_aten(max);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::clamp(a_self, a_min, a_max));
     return;
   }
@@ -436,6 +453,7 @@ void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const st
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::clamp_out(a_out, a_self, a_min, a_max);
     tb::bump_version(a_out);
   } else {
@@ -455,6 +473,7 @@ void clamp_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::to
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::clamp_out(a_out, a_self, a_min, a_max);
     tb::bump_version(a_out);
   } else {
@@ -471,6 +490,7 @@ void clamp_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::to
   auto a_max = tb::to_aten(max);
   if (tb::direct_cpu(a_self, a_min, a_max)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::clamp(a_self, a_min, a_max));
     return;
   }
@@ -493,6 +513,7 @@ void clamp_max(const Tensor& self, const Scalar& max, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::clamp_max_out(a_out, a_self, a_max);
     tb::bump_version(a_out);
   } else {
@@ -511,6 +532,7 @@ void clamp_max(::infini::ops::torch_bridge::TensorRef self, const Scalar& max, :
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::clamp_max_out(a_out, a_self, a_max);
     tb::bump_version(a_out);
   } else {
@@ -526,6 +548,7 @@ void clamp_max(::infini::ops::torch_bridge::TensorRef self, const Scalar& max, :
   auto a_max = tb::to_aten(max);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::clamp_max(a_self, a_max));
     return;
   }
@@ -547,6 +570,7 @@ void digamma(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::digamma_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -564,6 +588,7 @@ void digamma(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::digamma_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -578,6 +603,7 @@ void digamma(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::digamma(a_self));
     return;
   }
@@ -640,6 +666,7 @@ void floor(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::floor_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -657,6 +684,7 @@ void floor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::floor_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -671,6 +699,7 @@ void floor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::floor(a_self));
     return;
   }
@@ -693,6 +722,7 @@ void ge_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::ge_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -711,6 +741,7 @@ void ge_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::ge_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -726,6 +757,7 @@ void ge_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::ge(a_self, a_other));
     return;
   }
@@ -748,6 +780,7 @@ void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::gt_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -766,6 +799,7 @@ void gt_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::gt_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -781,6 +815,7 @@ void gt_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::gt(a_self, a_other));
     return;
   }
@@ -804,6 +839,7 @@ void hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val, 
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::hardtanh_out(a_out, a_self, a_min_val, a_max_val);
     tb::bump_version(a_out);
   } else {
@@ -823,6 +859,7 @@ void hardtanh(::infini::ops::torch_bridge::TensorRef self, const Scalar& min_val
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::hardtanh_out(a_out, a_self, a_min_val, a_max_val);
     tb::bump_version(a_out);
   } else {
@@ -839,6 +876,7 @@ void hardtanh(::infini::ops::torch_bridge::TensorRef self, const Scalar& min_val
   auto a_max_val = tb::to_aten(max_val);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::hardtanh(a_self, a_min_val, a_max_val));
     return;
   }
@@ -861,6 +899,7 @@ void hypot(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::hypot_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -879,6 +918,7 @@ void hypot(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::hypot_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -894,6 +934,7 @@ void hypot(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::hypot(a_self, a_other));
     return;
   }
@@ -919,6 +960,7 @@ void kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& 
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::kthvalue_out(a_values, a_indices, a_self, a_k, a_dim, a_keepdim);
     tb::bump_version(a_values);
     tb::bump_version(a_indices);
@@ -942,6 +984,7 @@ void kthvalue(::infini::ops::torch_bridge::TensorRef self, int64_t k, int64_t di
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::kthvalue_out(a_values, a_indices, a_self, a_k, a_dim, a_keepdim);
     tb::bump_version(a_values);
     tb::bump_version(a_indices);
@@ -977,6 +1020,7 @@ void le_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::le_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -995,6 +1039,7 @@ void le_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::le_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1010,6 +1055,7 @@ void le_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::le(a_self, a_other));
     return;
   }
@@ -1032,6 +1078,7 @@ void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::leaky_relu_out(a_out, a_self, a_negative_slope);
     tb::bump_version(a_out);
   } else {
@@ -1050,6 +1097,7 @@ void leaky_relu(::infini::ops::torch_bridge::TensorRef self, const Scalar& negat
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::leaky_relu_out(a_out, a_self, a_negative_slope);
     tb::bump_version(a_out);
   } else {
@@ -1065,6 +1113,7 @@ void leaky_relu(::infini::ops::torch_bridge::TensorRef self, const Scalar& negat
   auto a_negative_slope = tb::to_aten(negative_slope);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::leaky_relu(a_self, a_negative_slope));
     return;
   }
@@ -1088,6 +1137,7 @@ void lerp_Scalar(const Tensor& self, const Tensor& end, const Scalar& weight, Te
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::lerp_out(a_out, a_self, a_end, a_weight);
     tb::bump_version(a_out);
   } else {
@@ -1107,6 +1157,7 @@ void lerp_Scalar(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::lerp_out(a_out, a_self, a_end, a_weight);
     tb::bump_version(a_out);
   } else {
@@ -1123,6 +1174,7 @@ void lerp_Scalar(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   auto a_weight = tb::to_aten(weight);
   if (tb::direct_cpu(a_self, a_end)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::lerp(a_self, a_end, a_weight));
     return;
   }
@@ -1144,6 +1196,7 @@ void lgamma(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::lgamma_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1161,6 +1214,7 @@ void lgamma(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_br
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::lgamma_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1175,6 +1229,7 @@ void lgamma(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_br
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::lgamma(a_self));
     return;
   }
@@ -1196,6 +1251,7 @@ void log2(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::log2_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1213,6 +1269,7 @@ void log2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::log2_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1227,6 +1284,7 @@ void log2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::log2(a_self));
     return;
   }
@@ -1249,6 +1307,7 @@ void logical_or(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::logical_or_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1267,6 +1326,7 @@ void logical_or(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torc
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::logical_or_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1299,6 +1359,7 @@ void lt_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::lt_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1317,6 +1378,7 @@ void lt_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::lt_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1332,6 +1394,7 @@ void lt_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::lt(a_self, a_other));
     return;
   }
@@ -1421,6 +1484,7 @@ void maximum(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::maximum_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1439,6 +1503,7 @@ void maximum(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::maximum_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1454,6 +1519,7 @@ void maximum(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::maximum(a_self, a_other));
     return;
   }
@@ -1507,6 +1573,7 @@ void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& va
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::median_out(a_values, a_indices, a_self, a_dim, a_keepdim);
     tb::bump_version(a_values);
     tb::bump_version(a_indices);
@@ -1529,6 +1596,7 @@ void median_dim_values(::infini::ops::torch_bridge::TensorRef self, int64_t dim,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::median_out(a_values, a_indices, a_self, a_dim, a_keepdim);
     tb::bump_version(a_values);
     tb::bump_version(a_indices);
@@ -1562,6 +1630,7 @@ void min_all(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::min_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1579,6 +1648,7 @@ void min_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::min_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1593,6 +1663,7 @@ void min_all(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::min(a_self));
     return;
   }
@@ -1646,6 +1717,7 @@ void mish(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::mish_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1663,6 +1735,7 @@ void mish(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::mish_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1677,6 +1750,7 @@ void mish(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::mish(a_self));
     return;
   }
@@ -1733,6 +1807,7 @@ void nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<dou
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::nan_to_num_out(a_out, a_self, a_nan, a_posinf, a_neginf);
     tb::bump_version(a_out);
   } else {
@@ -1753,6 +1828,7 @@ void nan_to_num(::infini::ops::torch_bridge::TensorRef self, std::optional<doubl
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::nan_to_num_out(a_out, a_self, a_nan, a_posinf, a_neginf);
     tb::bump_version(a_out);
   } else {
@@ -1834,6 +1910,7 @@ void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out) 
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::pow_out(a_out, a_self, a_exponent);
     tb::bump_version(a_out);
   } else {
@@ -1852,6 +1929,7 @@ void pow_Tensor_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::pow_out(a_out, a_self, a_exponent);
     tb::bump_version(a_out);
   } else {
@@ -1867,6 +1945,7 @@ void pow_Tensor_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar
   auto a_exponent = tb::to_aten(exponent);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::pow(a_self, a_exponent));
     return;
   }
@@ -1923,6 +2002,7 @@ void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataT
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::prod_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
     tb::bump_version(a_out);
   } else {
@@ -1943,6 +2023,7 @@ void prod_int(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool kee
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::prod_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
     tb::bump_version(a_out);
   } else {
@@ -1960,6 +2041,7 @@ void prod_int(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool kee
   auto a_dtype = tb::to_aten(dtype);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::prod(a_self, a_dim, a_keepdim, a_dtype));
     return;
   }
@@ -1982,6 +2064,7 @@ void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::remainder_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -2000,6 +2083,7 @@ void remainder_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::remainder_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -2015,6 +2099,7 @@ void remainder_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::remainder(a_self, a_other));
     return;
   }
@@ -2071,6 +2156,7 @@ void rsqrt(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::rsqrt_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2088,6 +2174,7 @@ void rsqrt(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::rsqrt_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2102,6 +2189,7 @@ void rsqrt(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::rsqrt(a_self));
     return;
   }
@@ -2127,6 +2215,7 @@ void scatter_reduce_mode(const Tensor& self, int64_t dim, const Tensor& index, c
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_src, a_reduce);
     tb::bump_version(a_out);
   } else {
@@ -2148,6 +2237,7 @@ void scatter_reduce_mode(::infini::ops::torch_bridge::TensorRef self, int64_t di
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_src, a_reduce);
     tb::bump_version(a_out);
   } else {
@@ -2166,6 +2256,7 @@ void scatter_reduce_mode(::infini::ops::torch_bridge::TensorRef self, int64_t di
   auto a_reduce = tb::to_aten(reduce);
   if (tb::direct_cpu(a_self, a_index, a_src)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::scatter(a_self, a_dim, a_index, a_src, a_reduce));
     return;
   }
@@ -2191,6 +2282,7 @@ void scatter_value_reduce_mode(const Tensor& self, int64_t dim, const Tensor& in
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_value, a_reduce);
     tb::bump_version(a_out);
   } else {
@@ -2212,6 +2304,7 @@ void scatter_value_reduce_mode(::infini::ops::torch_bridge::TensorRef self, int6
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::scatter_out(a_out, a_self, a_dim, a_index, a_value, a_reduce);
     tb::bump_version(a_out);
   } else {
@@ -2230,6 +2323,7 @@ void scatter_value_reduce_mode(::infini::ops::torch_bridge::TensorRef self, int6
   auto a_reduce = tb::to_aten(reduce);
   if (tb::direct_cpu(a_self, a_index)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::scatter(a_self, a_dim, a_index, a_value, a_reduce));
     return;
   }
@@ -2252,6 +2346,7 @@ void sigmoid_backward(const Tensor& grad_output, const Tensor& output, Tensor& g
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sigmoid_backward_out(a_grad_input, a_grad_output, a_output);
     tb::bump_version(a_grad_input);
   } else {
@@ -2270,6 +2365,7 @@ void sigmoid_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infi
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sigmoid_backward_out(a_grad_input, a_grad_output, a_output);
     tb::bump_version(a_grad_input);
   } else {
@@ -2285,6 +2381,7 @@ void sigmoid_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infi
   auto a_output = tb::to_aten(output);
   if (tb::direct_cpu(a_grad_output, a_output)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::sigmoid_backward(a_grad_output, a_output));
     return;
   }
@@ -2306,6 +2403,7 @@ void sign(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sign_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2323,6 +2421,7 @@ void sign(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sign_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2337,6 +2436,7 @@ void sign(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::sign(a_self));
     return;
   }
@@ -2358,6 +2458,7 @@ void sin(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sin_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2375,6 +2476,7 @@ void sin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sin_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2389,6 +2491,7 @@ void sin(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::sin(a_self));
     return;
   }
@@ -2410,6 +2513,7 @@ void sinh(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sinh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2427,6 +2531,7 @@ void sinh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sinh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2441,6 +2546,7 @@ void sinh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::sinh(a_self));
     return;
   }
@@ -2498,6 +2604,7 @@ void tanh_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::tanh_backward_out(a_grad_input, a_grad_output, a_output);
     tb::bump_version(a_grad_input);
   } else {
@@ -2516,6 +2623,7 @@ void tanh_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini:
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::tanh_backward_out(a_grad_input, a_grad_output, a_output);
     tb::bump_version(a_grad_input);
   } else {
@@ -2531,6 +2639,7 @@ void tanh_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::infini:
   auto a_output = tb::to_aten(output);
   if (tb::direct_cpu(a_grad_output, a_output)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::tanh_backward(a_grad_output, a_output));
     return;
   }
@@ -2554,6 +2663,7 @@ void threshold(const Tensor& self, const Scalar& threshold, const Scalar& value,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::threshold_out(a_out, a_self, a_threshold, a_value);
     tb::bump_version(a_out);
   } else {
@@ -2573,6 +2683,7 @@ void threshold(::infini::ops::torch_bridge::TensorRef self, const Scalar& thresh
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::threshold_out(a_out, a_self, a_threshold, a_value);
     tb::bump_version(a_out);
   } else {
@@ -2589,6 +2700,7 @@ void threshold(::infini::ops::torch_bridge::TensorRef self, const Scalar& thresh
   auto a_value = tb::to_aten(value);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::threshold(a_self, a_threshold, a_value));
     return;
   }
@@ -2650,6 +2762,7 @@ void where(const Tensor& condition, const Tensor& self, const Tensor& other, Ten
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::where_out(a_out, a_condition, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -2669,6 +2782,7 @@ void where(::infini::ops::torch_bridge::TensorRef condition, ::infini::ops::torc
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::where_out(a_out, a_condition, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -2685,6 +2799,7 @@ void where(::infini::ops::torch_bridge::TensorRef condition, ::infini::ops::torc
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_condition, a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::where(a_condition, a_self, a_other));
     return;
   }

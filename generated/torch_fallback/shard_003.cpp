@@ -138,6 +138,7 @@ void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& o
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::_log_softmax_out(a_out, a_self, a_dim, a_half_to_float);
     tb::bump_version(a_out);
   } else {
@@ -157,6 +158,7 @@ void _log_softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::_log_softmax_out(a_out, a_self, a_dim, a_half_to_float);
     tb::bump_version(a_out);
   } else {
@@ -173,6 +175,7 @@ void _log_softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool
   auto a_half_to_float = tb::to_aten(half_to_float);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::_log_softmax(a_self, a_dim, a_half_to_float));
     return;
   }
@@ -197,6 +200,7 @@ void _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::_log_softmax_backward_data_out(a_out, a_grad_output, a_output, a_dim, a_input_dtype);
     tb::bump_version(a_out);
   } else {
@@ -217,6 +221,7 @@ void _log_softmax_backward_data(::infini::ops::torch_bridge::TensorRef grad_outp
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::_log_softmax_backward_data_out(a_out, a_grad_output, a_output, a_dim, a_input_dtype);
     tb::bump_version(a_out);
   } else {
@@ -234,6 +239,7 @@ void _log_softmax_backward_data(::infini::ops::torch_bridge::TensorRef grad_outp
   auto a_input_dtype = tb::to_aten(input_dtype);
   if (tb::direct_cpu(a_grad_output, a_output)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::_log_softmax_backward_data(a_grad_output, a_output, a_dim, a_input_dtype));
     return;
   }
@@ -257,6 +263,7 @@ void _softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out) 
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::_softmax_out(a_out, a_self, a_dim, a_half_to_float);
     tb::bump_version(a_out);
   } else {
@@ -276,6 +283,7 @@ void _softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool hal
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::_softmax_out(a_out, a_self, a_dim, a_half_to_float);
     tb::bump_version(a_out);
   } else {
@@ -292,6 +300,7 @@ void _softmax(::infini::ops::torch_bridge::TensorRef self, int64_t dim, bool hal
   auto a_half_to_float = tb::to_aten(half_to_float);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::_softmax(a_self, a_dim, a_half_to_float));
     return;
   }
@@ -313,6 +322,7 @@ void acosh(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::acosh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -330,6 +340,7 @@ void acosh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::acosh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -344,6 +355,7 @@ void acosh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::acosh(a_self));
     return;
   }
@@ -367,6 +379,7 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::add_out(a_out, a_self, a_other, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -386,6 +399,7 @@ void add(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::add_out(a_out, a_self, a_other, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -402,6 +416,7 @@ void add(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   auto a_alpha = tb::to_aten(alpha);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::add(a_self, a_other, a_alpha));
     return;
   }
@@ -479,6 +494,7 @@ void addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Sca
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::addmm_out(a_out, a_self, a_mat1, a_mat2, a_beta, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -500,6 +516,7 @@ void addmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::addmm_out(a_out, a_self, a_mat1, a_mat2, a_beta, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -518,6 +535,7 @@ void addmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_alpha = tb::to_aten(alpha);
   if (tb::direct_cpu(a_self, a_mat1, a_mat2)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::addmm(a_self, a_mat1, a_mat2, a_beta, a_alpha));
     return;
   }
@@ -543,6 +561,7 @@ void addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scala
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::addmv_out(a_out, a_self, a_mat, a_vec, a_beta, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -564,6 +583,7 @@ void addmv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::addmv_out(a_out, a_self, a_mat, a_vec, a_beta, a_alpha);
     tb::bump_version(a_out);
   } else {
@@ -582,6 +602,7 @@ void addmv(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_alpha = tb::to_aten(alpha);
   if (tb::direct_cpu(a_self, a_mat, a_vec)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::addmv(a_self, a_mat, a_vec, a_beta, a_alpha));
     return;
   }
@@ -605,6 +626,7 @@ void argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::argmin_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -624,6 +646,7 @@ void argmin(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> 
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::argmin_out(a_out, a_self, a_dim, a_keepdim);
     tb::bump_version(a_out);
   } else {
@@ -640,6 +663,7 @@ void argmin(::infini::ops::torch_bridge::TensorRef self, std::optional<int64_t> 
   auto a_keepdim = tb::to_aten(keepdim);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::argmin(a_self, a_dim, a_keepdim));
     return;
   }
@@ -661,6 +685,7 @@ void atan(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::atan_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -678,6 +703,7 @@ void atan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::atan_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -692,6 +718,7 @@ void atan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::atan(a_self));
     return;
   }
@@ -713,6 +740,7 @@ void atanh(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::atanh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -730,6 +758,7 @@ void atanh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::atanh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -744,6 +773,7 @@ void atanh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::atanh(a_self));
     return;
   }
@@ -771,6 +801,7 @@ void avg_pool2d(const Tensor& self, std::span<const int64_t> kernel_size, std::s
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::avg_pool2d_out(a_out, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override);
     tb::bump_version(a_out);
   } else {
@@ -794,6 +825,7 @@ void avg_pool2d(::infini::ops::torch_bridge::TensorRef self, std::span<const int
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::avg_pool2d_out(a_out, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override);
     tb::bump_version(a_out);
   } else {
@@ -814,6 +846,7 @@ void avg_pool2d(::infini::ops::torch_bridge::TensorRef self, std::span<const int
   auto a_divisor_override = tb::to_aten(divisor_override);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::avg_pool2d(a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override));
     return;
   }
@@ -836,6 +869,7 @@ void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& 
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::bitwise_left_shift_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -854,6 +888,7 @@ void bitwise_left_shift_Tensor(::infini::ops::torch_bridge::TensorRef self, ::in
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::bitwise_left_shift_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -869,6 +904,7 @@ void bitwise_left_shift_Tensor(::infini::ops::torch_bridge::TensorRef self, ::in
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::bitwise_left_shift(a_self, a_other));
     return;
   }
@@ -891,6 +927,7 @@ void bitwise_xor_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::bitwise_xor_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -909,6 +946,7 @@ void bitwise_xor_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::o
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::bitwise_xor_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -924,6 +962,7 @@ void bitwise_xor_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::o
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::bitwise_xor(a_self, a_other));
     return;
   }
@@ -946,6 +985,7 @@ void bmm(const Tensor& self, const Tensor& mat2, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::bmm_out(a_out, a_self, a_mat2);
     tb::bump_version(a_out);
   } else {
@@ -964,6 +1004,7 @@ void bmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::bmm_out(a_out, a_self, a_mat2);
     tb::bump_version(a_out);
   } else {
@@ -979,6 +1020,7 @@ void bmm(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   auto a_mat2 = tb::to_aten(mat2);
   if (tb::direct_cpu(a_self, a_mat2)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::bmm(a_self, a_mat2));
     return;
   }
@@ -1000,6 +1042,7 @@ void ceil(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::ceil_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1017,6 +1060,7 @@ void ceil(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::ceil_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1031,6 +1075,7 @@ void ceil(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::ceil(a_self));
     return;
   }
@@ -1053,6 +1098,7 @@ void clamp_max_Tensor(const Tensor& self, const Tensor& max, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::clamp_max_out(a_out, a_self, a_max);
     tb::bump_version(a_out);
   } else {
@@ -1071,6 +1117,7 @@ void clamp_max_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::clamp_max_out(a_out, a_self, a_max);
     tb::bump_version(a_out);
   } else {
@@ -1086,6 +1133,7 @@ void clamp_max_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops
   auto a_max = tb::to_aten(max);
   if (tb::direct_cpu(a_self, a_max)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::clamp_max(a_self, a_max));
     return;
   }
@@ -1108,6 +1156,7 @@ void clamp_min(const Tensor& self, const Scalar& min, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::clamp_min_out(a_out, a_self, a_min);
     tb::bump_version(a_out);
   } else {
@@ -1126,6 +1175,7 @@ void clamp_min(::infini::ops::torch_bridge::TensorRef self, const Scalar& min, :
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::clamp_min_out(a_out, a_self, a_min);
     tb::bump_version(a_out);
   } else {
@@ -1141,6 +1191,7 @@ void clamp_min(::infini::ops::torch_bridge::TensorRef self, const Scalar& min, :
   auto a_min = tb::to_aten(min);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::clamp_min(a_self, a_min));
     return;
   }
@@ -1163,6 +1214,7 @@ void clamp_min_Tensor(const Tensor& self, const Tensor& min, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::clamp_min_out(a_out, a_self, a_min);
     tb::bump_version(a_out);
   } else {
@@ -1181,6 +1233,7 @@ void clamp_min_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::clamp_min_out(a_out, a_self, a_min);
     tb::bump_version(a_out);
   } else {
@@ -1196,6 +1249,7 @@ void clamp_min_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops
   auto a_min = tb::to_aten(min);
   if (tb::direct_cpu(a_self, a_min)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::clamp_min(a_self, a_min));
     return;
   }
@@ -1217,6 +1271,7 @@ void cosh(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::cosh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1234,6 +1289,7 @@ void cosh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::cosh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1248,6 +1304,7 @@ void cosh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::cosh(a_self));
     return;
   }
@@ -1271,6 +1328,7 @@ void cumprod(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::cumprod_out(a_out, a_self, a_dim, a_dtype);
     tb::bump_version(a_out);
   } else {
@@ -1290,6 +1348,7 @@ void cumprod(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::opti
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::cumprod_out(a_out, a_self, a_dim, a_dtype);
     tb::bump_version(a_out);
   } else {
@@ -1306,6 +1365,7 @@ void cumprod(::infini::ops::torch_bridge::TensorRef self, int64_t dim, std::opti
   auto a_dtype = tb::to_aten(dtype);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::cumprod(a_self, a_dim, a_dtype));
     return;
   }
@@ -1359,6 +1419,7 @@ void exp(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::exp_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1376,6 +1437,7 @@ void exp(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::exp_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1390,6 +1452,7 @@ void exp(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::exp(a_self));
     return;
   }
@@ -1411,6 +1474,7 @@ void exp2(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::exp2_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1428,6 +1492,7 @@ void exp2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::exp2_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1442,6 +1507,7 @@ void exp2(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::exp2(a_self));
     return;
   }
@@ -1463,6 +1529,7 @@ void expm1(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::expm1_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1480,6 +1547,7 @@ void expm1(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::expm1_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1494,6 +1562,7 @@ void expm1(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::expm1(a_self));
     return;
   }
@@ -1516,6 +1585,7 @@ void ge_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::ge_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1534,6 +1604,7 @@ void ge_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::ge_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1549,6 +1620,7 @@ void ge_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::ge(a_self, a_other));
     return;
   }
@@ -1571,6 +1643,7 @@ void glu(const Tensor& self, int64_t dim, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::glu_out(a_out, a_self, a_dim);
     tb::bump_version(a_out);
   } else {
@@ -1589,6 +1662,7 @@ void glu(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::glu_out(a_out, a_self, a_dim);
     tb::bump_version(a_out);
   } else {
@@ -1604,6 +1678,7 @@ void glu(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::infini::ops
   auto a_dim = tb::to_aten(dim);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::glu(a_self, a_dim));
     return;
   }
@@ -1626,6 +1701,7 @@ void gt_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::gt_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1644,6 +1720,7 @@ void gt_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::gt_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1659,6 +1736,7 @@ void gt_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::gt(a_self, a_other));
     return;
   }
@@ -1680,6 +1758,7 @@ void hardswish(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::hardswish_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1697,6 +1776,7 @@ void hardswish(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::hardswish_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1711,6 +1791,7 @@ void hardswish(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::hardswish(a_self));
     return;
   }
@@ -1779,6 +1860,7 @@ void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::le_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1797,6 +1879,7 @@ void le_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::le_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -1812,6 +1895,7 @@ void le_Scalar(::infini::ops::torch_bridge::TensorRef self, const Scalar& other,
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::le(a_self, a_other));
     return;
   }
@@ -1835,6 +1919,7 @@ void lerp_Tensor(const Tensor& self, const Tensor& end, const Tensor& weight, Te
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::lerp_out(a_out, a_self, a_end, a_weight);
     tb::bump_version(a_out);
   } else {
@@ -1854,6 +1939,7 @@ void lerp_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::lerp_out(a_out, a_self, a_end, a_weight);
     tb::bump_version(a_out);
   } else {
@@ -1870,6 +1956,7 @@ void lerp_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
   auto a_weight = tb::to_aten(weight);
   if (tb::direct_cpu(a_self, a_end, a_weight)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::lerp(a_self, a_end, a_weight));
     return;
   }
@@ -1926,6 +2013,7 @@ void log10(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::log10_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1943,6 +2031,7 @@ void log10(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::log10_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1957,6 +2046,7 @@ void log10(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::log10(a_self));
     return;
   }
@@ -1978,6 +2068,7 @@ void log1p(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::log1p_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -1995,6 +2086,7 @@ void log1p(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::log1p_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2009,6 +2101,7 @@ void log1p(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bri
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::log1p(a_self));
     return;
   }
@@ -2031,6 +2124,7 @@ void logical_and(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::logical_and_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -2049,6 +2143,7 @@ void logical_and(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::logical_and_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -2080,6 +2175,7 @@ void logical_not(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::logical_not_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2097,6 +2193,7 @@ void logical_not(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::tor
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::logical_not_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2128,6 +2225,7 @@ void lt_Tensor(const Tensor& self, const Tensor& other, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::lt_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -2146,6 +2244,7 @@ void lt_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::lt_out(a_out, a_self, a_other);
     tb::bump_version(a_out);
   } else {
@@ -2161,6 +2260,7 @@ void lt_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch
   auto a_other = tb::to_aten(other);
   if (tb::direct_cpu(a_self, a_other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::lt(a_self, a_other));
     return;
   }
@@ -2183,6 +2283,7 @@ void masked_select(const Tensor& self, const Tensor& mask, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::masked_select_out(a_out, a_self, a_mask);
     tb::bump_version(a_out);
   } else {
@@ -2201,6 +2302,7 @@ void masked_select(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::t
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::masked_select_out(a_out, a_self, a_mask);
     tb::bump_version(a_out);
   } else {
@@ -2216,6 +2318,7 @@ void masked_select(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::t
   auto a_mask = tb::to_aten(mask);
   if (tb::direct_cpu(a_self, a_mask)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::masked_select(a_self, a_mask));
     return;
   }
@@ -2275,6 +2378,7 @@ void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::max_pool2d_with_indices_out(a_out, a_indices, a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode);
     tb::bump_version(a_out);
     tb::bump_version(a_indices);
@@ -2300,6 +2404,7 @@ void max_pool2d_with_indices(::infini::ops::torch_bridge::TensorRef self, std::s
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::max_pool2d_with_indices_out(a_out, a_indices, a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode);
     tb::bump_version(a_out);
     tb::bump_version(a_indices);
@@ -2320,6 +2425,7 @@ void max_pool2d_with_indices(::infini::ops::torch_bridge::TensorRef self, std::s
   auto a_ceil_mode = tb::to_aten(ceil_mode);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::max_pool2d_with_indices(a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode));
     return;
   }
@@ -2343,6 +2449,7 @@ void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tenso
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::mse_loss_out(a_out, a_self, a_target, a_reduction);
     tb::bump_version(a_out);
   } else {
@@ -2362,6 +2469,7 @@ void mse_loss(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::mse_loss_out(a_out, a_self, a_target, a_reduction);
     tb::bump_version(a_out);
   } else {
@@ -2378,6 +2486,7 @@ void mse_loss(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_
   auto a_reduction = tb::to_aten(reduction);
   if (tb::direct_cpu(a_self, a_target)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::mse_loss(a_self, a_target, a_reduction));
     return;
   }
@@ -2402,6 +2511,7 @@ void mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tens
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::mse_loss_backward_out(a_grad_input, a_grad_output, a_self, a_target, a_reduction);
     tb::bump_version(a_grad_input);
   } else {
@@ -2422,6 +2532,7 @@ void mse_loss_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::inf
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::mse_loss_backward_out(a_grad_input, a_grad_output, a_self, a_target, a_reduction);
     tb::bump_version(a_grad_input);
   } else {
@@ -2439,6 +2550,7 @@ void mse_loss_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::inf
   auto a_reduction = tb::to_aten(reduction);
   if (tb::direct_cpu(a_grad_output, a_self, a_target)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::mse_loss_backward(a_grad_output, a_self, a_target, a_reduction));
     return;
   }
@@ -2463,6 +2575,7 @@ void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, boo
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::nansum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
     tb::bump_version(a_out);
   } else {
@@ -2483,6 +2596,7 @@ void nansum(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::nansum_out(a_out, a_self, a_dim, a_keepdim, a_dtype);
     tb::bump_version(a_out);
   } else {
@@ -2500,6 +2614,7 @@ void nansum(::infini::ops::torch_bridge::TensorRef self, std::optional<std::span
   auto a_dtype = tb::to_aten(dtype);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::nansum(a_self, a_dim, a_keepdim, a_dtype));
     return;
   }
@@ -2524,6 +2639,7 @@ void narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::narrow_copy_out(a_out, a_self, a_dim, a_start, a_length);
     tb::bump_version(a_out);
   } else {
@@ -2544,6 +2660,7 @@ void narrow_copy(::infini::ops::torch_bridge::TensorRef self, int64_t dim, int64
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::narrow_copy_out(a_out, a_self, a_dim, a_start, a_length);
     tb::bump_version(a_out);
   } else {
@@ -2561,6 +2678,7 @@ void narrow_copy(::infini::ops::torch_bridge::TensorRef self, int64_t dim, int64
   auto a_length = tb::to_aten(length);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::narrow_copy(a_self, a_dim, a_start, a_length));
     return;
   }
@@ -2591,6 +2709,7 @@ void native_batch_norm(const Tensor& input, const std::optional<Tensor>& weight,
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::native_batch_norm_out(a_out, a_save_mean, a_save_invstd, a_input, a_weight, a_bias, a_running_mean, a_running_var, a_training, a_momentum, a_eps);
     tb::bump_version(a_out);
     tb::bump_version(a_save_mean);
@@ -2621,6 +2740,7 @@ void native_batch_norm(::infini::ops::torch_bridge::TensorRef input, ::infini::o
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::native_batch_norm_out(a_out, a_save_mean, a_save_invstd, a_input, a_weight, a_bias, a_running_mean, a_running_var, a_training, a_momentum, a_eps);
     tb::bump_version(a_out);
     tb::bump_version(a_save_mean);
@@ -2644,6 +2764,7 @@ void native_batch_norm(::infini::ops::torch_bridge::TensorRef input, ::infini::o
   auto a_eps = tb::to_aten(eps);
   if (tb::direct_cpu(a_input, a_weight, a_bias, a_running_mean, a_running_var)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::native_batch_norm(a_input, a_weight, a_bias, a_running_mean, a_running_var, a_training, a_momentum, a_eps));
     return;
   }
@@ -2721,6 +2842,7 @@ void nonzero(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::nonzero_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2738,6 +2860,7 @@ void nonzero(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::nonzero_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2752,6 +2875,7 @@ void nonzero(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::nonzero(a_self));
     return;
   }
@@ -2774,6 +2898,7 @@ void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out) 
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::pow_out(a_out, a_self, a_exponent);
     tb::bump_version(a_out);
   } else {
@@ -2792,6 +2917,7 @@ void pow_Tensor_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::op
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::pow_out(a_out, a_self, a_exponent);
     tb::bump_version(a_out);
   } else {
@@ -2807,6 +2933,7 @@ void pow_Tensor_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::op
   auto a_exponent = tb::to_aten(exponent);
   if (tb::direct_cpu(a_self, a_exponent)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::pow(a_self, a_exponent));
     return;
   }
@@ -2826,7 +2953,7 @@ void body_scaled_dot_product_attention(at::Tensor & out, const at::Tensor & quer
                                                    enable_gqa);
     out.resize_(result.sizes());
     out.copy_(result);
-#line 2830 "torch_fallback/shard_003.cpp"
+#line 2957 "torch_fallback/shard_003.cpp"
 }
 
 // scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False, Tensor(a!) out) -> Tensor(a!)
@@ -2907,6 +3034,7 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::scatter_add_out(a_out, a_self, a_dim, a_index, a_src);
     tb::bump_version(a_out);
   } else {
@@ -2927,6 +3055,7 @@ void scatter_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::inf
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::scatter_add_out(a_out, a_self, a_dim, a_index, a_src);
     tb::bump_version(a_out);
   } else {
@@ -2944,6 +3073,7 @@ void scatter_add(::infini::ops::torch_bridge::TensorRef self, int64_t dim, ::inf
   auto a_src = tb::to_aten(src);
   if (tb::direct_cpu(a_self, a_index, a_src)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::scatter_add(a_self, a_dim, a_index, a_src));
     return;
   }
@@ -2965,6 +3095,7 @@ void sigmoid(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sigmoid_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2982,6 +3113,7 @@ void sigmoid(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::sigmoid_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -2996,6 +3128,7 @@ void sigmoid(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_b
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::sigmoid(a_self));
     return;
   }
@@ -3054,6 +3187,7 @@ void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, T
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::softplus_out(a_out, a_self, a_beta, a_threshold);
     tb::bump_version(a_out);
   } else {
@@ -3073,6 +3207,7 @@ void softplus(::infini::ops::torch_bridge::TensorRef self, const Scalar& beta, c
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::softplus_out(a_out, a_self, a_beta, a_threshold);
     tb::bump_version(a_out);
   } else {
@@ -3089,6 +3224,7 @@ void softplus(::infini::ops::torch_bridge::TensorRef self, const Scalar& beta, c
   auto a_threshold = tb::to_aten(threshold);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::softplus(a_self, a_beta, a_threshold));
     return;
   }
@@ -3146,6 +3282,7 @@ void take(const Tensor& self, const Tensor& index, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::take_out(a_out, a_self, a_index);
     tb::bump_version(a_out);
   } else {
@@ -3164,6 +3301,7 @@ void take(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::take_out(a_out, a_self, a_index);
     tb::bump_version(a_out);
   } else {
@@ -3179,6 +3317,7 @@ void take(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_index = tb::to_aten(index);
   if (tb::direct_cpu(a_self, a_index)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::take(a_self, a_index));
     return;
   }
@@ -3200,6 +3339,7 @@ void tan(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::tan_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -3217,6 +3357,7 @@ void tan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::tan_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -3231,6 +3372,7 @@ void tan(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_bridg
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::tan(a_self));
     return;
   }
@@ -3252,6 +3394,7 @@ void tanh(const Tensor& self, Tensor& out) {
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::tanh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -3269,6 +3412,7 @@ void tanh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::tanh_out(a_out, a_self);
     tb::bump_version(a_out);
   } else {
@@ -3283,6 +3427,7 @@ void tanh(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::torch_brid
   auto a_self = tb::to_aten(self);
   if (tb::direct_cpu(a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::tanh(a_self));
     return;
   }
@@ -3306,6 +3451,7 @@ void threshold_backward(const Tensor& grad_output, const Tensor& self, const Sca
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::threshold_backward_out(a_grad_input, a_grad_output, a_self, a_threshold);
     tb::bump_version(a_grad_input);
   } else {
@@ -3325,6 +3471,7 @@ void threshold_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::in
     // with autograd keys excluded as the dispatcher's autograd kernel would
     // (nested ATen calls of the kernel then skip the autograd layer too).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     at::cpu::threshold_backward_out(a_grad_input, a_grad_output, a_self, a_threshold);
     tb::bump_version(a_grad_input);
   } else {
@@ -3341,6 +3488,7 @@ void threshold_backward(::infini::ops::torch_bridge::TensorRef grad_output, ::in
   auto a_threshold = tb::to_aten(threshold);
   if (tb::direct_cpu(a_grad_output, a_self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ::infini::ops::observe::note(::infini::ops::observe::AtenCall::kDirect);
     tb::give(results, at::cpu::threshold_backward(a_grad_output, a_self, a_threshold));
     return;
   }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/core.h"
+#include "core/observe.h"
 
 namespace infini::ops {
 
@@ -149,43 +150,50 @@ inline std::string describe(const Tensor& t) {
          dims(t.strides()) + " on " + std::string(to_string(t.device().type));
 }
 
-// implementation="native" could not be honoured: say why. kernel_ran: a
-// kernel was called and declined (its reason, if it gave one, is in
+// Why no native kernel took a call (for errors and the trace). kernel_ran:
+// a kernel was called and declined (its reason, if it gave one, is in
 // native::t_decline_reason); otherwise no kernel applies to the device or
-// dtype, or a tensor is not addressable. `kernels`: which platforms and
-// dtypes have kernels, for the message.
-[[noreturn]] inline void native_unsupported(const char* op,
-                                            std::initializer_list<NamedTensor> tensors,
-                                            const char* kernels, bool kernel_ran) {
-  std::string why;
+// dtype, or a tensor is not addressable.
+inline std::string native_why(std::initializer_list<NamedTensor> tensors, bool kernel_ran) {
   if (!torch_fallback::native_context()) {
-    why = "a framework mode or transform is active (a TorchDispatchMode, "
-          "FakeTensorMode, a functorch layer), which must see the call through "
-          "PyTorch's dispatcher";
+    return "a framework mode or transform is active (a TorchDispatchMode, "
+           "FakeTensorMode, a functorch layer), which must see the call through "
+           "PyTorch's dispatcher";
   }
   for (const NamedTensor& t : tensors) {
-    if (!why.empty()) break;
     if (t.tensor != nullptr && !t.tensor->addressable()) {
-      why = std::string("'") + t.name +
-            "' is a tensor whose memory the library must not address (it requires "
-            "grad or has a forward-AD tangent, is fake, meta, sparse or a functorch "
-            "wrapper, has the conj/neg bit, or a framework mode is active), so only "
-            "PyTorch's dispatcher can compute on it";
-      break;
+      return std::string("'") + t.name +
+             "' is a tensor whose memory the library must not address (it requires "
+             "grad or has a forward-AD tangent, is fake, meta, sparse or a functorch "
+             "wrapper, has the conj/neg bit, or a framework mode is active), so only "
+             "PyTorch's dispatcher can compute on it";
     }
   }
-  if (why.empty() && kernel_ran) {
-    why = std::string("the native kernel declined this call: ") +
-          (native::t_decline_reason != nullptr ? native::t_decline_reason
-                                               : "it does not handle these arguments");
-  } else if (why.empty()) {
-    why = "no native kernel applies to this device and dtype";
+  if (kernel_ran) {
+    return std::string("the native kernel declined this call: ") +
+           (native::t_decline_reason != nullptr ? native::t_decline_reason
+                                                : "it does not handle these arguments");
   }
+  return "no native kernel applies to this device and dtype";
+}
+
+// The tensors of a call, for messages ("input: float32 [2, 3] ...").
+inline std::string describe(std::initializer_list<NamedTensor> tensors) {
   std::string args;
   for (const NamedTensor& t : tensors) {
     if (t.tensor == nullptr) continue;
     args += (args.empty() ? "" : ", ") + std::string(t.name) + ": " + describe(*t.tensor);
   }
+  return args;
+}
+
+// implementation="native" could not be honoured: say why. `kernels`: which
+// platforms and dtypes have kernels, for the message.
+[[noreturn]] inline void native_unsupported(const char* op,
+                                            std::initializer_list<NamedTensor> tensors,
+                                            const char* kernels, bool kernel_ran) {
+  const std::string why = native_why(tensors, kernel_ran);
+  const std::string args = describe(tensors);
   auto text = [&](const ImplementationSpelling& s) {
     return std::string(op) + "(): " + s.native + " was requested, but " + why + " (" +
            args + "; native kernels: " + kernels + "); " + s.instead;
@@ -193,5 +201,33 @@ inline std::string describe(const Tensor& t) {
   throw ImplementationError(text(kCppSpelling), text(kPythonSpelling));
 }
 
+// A call about to fall back, while something observes (core/observe.h):
+// notes what runs it and why no native kernel did, and raises where
+// require_native asks for the native kernel. kernels: the op's native
+// kernels ("cpu: float32, ..."), null when it has none.
+inline void observe_fallback(const char* op, Implementation impl, bool composite,
+                             const char* kernels, bool kernel_ran,
+                             std::initializer_list<NamedTensor> tensors) {
+  observe::Call* c = observe::current();
+  std::string why;
+  if (impl != Implementation::kTorch) {
+    why = kernels != nullptr ? native_why(tensors, kernel_ran) : "the op has no native kernel";
+  }
+  if (c != nullptr) {
+    c->ran = composite ? observe::Ran::kComposite : observe::Ran::kTorch;
+    if (kernels != nullptr) c->declined = why;
+  }
+  if (impl == Implementation::kDefault && observe::strict(op)) {
+    std::string text = std::string(op) +
+                       "(): require_native: the call would fall back to PyTorch, because " +
+                       why;
+    if (kernels != nullptr) {
+      text += " (" + describe(tensors) + "; native kernels: " + kernels +
+              "; a native kernel takes the sizes up to its default limit, which "
+              "implementation='native' lifts)";
+    }
+    throw ImplementationError(text, text);
+  }
+}
 
 }  // namespace infini::ops

@@ -608,6 +608,13 @@ const LibraryLink kLibraryLink{
     &wrapper_pool_stats,
     &clear_wrapper_pool,
     &clear_results,
+    &observe::kControl,
 };
 
 }  // namespace infini::ops::torch_bridge
+
+namespace infini::ops::observe {
+bool reuses_handle(const Tensor& t) noexcept {
+  return torch_bridge::reusable_impl(t) != nullptr;
+}
+}  // namespace infini::ops::observe

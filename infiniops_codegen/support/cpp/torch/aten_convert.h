@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "core/core.h"
+#include "core/observe.h"
 #include "torch/lane.h"
 
 namespace infini::ops::torch_bridge {

@@ -191,6 +191,74 @@ class NumberTensors {
   int count_ = 0;
 };
 
+// A call while something observes (core/observe.h): opened here, so that
+// the dispatch and the fallback below note on it what ran; its tensors as
+// the caller passed them where the call never reached the dispatch (the
+// lane, ATen's functional overload).
+PyObject* observed(const Signature& sig, PyObject** slots, Body body) noexcept {
+  observe::Call call;
+  call.op = sig.op;
+  call.aten = sig.aten;
+  // require_native: a call of the default implementation that would fall
+  // back raises before it runs; for an op without a native kernel that is
+  // every call, and the dispatch checks the others. One that returns
+  // without reaching a native kernel's dispatch ran in ATen (the lane, the
+  // functional overload) and raises after it.
+  PyObject* const impl = slots[sig.num_params - 2];
+  const bool strict = observe::strict(sig.op) &&
+                      (impl == nullptr || impl == Py_None ||
+                       (PyUnicode_Check(impl) && PyUnicode_CompareWithASCIIString(impl, "default") == 0));
+  if (strict && !sig.has_native) {
+    const std::string text = std::string(sig.op) +
+                             "(): require_native: the call would fall back to PyTorch, because "
+                             "the op has no native kernel";
+    PyErr_SetString(PyExc_NotImplementedError, text.c_str());
+    return nullptr;
+  }
+  const bool outer = observe::open(call);
+  PyObject* result = nullptr;
+  try {
+    result = body(slots);
+  } catch (...) {
+    raise_python_error(sig);
+  }
+  if (outer && strict && result != nullptr && call.ran == observe::Ran::kUnknown) {
+    Py_CLEAR(result);
+    const std::string text = std::string(sig.op) +
+                             "(): require_native: the call fell back to PyTorch, because "
+                             "no native kernel took it (none for this device, or, without "
+                             "out=, its outputs cannot be allocated ahead for one)";
+    PyErr_SetString(PyExc_NotImplementedError, text.c_str());
+  }
+  if (!outer) return result;
+  if (result == nullptr) {
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject* text = value != nullptr ? PyObject_Str(value) : nullptr;
+    const char* utf8 = text != nullptr ? PyUnicode_AsUTF8(text) : nullptr;
+    call.error = utf8 != nullptr ? utf8 : "error";
+    Py_XDECREF(text);
+    PyErr_Clear();
+    PyErr_Restore(type, value, traceback);
+  }
+  try {
+    if (!call.described) {
+      const int n = sig.num_params - 2;  // implementation and stream last
+      for (int k = 0; k < n && k < 64; ++k) {
+        if (((sig.tensor_params >> k) & 1) == 0 || slots[k] == nullptr ||
+            !THPVariable_Check(slots[k])) {
+          continue;
+        }
+        call.arg(sig.names[k], from_aten(THPVariable_Unpack(slots[k])));
+      }
+    }
+  } catch (...) {
+    // Out of memory while describing: the call's own result stands.
+  }
+  observe::close(call);
+  return result;
+}
+
 }  // namespace
 
 PyObject* bind(const Signature& sig, PyObject* module, PyObject* const* args,
@@ -209,6 +277,7 @@ PyObject* bind(const Signature& sig, PyObject* module, PyObject* const* args,
   }
   NumberTensors numbers;
   if (sig.number_tensor_params != 0 && !numbers.wrap(sig, slots)) return nullptr;
+  if (observe::observing()) [[unlikely]] return observed(sig, slots, body);
   try {
     return body(slots);
   } catch (...) {

@@ -671,6 +671,7 @@ bool lane_tensors(const Signature& sig, PyObject* const* slots, void** refs,
   // The lane keeps the GIL with borrowed tensors (lane.h, call.h).
   if (elements >= kKeepGilBelowElements || !may_borrow(sig)) return false;
   ++g_lane_calls;
+  observe::note(observe::Route::kLane);
   return true;
 }
 

@@ -38,3 +38,18 @@ void clear_wrapper_pool() noexcept { g_link.clear_wrapper_pool(); }
 Results::~Results() { g_link.clear_results(*this); }
 
 }  // namespace infini::ops::torch_bridge
+
+namespace infini::ops::observe {
+inline namespace module_side {
+// A library of another layout (refused by the module's init) has no table.
+std::atomic<unsigned> g_never{0};
+std::atomic<unsigned>& g_flags = torch_bridge::library_link_matches()
+                                     ? *torch_bridge::g_link.observation->flags
+                                     : g_never;
+}  // namespace module_side
+bool open(Call& c) noexcept { return torch_bridge::g_link.observation->open(c); }
+void close(Call& c) noexcept { torch_bridge::g_link.observation->close(c); }
+Call* current() noexcept { return torch_bridge::g_link.observation->current(); }
+bool strict(const char* op) noexcept { return torch_bridge::g_link.observation->strict(op); }
+bool reuses_handle(const Tensor& t) noexcept { return torch_bridge::reusable_impl(t) != nullptr; }
+}  // namespace infini::ops::observe

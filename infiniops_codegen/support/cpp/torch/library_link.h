@@ -32,6 +32,9 @@ namespace infini::ops {
 class Tensor;
 enum class DataType : int8_t;
 }  // namespace infini::ops
+namespace infini::ops::observe {
+struct Control;
+}  // namespace infini::ops::observe
 
 namespace infini::ops::torch_bridge {
 
@@ -55,6 +58,7 @@ struct LibraryLink {
   WrapperPoolStats (*wrapper_pool_stats)() noexcept;
   void (*clear_wrapper_pool)() noexcept;
   void (*clear_results)(Results&);
+  const observe::Control* observation;  // the library's (core/observe.h)
 };
 
 // The library's table (aten_convert.cpp).

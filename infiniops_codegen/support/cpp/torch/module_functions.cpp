@@ -5,9 +5,11 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "torch/aten_convert.h"
 #include "torch/converters.h"
+#include "torch/library_link.h"
 #include "torch/torch_function.h"
 
 namespace infini::ops::torch_bridge {
@@ -130,6 +132,97 @@ PyObject* py_lane(PyObject*, PyObject*) {
 
 PyObject* py_debug_lane_calls(PyObject*, PyObject*) {
   return PyLong_FromUnsignedLongLong(g_lane_calls);
+}
+
+// --- What ran where (core/observe.h; the Python side: infiniops_codegen/observe.py)
+
+namespace {
+const observe::Control& observation() { return *linked_library().observation; }
+}  // namespace
+
+PyObject* py_observe_stats(PyObject*, PyObject*) {
+  HANDLE_TH_ERRORS
+  const std::vector<observe::Count> counts = observation().stats();
+  PyObject* result = PyList_New(0);
+  if (result == nullptr) return nullptr;
+  for (const observe::Count& c : counts) {
+    PyObject* row = Py_BuildValue("(sssK)", c.op.c_str(), c.implementation.c_str(),
+                                  c.path.c_str(), static_cast<unsigned long long>(c.calls));
+    if (row == nullptr || PyList_Append(result, row) < 0) {
+      Py_XDECREF(row);
+      Py_DECREF(result);
+      return nullptr;
+    }
+    Py_DECREF(row);
+  }
+  return result;
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* py_observe_reset_stats(PyObject*, PyObject* count) {
+  const int on = PyObject_IsTrue(count);
+  if (on < 0) return nullptr;
+  observation().reset_stats(on != 0);
+  Py_RETURN_NONE;
+}
+
+PyObject* py_observe_trace(PyObject*, PyObject* path) {
+  HANDLE_TH_ERRORS
+  if (path == Py_None) {
+    observation().trace_to(nullptr, true);
+  } else {
+    PyObject* bytes = nullptr;
+    if (!PyUnicode_FSConverter(path, &bytes)) return nullptr;
+    std::string file(PyBytes_AS_STRING(bytes));
+    Py_DECREF(bytes);
+    observation().trace_to(file.c_str(), false);
+  }
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* py_observe_end_trace(PyObject*, PyObject*) {
+  HANDLE_TH_ERRORS
+  const std::vector<std::string> lines = observation().end_trace();
+  PyObject* result = PyList_New(static_cast<Py_ssize_t>(lines.size()));
+  if (result == nullptr) return nullptr;
+  for (std::size_t k = 0; k < lines.size(); ++k) {
+    PyObject* line = PyUnicode_FromStringAndSize(lines[k].data(),
+                                                 static_cast<Py_ssize_t>(lines[k].size()));
+    if (line == nullptr) {
+      Py_DECREF(result);
+      return nullptr;
+    }
+    PyList_SET_ITEM(result, static_cast<Py_ssize_t>(k), line);
+  }
+  return result;
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* py_observe_require_native(PyObject*, PyObject* ops) {
+  HANDLE_TH_ERRORS
+  // True: every op; a list of names; None: off.
+  if (ops == Py_True || ops == Py_None) {
+    observation().require_native(ops == Py_True, {});
+    Py_RETURN_NONE;
+  }
+  if (!PyList_Check(ops)) {
+    PyErr_SetString(PyExc_TypeError, "_observe_require_native: True, None or a list of names");
+    return nullptr;
+  }
+  std::vector<std::string> names;
+  for (Py_ssize_t k = 0; k < PyList_GET_SIZE(ops); ++k) {
+    const char* name = PyUnicode_AsUTF8(PyList_GET_ITEM(ops, k));
+    if (name == nullptr) return nullptr;
+    names.emplace_back(name);
+  }
+  observation().require_native(false, std::move(names));
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* py_observe_flags(PyObject*, PyObject*) {
+  return PyLong_FromUnsignedLong(observation().flags->load(std::memory_order_relaxed));
 }
 
 bool init_module(PyObject*) {

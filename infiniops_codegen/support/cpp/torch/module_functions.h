@@ -32,6 +32,13 @@ PyObject* py_direct_mode(PyObject*, PyObject*);
 PyObject* py_set_lane(PyObject*, PyObject* enabled);
 PyObject* py_lane(PyObject*, PyObject*);
 PyObject* py_debug_lane_calls(PyObject*, PyObject*);
+// What ran where (core/observe.h).
+PyObject* py_observe_stats(PyObject*, PyObject*);
+PyObject* py_observe_reset_stats(PyObject*, PyObject* count);
+PyObject* py_observe_trace(PyObject*, PyObject* path);
+PyObject* py_observe_end_trace(PyObject*, PyObject*);
+PyObject* py_observe_require_native(PyObject*, PyObject* ops);
+PyObject* py_observe_flags(PyObject*, PyObject*);
 
 // Runs fn with the GIL held; a C++ exception becomes the Python exception
 // PyTorch raises for it (register_torch_ops, of the generated bindings).

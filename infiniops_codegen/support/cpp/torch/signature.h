@@ -70,6 +70,9 @@ struct Signature {
   // Tensor parameters that take a Python number, as a 0-dim "wrapped
   // number" tensor (torch does this for add, sub, mul, div, ...).
   uint64_t number_tensor_params = 0;
+  // A native kernel on some platform (ops.require_native: a call of an op
+  // without one falls back whatever its arguments).
+  bool has_native = false;
 };
 
 inline bool is_output_param(const Signature& sig, int p) noexcept {
