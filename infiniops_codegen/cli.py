@@ -1107,7 +1107,7 @@ def trace(ctx, spec_dir, as_json, write_path, command):
 
     The script runs in a child process under a dispatch-level recorder
     (torch's TorchDispatchMode), so the ops torch.nn modules call count
-    too; its output passes through. Exit 1 when the script fails (what it
+    too; its output passes through (its stdout onto stderr with --json). Exit 1 when the script fails (what it
     called until then is still listed), 2 for a usage or spec error.
 
     \b
@@ -1131,7 +1131,9 @@ def trace(ctx, spec_dir, as_json, write_path, command):
     except (SpecErrors, SelectionError) as e:
         _generation_failed(e)
     try:
-        result = model_trace.trace(list(command), opset, load_schema_db())
+        result = model_trace.trace(
+            list(command), opset, load_schema_db(), stdout_to_stderr=as_json
+        )
     except model_trace.TraceError as e:
         error(str(e))
         sys.exit(EXIT_USAGE)
@@ -1166,19 +1168,27 @@ def _check_spec_file(path: Path, spec_dir: Path, specs: str) -> None:
 
 def _write_missing(path: Path, spec_dir: Path, result, as_json: bool) -> None:
     """trace --write: append the missing out= overloads to path, then load
-    the specs as generate would; a file they no longer load from is put
-    back as it was (exit 2)."""
+    the specs as generate would (the default set and --ops all); a file
+    they no longer load from is put back as it was (exit 2)."""
     from . import model_trace
 
-    missing = result.missing()
     say = (lambda line: click.echo(line, err=True)) if as_json else click.echo
+    hinted = model_trace.hinted_for_all(spec_dir)
+    missing = {}
+    for out, traced in result.missing().items():
+        if out in hinted:
+            say(
+                f"--write: {out} is left out: {hinted[out]} holds its hints; "
+                "move them into a spec entry for it (docs/spec-format.md)"
+            )
+        else:
+            missing[out] = traced
     if not missing:
-        say(f"--write: nothing to add to {_rel(path)}: no expressible op is missing")
+        say(f"--write: nothing to add to {_rel(path)}")
         return
     try:
         old = path.read_text(encoding="utf-8") if path.exists() else None
-        new = model_trace.appended_text(old, missing)
-        path.write_text(new, encoding="utf-8")
+        path.write_text(model_trace.appended_text(old, missing), encoding="utf-8")
     except model_trace.WriteError as e:
         error(f"--write {_rel(path)}: {e}")
         sys.exit(EXIT_USAGE)
@@ -1187,13 +1197,14 @@ def _write_missing(path: Path, spec_dir: Path, result, as_json: bool) -> None:
         sys.exit(EXIT_USAGE)
     try:
         pipeline.load_opset(spec_dir)
+        pipeline.load_opset(spec_dir, "all")
     except (SpecErrors, SelectionError) as e:
         if old is None:
             path.unlink()
         else:
             path.write_text(old, encoding="utf-8")
         error(
-            f"--write: the specs do not load with the entries added; "
+            "--write: the specs do not load with the entries added; "
             f"{_rel(path)} is left as it was"
         )
         _generation_failed(e)

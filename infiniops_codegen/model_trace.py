@@ -139,14 +139,18 @@ def child_command(command: list[str], record: Path) -> list[str]:
     return interpreter + options + [str(RECORDER), str(record)] + rest
 
 
-def run(command: list[str]) -> tuple[int, dict]:
-    """Run command under the recorder (its stdout and stderr pass through):
-    (its exit status, the record it wrote)."""
+def run(command: list[str], stdout_to_stderr: bool = False) -> tuple[int, dict]:
+    """Run command under the recorder (its stdout and stderr pass through;
+    its stdout onto stderr with stdout_to_stderr, so that this process's
+    stdout holds only its own report): (its exit status, the record it
+    wrote)."""
     with tempfile.TemporaryDirectory(prefix="infiniops-trace-") as tmp:
         record = Path(tmp) / "record.json"
         argv = child_command(command, record)
         try:
-            status = subprocess.call(argv)
+            status = subprocess.call(
+                argv, stdout=_stderr() if stdout_to_stderr else None
+            )
         except OSError as e:
             raise TraceError(f"cannot run {argv[0]}: {e}") from None
         if not record.is_file():
@@ -159,6 +163,13 @@ def run(command: list[str]) -> tuple[int, dict]:
     if data.get("problem"):
         raise TraceError(data["problem"])
     return status, data
+
+
+def _stderr():
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # a stream without a file
+        return 2
 
 
 # --- marking the ops ---------------------------------------------------------
@@ -264,8 +275,10 @@ def _no_out_reason(key: str, record: dict, by_base: dict[str, list[str]]) -> str
     return "no out= overload in ATen"
 
 
-def trace(command: list[str], opset: OpSet, db: SchemaDB) -> Trace:
-    status, data = run(command)
+def trace(
+    command: list[str], opset: OpSet, db: SchemaDB, stdout_to_stderr: bool = False
+) -> Trace:
+    status, data = run(command, stdout_to_stderr)
     return Trace(tuple(command), status, tuple(classify(data["ops"], opset, db)))
 
 
@@ -330,6 +343,22 @@ def json_data(result: Trace, specs: str, torch_version: str) -> dict:
 
 class WriteError(Exception):
     """--write cannot append to the file; the message says why."""
+
+
+def hinted_for_all(spec_dir: Path) -> dict[str, str]:
+    """out= overloads whose harness hints the full set's hints file holds
+    (op_specs/all/hints.yaml) -> where: a spec entry for one is refused
+    until its hints move into that entry, so --write leaves them out."""
+    from .errors import SpecError
+    from .specs import ALL_HINTS_FILE, display_path, read_all_hints
+
+    errors: list[SpecError] = []
+    shown = display_path(spec_dir / ALL_HINTS_FILE)
+    return {
+        s.aten: f"{shown}:{s.where.line}"
+        for s in read_all_hints(spec_dir, errors)
+        if s.aten
+    }
 
 
 def spec_lines(missing: dict[str, list[Traced]], indent: str) -> list[str]:
