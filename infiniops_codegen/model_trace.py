@@ -265,10 +265,10 @@ def _no_out_reason(key: str, record: dict, by_base: dict[str, list[str]]) -> str
     plain = base[:-1] if base.endswith("_") and not base.endswith("__") else base
     others = sorted(by_base.get(plain, ()))
     if others:
-        shown = ", ".join(others[:3]) + (" ..." if len(others) > 3 else "")
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
         return (
-            f"no out= overload with its signature in ATen (the out= overloads "
-            f"of {plain}, {shown}, take other arguments)"
+            f"no out= overload with its signature in ATen ({plain}'s take "
+            f"other arguments: {shown})"
         )
     if record.get("mutates"):
         return "in-place op with no out= overload in ATen"
