@@ -182,7 +182,7 @@ def test_list_bad_manifest_is_one_line_exit_2(
 # --- Help, verbose, colour -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", ["generate", "build", "bench", "list"])
+@pytest.mark.parametrize("command", ["generate", "build", "bench", "list", "trace"])
 def test_every_command_has_help_with_an_example(runner, helpers, command):
     result = helpers.invoke(runner, command, "--help")
     assert result.exit_code == 0
