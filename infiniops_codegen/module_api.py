@@ -201,9 +201,29 @@ ATTRIBUTES = {"__torch_version__": "str", "selection": "str"}
 # namespace of the library (infini::ops).
 RESERVED_PREFIXES = ("_debug_", "_observe_")
 OTHER_RESERVED = ("ops",)
-# What loading the module adds (infiniops_codegen/observe.py), beside
-# `trace`, which ATen's op of that name keeps where a build has it.
-PYTHON_FUNCTIONS = ("stats", "reset_stats", "require_native")
+
+
+@dataclass(frozen=True)
+class PythonFunction:
+    """A function runtime.load adds to the module (infiniops_codegen/observe.py)."""
+
+    name: str
+    stub: str
+    reserved: bool = True  # no op may take the name
+
+
+PYTHON_FUNCTIONS = (
+    PythonFunction("stats", "() -> dict[tuple[str, str, str], int]"),
+    PythonFunction("reset_stats", "(count: bool = True) -> None"),
+    PythonFunction(
+        "require_native",
+        "(ops: bool | str | Sequence[str] = True) -> AbstractContextManager[object]",
+    ),
+    # ATen's op `trace` keeps the name where a build has it.
+    PythonFunction(
+        "trace", "(file: object = None) -> AbstractContextManager[object]", False
+    ),
+)
 
 
 def reserved_reason(name: str) -> str | None:
@@ -217,7 +237,7 @@ def reserved_reason(name: str) -> str | None:
             return f"names starting with '{prefix}' are the module's test hooks"
     if name.startswith("__") and name.endswith("__"):
         return "dunder names are Python's"
-    if name in PYTHON_FUNCTIONS:
+    if any(f.name == name and f.reserved for f in PYTHON_FUNCTIONS):
         return "the loaded module has a function of this name (docs/observability.md)"
     if name in OTHER_RESERVED:
         return "it is the library's C++ namespace (infini::ops)"

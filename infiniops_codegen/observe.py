@@ -25,8 +25,9 @@ TRACE_ENV = "INFINIOPS_TRACE"
 STATS_ENV = "INFINIOPS_STATS"
 REQUIRE_NATIVE_ENV = "INFINIOPS_REQUIRE_NATIVE"
 
-_COUNT, _TRACE, _STRICT = 1, 2, 4
 _lock = threading.Lock()
+# The modules traced now (by name): one trace at a time each.
+_tracing: set[str] = set()
 
 
 class Key(NamedTuple):
@@ -82,18 +83,18 @@ class trace:
                 f"{type(self._file).__name__}"
             )
         with _lock:
-            if getattr(self._module, "_observe_tracing", False):
+            if self._module.__name__ in _tracing:
                 raise RuntimeError(
                     f"trace(): {self._module.__name__} is traced already"
                 )
             self._module._observe_trace(path)
-            self._module._observe_tracing = True
+            _tracing.add(self._module.__name__)
         return self
 
     def __exit__(self, *exc):
         with _lock:
             lines = self._module._observe_end_trace()
-            self._module._observe_tracing = False
+            _tracing.discard(self._module.__name__)
         if isinstance(self._file, (str, os.PathLike)):
             with open(self._file, encoding="utf-8") as f:
                 lines = f.read().splitlines()

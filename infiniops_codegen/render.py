@@ -183,6 +183,7 @@ def render(opset: OpSet) -> dict[str, str]:
         "source": opset.source_label,
         "module_functions": module_api.FUNCTIONS,
         "module_attributes": module_api.ATTRIBUTES,
+        "python_functions": module_api.PYTHON_FUNCTIONS,
         "python_signature": python_signature,
         "method_entries": method_entries,
         "stub_entries": stub_entries,

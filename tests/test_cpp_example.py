@@ -13,6 +13,7 @@ itself.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -25,9 +26,9 @@ from runtime_conftest_helpers import REPO, build_dir
 
 EXAMPLE = REPO / "examples" / "cpp"
 EXE = "infiniops_example"
-# The example's checks today: 9 results and 7 errors. Fewer means checks
-# were dropped (or the program stopped early without saying so).
-MIN_CHECKS = 16
+# The example's checks today: 21. Fewer means checks were dropped (or the
+# program stopped early without saying so).
+MIN_CHECKS = 21
 CHECK_LINE = re.compile(r"^(ok  |FAIL) (.+)$")
 SUMMARY_LINE = re.compile(r"^(\d+) passed, (\d+) failed$")
 
@@ -239,3 +240,28 @@ def test_install_without_a_library_is_refused(runner):
     result = invoke(runner, "build", "--compile-only", "--install", "/nonexistent")
     assert result.exit_code == 2, result.output
     assert "--install needs a linked library" in result.output
+
+
+def test_a_cpp_program_traced_through_the_environment(example, tmp_path):
+    """INFINIOPS_TRACE=<path>: a C++ program's calls, one JSON line each, with
+    what ran them (docs/observability.md)."""
+    trace = tmp_path / "calls.jsonl"
+    env = _env_without_library_path()
+    env["INFINIOPS_TRACE"] = str(trace)
+    run = subprocess.run(
+        [str(example.exe)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert run.returncode == 0 and "FAIL" not in run.stdout, _output(run)
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    first = records[0]  # the example's first call: add by its native kernel
+    assert (first["op"], first["aten"], first["implementation"], first["path"]) == (
+        "add",
+        "aten::add.out",
+        "native",
+        "core",  # tensors made in C++, taken as they are
+    )
+    assert [t["shape"] for t in first["tensors"]] == [[2, 4]] * 3
+    exp = next(r for r in records if r["op"] == "exp")
+    assert exp["implementation"] == "torch" and exp["path"].startswith("from_blob+")
+    # The calls that raised are there too, with their errors.
+    assert any("require_native" in r.get("error", "") for r in records)

@@ -198,7 +198,7 @@ def test_every_module_function_is_in_the_method_table_once():
 def test_the_stub_declares_every_module_function_and_attribute():
     text = (DEFAULT_OUT / "infiniops.pyi").read_text()
     stub = _stub_functions(text)
-    for f in module_api.FUNCTIONS:
+    for f in module_api.FUNCTIONS + module_api.PYTHON_FUNCTIONS:
         assert f.name in stub, f.name
     annotated = {
         node.target.id
@@ -214,6 +214,8 @@ def test_the_built_module_defines_exactly_the_reserved_names(ops):
     names -= set(ops.implementations()) | set(functions)
     public = {f.name for f in module_api.FUNCTIONS}
     public |= {a for a in module_api.ATTRIBUTES if not a.startswith("__")}
+    # runtime.load's (docs/observability.md)
+    public |= {f.name for f in module_api.PYTHON_FUNCTIONS}
     assert names == public
     assert ops.__torch_version__
 
@@ -290,6 +292,7 @@ def test_runtime_load_imports_no_generator_module(ops):
     assert loaded == [
         "infiniops_codegen",
         "infiniops_codegen.locations",
+        "infiniops_codegen.observe",  # ops.stats(), ops.trace(), ...
         "infiniops_codegen.runtime",
         "infiniops_codegen.torch_build",  # the build's torch against the installed
         "infiniops_codegen.torch_ops",  # torch.ops.<name>, when first needed

@@ -241,6 +241,34 @@ int main() {
     ops::max(tsmall, 5, false, tval, tidx);
   });
 
+  // --- What ran where (docs/observability.md) ------------------------------
+  // Counters from C++: add's native kernel and exp's fallback, both on
+  // tensors made here (no handle: the fallback rebuilds them, from_blob).
+  {
+    const ops::observe::Control& observation = ops::observation();
+    observation.reset_stats(true);
+    ops::add(ta, tb, 2.0, tsum);
+    ops::exp(cols, te);
+    ops::exp(cols, te);
+    const std::vector<ops::observe::Count> counts = observation.stats();
+    observation.reset_stats(false);
+    std::string seen;
+    bool native_add = false, fallback_exp = false;
+    for (const ops::observe::Count& c : counts) {
+      seen += c.op + "/" + c.implementation + "/" + c.path + "=" + std::to_string(c.calls) + " ";
+      native_add |= c.op == "add" && c.implementation == "native" && c.calls == 1;
+      fallback_exp |= c.op == "exp" && c.implementation == "torch" &&
+                      c.path.rfind("from_blob+", 0) == 0 && c.calls == 2;
+    }
+    report(native_add && fallback_exp && counts.size() == 2,
+           "observation().stats(): add ran natively once, exp twice from_blob in torch", seen);
+    // The strict native mode: exp has no native kernel, so its call raises.
+    observation.require_native(false, {"exp"});
+    expect_error<ops::NotImplementedError>("require_native({exp}): exp -> NotImplementedError",
+                                           [&] { ops::exp(cols, te); });
+    observation.require_native(false, {});
+  }
+
   // --- The ops as PyTorch operators, for libtorch callers ------------------
   // (docs/compile.md): torch.ops.infiniops.<op> without Python.
   ops::register_torch_ops();

@@ -51,7 +51,8 @@ extern std::atomic<unsigned> g_flags;
 enum class Ran : uint8_t { kUnknown, kNative, kComposite, kTorch };
 // How its tensors reached the kernel: the caller's TensorImpls borrowed by
 // the binding (lane), the at::Tensor each Python tensor carries (handle), an
-// at::Tensor rebuilt over the memory (from_blob: tensors made in C++).
+// at::Tensor rebuilt over the memory (from_blob: tensors made in C++; a
+// native kernel takes those as they are, which the counters call "core").
 enum class Route : uint8_t { kUnknown, kLane, kHandle, kFromBlob };
 // How a call that PyTorch ran reached ATen's kernel.
 enum class AtenCall : uint8_t { kUnknown, kDirect, kDispatcher };

@@ -154,7 +154,8 @@ inline std::string describe(const Tensor& t) {
 // a kernel was called and declined (its reason, if it gave one, is in
 // native::t_decline_reason); otherwise no kernel applies to the device or
 // dtype, or a tensor is not addressable.
-inline std::string native_why(std::initializer_list<NamedTensor> tensors, bool kernel_ran) {
+inline std::string native_why(std::initializer_list<NamedTensor> tensors, bool kernel_ran,
+                              bool sized = false) {
   if (!torch_fallback::native_context()) {
     return "a framework mode or transform is active (a TorchDispatchMode, "
            "FakeTensorMode, a functorch layer), which must see the call through "
@@ -174,7 +175,9 @@ inline std::string native_why(std::initializer_list<NamedTensor> tensors, bool k
            (native::t_decline_reason != nullptr ? native::t_decline_reason
                                                 : "it does not handle these arguments");
   }
-  return "no native kernel applies to this device and dtype";
+  // sized: the default implementation, which leaves large tensors to ATen.
+  return sized ? "no native kernel applies to this device, dtype and size"
+               : "no native kernel applies to this device and dtype";
 }
 
 // The tensors of a call, for messages ("input: float32 [2, 3] ...").
@@ -211,7 +214,8 @@ inline void observe_fallback(const char* op, Implementation impl, bool composite
   observe::Call* c = observe::current();
   std::string why;
   if (impl != Implementation::kTorch) {
-    why = kernels != nullptr ? native_why(tensors, kernel_ran) : "the op has no native kernel";
+    why = kernels != nullptr ? native_why(tensors, kernel_ran, impl == Implementation::kDefault)
+                             : "the op has no native kernel";
   }
   if (c != nullptr) {
     c->ran = composite ? observe::Ran::kComposite : observe::Ran::kTorch;
@@ -223,7 +227,7 @@ inline void observe_fallback(const char* op, Implementation impl, bool composite
                        why;
     if (kernels != nullptr) {
       text += " (" + describe(tensors) + "; native kernels: " + kernels +
-              "; a native kernel takes the sizes up to its default limit, which "
+              "; by default a native kernel takes sizes up to its limit, which "
               "implementation='native' lifts)";
     }
     throw ImplementationError(text, text);

@@ -72,7 +72,9 @@ void json_string(std::string& out, std::string_view text) {
 }
 
 std::string path_of(const Call& c) {
-  std::string path(to_string(c.route));
+  // A native kernel takes tensors made in C++ as they are: no from_blob.
+  std::string path(c.ran == Ran::kNative && c.route == Route::kFromBlob ? "core"
+                                                                        : to_string(c.route));
   if (c.ran == Ran::kTorch) {
     path += '+';
     path += to_string(c.aten_call);
