@@ -45,17 +45,8 @@ void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& o
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("_log_softmax", "_log_softmax.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::_log_softmax(self, dim, half_to_float, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("_log_softmax", "_log_softmax.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::_log_softmax(self, dim, half_to_float, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -78,18 +69,8 @@ void _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output,
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("_log_softmax_backward_data", "_log_softmax_backward_data.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("grad_output", grad_output);
-      c_.arg("output", output);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::_log_softmax_backward_data(grad_output, output, dim, input_dtype, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("_log_softmax_backward_data", "_log_softmax_backward_data.out", {{"grad_output", grad_output}, {"output", output}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::_log_softmax_backward_data(grad_output, output, dim, input_dtype, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -112,17 +93,8 @@ void _softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("_softmax", "_softmax.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::_softmax(self, dim, half_to_float, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("_softmax", "_softmax.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::_softmax(self, dim, half_to_float, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -145,18 +117,8 @@ void _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("_softmax_backward_data", "_softmax_backward_data.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("grad_output", grad_output);
-      c_.arg("output", output);
-      c_.arg("grad_input", grad_input);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::_softmax_backward_data(grad_output, output, dim, input_dtype, grad_input, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("_softmax_backward_data", "_softmax_backward_data.out", {{"grad_output", grad_output}, {"output", output}, {"grad_input", grad_input}}, [&]() __attribute__((cold)) { ::infini::ops::_softmax_backward_data(grad_output, output, dim, input_dtype, grad_input, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -179,17 +141,8 @@ void abs(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("abs", "abs.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::abs(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("abs", "abs.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::abs(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -212,17 +165,8 @@ void acos(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("acos", "acos.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::acos(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("acos", "acos.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::acos(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -245,17 +189,8 @@ void acosh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("acosh", "acosh.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::acosh(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("acosh", "acosh.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::acosh(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -278,17 +213,8 @@ void adaptive_avg_pool2d(const Tensor& self, std::span<const int64_t> output_siz
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("adaptive_avg_pool2d", "adaptive_avg_pool2d.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::adaptive_avg_pool2d(self, output_size, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("adaptive_avg_pool2d", "adaptive_avg_pool2d.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::adaptive_avg_pool2d(self, output_size, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -311,18 +237,8 @@ void adaptive_max_pool2d(const Tensor& self, std::span<const int64_t> output_siz
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("adaptive_max_pool2d", "adaptive_max_pool2d.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-      c_.arg("indices", indices);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::adaptive_max_pool2d(self, output_size, out, indices, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("adaptive_max_pool2d", "adaptive_max_pool2d.out", {{"input", self}, {"out", out}, {"indices", indices}}, [&]() __attribute__((cold)) { ::infini::ops::adaptive_max_pool2d(self, output_size, out, indices, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -345,18 +261,8 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("add", "add.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::add(self, other, alpha, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("add", "add.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::add(self, other, alpha, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -419,17 +325,8 @@ void add_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Te
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("add_Scalar", "add.Scalar_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::add_Scalar(self, other, alpha, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("add_Scalar", "add.Scalar_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::add_Scalar(self, other, alpha, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -452,19 +349,8 @@ void addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, cons
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("addbmm", "addbmm.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("batch1", batch1);
-      c_.arg("batch2", batch2);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::addbmm(self, batch1, batch2, beta, alpha, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("addbmm", "addbmm.out", {{"input", self}, {"batch1", batch1}, {"batch2", batch2}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::addbmm(self, batch1, batch2, beta, alpha, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -487,19 +373,8 @@ void addcdiv(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("addcdiv", "addcdiv.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("tensor1", tensor1);
-      c_.arg("tensor2", tensor2);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::addcdiv(self, tensor1, tensor2, value, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("addcdiv", "addcdiv.out", {{"input", self}, {"tensor1", tensor1}, {"tensor2", tensor2}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::addcdiv(self, tensor1, tensor2, value, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -522,19 +397,8 @@ void addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("addcmul", "addcmul.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("tensor1", tensor1);
-      c_.arg("tensor2", tensor2);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::addcmul(self, tensor1, tensor2, value, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("addcmul", "addcmul.out", {{"input", self}, {"tensor1", tensor1}, {"tensor2", tensor2}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::addcmul(self, tensor1, tensor2, value, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -557,19 +421,8 @@ void addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Sca
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("addmm", "addmm.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("mat1", mat1);
-      c_.arg("mat2", mat2);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::addmm(self, mat1, mat2, beta, alpha, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("addmm", "addmm.out", {{"input", self}, {"mat1", mat1}, {"mat2", mat2}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::addmm(self, mat1, mat2, beta, alpha, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -592,19 +445,8 @@ void addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scala
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("addmv", "addmv.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("mat", mat);
-      c_.arg("vec", vec);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::addmv(self, mat, vec, beta, alpha, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("addmv", "addmv.out", {{"input", self}, {"mat", mat}, {"vec", vec}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::addmv(self, mat, vec, beta, alpha, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -627,17 +469,8 @@ void all(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("all", "all.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::all(self, dim, keepdim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("all", "all.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::all(self, dim, keepdim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -660,17 +493,8 @@ void all_all(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("all_all", "all.all_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::all_all(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("all_all", "all.all_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::all_all(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -693,17 +517,8 @@ void all_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, b
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("all_dims", "all.dims_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::all_dims(self, dim, keepdim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("all_dims", "all.dims_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::all_dims(self, dim, keepdim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -726,17 +541,8 @@ void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("amax", "amax.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::amax(self, dim, keepdim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("amax", "amax.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::amax(self, dim, keepdim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -759,17 +565,8 @@ void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("amin", "amin.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::amin(self, dim, keepdim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("amin", "amin.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::amin(self, dim, keepdim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -792,18 +589,8 @@ void aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tenso
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("aminmax", "aminmax.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("min", min);
-      c_.arg("max", max);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::aminmax(self, dim, keepdim, min, max, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("aminmax", "aminmax.out", {{"input", self}, {"min", min}, {"max", max}}, [&]() __attribute__((cold)) { ::infini::ops::aminmax(self, dim, keepdim, min, max, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -826,17 +613,8 @@ void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("any", "any.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::any(self, dim, keepdim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("any", "any.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::any(self, dim, keepdim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -859,17 +637,8 @@ void any_all(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("any_all", "any.all_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::any_all(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("any_all", "any.all_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::any_all(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -892,17 +661,8 @@ void any_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, b
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("any_dims", "any.dims_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::any_dims(self, dim, keepdim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("any_dims", "any.dims_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::any_dims(self, dim, keepdim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -925,17 +685,8 @@ void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("argmax", "argmax.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::argmax(self, dim, keepdim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("argmax", "argmax.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::argmax(self, dim, keepdim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -958,17 +709,8 @@ void argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("argmin", "argmin.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::argmin(self, dim, keepdim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("argmin", "argmin.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::argmin(self, dim, keepdim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -991,17 +733,8 @@ void asin(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("asin", "asin.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::asin(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("asin", "asin.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::asin(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1024,17 +757,8 @@ void asinh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("asinh", "asinh.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::asinh(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("asinh", "asinh.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::asinh(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1057,17 +781,8 @@ void atan(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("atan", "atan.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::atan(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("atan", "atan.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::atan(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1090,18 +805,8 @@ void atan2(const Tensor& self, const Tensor& other, Tensor& out, Implementation 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("atan2", "atan2.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::atan2(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("atan2", "atan2.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::atan2(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1124,17 +829,8 @@ void atanh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("atanh", "atanh.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::atanh(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("atanh", "atanh.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::atanh(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1157,17 +853,8 @@ void avg_pool1d(const Tensor& self, std::span<const int64_t> kernel_size, std::s
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("avg_pool1d", "avg_pool1d.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::avg_pool1d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("avg_pool1d", "avg_pool1d.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::avg_pool1d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1190,17 +877,8 @@ void avg_pool2d(const Tensor& self, std::span<const int64_t> kernel_size, std::s
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("avg_pool2d", "avg_pool2d.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("avg_pool2d", "avg_pool2d.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1223,19 +901,8 @@ void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, con
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("baddbmm", "baddbmm.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("batch1", batch1);
-      c_.arg("batch2", batch2);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::baddbmm(self, batch1, batch2, beta, alpha, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("baddbmm", "baddbmm.out", {{"input", self}, {"batch1", batch1}, {"batch2", batch2}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::baddbmm(self, batch1, batch2, beta, alpha, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1258,18 +925,8 @@ void bitwise_and_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Im
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("bitwise_and_Tensor", "bitwise_and.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::bitwise_and_Tensor(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("bitwise_and_Tensor", "bitwise_and.Tensor_out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::bitwise_and_Tensor(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1292,18 +949,8 @@ void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("bitwise_left_shift_Tensor", "bitwise_left_shift.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::bitwise_left_shift_Tensor(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("bitwise_left_shift_Tensor", "bitwise_left_shift.Tensor_out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::bitwise_left_shift_Tensor(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1326,17 +973,8 @@ void bitwise_not(const Tensor& self, Tensor& out, Implementation impl_, Stream s
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("bitwise_not", "bitwise_not.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::bitwise_not(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("bitwise_not", "bitwise_not.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::bitwise_not(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1359,18 +997,8 @@ void bitwise_or_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Imp
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("bitwise_or_Tensor", "bitwise_or.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::bitwise_or_Tensor(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("bitwise_or_Tensor", "bitwise_or.Tensor_out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::bitwise_or_Tensor(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1393,18 +1021,8 @@ void bitwise_right_shift_Tensor(const Tensor& self, const Tensor& other, Tensor&
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("bitwise_right_shift_Tensor", "bitwise_right_shift.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::bitwise_right_shift_Tensor(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("bitwise_right_shift_Tensor", "bitwise_right_shift.Tensor_out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::bitwise_right_shift_Tensor(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1427,18 +1045,8 @@ void bitwise_xor_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Im
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("bitwise_xor_Tensor", "bitwise_xor.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::bitwise_xor_Tensor(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("bitwise_xor_Tensor", "bitwise_xor.Tensor_out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::bitwise_xor_Tensor(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1461,18 +1069,8 @@ void bmm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation imp
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("bmm", "bmm.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("mat2", mat2);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::bmm(self, mat2, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("bmm", "bmm.out", {{"input", self}, {"mat2", mat2}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::bmm(self, mat2, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1495,16 +1093,8 @@ void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out, Implementati
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("cat", "cat.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::cat(tensors, dim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("cat", "cat.out", {{"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::cat(tensors, dim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1527,17 +1117,8 @@ void ceil(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("ceil", "ceil.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::ceil(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("ceil", "ceil.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::ceil(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1560,17 +1141,8 @@ void clamp(const Tensor& self, const std::optional<Scalar>& min, const std::opti
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("clamp", "clamp.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::clamp(self, min, max, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("clamp", "clamp.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::clamp(self, min, max, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1593,19 +1165,8 @@ void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const st
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("clamp_Tensor", "clamp.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("min", min);
-      c_.arg("max", max);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::clamp_Tensor(self, min, max, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("clamp_Tensor", "clamp.Tensor_out", {{"input", self}, {"min", min}, {"max", max}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::clamp_Tensor(self, min, max, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1628,17 +1189,8 @@ void clamp_max(const Tensor& self, const Scalar& max, Tensor& out, Implementatio
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("clamp_max", "clamp_max.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::clamp_max(self, max, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("clamp_max", "clamp_max.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::clamp_max(self, max, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1661,18 +1213,8 @@ void clamp_max_Tensor(const Tensor& self, const Tensor& max, Tensor& out, Implem
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("clamp_max_Tensor", "clamp_max.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("max", max);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::clamp_max_Tensor(self, max, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("clamp_max_Tensor", "clamp_max.Tensor_out", {{"input", self}, {"max", max}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::clamp_max_Tensor(self, max, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1695,17 +1237,8 @@ void clamp_min(const Tensor& self, const Scalar& min, Tensor& out, Implementatio
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("clamp_min", "clamp_min.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::clamp_min(self, min, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("clamp_min", "clamp_min.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::clamp_min(self, min, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1728,18 +1261,8 @@ void clamp_min_Tensor(const Tensor& self, const Tensor& min, Tensor& out, Implem
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("clamp_min_Tensor", "clamp_min.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("min", min);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::clamp_min_Tensor(self, min, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("clamp_min_Tensor", "clamp_min.Tensor_out", {{"input", self}, {"min", min}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::clamp_min_Tensor(self, min, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1762,17 +1285,8 @@ void clone(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("clone", "clone.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::clone(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("clone", "clone.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::clone(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1795,18 +1309,8 @@ void copysign(const Tensor& self, const Tensor& other, Tensor& out, Implementati
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("copysign", "copysign.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::copysign(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("copysign", "copysign.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::copysign(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1829,17 +1333,8 @@ void copysign_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Imple
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("copysign_Scalar", "copysign.Scalar_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::copysign_Scalar(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("copysign_Scalar", "copysign.Scalar_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::copysign_Scalar(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1862,17 +1357,8 @@ void cos(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("cos", "cos.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::cos(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("cos", "cos.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::cos(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1895,17 +1381,8 @@ void cosh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("cosh", "cosh.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::cosh(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("cosh", "cosh.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::cosh(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1928,18 +1405,8 @@ void cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim, 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("cross", "cross.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::cross(self, other, dim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("cross", "cross.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::cross(self, other, dim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1962,17 +1429,8 @@ void cumprod(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("cumprod", "cumprod.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::cumprod(self, dim, dtype, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("cumprod", "cumprod.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::cumprod(self, dim, dtype, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -1995,17 +1453,8 @@ void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tens
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("cumsum", "cumsum.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::cumsum(self, dim, dtype, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("cumsum", "cumsum.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::cumsum(self, dim, dtype, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2028,17 +1477,8 @@ void digamma(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("digamma", "digamma.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::digamma(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("digamma", "digamma.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::digamma(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2061,18 +1501,8 @@ void div(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("div", "div.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::div(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("div", "div.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::div(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2095,18 +1525,8 @@ void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::st
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("div_out_mode", "div.out_mode", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::div_out_mode(self, other, rounding_mode, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("div_out_mode", "div.out_mode", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::div_out_mode(self, other, rounding_mode, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2129,18 +1549,8 @@ void dot(const Tensor& self, const Tensor& tensor, Tensor& out, Implementation i
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("dot", "dot.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("tensor", tensor);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::dot(self, tensor, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("dot", "dot.out", {{"input", self}, {"tensor", tensor}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::dot(self, tensor, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2163,17 +1573,8 @@ void elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Sca
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("elu", "elu.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::elu(self, alpha, scale, input_scale, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("elu", "elu.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::elu(self, alpha, scale, input_scale, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2196,18 +1597,8 @@ void embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx,
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("embedding", "embedding.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("weight", weight);
-      c_.arg("indices", indices);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("embedding", "embedding.out", {{"weight", weight}, {"indices", indices}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2230,18 +1621,8 @@ void embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("embedding_dense_backward", "embedding_dense_backward.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("grad_output", grad_output);
-      c_.arg("indices", indices);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("embedding_dense_backward", "embedding_dense_backward.out", {{"grad_output", grad_output}, {"indices", indices}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2264,17 +1645,8 @@ void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("eq_Scalar", "eq.Scalar_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::eq_Scalar(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("eq_Scalar", "eq.Scalar_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::eq_Scalar(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2297,18 +1669,8 @@ void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("eq_Tensor", "eq.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::eq_Tensor(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("eq_Tensor", "eq.Tensor_out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::eq_Tensor(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2331,17 +1693,8 @@ void erf(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("erf", "erf.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::erf(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("erf", "erf.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::erf(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2364,17 +1717,8 @@ void erfc(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("erfc", "erfc.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::erfc(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("erfc", "erfc.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::erfc(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2397,17 +1741,8 @@ void erfinv(const Tensor& self, Tensor& out, Implementation impl_, Stream stream
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("erfinv", "erfinv.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::erfinv(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("erfinv", "erfinv.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::erfinv(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2430,17 +1765,8 @@ void exp(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("exp", "exp.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::exp(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("exp", "exp.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::exp(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2463,17 +1789,8 @@ void exp2(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("exp2", "exp2.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::exp2(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("exp2", "exp2.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::exp2(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2496,17 +1813,8 @@ void expm1(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("expm1", "expm1.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::expm1(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("expm1", "expm1.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::expm1(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2529,17 +1837,8 @@ void flip(const Tensor& self, std::span<const int64_t> dims, Tensor& out, Implem
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("flip", "flip.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::flip(self, dims, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("flip", "flip.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::flip(self, dims, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2562,17 +1861,8 @@ void floor(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("floor", "floor.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::floor(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("floor", "floor.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::floor(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2595,18 +1885,8 @@ void floor_divide(const Tensor& self, const Tensor& other, Tensor& out, Implemen
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("floor_divide", "floor_divide.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::floor_divide(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("floor_divide", "floor_divide.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::floor_divide(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2629,18 +1909,8 @@ void fmax(const Tensor& self, const Tensor& other, Tensor& out, Implementation i
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("fmax", "fmax.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::fmax(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("fmax", "fmax.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::fmax(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2663,18 +1933,8 @@ void fmin(const Tensor& self, const Tensor& other, Tensor& out, Implementation i
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("fmin", "fmin.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::fmin(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("fmin", "fmin.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::fmin(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2697,18 +1957,8 @@ void fmod_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implement
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("fmod_Tensor", "fmod.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::fmod_Tensor(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("fmod_Tensor", "fmod.Tensor_out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::fmod_Tensor(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2731,17 +1981,8 @@ void frac(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("frac", "frac.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::frac(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("frac", "frac.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::frac(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2764,18 +2005,8 @@ void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_gr
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("gather", "gather.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("index", index);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::gather(self, dim, index, sparse_grad, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("gather", "gather.out", {{"input", self}, {"index", index}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::gather(self, dim, index, sparse_grad, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2798,17 +2029,8 @@ void ge_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("ge_Scalar", "ge.Scalar_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::ge_Scalar(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("ge_Scalar", "ge.Scalar_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::ge_Scalar(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2831,18 +2053,8 @@ void ge_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("ge_Tensor", "ge.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::ge_Tensor(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("ge_Tensor", "ge.Tensor_out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::ge_Tensor(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2865,17 +2077,8 @@ void gelu(const Tensor& self, std::string_view approximate, Tensor& out, Impleme
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("gelu", "gelu.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::gelu(self, approximate, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("gelu", "gelu.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::gelu(self, approximate, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2898,18 +2101,8 @@ void gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_vi
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("gelu_backward", "gelu_backward.grad_input", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("grad_output", grad_output);
-      c_.arg("input", self);
-      c_.arg("grad_input", grad_input);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::gelu_backward(grad_output, self, approximate, grad_input, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("gelu_backward", "gelu_backward.grad_input", {{"grad_output", grad_output}, {"input", self}, {"grad_input", grad_input}}, [&]() __attribute__((cold)) { ::infini::ops::gelu_backward(grad_output, self, approximate, grad_input, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2932,17 +2125,8 @@ void glu(const Tensor& self, int64_t dim, Tensor& out, Implementation impl_, Str
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("glu", "glu.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::glu(self, dim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("glu", "glu.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::glu(self, dim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2965,17 +2149,8 @@ void gt_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("gt_Scalar", "gt.Scalar_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::gt_Scalar(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("gt_Scalar", "gt.Scalar_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::gt_Scalar(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -2998,18 +2173,8 @@ void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("gt_Tensor", "gt.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::gt_Tensor(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("gt_Tensor", "gt.Tensor_out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::gt_Tensor(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3032,17 +2197,8 @@ void hardsigmoid(const Tensor& self, Tensor& out, Implementation impl_, Stream s
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("hardsigmoid", "hardsigmoid.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::hardsigmoid(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("hardsigmoid", "hardsigmoid.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::hardsigmoid(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3065,17 +2221,8 @@ void hardswish(const Tensor& self, Tensor& out, Implementation impl_, Stream str
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("hardswish", "hardswish.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::hardswish(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("hardswish", "hardswish.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::hardswish(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3098,17 +2245,8 @@ void hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val, 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("hardtanh", "hardtanh.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::hardtanh(self, min_val, max_val, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("hardtanh", "hardtanh.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::hardtanh(self, min_val, max_val, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3131,18 +2269,8 @@ void hypot(const Tensor& self, const Tensor& other, Tensor& out, Implementation 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("hypot", "hypot.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::hypot(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("hypot", "hypot.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::hypot(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3165,17 +2293,8 @@ void index(const Tensor& self, std::span<const std::optional<Tensor>> indices, T
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("index", "index.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::index(self, indices, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("index", "index.Tensor_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::index(self, indices, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3198,19 +2317,8 @@ void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tenso
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("index_add", "index_add.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("index", index);
-      c_.arg("source", source);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::index_add(self, dim, index, source, alpha, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("index_add", "index_add.out", {{"input", self}, {"index", index}, {"source", source}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::index_add(self, dim, index, source, alpha, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3233,18 +2341,8 @@ void index_put(const Tensor& self, std::span<const std::optional<Tensor>> indice
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("index_put", "index_put.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("values", values);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::index_put(self, indices, values, accumulate, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("index_put", "index_put.out", {{"input", self}, {"values", values}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::index_put(self, indices, values, accumulate, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3267,18 +2365,8 @@ void index_select(const Tensor& self, int64_t dim, const Tensor& index, Tensor& 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("index_select", "index_select.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("index", index);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::index_select(self, dim, index, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("index_select", "index_select.out", {{"input", self}, {"index", index}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::index_select(self, dim, index, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3301,17 +2389,8 @@ void isnan(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("isnan", "isnan.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::isnan(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("isnan", "isnan.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::isnan(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3334,18 +2413,8 @@ void kron(const Tensor& self, const Tensor& other, Tensor& out, Implementation i
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("kron", "kron.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::kron(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("kron", "kron.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::kron(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3368,18 +2437,8 @@ void kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("kthvalue", "kthvalue.values", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("values", values);
-      c_.arg("indices", indices);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::kthvalue(self, k, dim, keepdim, values, indices, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("kthvalue", "kthvalue.values", {{"input", self}, {"values", values}, {"indices", indices}}, [&]() __attribute__((cold)) { ::infini::ops::kthvalue(self, k, dim, keepdim, values, indices, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3402,17 +2461,8 @@ void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("le_Scalar", "le.Scalar_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::le_Scalar(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("le_Scalar", "le.Scalar_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::le_Scalar(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3435,18 +2485,8 @@ void le_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("le_Tensor", "le.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::le_Tensor(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("le_Tensor", "le.Tensor_out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::le_Tensor(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3469,17 +2509,8 @@ void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out, I
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("leaky_relu", "leaky_relu.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::leaky_relu(self, negative_slope, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("leaky_relu", "leaky_relu.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::leaky_relu(self, negative_slope, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3502,18 +2533,8 @@ void lerp_Scalar(const Tensor& self, const Tensor& end, const Scalar& weight, Te
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("lerp_Scalar", "lerp.Scalar_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("end", end);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::lerp_Scalar(self, end, weight, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("lerp_Scalar", "lerp.Scalar_out", {{"input", self}, {"end", end}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::lerp_Scalar(self, end, weight, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3536,19 +2557,8 @@ void lerp_Tensor(const Tensor& self, const Tensor& end, const Tensor& weight, Te
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("lerp_Tensor", "lerp.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("end", end);
-      c_.arg("weight", weight);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::lerp_Tensor(self, end, weight, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("lerp_Tensor", "lerp.Tensor_out", {{"input", self}, {"end", end}, {"weight", weight}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::lerp_Tensor(self, end, weight, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3571,17 +2581,8 @@ void lgamma(const Tensor& self, Tensor& out, Implementation impl_, Stream stream
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("lgamma", "lgamma.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::lgamma(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("lgamma", "lgamma.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::lgamma(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3604,19 +2605,8 @@ void linear(const Tensor& input, const Tensor& weight, const std::optional<Tenso
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("linear", "linear.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", input);
-      c_.arg("weight", weight);
-      c_.arg("bias", bias);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::linear(input, weight, bias, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("linear", "linear.out", {{"input", input}, {"weight", weight}, {"bias", bias}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::linear(input, weight, bias, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3639,17 +2629,8 @@ void log(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("log", "log.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::log(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("log", "log.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::log(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3672,17 +2653,8 @@ void log10(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("log10", "log10.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::log10(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("log10", "log10.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::log10(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3705,17 +2677,8 @@ void log1p(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("log1p", "log1p.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::log1p(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("log1p", "log1p.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::log1p(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3738,17 +2701,8 @@ void log2(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("log2", "log2.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::log2(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("log2", "log2.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::log2(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3771,17 +2725,8 @@ void log_sigmoid(const Tensor& self, Tensor& out, Implementation impl_, Stream s
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("log_sigmoid", "log_sigmoid.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::log_sigmoid(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("log_sigmoid", "log_sigmoid.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::log_sigmoid(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3804,17 +2749,8 @@ void log_softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype,
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("log_softmax", "log_softmax.int_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::log_softmax(self, dim, dtype, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("log_softmax", "log_softmax.int_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::log_softmax(self, dim, dtype, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3837,18 +2773,8 @@ void logaddexp(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("logaddexp", "logaddexp.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::logaddexp(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("logaddexp", "logaddexp.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::logaddexp(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3871,18 +2797,8 @@ void logaddexp2(const Tensor& self, const Tensor& other, Tensor& out, Implementa
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("logaddexp2", "logaddexp2.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::logaddexp2(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("logaddexp2", "logaddexp2.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::logaddexp2(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3905,18 +2821,8 @@ void logical_and(const Tensor& self, const Tensor& other, Tensor& out, Implement
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("logical_and", "logical_and.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::logical_and(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("logical_and", "logical_and.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::logical_and(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3939,17 +2845,8 @@ void logical_not(const Tensor& self, Tensor& out, Implementation impl_, Stream s
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("logical_not", "logical_not.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::logical_not(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("logical_not", "logical_not.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::logical_not(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -3972,18 +2869,8 @@ void logical_or(const Tensor& self, const Tensor& other, Tensor& out, Implementa
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("logical_or", "logical_or.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::logical_or(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("logical_or", "logical_or.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::logical_or(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4006,18 +2893,8 @@ void logical_xor(const Tensor& self, const Tensor& other, Tensor& out, Implement
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("logical_xor", "logical_xor.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::logical_xor(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("logical_xor", "logical_xor.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::logical_xor(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4040,17 +2917,8 @@ void logsumexp(const Tensor& self, std::span<const int64_t> dim, bool keepdim, T
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("logsumexp", "logsumexp.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::logsumexp(self, dim, keepdim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("logsumexp", "logsumexp.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::logsumexp(self, dim, keepdim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4073,17 +2941,8 @@ void lt_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("lt_Scalar", "lt.Scalar_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::lt_Scalar(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("lt_Scalar", "lt.Scalar_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::lt_Scalar(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4106,18 +2965,8 @@ void lt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("lt_Tensor", "lt.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::lt_Tensor(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("lt_Tensor", "lt.Tensor_out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::lt_Tensor(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4140,18 +2989,8 @@ void masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value, Te
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("masked_fill", "masked_fill.Scalar_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("mask", mask);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::masked_fill(self, mask, value, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("masked_fill", "masked_fill.Scalar_out", {{"input", self}, {"mask", mask}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::masked_fill(self, mask, value, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4174,19 +3013,8 @@ void masked_fill_Tensor(const Tensor& self, const Tensor& mask, const Tensor& va
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("masked_fill_Tensor", "masked_fill.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("mask", mask);
-      c_.arg("value", value);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::masked_fill_Tensor(self, mask, value, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("masked_fill_Tensor", "masked_fill.Tensor_out", {{"input", self}, {"mask", mask}, {"value", value}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::masked_fill_Tensor(self, mask, value, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4209,18 +3037,8 @@ void masked_select(const Tensor& self, const Tensor& mask, Tensor& out, Implemen
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("masked_select", "masked_select.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("mask", mask);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::masked_select(self, mask, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("masked_select", "masked_select.out", {{"input", self}, {"mask", mask}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::masked_select(self, mask, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4243,18 +3061,8 @@ void matmul(const Tensor& self, const Tensor& other, Tensor& out, Implementation
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("matmul", "matmul.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::matmul(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("matmul", "matmul.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::matmul(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4277,18 +3085,8 @@ void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("max", "max.dim_max", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("max", max);
-      c_.arg("max_values", max_values);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::max(self, dim, keepdim, max, max_values, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("max", "max.dim_max", {{"input", self}, {"max", max}, {"max_values", max_values}}, [&]() __attribute__((cold)) { ::infini::ops::max(self, dim, keepdim, max, max_values, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4311,17 +3109,8 @@ void max_all(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("max_all", "max.unary_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::max_all(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("max_all", "max.unary_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::max_all(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4344,18 +3133,8 @@ void max_other(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("max_other", "max.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::max_other(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("max_other", "max.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::max_other(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4378,18 +3157,8 @@ void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("max_pool2d_with_indices", "max_pool2d_with_indices.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-      c_.arg("indices", indices);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode, out, indices, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("max_pool2d_with_indices", "max_pool2d_with_indices.out", {{"input", self}, {"out", out}, {"indices", indices}}, [&]() __attribute__((cold)) { ::infini::ops::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode, out, indices, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4412,18 +3181,8 @@ void maximum(const Tensor& self, const Tensor& other, Tensor& out, Implementatio
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("maximum", "maximum.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::maximum(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("maximum", "maximum.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::maximum(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4446,17 +3205,8 @@ void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("mean", "mean.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::mean(self, dim, keepdim, dtype, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("mean", "mean.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::mean(self, dim, keepdim, dtype, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4479,17 +3229,8 @@ void mean_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Im
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("mean_all", "mean.dtype_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::mean_all(self, dtype, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("mean_all", "mean.dtype_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::mean_all(self, dtype, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4512,17 +3253,8 @@ void median_all(const Tensor& self, Tensor& out, Implementation impl_, Stream st
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("median_all", "median.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::median_all(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("median_all", "median.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::median_all(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4545,18 +3277,8 @@ void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& va
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("median_dim_values", "median.dim_values", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("values", values);
-      c_.arg("indices", indices);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::median_dim_values(self, dim, keepdim, values, indices, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("median_dim_values", "median.dim_values", {{"input", self}, {"values", values}, {"indices", indices}}, [&]() __attribute__((cold)) { ::infini::ops::median_dim_values(self, dim, keepdim, values, indices, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4579,18 +3301,8 @@ void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("min", "min.dim_min", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("min", min);
-      c_.arg("min_indices", min_indices);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::min(self, dim, keepdim, min, min_indices, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("min", "min.dim_min", {{"input", self}, {"min", min}, {"min_indices", min_indices}}, [&]() __attribute__((cold)) { ::infini::ops::min(self, dim, keepdim, min, min_indices, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4613,17 +3325,8 @@ void min_all(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("min_all", "min.unary_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::min_all(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("min_all", "min.unary_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::min_all(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4646,18 +3349,8 @@ void min_other(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("min_other", "min.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::min_other(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("min_other", "min.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::min_other(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4680,18 +3373,8 @@ void minimum(const Tensor& self, const Tensor& other, Tensor& out, Implementatio
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("minimum", "minimum.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::minimum(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("minimum", "minimum.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::minimum(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4714,17 +3397,8 @@ void mish(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("mish", "mish.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::mish(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("mish", "mish.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::mish(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4747,18 +3421,8 @@ void mm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation impl
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("mm", "mm.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("mat2", mat2);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::mm(self, mat2, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("mm", "mm.out", {{"input", self}, {"mat2", mat2}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::mm(self, mat2, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4781,18 +3445,8 @@ void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tenso
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("mse_loss", "mse_loss.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("target", target);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::mse_loss(self, target, reduction, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("mse_loss", "mse_loss.out", {{"input", self}, {"target", target}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::mse_loss(self, target, reduction, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4815,19 +3469,8 @@ void mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tens
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("mse_loss_backward", "mse_loss_backward.grad_input", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("grad_output", grad_output);
-      c_.arg("input", self);
-      c_.arg("target", target);
-      c_.arg("grad_input", grad_input);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::mse_loss_backward(grad_output, self, target, reduction, grad_input, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("mse_loss_backward", "mse_loss_backward.grad_input", {{"grad_output", grad_output}, {"input", self}, {"target", target}, {"grad_input", grad_input}}, [&]() __attribute__((cold)) { ::infini::ops::mse_loss_backward(grad_output, self, target, reduction, grad_input, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4850,18 +3493,8 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("mul", "mul.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::mul(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("mul", "mul.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::mul(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4910,17 +3543,8 @@ void mul_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementa
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("mul_Scalar", "mul.Scalar_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::mul_Scalar(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("mul_Scalar", "mul.Scalar_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::mul_Scalar(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4943,18 +3567,8 @@ void mv(const Tensor& self, const Tensor& vec, Tensor& out, Implementation impl_
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("mv", "mv.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("vec", vec);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::mv(self, vec, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("mv", "mv.out", {{"input", self}, {"vec", vec}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::mv(self, vec, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -4977,17 +3591,8 @@ void nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<dou
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("nan_to_num", "nan_to_num.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::nan_to_num(self, nan, posinf, neginf, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("nan_to_num", "nan_to_num.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::nan_to_num(self, nan, posinf, neginf, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5010,17 +3615,8 @@ void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, boo
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("nansum", "nansum.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::nansum(self, dim, keepdim, dtype, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("nansum", "nansum.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::nansum(self, dim, keepdim, dtype, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5043,17 +3639,8 @@ void narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length,
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("narrow_copy", "narrow_copy.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::narrow_copy(self, dim, start, length, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("narrow_copy", "narrow_copy.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::narrow_copy(self, dim, start, length, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5076,23 +3663,8 @@ void native_batch_norm(const Tensor& input, const std::optional<Tensor>& weight,
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("native_batch_norm", "native_batch_norm.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", input);
-      c_.arg("weight", weight);
-      c_.arg("bias", bias);
-      c_.arg("running_mean", running_mean);
-      c_.arg("running_var", running_var);
-      c_.arg("out", out);
-      c_.arg("save_mean", save_mean);
-      c_.arg("save_invstd", save_invstd);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("native_batch_norm", "native_batch_norm.out", {{"input", input}, {"weight", weight}, {"bias", bias}, {"running_mean", running_mean}, {"running_var", running_var}, {"out", out}, {"save_mean", save_mean}, {"save_invstd", save_invstd}}, [&]() __attribute__((cold)) { ::infini::ops::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5115,21 +3687,8 @@ void native_group_norm(const Tensor& input, const std::optional<Tensor>& weight,
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("native_group_norm", "native_group_norm.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", input);
-      c_.arg("weight", weight);
-      c_.arg("bias", bias);
-      c_.arg("out0", out0);
-      c_.arg("out1", out1);
-      c_.arg("out2", out2);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::native_group_norm(input, weight, bias, N, C, HxW, group, eps, out0, out1, out2, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("native_group_norm", "native_group_norm.out", {{"input", input}, {"weight", weight}, {"bias", bias}, {"out0", out0}, {"out1", out1}, {"out2", out2}}, [&]() __attribute__((cold)) { ::infini::ops::native_group_norm(input, weight, bias, N, C, HxW, group, eps, out0, out1, out2, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5152,21 +3711,8 @@ void native_layer_norm(const Tensor& input, std::span<const int64_t> normalized_
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("native_layer_norm", "native_layer_norm.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", input);
-      c_.arg("weight", weight);
-      c_.arg("bias", bias);
-      c_.arg("out0", out0);
-      c_.arg("out1", out1);
-      c_.arg("out2", out2);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::native_layer_norm(input, normalized_shape, weight, bias, eps, out0, out1, out2, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("native_layer_norm", "native_layer_norm.out", {{"input", input}, {"weight", weight}, {"bias", bias}, {"out0", out0}, {"out1", out1}, {"out2", out2}}, [&]() __attribute__((cold)) { ::infini::ops::native_layer_norm(input, normalized_shape, weight, bias, eps, out0, out1, out2, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5189,24 +3735,8 @@ void native_layer_norm_backward(const Tensor& grad_out, const Tensor& input, std
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("native_layer_norm_backward", "native_layer_norm_backward.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("grad_out", grad_out);
-      c_.arg("input", input);
-      c_.arg("mean", mean);
-      c_.arg("rstd", rstd);
-      c_.arg("weight", weight);
-      c_.arg("bias", bias);
-      c_.arg("out0", out0);
-      c_.arg("out1", out1);
-      c_.arg("out2", out2);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask, out0, out1, out2, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("native_layer_norm_backward", "native_layer_norm_backward.out", {{"grad_out", grad_out}, {"input", input}, {"mean", mean}, {"rstd", rstd}, {"weight", weight}, {"bias", bias}, {"out0", out0}, {"out1", out1}, {"out2", out2}}, [&]() __attribute__((cold)) { ::infini::ops::native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask, out0, out1, out2, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5229,17 +3759,8 @@ void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("ne_Scalar", "ne.Scalar_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::ne_Scalar(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("ne_Scalar", "ne.Scalar_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::ne_Scalar(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5262,18 +3783,8 @@ void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("ne_Tensor", "ne.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::ne_Tensor(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("ne_Tensor", "ne.Tensor_out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::ne_Tensor(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5296,17 +3807,8 @@ void neg(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("neg", "neg.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::neg(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("neg", "neg.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::neg(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5329,17 +3831,8 @@ void nonzero(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("nonzero", "nonzero.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::nonzero(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("nonzero", "nonzero.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::nonzero(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5362,17 +3855,8 @@ void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const in
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("norm", "norm.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::norm(self, p, dim, keepdim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("norm", "norm.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::norm(self, p, dim, keepdim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5395,17 +3879,8 @@ void norm_Scalar(const Tensor& self, const Scalar& p, Tensor& out, Implementatio
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("norm_Scalar", "norm.Scalar_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::norm_Scalar(self, p, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("norm_Scalar", "norm.Scalar_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::norm_Scalar(self, p, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5428,18 +3903,8 @@ void outer(const Tensor& self, const Tensor& vec2, Tensor& out, Implementation i
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("outer", "outer.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("vec2", vec2);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::outer(self, vec2, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("outer", "outer.out", {{"input", self}, {"vec2", vec2}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::outer(self, vec2, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5462,17 +3927,8 @@ void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out, 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("pow_Tensor_Scalar", "pow.Tensor_Scalar_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::pow_Tensor_Scalar(self, exponent, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("pow_Tensor_Scalar", "pow.Tensor_Scalar_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::pow_Tensor_Scalar(self, exponent, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5495,18 +3951,8 @@ void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out, 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("pow_Tensor_Tensor", "pow.Tensor_Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("exponent", exponent);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::pow_Tensor_Tensor(self, exponent, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("pow_Tensor_Tensor", "pow.Tensor_Tensor_out", {{"input", self}, {"exponent", exponent}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::pow_Tensor_Tensor(self, exponent, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5529,17 +3975,8 @@ void prod_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Im
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("prod_all", "prod.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::prod_all(self, dtype, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("prod_all", "prod.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::prod_all(self, dtype, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5562,17 +3999,8 @@ void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataT
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("prod_int", "prod.int_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::prod_int(self, dim, keepdim, dtype, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("prod_int", "prod.int_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::prod_int(self, dim, keepdim, dtype, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5595,17 +4023,8 @@ void reciprocal(const Tensor& self, Tensor& out, Implementation impl_, Stream st
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("reciprocal", "reciprocal.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::reciprocal(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("reciprocal", "reciprocal.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::reciprocal(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5628,17 +4047,8 @@ void relu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("relu", "relu.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::relu(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("relu", "relu.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::relu(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5661,18 +4071,8 @@ void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Impl
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("remainder_Tensor", "remainder.Tensor_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::remainder_Tensor(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("remainder_Tensor", "remainder.Tensor_out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::remainder_Tensor(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5695,18 +4095,8 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("rms_norm", nullptr, [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", input);
-      c_.arg("weight", weight);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::rms_norm(input, weight, eps, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("rms_norm", nullptr, {{"input", input}, {"weight", weight}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::rms_norm(input, weight, eps, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5769,17 +4159,8 @@ void roll(const Tensor& self, std::span<const int64_t> shifts, std::span<const i
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("roll", "roll.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::roll(self, shifts, dims, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("roll", "roll.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::roll(self, shifts, dims, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5802,17 +4183,8 @@ void round(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("round", "round.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::round(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("round", "round.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::round(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5835,17 +4207,8 @@ void round_decimals(const Tensor& self, int64_t decimals, Tensor& out, Implement
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("round_decimals", "round.decimals_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::round_decimals(self, decimals, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("round_decimals", "round.decimals_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::round_decimals(self, decimals, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5868,17 +4231,8 @@ void rsqrt(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("rsqrt", "rsqrt.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::rsqrt(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("rsqrt", "rsqrt.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::rsqrt(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5901,20 +4255,8 @@ void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("scaled_dot_product_attention", nullptr, [&](::infini::ops::observe::Call& c_) {
-      c_.arg("query", query);
-      c_.arg("key", key);
-      c_.arg("value", value);
-      c_.arg("attn_mask", attn_mask);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("scaled_dot_product_attention", nullptr, {{"query", query}, {"key", key}, {"value", value}, {"attn_mask", attn_mask}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5939,19 +4281,8 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("scatter_add", "scatter_add.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("index", index);
-      c_.arg("src", src);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::scatter_add(self, dim, index, src, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("scatter_add", "scatter_add.out", {{"input", self}, {"index", index}, {"src", src}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::scatter_add(self, dim, index, src, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -5974,19 +4305,8 @@ void scatter_reduce_mode(const Tensor& self, int64_t dim, const Tensor& index, c
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("scatter_reduce_mode", "scatter.reduce_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("index", index);
-      c_.arg("src", src);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::scatter_reduce_mode(self, dim, index, src, reduce, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("scatter_reduce_mode", "scatter.reduce_out", {{"input", self}, {"index", index}, {"src", src}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::scatter_reduce_mode(self, dim, index, src, reduce, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6009,19 +4329,8 @@ void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Ten
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("scatter_src", "scatter.src_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("index", index);
-      c_.arg("src", src);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::scatter_src(self, dim, index, src, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("scatter_src", "scatter.src_out", {{"input", self}, {"index", index}, {"src", src}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::scatter_src(self, dim, index, src, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6044,18 +4353,8 @@ void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const S
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("scatter_value", "scatter.value_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("index", index);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::scatter_value(self, dim, index, value, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("scatter_value", "scatter.value_out", {{"input", self}, {"index", index}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::scatter_value(self, dim, index, value, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6078,18 +4377,8 @@ void scatter_value_reduce_mode(const Tensor& self, int64_t dim, const Tensor& in
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("scatter_value_reduce_mode", "scatter.value_reduce_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("index", index);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::scatter_value_reduce_mode(self, dim, index, value, reduce, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("scatter_value_reduce_mode", "scatter.value_reduce_out", {{"input", self}, {"index", index}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::scatter_value_reduce_mode(self, dim, index, value, reduce, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6112,17 +4401,8 @@ void sgn(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("sgn", "sgn.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::sgn(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("sgn", "sgn.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::sgn(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6145,17 +4425,8 @@ void sigmoid(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("sigmoid", "sigmoid.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::sigmoid(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("sigmoid", "sigmoid.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::sigmoid(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6178,18 +4449,8 @@ void sigmoid_backward(const Tensor& grad_output, const Tensor& output, Tensor& g
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("sigmoid_backward", "sigmoid_backward.grad_input", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("grad_output", grad_output);
-      c_.arg("output", output);
-      c_.arg("grad_input", grad_input);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::sigmoid_backward(grad_output, output, grad_input, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("sigmoid_backward", "sigmoid_backward.grad_input", {{"grad_output", grad_output}, {"output", output}, {"grad_input", grad_input}}, [&]() __attribute__((cold)) { ::infini::ops::sigmoid_backward(grad_output, output, grad_input, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6212,17 +4473,8 @@ void sign(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("sign", "sign.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::sign(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("sign", "sign.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::sign(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6245,17 +4497,8 @@ void silu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("silu", "silu.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::silu(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("silu", "silu.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::silu(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6304,17 +4547,8 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("silu_and_mul", nullptr, [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", input);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::silu_and_mul(input, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("silu_and_mul", nullptr, {{"input", input}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::silu_and_mul(input, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6377,18 +4611,8 @@ void silu_backward(const Tensor& grad_output, const Tensor& self, Tensor& grad_i
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("silu_backward", "silu_backward.grad_input", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("grad_output", grad_output);
-      c_.arg("input", self);
-      c_.arg("grad_input", grad_input);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::silu_backward(grad_output, self, grad_input, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("silu_backward", "silu_backward.grad_input", {{"grad_output", grad_output}, {"input", self}, {"grad_input", grad_input}}, [&]() __attribute__((cold)) { ::infini::ops::silu_backward(grad_output, self, grad_input, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6411,17 +4635,8 @@ void sin(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("sin", "sin.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::sin(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("sin", "sin.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::sin(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6444,17 +4659,8 @@ void sinh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("sinh", "sinh.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::sinh(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("sinh", "sinh.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::sinh(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6477,18 +4683,8 @@ void smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction,
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("smooth_l1_loss", "smooth_l1_loss.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("target", target);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::smooth_l1_loss(self, target, reduction, beta, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("smooth_l1_loss", "smooth_l1_loss.out", {{"input", self}, {"target", target}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::smooth_l1_loss(self, target, reduction, beta, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6511,18 +4707,8 @@ void soft_margin_loss(const Tensor& self, const Tensor& target, int64_t reductio
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("soft_margin_loss", "soft_margin_loss.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("target", target);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::soft_margin_loss(self, target, reduction, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("soft_margin_loss", "soft_margin_loss.out", {{"input", self}, {"target", target}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::soft_margin_loss(self, target, reduction, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6545,17 +4731,8 @@ void softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("softmax", "softmax.int_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::softmax(self, dim, dtype, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("softmax", "softmax.int_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::softmax(self, dim, dtype, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6578,17 +4755,8 @@ void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, T
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("softplus", "softplus.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::softplus(self, beta, threshold, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("softplus", "softplus.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::softplus(self, beta, threshold, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6611,18 +4779,8 @@ void sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim, bo
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("sort_stable", "sort.values_stable", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("values", values);
-      c_.arg("indices", indices);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::sort_stable(self, stable, dim, descending, values, indices, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("sort_stable", "sort.values_stable", {{"input", self}, {"values", values}, {"indices", indices}}, [&]() __attribute__((cold)) { ::infini::ops::sort_stable(self, stable, dim, descending, values, indices, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6645,18 +4803,8 @@ void sort_values(const Tensor& self, int64_t dim, bool descending, Tensor& value
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("sort_values", "sort.values", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("values", values);
-      c_.arg("indices", indices);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::sort_values(self, dim, descending, values, indices, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("sort_values", "sort.values", {{"input", self}, {"values", values}, {"indices", indices}}, [&]() __attribute__((cold)) { ::infini::ops::sort_values(self, dim, descending, values, indices, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6679,17 +4827,8 @@ void sqrt(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("sqrt", "sqrt.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::sqrt(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("sqrt", "sqrt.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::sqrt(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6712,17 +4851,8 @@ void square(const Tensor& self, Tensor& out, Implementation impl_, Stream stream
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("square", "square.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::square(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("square", "square.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::square(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6745,17 +4875,8 @@ void std(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool u
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("std", "std.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::std(self, dim, unbiased, keepdim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("std", "std.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::std(self, dim, unbiased, keepdim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6778,17 +4899,8 @@ void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("std_correction", "std.correction_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::std_correction(self, dim, correction, keepdim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("std_correction", "std.correction_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::std_correction(self, dim, correction, keepdim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6811,18 +4923,8 @@ void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("sub", "sub.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::sub(self, other, alpha, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("sub", "sub.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::sub(self, other, alpha, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6845,17 +4947,8 @@ void sub_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Te
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("sub_Scalar", "sub.Scalar_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::sub_Scalar(self, other, alpha, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("sub_Scalar", "sub.Scalar_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::sub_Scalar(self, other, alpha, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6878,17 +4971,8 @@ void sum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool k
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("sum", "sum.IntList_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::sum(self, dim, keepdim, dtype, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("sum", "sum.IntList_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::sum(self, dim, keepdim, dtype, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6911,17 +4995,8 @@ void sum_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Imp
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("sum_all", "sum.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::sum_all(self, dtype, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("sum_all", "sum.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::sum_all(self, dtype, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6944,18 +5019,8 @@ void take(const Tensor& self, const Tensor& index, Tensor& out, Implementation i
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("take", "take.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("index", index);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::take(self, index, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("take", "take.out", {{"input", self}, {"index", index}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::take(self, index, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -6978,17 +5043,8 @@ void tan(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("tan", "tan.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::tan(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("tan", "tan.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::tan(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -7011,17 +5067,8 @@ void tanh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("tanh", "tanh.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::tanh(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("tanh", "tanh.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::tanh(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -7044,18 +5091,8 @@ void tanh_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("tanh_backward", "tanh_backward.grad_input", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("grad_output", grad_output);
-      c_.arg("output", output);
-      c_.arg("grad_input", grad_input);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::tanh_backward(grad_output, output, grad_input, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("tanh_backward", "tanh_backward.grad_input", {{"grad_output", grad_output}, {"output", output}, {"grad_input", grad_input}}, [&]() __attribute__((cold)) { ::infini::ops::tanh_backward(grad_output, output, grad_input, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -7078,17 +5115,8 @@ void threshold(const Tensor& self, const Scalar& threshold, const Scalar& value,
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("threshold", "threshold.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::threshold(self, threshold, value, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("threshold", "threshold.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::threshold(self, threshold, value, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -7111,18 +5139,8 @@ void threshold_backward(const Tensor& grad_output, const Tensor& self, const Sca
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("threshold_backward", "threshold_backward.grad_input", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("grad_output", grad_output);
-      c_.arg("input", self);
-      c_.arg("grad_input", grad_input);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::threshold_backward(grad_output, self, threshold, grad_input, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("threshold_backward", "threshold_backward.grad_input", {{"grad_output", grad_output}, {"input", self}, {"grad_input", grad_input}}, [&]() __attribute__((cold)) { ::infini::ops::threshold_backward(grad_output, self, threshold, grad_input, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -7145,18 +5163,8 @@ void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted,
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("topk", "topk.values", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("values", values);
-      c_.arg("indices", indices);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::topk(self, k, dim, largest, sorted, values, indices, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("topk", "topk.values", {{"input", self}, {"values", values}, {"indices", indices}}, [&]() __attribute__((cold)) { ::infini::ops::topk(self, k, dim, largest, sorted, values, indices, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -7179,17 +5187,8 @@ void tril(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("tril", "tril.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::tril(self, diagonal, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("tril", "tril.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::tril(self, diagonal, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -7212,17 +5211,8 @@ void triu(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("triu", "triu.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::triu(self, diagonal, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("triu", "triu.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::triu(self, diagonal, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -7245,17 +5235,8 @@ void trunc(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("trunc", "trunc.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::trunc(self, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("trunc", "trunc.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::trunc(self, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -7278,17 +5259,8 @@ void var(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool u
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("var", "var.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::var(self, dim, unbiased, keepdim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("var", "var.out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::var(self, dim, unbiased, keepdim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -7311,17 +5283,8 @@ void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("var_correction", "var.correction_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::var_correction(self, dim, correction, keepdim, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("var_correction", "var.correction_out", {{"input", self}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::var_correction(self, dim, correction, keepdim, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -7344,18 +5307,8 @@ void vdot(const Tensor& self, const Tensor& other, Tensor& out, Implementation i
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("vdot", "vdot.out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::vdot(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("vdot", "vdot.out", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::vdot(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -7378,19 +5331,8 @@ void where(const Tensor& condition, const Tensor& self, const Tensor& other, Ten
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("where", "where.self_out", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("condition", condition);
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::where(condition, self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("where", "where.self_out", {{"condition", condition}, {"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::where(condition, self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {
@@ -7413,18 +5355,8 @@ void xlogy_OutTensor(const Tensor& self, const Tensor& other, Tensor& out, Imple
     // Something observes (core/observe.h): a C++ caller's call is opened
     // here and run again inside it; a Python caller's, opened by its
     // binding, gets its tensors described.
-    ::infini::ops::observe::Scope scope_("xlogy_OutTensor", "xlogy.OutTensor", [&](::infini::ops::observe::Call& c_) {
-      c_.arg("input", self);
-      c_.arg("other", other);
-      c_.arg("out", out);
-    });
-    if (scope_.outer()) {
-      try {
-        return ::infini::ops::xlogy_OutTensor(self, other, out, impl_, stream_);
-      } catch (const std::exception& e) {
-        scope_.failed(e.what());
-        throw;
-      }
+    if (::infini::ops::observe::dispatch("xlogy_OutTensor", "xlogy.OutTensor", {{"input", self}, {"other", other}, {"out", out}}, [&]() __attribute__((cold)) { ::infini::ops::xlogy_OutTensor(self, other, out, impl_, stream_); })) {
+      return;
     }
   }
   if (stream_) [[unlikely]] {

@@ -19,10 +19,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "core/core.h"
@@ -95,6 +97,7 @@ struct Call {
   Ran ran = Ran::kUnknown;
   Route route = Route::kUnknown;
   AtenCall aten_call = AtenCall::kUnknown;
+  bool traced = false;        // open() sets it: the text below is wanted
   bool described = false;     // tensors below were filled in
   bool unaddressable = false;  // a tensor the library must not address
   std::string device;          // of the first tensor ("cpu", "nvidia:0")
@@ -105,13 +108,14 @@ struct Call {
   // One tensor argument (JSON: name, dtype, shape); also decides the route
   // of a call whose tensors came as core Tensors.
   void arg(const char* name, const Tensor& t) {
+    if (!t.addressable()) unaddressable = true;
+    if (route == Route::kUnknown) route = Route::kHandle;
+    if (route == Route::kHandle && !reuses_handle(t)) route = Route::kFromBlob;
+    if (!traced) return;  // counted only
     if (device.empty()) {
       device = std::string(to_string(t.device().type));
       if (t.device().index >= 0) device += ":" + std::to_string(t.device().index);
     }
-    if (!t.addressable()) unaddressable = true;
-    if (route == Route::kUnknown) route = Route::kHandle;
-    if (route == Route::kHandle && !reuses_handle(t)) route = Route::kFromBlob;
     if (!tensors.empty()) tensors += ", ";
     tensors += "{\"name\": \"";
     tensors += name;
@@ -198,36 +202,35 @@ bool strict(const char* op) noexcept;
   }
 }
 
-// A layer of the library's dispatch (generated/ops.cpp): opens the call for
-// a C++ caller, or describes the tensors of a call the binding opened.
-class Scope {
- public:
-  template <class Describe>
-  Scope(const char* op, const char* aten, Describe&& describe) {
-    call_.op = op;
-    call_.aten = aten;
-    native::t_decline_reason = nullptr;  // a stale reason would be reported
-    outer_ = open(call_);
-    Call* c = outer_ ? &call_ : current();
-    if (c != nullptr && !c->described) {
-      describe(*c);
-      c->described = true;
-    }
-  }
-  ~Scope() {
-    if (outer_) close(call_);
-  }
-  Scope(const Scope&) = delete;
-  Scope& operator=(const Scope&) = delete;
-
-  bool outer() const noexcept { return outer_; }
-  // What the call raised (the outer scope's catch handler).
-  void failed(std::string what) { call_.error = std::move(what); }
-
- private:
-  Call call_;
-  bool outer_ = false;
+// One tensor argument of a call, by reference, for dispatch() (type-erased: the
+// dispatch of every op builds a list of them without a template each).
+struct Arg {
+  enum Kind : uint8_t { kTensor, kOptional, kList, kOptionalList };
+  const char* name;
+  const void* value;
+  Kind kind;
+  Arg(const char* n, const Tensor& t) noexcept : name(n), value(&t), kind(kTensor) {}
+  Arg(const char* n, const std::optional<Tensor>& t) noexcept
+      : name(n), value(&t), kind(kOptional) {}
+  Arg(const char* n, const std::span<const Tensor>& t) noexcept
+      : name(n), value(&t), kind(kList) {}
+  Arg(const char* n, const std::span<const std::optional<Tensor>>& t) noexcept
+      : name(n), value(&t), kind(kOptionalList) {}
 };
+
+// A layer of the library's dispatch (generated/ops.cpp), while something
+// observes: opens the call for a C++ caller and runs it inside (call: the
+// dispatch again, which then finds it open), returning true; describes the
+// tensors of a call the binding opened, returning false (go on). Out of
+// line, and no template per op: each op's dispatch only builds its list.
+bool dispatch(const char* op, const char* aten, std::initializer_list<Arg> args,
+              void (*call)(void*), void* f);
+
+template <class F>
+bool dispatch(const char* op, const char* aten, std::initializer_list<Arg> args, F&& call) {
+  return dispatch(
+      op, aten, args, [](void* f) { (*static_cast<std::remove_reference_t<F>*>(f))(); }, &call);
+}
 
 }  // namespace infini::ops::observe
 

@@ -208,7 +208,7 @@ inline std::string describe(std::initializer_list<NamedTensor> tensors) {
 // notes what runs it and why no native kernel did, and raises where
 // require_native asks for the native kernel. kernels: the op's native
 // kernels ("cpu: float32, ..."), null when it has none.
-inline void observe_fallback(const char* op, Implementation impl, bool composite,
+[[gnu::cold, gnu::noinline]] inline void observe_fallback(const char* op, Implementation impl, bool composite,
                              const char* kernels, bool kernel_ran,
                              std::initializer_list<NamedTensor> tensors) {
   observe::Call* c = observe::current();

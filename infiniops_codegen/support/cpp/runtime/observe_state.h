@@ -4,14 +4,12 @@
 // (generated/ops.cpp). Off the eager path: everything here runs only while
 // something observes.
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
-#include <set>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -27,8 +25,16 @@ thread_local Call* t_call = nullptr;
 
 struct State {
   std::mutex mutex;
-  // (op, implementation, path) -> calls, since the last reset.
-  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> counts;
+  // Calls since the last reset, by what the Call noted (no strings: the
+  // names are made when stats() is read). Few keys: a vector, searched.
+  struct Key {
+    const char* op;
+    Ran ran;
+    Route route;
+    AtenCall aten_call;
+    bool operator==(const Key&) const = default;
+  };
+  std::vector<std::pair<Key, uint64_t>> counts;
   // The trace's sink: a file, or lines kept for the Python module to take.
   std::FILE* file = nullptr;
   bool owns_file = false;
@@ -38,7 +44,7 @@ struct State {
   std::FILE* env_file = nullptr;
   // ops.require_native: every op, or these.
   bool strict_all = false;
-  std::set<std::string, std::less<>> strict_ops;
+  std::vector<std::string> strict_ops;
 };
 
 State& state() {
@@ -71,13 +77,13 @@ void json_string(std::string& out, std::string_view text) {
   out += '"';
 }
 
-std::string path_of(const Call& c) {
+std::string path_of(Ran ran, Route route, AtenCall aten_call) {
   // A native kernel takes tensors made in C++ as they are: no from_blob.
-  std::string path(c.ran == Ran::kNative && c.route == Route::kFromBlob ? "core"
-                                                                        : to_string(c.route));
-  if (c.ran == Ran::kTorch) {
+  std::string path(ran == Ran::kNative && route == Route::kFromBlob ? "core"
+                                                                    : to_string(route));
+  if (ran == Ran::kTorch) {
     path += '+';
-    path += to_string(c.aten_call);
+    path += to_string(aten_call);
   }
   return path;
 }
@@ -137,7 +143,7 @@ const bool kFromEnvironment = [] {
       while (!names.empty()) {
         const std::size_t comma = names.find(',');
         const std::string_view name = names.substr(0, comma);
-        if (!name.empty()) s.strict_ops.emplace(name);
+        if (!name.empty()) s.strict_ops.emplace_back(name);
         names = comma == std::string_view::npos ? std::string_view{} : names.substr(comma + 1);
       }
     }
@@ -151,6 +157,7 @@ const bool kFromEnvironment = [] {
 bool open(Call& c) noexcept {
   if (t_call != nullptr) return false;
   t_call = &c;
+  c.traced = (g_flags.load(std::memory_order_relaxed) & kTrace) != 0;
   return true;
 }
 
@@ -166,14 +173,22 @@ void close(Call& c) noexcept {
   const unsigned flags = g_flags.load(std::memory_order_relaxed);
   if ((flags & (kCount | kTrace)) == 0) return;
   try {
-    const std::string path = path_of(c);
-    const std::string line = (flags & kTrace) ? trace_line(c, path) : std::string();
+    const bool trace = (flags & kTrace) && c.traced;
+    const std::string line =
+        trace ? trace_line(c, path_of(c.ran, c.route, c.aten_call)) : std::string();
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     if ((flags & kCount) && c.error.empty()) {
-      ++s.counts[{c.op, std::string(to_string(c.ran)), path}];
+      const State::Key key{c.op, c.ran, c.route, c.aten_call};
+      auto it = std::find_if(s.counts.begin(), s.counts.end(),
+                             [&](const auto& entry) { return entry.first == key; });
+      if (it == s.counts.end()) {
+        s.counts.emplace_back(key, 1);
+      } else {
+        ++it->second;
+      }
     }
-    if (flags & kTrace) {
+    if (trace) {
       if (s.keep_lines) {
         s.lines.push_back(line);
       } else if (s.file != nullptr) {
@@ -191,7 +206,52 @@ bool strict(const char* op) noexcept {
   if ((g_flags.load(std::memory_order_relaxed) & kStrict) == 0) return false;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  return s.strict_all || s.strict_ops.contains(std::string_view(op));
+  return s.strict_all ||
+         std::find(s.strict_ops.begin(), s.strict_ops.end(), std::string_view(op)) !=
+             s.strict_ops.end();
+}
+
+bool dispatch(const char* op, const char* aten, std::initializer_list<Arg> args,
+              void (*call)(void*), void* f) {
+  Call own;
+  own.op = op;
+  own.aten = aten;
+  native::t_decline_reason = nullptr;  // a stale reason would be reported
+  const bool outer = open(own);
+  Call* c = outer ? &own : current();
+  if (c != nullptr && !c->described) {
+    for (const Arg& a : args) {
+      switch (a.kind) {
+        case Arg::kTensor:
+          c->arg(a.name, *static_cast<const Tensor*>(a.value));
+          break;
+        case Arg::kOptional:
+          c->arg(a.name, *static_cast<const std::optional<Tensor>*>(a.value));
+          break;
+        case Arg::kList:
+          c->arg(a.name, *static_cast<const std::span<const Tensor>*>(a.value));
+          break;
+        case Arg::kOptionalList:
+          c->arg(a.name, *static_cast<const std::span<const std::optional<Tensor>>*>(a.value));
+          break;
+      }
+    }
+    c->described = true;
+  }
+  if (!outer) return false;
+  try {
+    call(f);
+  } catch (const std::exception& e) {
+    own.error = e.what();
+    close(own);
+    throw;
+  } catch (...) {
+    own.error = "an exception";
+    close(own);
+    throw;
+  }
+  close(own);
+  return true;
 }
 
 // --- Control (the library's C++ API in ops.h, and the Python module) ---------
@@ -199,10 +259,24 @@ bool strict(const char* op) noexcept {
 std::vector<Count> stats() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  // One row per name: the binding's and the dispatch's string of an op's
+  // name may be two objects.
   std::vector<Count> result;
   for (const auto& [key, n] : s.counts) {
-    result.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), n});
+    Count row{key.op, std::string(to_string(key.ran)), path_of(key.ran, key.route, key.aten_call),
+              n};
+    auto same = std::find_if(result.begin(), result.end(), [&](const Count& c) {
+      return c.op == row.op && c.implementation == row.implementation && c.path == row.path;
+    });
+    if (same == result.end()) {
+      result.push_back(std::move(row));
+    } else {
+      same->calls += n;
+    }
   }
+  std::sort(result.begin(), result.end(), [](const Count& a, const Count& b) {
+    return std::tie(a.op, a.implementation, a.path) < std::tie(b.op, b.implementation, b.path);
+  });
   return result;
 }
 
@@ -251,7 +325,7 @@ void require_native(bool all, std::vector<std::string> ops) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.strict_all = all;
-  s.strict_ops = {ops.begin(), ops.end()};
+  s.strict_ops = std::move(ops);
   set_flag(kStrict, all || !s.strict_ops.empty());
 }
 

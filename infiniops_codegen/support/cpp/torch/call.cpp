@@ -242,7 +242,13 @@ PyObject* observed(const Signature& sig, PyObject** slots, Body body) noexcept {
     PyErr_Restore(type, value, traceback);
   }
   try {
-    if (!call.described) {
+    if (!call.described && !call.traced) {
+      // Counted only: the tensors' route is all that is wanted.
+      if (call.route == observe::Route::kUnknown) {
+        call.route = g_handle_reuse.load(std::memory_order_relaxed) ? observe::Route::kHandle
+                                                                     : observe::Route::kFromBlob;
+      }
+    } else if (!call.described) {
       const int n = sig.num_params - 2;  // implementation and stream last
       for (int k = 0; k < n && k < 64; ++k) {
         if (((sig.tensor_params >> k) & 1) == 0 || slots[k] == nullptr ||
