@@ -48,6 +48,7 @@ CORE_HEADERS = [
     "error.h",
     "handle.h",
     "implementation.h",
+    "observe.h",
     "scalar.h",
     "small_dims.h",
     "stream.h",
