@@ -7,7 +7,6 @@
 
 #include "native_kernels.h"
 #include "runtime/dispatch_support.h"
-#include "runtime/observe_state.h"
 #include "stream_guards.h"
 #include "torch/library_link.h"
 #include "torch_fallback.h"

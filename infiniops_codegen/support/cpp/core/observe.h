@@ -13,9 +13,9 @@
 // C++ caller) opens it, the layers below note on it what they did (which
 // implementation, how the tensors reached ATen), and closing it writes the
 // trace line and counts it. Its state (the flags, the current call of each
-// thread, the counters, the trace file) is the library's, defined once in
-// its dispatch TU (runtime/observe_state.h); the Python module reaches it through
-// the library's link table (torch/library_link.h).
+// thread, the counters, the trace file) is the library's, defined once,
+// beside its dispatch (runtime/observe_state.cpp); the Python module reaches
+// it through the library's link table (torch/library_link.h).
 
 #include <atomic>
 #include <cstdint>
@@ -169,10 +169,10 @@ struct Control {
   bool (*strict)(const char* op) noexcept;
 };
 
-// The library's table (runtime/observe_state.h).
+// The library's table (runtime/observe_state.cpp).
 extern const Control kControl;
 
-// The library's side, defined in its dispatch TU (runtime/observe_state.h);
+// The library's side, defined beside its dispatch (runtime/observe_state.cpp);
 // the Python module's forward to its library's (library_link.cpp).
 // Opens c as this thread's current call; false when one is open already
 // (c is then a nested layer's, and only fills in what the outer one lacks).

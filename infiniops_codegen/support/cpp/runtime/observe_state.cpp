@@ -1,8 +1,7 @@
-#pragma once
-// The library's observation state (core/observe.h): defined here, and
-// included by exactly one translation unit of each library, its dispatch
-// (generated/ops.cpp). Off the eager path: everything here runs only while
-// something observes.
+// The library's observation state (core/observe.h): one copy in each
+// library, compiled with its dispatch (generated/ops.cpp) and at -Os, since
+// everything here runs only while something observes: off the eager path,
+// and its own TU so that the ops' -O3 dispatch does not also optimise it.
 
 #include <algorithm>
 #include <cstdio>
