@@ -274,6 +274,37 @@ def test_opcheck_on_every_op_of_the_build(ops):
     assert counts["passed"] >= len(results) - 5
 
 
+def test_opcheck_leaves_out_an_op_the_harness_skips(ops, tmp_path):
+    """An op the correctness harness skips whole (no reference torch can
+    compute) is not sampled: it counts as not applicable, with the skip's
+    reason (the full set's _nnpack_spatial_convolution crashed the process
+    in torch's own kernel while its sample was searched)."""
+    from infiniops_codegen.harness import opcheck
+
+    skips = tmp_path / "skips.yaml"
+    skips.write_text(
+        "harness:\n"
+        "  - op: abs\n"
+        "    reason: no reference here\n"
+        "  - op: neg\n"
+        "    variants: [transposed]\n"
+        "    reason: one layout only\n"
+    )
+    try:
+        opcheck.load_skips(skips)
+        results = opcheck.check(str(build_dir()), ["abs", "neg"])
+    finally:
+        opcheck.load_skips(REPO / "tests" / "skips.yaml")
+    by_op = {}
+    for r in results:
+        by_op.setdefault(r.op, []).append(r)
+    assert [(r.status, r.reason) for r in by_op["abs"]] == [
+        ("not applicable", "harness skip: no reference here")
+    ]
+    # A skip of some layouts only leaves the op checked.
+    assert {r.status for r in by_op["neg"]} == {"passed"}, by_op["neg"]
+
+
 def test_gradcheck_on_every_differentiable_op(ops):
     """torch.autograd.gradcheck (float64) through every functional overload
     with a differentiable output; each op left out says why (no floating
