@@ -1,6 +1,7 @@
 """The small decoder block of tests/test_compile.py, run eagerly and compiled
-with Inductor under the library's counters, and once under its trace: the
-outputs shown in docs/observability.md.
+with Inductor under the library's counters, compiled against eager in
+float32 and bfloat16, and once under its trace: the outputs shown in
+docs/observability.md and docs/compile.md.
 
     python scripts/observe_block.py [BUILD_DIR]
 """
@@ -63,6 +64,15 @@ def main(argv: list[str]) -> int:
     for key, calls in sorted(ops.stats().items()):
         print(f"{calls:3}  {key.op:30} {key.implementation:10} {key.path}")
     ops.reset_stats(False)
+
+    print("\n$ compiled vs eager (max abs difference of the block's output)")
+    for dtype in (torch.float32, torch.bfloat16):
+        q = {name: w.to(dtype) for name, w in p.items()}
+        eager = block(ops, tokens, q)
+        torch._dynamo.reset()
+        out = torch.compile(block, fullgraph=True)(ops, tokens, q)
+        diff = (out.float() - eager.float()).abs().max().item()
+        print(f"{str(dtype):15} {diff:.3g}  (output {tuple(out.shape)}, {out.dtype})")
 
     print("\n$ with ops.trace() as t: block(...)  (its first four lines)")
     with ops.trace() as t:

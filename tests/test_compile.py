@@ -305,6 +305,21 @@ def test_opcheck_leaves_out_an_op_the_harness_skips(ops, tmp_path):
     assert {r.status for r in by_op["neg"]} == {"passed"}, by_op["neg"]
 
 
+def test_opcheck_command_checks_in_a_child_process(ops):
+    """The command checks the ops in a child process (a crash of one check
+    is then counted, not the end of the run) and reports what it found."""
+    done = subprocess.run(
+        [sys.executable, "-m", "infiniops_codegen.harness.opcheck"]
+        + ["--build-dir", str(build_dir()), "--ops", "abs,neg"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "4 passed", done.stdout
+
+
 def test_gradcheck_on_every_differentiable_op(ops):
     """torch.autograd.gradcheck (float64) through every functional overload
     with a differentiable output; each op left out says why (no floating

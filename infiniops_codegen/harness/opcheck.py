@@ -6,15 +6,23 @@ on the outputs torch's own call makes.
     python -m infiniops_codegen.harness.opcheck --build-dir build \
         [--ops a,b] [--skips tests/skips.yaml]
 
-Prints one line per op that fails or does not apply, then the counts.
+Prints one line per op that fails or does not apply, then the counts. The
+ops are checked in a child process; a check that crashes it is counted (not
+applicable where torch's own operator crashed, else failed) and a new child
+goes on after that op (--in-process: no child).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import signal
+import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -205,6 +213,12 @@ def _failures(op, kwargs: dict, tests) -> dict[str, str]:
     return {t: str(r) for t, r in report.items() if r != "SUCCESS"}
 
 
+# Called with "op" and the op's name before each op is checked, and with
+# "twin" and ATen's overload before torch's own operator is checked the same
+# way: what a crashed child was doing (main's isolation).
+_on_stage = lambda stage, name: None  # noqa: E731
+
+
 # overload ("add.out") -> {test: reason}: the skips file's opcheck entries.
 _skips: dict[str, dict[str, str]] = {}
 # The correctness harness's skips of whole ops (every dtype and layout): ops
@@ -244,6 +258,8 @@ def _run(name: str, overload: str, op, kwargs: dict, tests, twin) -> Result:
     # The same tests on ATen's twin with the same arguments: where torch's
     # own operator fails them too, the failure is torch's (its schema, its
     # fake kernel), not the registration's.
+    if twin is not None:
+        _on_stage("twin", str(twin))
     if (
         twin is not None
         and failed.keys() <= _failures(twin, _copies(kwargs), tests).keys()
@@ -337,6 +353,7 @@ def _gradcheck_op(namespace: str, op: Op) -> Result:
             out = aten(**kwargs)
             return tuple(o for o in _flat(out) if o.is_floating_point())
 
+        _on_stage("twin", str(aten))
         if _gradcheck(aten_call, tuple(_copies(differentiable)[k] for k in names)):
             reason = f"torch's own {aten} fails it too: {error}"[:300]
             return Result(op.name, overload, "not applicable", reason)
@@ -355,6 +372,11 @@ def _gradcheck(call, leaves) -> str | None:
 def check(
     build_dir: str, names: list[str] | None = None, gradcheck: bool = False
 ) -> list[Result]:
+    return list(iter_check(build_dir, names, gradcheck))
+
+
+def iter_check(build_dir: str, names: list[str] | None = None, gradcheck: bool = False):
+    """check()'s results, op by op, as they come."""
     from ..runtime import load
 
     module = load(build_dir)
@@ -363,25 +385,77 @@ def check(
     from ..torch_ops import library
 
     library(module.__name__).ensure()
-    results = []
     for op in manifest.ops:
         if names and op.name not in names:
             continue
         # dtype None: only skips of every dtype match.
         skip = next((s for s in _op_skips if s.matches(op, None)), None)
         if skip is not None:
-            results.append(
-                Result(op.name, "*", "not applicable", f"harness skip: {skip.reason}")
-            )
+            yield Result(op.name, "*", "not applicable", f"harness skip: {skip.reason}")
             continue
+        _on_stage("op", op.name)
         if gradcheck:
-            results.append(gradcheck_op(module.__name__, op))
+            yield gradcheck_op(module.__name__, op)
         else:
-            results.extend(check_op(module.__name__, op))
+            yield from check_op(module.__name__, op)
+
+
+def _child(options, names: list[str] | None) -> int:
+    """Checks the ops, writing each stage and result to options.child_log as
+    a JSON line, flushed: what the parent reads when the process crashed."""
+    global _on_stage
+    log = open(options.child_log, "a")
+
+    def write(record):
+        log.write(json.dumps(record) + "\n")
+        log.flush()
+
+    _on_stage = lambda stage, name: write({stage: name})  # noqa: E731
+    for r in iter_check(options.build_dir, names, options.gradcheck):
+        write({"result": [r.op, r.overload, r.status, r.reason]})
+    write({"done": True})
+    return 0
+
+
+def _isolated(argv: list[str], names: list[str]) -> list[Result]:
+    """The ops checked in a child process, in order. A check that crashes the
+    process (torch's own operator can: aten._amp_foreach_non_finite_check_and
+    _unscale.out under test_aot_dispatch_dynamic is a segmentation fault with
+    PyTorch alone) is counted, and a new child goes on after that op: not
+    applicable where torch's own twin was being checked, else failed."""
+    results: list[Result] = []
+    remaining = list(names)
+    while remaining:
+        with tempfile.TemporaryDirectory() as tmp:
+            log = Path(tmp) / "log.jsonl"
+            command = [sys.executable, "-m", "infiniops_codegen.harness.opcheck", *argv]
+            command += ["--ops", ",".join(remaining), "--child-log", str(log)]
+            code = subprocess.run(command).returncode
+            records = [json.loads(line) for line in log.read_text().splitlines()]
+        started = [r["op"] for r in records if "op" in r]
+        for r in records:
+            if "result" in r:
+                results.append(Result(*r["result"]))
+        if records and "done" in records[-1]:
+            break
+        if not started:
+            raise RuntimeError(f"the opcheck child exited with {code} before any op")
+        crashed = started[-1]
+        how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit {code}"
+        last = records[-1]
+        if "twin" in last:
+            reason = f"torch's own {last['twin']} crashes the process ({how}) under the same check"
+            results.append(Result(crashed, "*", "not applicable", reason))
+        else:
+            results.append(
+                Result(crashed, "*", "failed", f"crashed the process ({how})")
+            )
+        remaining = remaining[remaining.index(crashed) + 1 :]
     return results
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="python -m infiniops_codegen.harness.opcheck")
     parser.add_argument("--build-dir", default="build")
     parser.add_argument("--ops", default="")
@@ -391,11 +465,28 @@ def main(argv=None) -> int:
         action="store_true",
         help="torch.autograd.gradcheck of each functional overload instead",
     )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="check every op in this process (a crash of a check ends the run)",
+    )
+    parser.add_argument("--child-log", default=None, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.skips:
         load_skips(options.skips)
     names = [n for n in options.ops.split(",") if n] or None
-    results = check(options.build_dir, names, options.gradcheck)
+    if options.child_log:
+        return _child(options, names)
+    if options.in_process:
+        results = check(options.build_dir, names, options.gradcheck)
+    else:
+        if names is None:
+            names = [op.name for op in of_build(options.build_dir).ops]
+        passed = [a for a in argv if not a.startswith("--ops")]
+        if "--ops" in argv:
+            at = argv.index("--ops")
+            passed = argv[:at] + argv[at + 2 :]
+        results = _isolated(passed, names)
     counts: dict[str, int] = {}
     for r in results:
         counts[r.status] = counts.get(r.status, 0) + 1
