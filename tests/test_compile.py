@@ -320,6 +320,70 @@ def test_opcheck_command_checks_in_a_child_process(ops):
     assert done.stdout.strip().splitlines()[-1] == "4 passed", done.stdout
 
 
+def test_a_factory_op_picks_its_backend_and_is_functionalized(tmp_path):
+    """An op with no tensor argument (zeros.default, as the full set's
+    factories) runs through the dispatcher: a BackendSelect kernel picks the
+    backend from its dtype, layout and device, as ATen's do. Its out=
+    overload is functionalized through the functional one, with the output's
+    options (as ATen's zeros.out is). opcheck's four tests pass on both."""
+    from click.testing import CliRunner
+
+    from infiniops_codegen.cli import main
+
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "ops.yaml").write_text("ops:\n  - zeros.out\n")
+    d = tmp_path / "b"
+    args = [
+        "--project",
+        str(REPO),
+        "build",
+        "--specs",
+        str(specs),
+        "--build-dir",
+        str(d),
+    ]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "infiniops_codegen.harness.opcheck",
+            "--build-dir",
+            str(d),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "2 passed", done.stdout
+    script = textwrap.dedent(f"""
+        import torch
+        from infiniops_codegen.runtime import load
+        from infiniops_codegen.torch_ops import library
+        ops = load({str(d)!r})
+        library(ops.__name__).ensure()
+        ns = getattr(torch.ops, ops.__name__)
+        z = ns.zeros.default([2, 3], dtype=torch.float64)
+        assert torch.equal(z, torch.zeros(2, 3, dtype=torch.float64)), z
+        with torch._subclasses.FakeTensorMode():
+            f = ns.zeros.default([4], dtype=torch.int32)
+        assert (f.shape, f.dtype) == ((4,), torch.int32), f
+        out = torch.ones(2, 2, dtype=torch.float64)
+        g = torch.compile(lambda o: ns.zeros.out([2, 2], out=o), fullgraph=True)
+        r = g(out)
+        assert torch.equal(out, torch.zeros(2, 2, dtype=torch.float64)), out
+        print("ok")
+        """)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
 def test_gradcheck_on_every_differentiable_op(ops):
     """torch.autograd.gradcheck (float64) through every functional overload
     with a differentiable output; each op left out says why (no floating

@@ -9,6 +9,7 @@
 #include <torch/library.h>
 #include <c10/core/SymInt.h>
 
+#include <algorithm>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -195,10 +196,27 @@ class OutFunctionalize final : public c10::OperatorKernel {
       op.redispatchBoxed(keys.remove(c10::DispatchKey::Functionalize), stack);
       return;
     }
+    // The functional overload's arguments by name: the out= call's inputs,
+    // and a factory's dtype, layout and device taken from its first output,
+    // as ATen's functionalization of zeros.out calls zeros.
     Stack inner;
-    for (std::size_t i = 0; i < n; ++i) {
-      const bool written = args[i].alias_info() && args[i].alias_info()->isWrite();
-      if (!written) inner.push_back(unwrap_functional((*stack)[base + i]));
+    auto like = [&] {
+      const c10::IValue& o = (*stack)[base + outs.front()];
+      return unwrap_functional(o.isTensor() ? o : o.toListRef()[0]).toTensor();
+    };
+    for (const auto& a : functional().schema().arguments()) {
+      const auto i = op.schema().argumentIndexWithName(a.name());
+      if (i) {
+        inner.push_back(unwrap_functional((*stack)[base + *i]));
+      } else if (a.name() == "dtype") {
+        inner.push_back(like().scalar_type());
+      } else if (a.name() == "layout") {
+        inner.push_back(like().layout());
+      } else if (a.name() == "device") {
+        inner.push_back(like().device());
+      } else {
+        inner.push_back(c10::IValue());  // pin_memory
+      }
     }
     {
       at::AutoDispatchSkipFunctionalize skip;
@@ -260,13 +278,20 @@ bool functionalizable(const c10::FunctionSchema& out, const c10::FunctionSchema&
     if (!(tensor || tensors) || !a.kwarg_only()) return false;
     ++written;
   }
-  // The functional overload takes exactly the other arguments (not a
-  // factory's dtype, layout and device besides them).
-  if (functional.arguments().size() != inputs.size()) return false;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (functional.arguments()[i].name() != inputs[i]) return false;
+  // The functional overload takes exactly the other arguments, and a
+  // factory's options besides them (filled in from the output).
+  std::size_t k = 0;
+  for (const auto& a : functional.arguments()) {
+    if (k < inputs.size() && a.name() == inputs[k]) {
+      ++k;
+    } else if (a.name() != "dtype" && a.name() != "layout" && a.name() != "device" &&
+               a.name() != "pin_memory") {
+      return false;
+    } else if (written == 0) {
+      return false;  // no output to take the options from
+    }
   }
-  return written == functional.returns().size();
+  return k == inputs.size() && written == functional.returns().size();
 }
 
 // Where it is not: an error naming the op, rather than torch's generic
@@ -279,6 +304,39 @@ class NotFunctionalizable final : public c10::OperatorKernel {
                                 "functional overload takes other arguments), so torch.compile "
                                 "and torch.export cannot take it; its functional overload can be "
                                 "traced");
+  }
+};
+
+// Whether a schema type holds tensors (Tensor, Tensor?, Tensor[], Tensor?[]).
+bool holds_tensors(const c10::TypePtr& type) {
+  if (type->kind() == c10::TypeKind::TensorType) return true;
+  for (const auto& contained : type->containedTypes()) {
+    if (holds_tensors(contained)) return true;
+  }
+  return false;
+}
+
+// The backend of a call with no tensor argument (a factory: zeros, randn,
+// arange...), as ATen's BackendSelect kernels pick it: from its dtype, layout
+// and device arguments (the CPU where they are None). Without it the
+// dispatcher has no key to run such an op's kernel by.
+class SelectBackend final : public c10::OperatorKernel {
+ public:
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, Stack* stack) {
+    const auto& args = op.schema().arguments();
+    const std::size_t base = stack->size() - args.size();
+    std::optional<at::ScalarType> dtype;
+    std::optional<at::Layout> layout;
+    std::optional<at::Device> device;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const c10::IValue& v = (*stack)[base + i];
+      if (v.isNone()) continue;
+      if (args[i].name() == "dtype") dtype = v.toScalarType();
+      if (args[i].name() == "layout") layout = v.toLayout();
+      if (args[i].name() == "device") device = v.toDevice();
+    }
+    op.redispatchBoxed(c10::DispatchKeySet(c10::computeDispatchKey(dtype, layout, device)),
+                       stack);
   }
 };
 
@@ -460,6 +518,8 @@ void register_ops(const char* ns, std::span<const OpEntry> ops,
         new torch::Library(torch::Library::IMPL, ns, c10::DispatchKey::Autograd, __FILE__, __LINE__);
     auto* functionalize = new torch::Library(torch::Library::IMPL, ns,
                                              c10::DispatchKey::Functionalize, __FILE__, __LINE__);
+    auto* backend_select = new torch::Library(torch::Library::IMPL, ns,
+                                              c10::DispatchKey::BackendSelect, __FILE__, __LINE__);
     auto& dispatcher = c10::Dispatcher::singleton();
     for (const OpEntry& op : ops) {
       autograd->impl(op.out_name,
@@ -478,6 +538,12 @@ void register_ops(const char* ns, std::span<const OpEntry> ops,
       const auto functional = dispatcher.findSchemaOrThrow(
           (std::string(ns) + "::" + std::string(f.substr(0, fdot))).c_str(),
           fdot == std::string_view::npos ? "" : std::string(f.substr(fdot + 1)).c_str());
+      const auto& functional_args = functional.schema().arguments();
+      if (std::none_of(functional_args.begin(), functional_args.end(),
+                       [](const c10::Argument& a) { return holds_tensors(a.type()); })) {
+        backend_select->impl(op.functional_name, torch::CppFunction::makeFromBoxedFunctor(
+                                                     std::make_unique<SelectBackend>()));
+      }
       if (functionalizable(handle.schema(), functional.schema())) {
         functionalize->impl(op.out_name, torch::CppFunction::makeFromBoxedFunctor(
                                              std::make_unique<OutFunctionalize>(ns, op.functional_name)));
