@@ -15,12 +15,34 @@
 #
 # Each job is PYTHON:TORCH[:same]; the default covers the range
 # (docs/torch-releases.md).
+#
+# Each job's wheels (torch and the CUDA libraries it depends on, about 3 GB)
+# are downloaded into a directory kept across runs,
+# $INFINIOPS_CI_WHEELS/py<PYTHON>-torch<TORCH> (default
+# ~/.cache/infiniops-codegen-ci/wheels; pip's own HTTP cache does not keep
+# them behind every proxy), and installed from there: a later run downloads
+# nothing it has. Directories of jobs no longer in the list are removed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source .ci/lib.sh
 
 read -r -a JOBS <<< "${INFINIOPS_RELEASE_JOBS:-3.12:2.11.0 3.10:2.12.1 3.11:2.14.1:same 3.13:2.15.0:same}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/infiniops-releases.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
+WHEELS=${INFINIOPS_CI_WHEELS:-${XDG_CACHE_HOME:-$HOME/.cache}/infiniops-codegen-ci/wheels}
+mkdir -p "$WHEELS"
+for kept in "$WHEELS"/*/; do
+    wanted=no
+    for job in "${JOBS[@]}"; do
+        IFS=: read -r py torch _ <<< "$job"
+        if [ "$(basename "$kept")" = "py$py-torch$torch" ]; then
+            wanted=yes
+        fi
+    done
+    if [ -d "$kept" ] && [ "$wanted" = no ]; then
+        rm -rf "$kept"
+    fi
+done
 # This machine's pip configuration may cap torch at the release on its disk
 # (/etc/xdg/pip): the jobs read no configuration file (the environment's
 # PIP_* settings still apply).
@@ -51,22 +73,23 @@ python_of() {
     return 1
 }
 
-timed() {  # NAME COMMAND...: runs it, says how long it took
-    local name=$1 start=$SECONDS
-    shift
-    "$@"
-    echo "-- $name: $((SECONDS - start)) s"
+# venv_with_torch VENV PYTHON TORCH WHEELS: a new venv, torch installed from
+# the kept downloads only (`pip download` fetches what they lack).
+venv_with_torch() {
+    "$2" -m venv "$1" &&
+        "$1/bin/pip" download -q -d "$4" "torch==$3" &&
+        "$1/bin/pip" install -q --no-index --find-links "$4" "torch==$3"
 }
 
-for job in "${JOBS[@]}"; do
-    IFS=: read -r py torch same <<< "$job"
-    start=$SECONDS
-    echo "== torch $torch on Python $py"
+# --job PYTHON:TORCH[:same]: one release's job (each job runs as a script of
+# its own, so that set -e holds inside it).
+if [ "${1:-}" = --job ]; then
+    IFS=: read -r py torch same <<< "$2"
     venv=$WORK/venv-$torch
     build=$WORK/build-$torch
-    timed "venv and torch $torch" bash -c \
-        "'$(python_of "$py")' -m venv '$venv' && '$venv/bin/pip' install -q 'torch==$torch'"
-    timed "the tool (dev extras)" "$venv/bin/pip" install -q -e '.[dev]'
+    step "venv, torch $torch (downloads kept in $WHEELS)" \
+        venv_with_torch "$venv" "$(python_of "$py")" "$torch" "$WHEELS/py$py-torch$torch"
+    step "the tool (dev extras)" "$venv/bin/pip" install -q -e '.[dev]'
     installed=$("$venv/bin/python" -c "import torch; print(torch.__version__)")
     case $installed in
         "$torch" | "$torch"+*) ;;
@@ -83,16 +106,20 @@ for job in "${JOBS[@]}"; do
     else
         echo "torch $torch: its schemas differ (above); the build generates into its build directory"
     fi
-    timed "build" "$venv/bin/infiniops-codegen" build --build-dir "$build"
-    timed "harness" "$venv/bin/python" -m infiniops_codegen.harness \
+    step "build" "$venv/bin/infiniops-codegen" build --build-dir "$build"
+    step "harness" "$venv/bin/python" -m infiniops_codegen.harness \
         --build-dir "$build" --skips tests/skips.yaml
     # The main job's build (torch 2.13.0) must be refused by this torch.
-    timed "OpInfo conformance, runtime tests, the 2.13.0 build refused" \
+    step "OpInfo conformance, runtime tests, the 2.13.0 build refused" \
         env INFINIOPS_BUILD_DIR="$build" INFINIOPS_FOREIGN_BUILD_DIR="$FOREIGN" \
         "$venv/bin/python" -m pytest -q -p no:cacheprovider \
         tests/test_opinfo_conformance.py tests/test_runtime_*.py \
         tests/test_torch_releases.py::test_a_module_built_against_another_release_is_refused
-    rm -rf "$venv" "$build"
-    echo "-- torch $torch: $((SECONDS - start)) s"
+    exit 0
+fi
+
+for job in "${JOBS[@]}"; do
+    IFS=: read -r py torch _ <<< "$job"
+    step "torch $torch on Python $py" bash "$0" --job "$job"
 done
 echo "releases: every job passed"

@@ -15,6 +15,9 @@
 # report in a child whose exit status a test tolerated still fails the step.
 # pytest runs with --capture=sys: a report written to fd 2 while a test runs
 # reaches the log instead of pytest's capture, which dies with the process.
+# pytest-xdist's workers (pyproject.toml's -n auto) start from the sanitized
+# interpreter with its environment, so they run under the sanitizers too,
+# and a worker's fd 2 is the run's; a worker a report ends fails its test.
 #
 # Tests that cannot run under a sanitizer carry the no_sanitizer marker
 # (pyproject.toml) and are deselected: pytest counts them ("N deselected").
@@ -23,6 +26,7 @@
 # INFINIOPS_SANITIZER_FUZZ_EXAMPLES (examples per op and seed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source .ci/lib.sh
 
 ASAN_DIR=${INFINIOPS_ASAN_BUILD_DIR:-build-asan}
 TSAN_DIR=${INFINIOPS_TSAN_BUILD_DIR:-build-tsan}
@@ -42,13 +46,6 @@ else
     echo "note: tests/test_fuzz_reentrancy.py does not exist yet: not run"
 fi
 UNDER_TSAN=(tests/test_runtime_threads.py tests/test_runtime_lane.py)
-
-timed() {  # NAME COMMAND...: runs it, says how long it took
-    local name=$1 start=$SECONDS
-    shift
-    "$@"
-    echo "-- $name: $((SECONDS - start)) s"
-}
 
 # Fails when the output of a run ($1) or a sanitizer's log file holds a
 # report (UBSan beside ASan writes to stderr only: it ignores log_path).
@@ -79,27 +76,22 @@ under() {
     fi
 }
 
-echo "== sanitizers: ASan+UBSan build of the default set"
-timed "ASan+UBSan build" infiniops-codegen build --sanitize address,undefined --build-dir "$ASAN_DIR"
+step "ASan+UBSan build of the default set" infiniops-codegen build --sanitize address,undefined --build-dir "$ASAN_DIR"
 
-echo "== under ASan+UBSan: ${UNDER_ASAN[*]}"
-timed "ASan+UBSan: threads, lane, harness, re-entrancy" under "$ASAN_DIR" asan-tests "${UNDER_ASAN[@]}"
+step "under ASan+UBSan: thread, lane, harness and re-entrancy tests" under "$ASAN_DIR" asan-tests "${UNDER_ASAN[@]}"
 
 export INFINIOPS_FUZZ_EXAMPLES=$EXAMPLES
 for seed in $SEEDS; do
-    echo "== under ASan+UBSan: runtime fuzz and re-entrancy fuzz, seed $seed, $EXAMPLES examples per op"
     export INFINIOPS_FUZZ_SEED=$seed INFINIOPS_REENTRANCY_SEED=$seed
     FUZZ=(tests/test_fuzz_runtime.py)
     if [ -f tests/test_fuzz_reentrancy.py ]; then
         FUZZ+=(tests/test_fuzz_reentrancy.py::test_reentrancy_fuzz_matches_pytorch)
     fi
-    timed "ASan+UBSan: fuzz seed $seed" under "$ASAN_DIR" "asan-fuzz-$seed" "${FUZZ[@]}"
+    step "under ASan+UBSan: runtime and re-entrancy fuzz, seed $seed ($EXAMPLES examples per op)" under "$ASAN_DIR" "asan-fuzz-$seed" "${FUZZ[@]}"
 done
 unset INFINIOPS_FUZZ_SEED INFINIOPS_REENTRANCY_SEED INFINIOPS_FUZZ_EXAMPLES
 
-echo "== sanitizers: TSan build of the default set"
-timed "TSan build" infiniops-codegen build --sanitize thread --build-dir "$TSAN_DIR"
+step "TSan build of the default set" infiniops-codegen build --sanitize thread --build-dir "$TSAN_DIR"
 
-echo "== under TSan: ${UNDER_TSAN[*]}"
-timed "TSan: threads, lane" under "$TSAN_DIR" tsan-tests "${UNDER_TSAN[@]}"
+step "under TSan: thread and lane tests" under "$TSAN_DIR" tsan-tests "${UNDER_TSAN[@]}"
 echo "sanitizers: no reports"

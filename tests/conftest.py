@@ -31,26 +31,71 @@ def _forget_the_current_project():
 
 
 def pytest_configure(config):
-    """The suite's builds bypass the shared bridge cache (bridge_cache.py),
-    so that each builds what it tests, as without the cache; the tests of the
-    cache (tests/test_bridge_cache*.py) turn it on into their tmp_path. Its
-    directory points into a temporary directory all the same: no test writes
-    to the user's cache."""
+    """The suite's builds share one bridge cache (bridge_cache.py) in a
+    temporary directory of the run, so the torch bridge is compiled once per
+    set of compile commands instead of once per test build: a hit links
+    objects built from the same sources with the same commands, which is what
+    the cache guarantees (its own tests, tests/test_bridge_cache*.py, cover
+    hits, misses and damaged entries in their tmp_path). No test writes to
+    the user's cache. The controller makes the directory; pytest-xdist's
+    workers inherit it through the environment."""
     import os
     import tempfile
 
-    os.environ["INFINIOPS_NO_BRIDGE_CACHE"] = "1"
+    if _is_xdist_worker(config):
+        return
+    os.environ.pop("INFINIOPS_NO_BRIDGE_CACHE", None)
     os.environ["INFINIOPS_BRIDGE_CACHE_DIR"] = tempfile.mkdtemp(
         prefix="infiniops-test-bridge-cache-"
     )
+    # The suite builds a few sets of compile commands (opt levels,
+    # sanitizers, projects with other names): keep every entry for the run.
+    os.environ["INFINIOPS_BRIDGE_CACHE_KEEP"] = "32"
 
 
 def pytest_unconfigure(config):
     import os
 
+    if _is_xdist_worker(config):
+        return
     path = os.environ.get("INFINIOPS_BRIDGE_CACHE_DIR", "")
     if "infiniops-test-bridge-cache-" in path:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _is_xdist_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+# Memory one test process may need at its peak (the opcheck and harness
+# tests, a build's compiler beside it): `-n auto` starts no more workers
+# than the machine's available memory holds at this size each.
+WORKER_MEMORY_BYTES = 6 * 1024**3
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pyproject.toml's addopts): one worker per CPU this process
+    may run on, no more than the available memory holds."""
+    import os
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 0
+    cpus = cpus or os.cpu_count() or 1
+    available = _available_memory()
+    if available is None:
+        return cpus
+    return max(1, min(cpus, available // WORKER_MEMORY_BYTES))
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 @pytest.fixture
@@ -123,22 +168,47 @@ def ops():
     return module
 
 
-def pytest_terminal_summary(terminalreporter):
-    """The counts of the correctness harness and the fuzz tests, when they ran."""
-    _fuzz_summary(terminalreporter)
+# The counts printed at the end of a run (the harness's, the fuzzers'). Under
+# pytest-xdist the tests run in workers: each sends its lines with its
+# results (workeroutput) and the controller prints them all.
+_WORKER_SUMMARIES: list[str] = []
+
+
+def _summary_lines() -> list[str]:
+    """The counts of the correctness harness and the fuzz tests, when they
+    ran in this process."""
+    lines = _fuzz_summary()
     # Only when the harness ran: importing it would search samples.
     harness = sys.modules.get("test_harness")
-    for line in harness.summary_lines() if harness is not None else []:
+    lines += harness.summary_lines() if harness is not None else []
+    return lines
+
+
+def pytest_sessionfinish(session):
+    if _is_xdist_worker(session.config):
+        session.config.workeroutput["infiniops_summary"] = _summary_lines()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    _WORKER_SUMMARIES.extend(
+        getattr(node, "workeroutput", {}).get("infiniops_summary", [])
+    )
+
+
+def pytest_terminal_summary(terminalreporter):
+    for line in _WORKER_SUMMARIES + _summary_lines():
         terminalreporter.write_line(line)
 
 
-def _fuzz_summary(terminalreporter):
+def _fuzz_summary() -> list[str]:
+    lines = []
     # Only modules pytest collected are in sys.modules; importing the others
     # here would just add import time.
     runtime = sys.modules.get("test_fuzz_runtime")
     if runtime is not None and runtime.STATS["calls"]:
         s = runtime.STATS
-        terminalreporter.write_line(
+        lines.append(
             f"runtime fuzz: {s['calls']} fuzzed calls of {s['ops']} ops "
             f"({s['examples']} examples, {s['seconds']:.1f} s in the worker)"
             + (
@@ -151,7 +221,7 @@ def _fuzz_summary(terminalreporter):
     reentrancy = sys.modules.get("test_fuzz_reentrancy")
     if reentrancy is not None and reentrancy.STATS["calls"]:
         s = reentrancy.STATS
-        terminalreporter.write_line(
+        lines.append(
             f"re-entrancy fuzz: {s['calls']} calls of {s['ops']} ops with hostile "
             f"arguments ({s['seconds']:.1f} s in the worker; oracle: "
             + ", ".join(f"{k} {v}" for k, v in sorted(s["by_oracle"].items()))
@@ -160,7 +230,8 @@ def _fuzz_summary(terminalreporter):
     specs = sys.modules.get("test_fuzz_specs")
     if specs is not None and specs.STATS["documents"]:
         s = specs.STATS
-        terminalreporter.write_line(
+        lines.append(
             f"spec fuzz: {s['documents']} documents generated: "
             f"{s['successes']} succeeded, {s['errors']} failed with located errors"
         )
+    return lines

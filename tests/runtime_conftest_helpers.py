@@ -59,30 +59,53 @@ def load_or_build():
     from infiniops_codegen.runtime import load
 
     directory = build_dir()
-    built = torch_build.read_record(directory / TORCH_RECORD)
-    if find_module(directory) is None or built != torch_build.installed():
-        cmd = [
-            sys.executable,
-            "-m",
-            "infiniops_codegen.cli",
-            "build",
-            "--build-dir",
-            str(directory),
-        ]
-        proc = subprocess.run(
-            cmd,
-            cwd=REPO,
-            env=subprocess_env(),
-            capture_output=True,
-            text=True,
-            timeout=BUILD_TIMEOUT_S,
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(
-                f"building the module failed ({shlex.join(cmd)}, exit "
-                f"{proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-            )
+    with _build_lock(directory):
+        built = torch_build.read_record(directory / TORCH_RECORD)
+        if find_module(directory) is None or built != torch_build.installed():
+            _build_default_set(directory)
     return load(directory)
+
+
+@contextlib.contextmanager
+def _build_lock(directory: Path):
+    """Held while one test process checks and builds `directory`: pytest-xdist's
+    workers each load the module, and only the first may build it."""
+    import fcntl
+    import hashlib
+    import tempfile
+
+    digest = hashlib.sha256(str(directory.resolve()).encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"infiniops-test-build-{digest}.lock"
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _build_default_set(directory: Path) -> None:
+    cmd = [
+        sys.executable,
+        "-m",
+        "infiniops_codegen.cli",
+        "build",
+        "--build-dir",
+        str(directory),
+    ]
+    proc = subprocess.run(
+        cmd,
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"building the module failed ({shlex.join(cmd)}, exit "
+            f"{proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+        )
 
 
 @contextlib.contextmanager

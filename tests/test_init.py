@@ -9,6 +9,7 @@ passes, and `generate --check` after it.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -217,10 +218,18 @@ def test_init_build_test_from_a_wheel(tmp_path):
     )
     (wheel,) = (tmp_path / "dist").glob("infiniops_codegen-*.whl")
     venv = tmp_path / "venv"
-    # torch, jinja2, ... come from this environment; the tool from the wheel
-    _run([sys.executable, "-m", "venv", "--system-site-packages", venv], tmp_path, env)
+    # A new venv with nothing inherited (--system-site-packages would give
+    # the *base* interpreter's packages, not this environment's when it is a
+    # venv itself): the wheel and its dependencies installed as a user
+    # installs them, torch pinned to the build this test runs on so that pip
+    # takes it from where this environment's came from (pip's configuration
+    # and cache) instead of resolving another release.
+    _run([sys.executable, "-m", "venv", venv], tmp_path, env)
     python = venv / "bin" / "python"
-    _run([python, "-m", "pip", "install", "-q", "--no-deps", wheel], tmp_path, env)
+    torch_pin = f"torch=={importlib.metadata.version('torch')}"
+    _run([python, "-m", "pip", "install", "-q", torch_pin, wheel], tmp_path, env)
+    # the test extras: the project's tests run with pytest
+    _run([python, "-m", "pip", "install", "-q", "pytest"], tmp_path, env)
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(venv)
     where = _run(

@@ -1,0 +1,141 @@
+# Helpers of the CI scripts (sourced by .ci/run, .ci/sanitizers.sh and
+# .ci/releases.sh): timed steps recorded for one table, background lanes,
+# the calibration line, and the README's command blocks.
+
+# Every step of the run, one line each (start offset, seconds, status, lane,
+# depth, name), shared by the scripts a run calls and by its lanes.
+if [ -z "${CI_STEPS_FILE:-}" ]; then
+    CI_STEPS_FILE=$(mktemp "${TMPDIR:-/tmp}/ci-steps.XXXXXX")
+fi
+: "${CI_START_EPOCH:=$(date +%s)}"
+: "${CI_LANE:=main}"
+: "${CI_DEPTH:=0}"
+export CI_STEPS_FILE CI_START_EPOCH CI_LANE CI_DEPTH
+
+# step NAME COMMAND...: runs COMMAND, prints and records its duration. A
+# failing step ends the script that runs it; in .ci/run's main lane it prints
+# the table first. COMMAND is an external command, or a shell function whose
+# commands are joined with && (bash ignores set -e inside a function called
+# from a || list, so a function must carry its own failures).
+step() {
+    local name=$1 start status=0
+    shift
+    start=$(date +%s)
+    echo
+    echo "== $name"
+    CI_DEPTH=$((CI_DEPTH + 1))
+    "$@" || status=$?
+    CI_DEPTH=$((CI_DEPTH - 1))
+    ci_record "$name" "$start" "$status"
+    if [ "$status" -ne 0 ]; then
+        echo "FAILED: $name (exit $status)" >&2
+        if [ "$CI_LANE" = main ] && [ "$CI_DEPTH" = 0 ] && [ -n "${CI_TOP:-}" ]; then
+            ci_table >&2
+        fi
+        exit "$status"
+    fi
+}
+
+ci_record() {  # NAME START-EPOCH STATUS
+    local seconds=$(($(date +%s) - $2))
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' $(($2 - CI_START_EPOCH)) "$seconds" "$3" \
+        "$CI_LANE" "$CI_DEPTH" "$1" >> "$CI_STEPS_FILE"
+    if [ "$3" = 0 ]; then
+        echo "-- $1: $(ci_duration "$seconds")"
+    else
+        echo "-- $1: $(ci_duration "$seconds") (exit $3)"
+    fi
+}
+
+ci_duration() {  # SECONDS -> "M min SS s"
+    printf '%d min %02d s' $(($1 / 60)) $(($1 % 60))
+}
+
+# lane_start NAME STEP-NAME COMMAND...: `step STEP-NAME COMMAND...` in the
+# background, in a process group of its own (lane_stop ends all of it), its
+# output streamed with a `[NAME]` prefix on every line.
+declare -A CI_LANE_PIDS=()
+lane_start() {
+    local lane=$1
+    shift
+    CI_LANE=$lane setsid bash -c 'set -euo pipefail; source .ci/lib.sh; step "$@"' \
+        lane "$@" > >(sed -u "s/^/[$lane] /") 2>&1 &
+    CI_LANE_PIDS[$lane]=$!
+}
+
+# lane_wait NAME: waits for the lane; its exit status.
+lane_wait() {
+    local status=0
+    wait "${CI_LANE_PIDS[$1]}" || status=$?
+    unset "CI_LANE_PIDS[$1]"
+    return "$status"
+}
+
+lane_stop() {  # ends every lane still running (the run failed or was stopped)
+    local pid
+    for pid in "${CI_LANE_PIDS[@]}"; do
+        kill -- "-$pid" 2> /dev/null || true
+    done
+}
+
+# The time of a fixed piece of pure Python, and the cores: two runs on
+# different days compare through it.
+ci_calibration() {
+    local python=${1:-python3}
+    "$python" -c '
+import os, platform, time
+start = time.perf_counter()
+sum(range(10**8))
+seconds = time.perf_counter() - start
+print(f"calibration: python -c \"sum(range(10**8))\" {seconds:.2f} s "
+      f"(Python {platform.python_version()}), nproc {os.cpu_count()}")'
+}
+
+# The table of every step (children indented under the step that ran them),
+# in the order they started, then the calibration lines.
+ci_table() {
+    local offset seconds status lane depth name indent
+    echo
+    echo "== CI steps (start: minutes into the run; lanes run side by side)"
+    printf '%6s  %-9s %-66s %12s  %s\n' start lane step time status
+    sort -s -n -k1,1 "$CI_STEPS_FILE" |
+        while IFS=$'\t' read -r offset seconds status lane depth name; do
+            indent=$(printf '%*s' $((2 * depth)) '')
+            printf '%3d:%02d  %-9s %-66s %12s  %s\n' $((offset / 60)) $((offset % 60)) \
+                "$lane" "$indent$name" "$(ci_duration "$seconds")" \
+                "$([ "$status" = 0 ] && echo ok || echo "FAILED ($status)")"
+        done
+    printf '%6s  %-9s %-66s %12s\n' "" "" "the whole run" \
+        "$(ci_duration $(($(date +%s) - CI_START_EPOCH)))"
+    local line
+    for line in "${CI_CALIBRATION[@]}"; do
+        echo "$line"
+    done
+}
+
+# readme_block NAME: the command lines of the README's ```bash block between
+# `<!-- ci: NAME -->` and `<!-- /ci: NAME -->` (fences and blank lines left
+# out). Fails when the markers are missing or the block holds no command.
+readme_block() {
+    local name=$1 text
+    text=$(awk -v first="<!-- ci: $name -->" -v last="<!-- /ci: $name -->" '
+        $0 == first { inside = 1; next }
+        $0 == last { inside = 0; found = 1; next }
+        inside && !/^```/ && NF { print }
+        END { exit found ? 0 : 1 }' README.md) || {
+        echo "FAILED: README.md has no block between '<!-- ci: $name -->' and '<!-- /ci: $name -->'" >&2
+        return 1
+    }
+    if [ -z "$text" ]; then
+        echo "FAILED: README.md's '$name' block holds no command" >&2
+        return 1
+    fi
+    printf '%s\n' "$text"
+}
+
+# run_line LINE: one README command line, in this shell (so an activated venv
+# stays active); its status is the line's (a failure anywhere in an && list).
+run_line() {
+    echo "\$ $1"
+    eval "$1"
+}
