@@ -120,10 +120,15 @@ def normalise_command(command: str, build_dir: Path, generated_dir: Path) -> str
 
 
 def _normalise_text(text: str, build_dir: Path, generated_dir: Path) -> str:
-    """A file's text (CMake's unity file, the PCH's header) with the project's
-    directories as placeholders."""
+    """A file's text (CMake's unity file, the PCH's header) or path with the
+    project's directories as placeholders. Only absolute spellings are
+    replaced, as CMake writes them: a relative one ("build-all") is also a
+    substring of the absolute path, which it would corrupt (and the key of
+    the same build would then depend on how --build-dir was spelled)."""
     for path, name in ((generated_dir, GENERATED_DIR), (build_dir, BUILD_DIR)):
-        for spelling in dict.fromkeys((str(path), str(Path(path).resolve()))):
+        for spelling in dict.fromkeys(
+            (str(Path(path).absolute()), str(Path(path).resolve()))
+        ):
             text = text.replace(spelling + "/", name + "/")
     return text
 

@@ -220,3 +220,23 @@ def test_only_the_project_paths_become_placeholders(tmp_path):
         f"c++ -I@generated@ -I{build}/torch/include -include "
         "@build@/CMakeFiles/x.dir/cmake_pch.hxx -c @build@/CMakeFiles/u.cxx"
     )
+
+
+def test_a_relative_build_dir_spells_the_same_key(tmp_path, monkeypatch):
+    """`--build-dir build-all` and the same directory spelled absolute give
+    one key: CMake writes absolute paths into the unity file and the PCH's
+    header, and the relative spelling is a substring of them that must not
+    be replaced inside them (it was: the full set's build in CI missed the
+    entry the default build had just published)."""
+    monkeypatch.chdir(tmp_path)
+    build = tmp_path / "build-all"
+    gen = build / "generated"
+    text = (
+        f'#include "{gen}/ops.h"\n#include "{build}/CMakeFiles/x.dir/cmake_pch.hxx"\n'
+    )
+    expected = '#include "@generated@/ops.h"\n#include "@build@/CMakeFiles/x.dir/cmake_pch.hxx"\n'
+    assert bridge_cache._normalise_text(text, build, gen) == expected
+    relative = Path("build-all")
+    assert (
+        bridge_cache._normalise_text(text, relative, relative / "generated") == expected
+    )
