@@ -92,13 +92,14 @@ print(f"calibration: python -c \"sum(range(10**8))\" {seconds:.2f} s "
 }
 
 # The table of every step (children indented under the step that ran them),
-# in the order they started, then the calibration lines.
+# in the order they started (a step before the steps it ran), then the
+# calibration lines.
 ci_table() {
     local offset seconds status lane depth name indent
     echo
     echo "== CI steps (start: minutes into the run; lanes run side by side)"
     printf '%6s  %-9s %-66s %12s  %s\n' start lane step time status
-    sort -s -n -k1,1 "$CI_STEPS_FILE" |
+    sort -s -t $'\t' -k1,1n -k5,5n "$CI_STEPS_FILE" |
         while IFS=$'\t' read -r offset seconds status lane depth name; do
             indent=$(printf '%*s' $((2 * depth)) '')
             printf '%3d:%02d  %-9s %-66s %12s  %s\n' $((offset / 60)) $((offset % 60)) \

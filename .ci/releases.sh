@@ -87,7 +87,7 @@ if [ "${1:-}" = --job ]; then
     IFS=: read -r py torch same <<< "$2"
     venv=$WORK/venv-$torch
     build=$WORK/build-$torch
-    step "venv, torch $torch (downloads kept in $WHEELS)" \
+    step "venv and torch $torch (from the kept downloads)" \
         venv_with_torch "$venv" "$(python_of "$py")" "$torch" "$WHEELS/py$py-torch$torch"
     step "the tool (dev extras)" "$venv/bin/pip" install -q -e '.[dev]'
     installed=$("$venv/bin/python" -c "import torch; print(torch.__version__)")
@@ -118,6 +118,7 @@ if [ "${1:-}" = --job ]; then
     exit 0
 fi
 
+echo "release jobs: ${JOBS[*]}; torch downloads kept in $WHEELS"
 for job in "${JOBS[@]}"; do
     IFS=: read -r py torch _ <<< "$job"
     step "torch $torch on Python $py" bash "$0" --job "$job"
