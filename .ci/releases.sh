@@ -21,28 +21,22 @@
 # $INFINIOPS_CI_WHEELS/py<PYTHON>-torch<TORCH> (default
 # ~/.cache/infiniops-codegen-ci/wheels; pip's own HTTP cache does not keep
 # them behind every proxy), and installed from there: a later run downloads
-# nothing it has. Directories of jobs no longer in the list are removed.
+# nothing it has. Directories of releases no longer in the default list are
+# removed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source .ci/lib.sh
 
-read -r -a JOBS <<< "${INFINIOPS_RELEASE_JOBS:-3.12:2.11.0 3.10:2.12.1 3.11:2.14.1:same 3.13:2.15.0:same}"
+DEFAULT_JOBS="3.12:2.11.0 3.10:2.12.1 3.11:2.14.1:same 3.13:2.15.0:same"
+read -r -a JOBS <<< "${INFINIOPS_RELEASE_JOBS:-$DEFAULT_JOBS}"
+if [ "${#JOBS[@]}" -eq 0 ]; then
+    echo "FAILED: INFINIOPS_RELEASE_JOBS names no job (PYTHON:TORCH[:same] ...)" >&2
+    exit 1
+fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/infiniops-releases.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 WHEELS=${INFINIOPS_CI_WHEELS:-${XDG_CACHE_HOME:-$HOME/.cache}/infiniops-codegen-ci/wheels}
 mkdir -p "$WHEELS"
-for kept in "$WHEELS"/*/; do
-    wanted=no
-    for job in "${JOBS[@]}"; do
-        IFS=: read -r py torch _ <<< "$job"
-        if [ "$(basename "$kept")" = "py$py-torch$torch" ]; then
-            wanted=yes
-        fi
-    done
-    if [ -d "$kept" ] && [ "$wanted" = no ]; then
-        rm -rf "$kept"
-    fi
-done
 # This machine's pip configuration may cap torch at the release on its disk
 # (/etc/xdg/pip): the jobs read no configuration file (the environment's
 # PIP_* settings still apply).
@@ -118,6 +112,22 @@ if [ "${1:-}" = --job ]; then
     exit 0
 fi
 
+# The kept downloads of releases CI no longer tests (not in the default
+# list) are removed; a run of some jobs only keeps the others' downloads.
+read -r -a DEFAULT <<< "$DEFAULT_JOBS"
+for kept in "$WHEELS"/*/; do
+    wanted=no
+    for job in "${DEFAULT[@]}"; do
+        IFS=: read -r py torch _ <<< "$job"
+        if [ "$(basename "$kept")" = "py$py-torch$torch" ]; then
+            wanted=yes
+        fi
+    done
+    if [ -d "$kept" ] && [ "$wanted" = no ]; then
+        echo "removing the kept downloads of a release CI no longer tests: $kept"
+        rm -rf "$kept"
+    fi
+done
 echo "release jobs: ${JOBS[*]}; torch downloads kept in $WHEELS"
 for job in "${JOBS[@]}"; do
     IFS=: read -r py torch _ <<< "$job"

@@ -76,12 +76,9 @@ def _build_lock(directory: Path):
 
     digest = hashlib.sha256(str(directory.resolve()).encode()).hexdigest()[:16]
     path = Path(tempfile.gettempdir()) / f"infiniops-test-build-{digest}.lock"
-    with open(path, "w") as lock:
+    with open(path, "w") as lock:  # closing it releases the lock
         fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+        yield
 
 
 def _build_default_set(directory: Path) -> None:

@@ -11,20 +11,29 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _bash(script: str, cwd: Path = REPO, env: dict | None = None):
-    """`script` in bash with .ci/lib.sh sourced, from `cwd` (a copy of the
-    checkout's .ci and README where the test edits them)."""
+def _bash(script: str, cwd: Path = REPO):
+    """`script` in bash with .ci/lib.sh sourced, from `cwd` (the checkout, or
+    a copy of its .ci where the test writes its own README)."""
     return subprocess.run(
         ["bash", "-c", f"set -euo pipefail; source .ci/lib.sh; {script}"],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=60,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), **(env or {})},
+        env={"PATH": "/usr/bin:/bin", "HOME": str(cwd)},
     )
+
+
+@pytest.fixture
+def ci_copy(tmp_path) -> Path:
+    """A directory holding a copy of the checkout's .ci/ and nothing else."""
+    shutil.copytree(REPO / ".ci", tmp_path / ".ci")
+    return tmp_path
 
 
 def test_the_readme_blocks_are_the_quickstart():
@@ -46,22 +55,20 @@ def test_the_readme_blocks_are_the_quickstart():
     assert "pip install torch" not in run and "pytest -q" not in run
 
 
-def test_a_missing_block_fails_with_its_markers(tmp_path):
-    shutil.copytree(REPO / ".ci", tmp_path / ".ci")
-    (tmp_path / "README.md").write_text("# no blocks\n")
-    done = _bash("readme_block quickstart", cwd=tmp_path)
+def test_a_missing_block_fails_with_its_markers(ci_copy):
+    (ci_copy / "README.md").write_text("# no blocks\n")
+    done = _bash("readme_block quickstart", cwd=ci_copy)
     assert done.returncode == 1
     assert "<!-- ci: quickstart -->" in done.stderr and done.stdout == ""
 
 
-def test_a_failing_command_of_an_and_list_fails_its_step(tmp_path):
-    shutil.copytree(REPO / ".ci", tmp_path / ".ci")
+def test_a_failing_command_of_an_and_list_fails_its_step(ci_copy):
     done = _bash(
         'CI_TOP=1; CI_CALIBRATION=("calibration: test")\n'
         'step "passes" run_line "true && true"\n'
         'step "fails first" run_line "false && echo not reached"\n'
         'echo "after the failed step"',
-        cwd=tmp_path,
+        cwd=ci_copy,
     )
     assert done.returncode == 1
     assert "-- passes: 0 min 0" in done.stdout
@@ -75,8 +82,7 @@ def test_a_failing_command_of_an_and_list_fails_its_step(tmp_path):
     assert "calibration: test" in table
 
 
-def test_lanes_run_beside_the_main_steps_and_share_the_table(tmp_path):
-    shutil.copytree(REPO / ".ci", tmp_path / ".ci")
+def test_lanes_run_beside_the_main_steps_and_share_the_table(ci_copy):
     done = _bash(
         "CI_CALIBRATION=()\n"
         'lane_start side "in a lane" bash -c "echo from the lane; sleep 1"\n'
@@ -86,7 +92,7 @@ def test_lanes_run_beside_the_main_steps_and_share_the_table(tmp_path):
         "status=0; lane_wait broken || status=$?\n"
         'echo "broken lane: $status"\n'
         "ci_table",
-        cwd=tmp_path,
+        cwd=ci_copy,
     )
     assert done.returncode == 0, done.stderr
     assert "[side] from the lane" in done.stdout

@@ -227,9 +227,12 @@ def test_init_build_test_from_a_wheel(tmp_path):
     _run([sys.executable, "-m", "venv", venv], tmp_path, env)
     python = venv / "bin" / "python"
     torch_pin = f"torch=={importlib.metadata.version('torch')}"
-    _run([python, "-m", "pip", "install", "-q", torch_pin, wheel], tmp_path, env)
-    # the test extras: the project's tests run with pytest
-    _run([python, "-m", "pip", "install", "-q", "pytest"], tmp_path, env)
+    # pytest: the project's tests run with it
+    _run(
+        [python, "-m", "pip", "install", "-q", torch_pin, wheel, "pytest"],
+        tmp_path,
+        env,
+    )
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(venv)
     where = _run(
