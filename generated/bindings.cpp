@@ -31,7 +31,7 @@ using ::infini::ops::Scalar;
 using ::infini::ops::Stream;
 
 // Attributes of Python stream objects that hold the raw handle (platforms.yaml).
-const char* const kStreamAttributes[] = {"cuda_stream", "mlu_stream", "musa_stream", "npu_stream", nullptr};
+const char* const kStreamAttributes[] = {"cuda_stream", "mlu_stream", "musa_stream", "npu_stream", "sim_stream", nullptr};
 
 // _log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)
 const char* const kNames__log_softmax[] = {"input", "dim", "half_to_float", "out", "implementation", "stream"};

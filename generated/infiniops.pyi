@@ -11,7 +11,7 @@ from torch import Tensor
 Number = int | float | bool | complex
 Implementation = Literal["default", "native", "torch"]
 # A stream of the tensors' device: a raw handle, or an object holding one in
-# one of these attributes: cuda_stream, mlu_stream, musa_stream, npu_stream.
+# one of these attributes: cuda_stream, mlu_stream, musa_stream, npu_stream, sim_stream.
 StreamLike = int | object
 
 __torch_version__: str

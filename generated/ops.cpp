@@ -296,6 +296,7 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
           if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
             const torch_fallback::ProfileScope profile_("aten::add");
             ran_ = true;
+            const torch_fallback::NativeDevice device_(key_.device());
             if (native::nvidia::add(self, other, alpha, out, torch_fallback::nvidia::current_stream(key_.device()))) {
               mark_written(out);
               count_native_run(9);
@@ -4130,6 +4131,7 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
         case DeviceType::kNvidia:
           if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
             ran_ = true;
+            const torch_fallback::NativeDevice device_(key_.device());
             if (native::nvidia::rms_norm(input, weight, eps, out, torch_fallback::nvidia::current_stream(key_.device()))) {
               mark_written(out);
               count_native_run(166);
@@ -4582,6 +4584,7 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
         case DeviceType::kNvidia:
           if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
             ran_ = true;
+            const torch_fallback::NativeDevice device_(key_.device());
             if (native::nvidia::silu_and_mul(input, out, torch_fallback::nvidia::current_stream(key_.device()))) {
               mark_written(out);
               count_native_run(182);

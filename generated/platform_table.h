@@ -20,6 +20,7 @@ enum class DeviceType : int8_t {
   kCambricon,
   kMoore,
   kAscend,
+  kSim,
 };
 
 // The platform's name (as in specs and `--platform`).
@@ -32,6 +33,7 @@ constexpr std::string_view to_string(DeviceType type) {
     case DeviceType::kCambricon: return "cambricon";
     case DeviceType::kMoore: return "moore";
     case DeviceType::kAscend: return "ascend";
+    case DeviceType::kSim: return "sim";
   }
   return "unknown";
 }
@@ -59,6 +61,9 @@ inline constexpr const char* kBuiltPlatforms[] = {
 #endif
 #ifdef WITH_ASCEND
     "ascend",
+#endif
+#ifdef WITH_SIM
+    "sim",
 #endif
     nullptr,
 };

@@ -8,6 +8,12 @@
 
 #include <string>
 
+// A platform with devices to switch (NativeDevice).
+#if defined(WITH_NVIDIA) || defined(WITH_ILUVATAR) || defined(WITH_METAX) || defined(WITH_CAMBRICON) || defined(WITH_MOORE) || defined(WITH_ASCEND) || defined(WITH_SIM)
+#define INFINI_OPS_NATIVE_DEVICES
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#endif
+
 #ifdef WITH_NVIDIA
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -37,6 +43,10 @@
 #include <torch_npu/csrc/core/npu/NPUGuard.h>
 #include <torch_npu/csrc/core/npu/NPUStream.h>
 #endif  // WITH_ASCEND
+
+#ifdef WITH_SIM
+#include <infini_sim/torch.h>
+#endif  // WITH_SIM
 
 namespace infini::ops::torch_fallback {
 
@@ -75,6 +85,12 @@ Stream ascend::current_stream(Device device) {
   return Stream::of(c10_npu::getCurrentNPUStream(device.index).stream());
 }
 #endif  // WITH_ASCEND
+
+#ifdef WITH_SIM
+Stream sim::current_stream(Device device) {
+  return Stream::of(infini_sim::getCurrentSimStream(device.index).stream());
+}
+#endif  // WITH_SIM
 
 void on_stream(const char* op, Device device, Stream stream, FunctionRef call) {
   switch (device.type) {
@@ -132,12 +148,85 @@ void on_stream(const char* op, Device device, Stream stream, FunctionRef call) {
       return;
     }
 #endif  // WITH_ASCEND
+#ifdef WITH_SIM
+    case DeviceType::kSim: {
+      // sim: torch device 'sim', infini_sim::simStream_t streams.
+      const infini_sim::SimStreamGuard guard_(
+          infini_sim::getStreamFromExternal(static_cast<infini_sim::simStream_t>(stream.handle), device.index));
+      call();
+      return;
+    }
+#endif  // WITH_SIM
     default:
       break;
   }
   throw ValueError(std::string(op) + "(): stream= was given, but the tensors are on " +
                    std::string(to_string(device.type)) +
                    ", which has no streams in this build; pass stream=None");
+}
+
+
+NativeDevice::NativeDevice(Device device) {
+#ifdef INFINI_OPS_NATIVE_DEVICES
+  c10::DeviceType type;
+  switch (device.type) {
+#ifdef WITH_NVIDIA
+    case DeviceType::kNvidia:
+      type = c10::DeviceType::CUDA;
+      break;
+#endif  // WITH_NVIDIA
+#ifdef WITH_ILUVATAR
+    case DeviceType::kIluvatar:
+      type = c10::DeviceType::CUDA;
+      break;
+#endif  // WITH_ILUVATAR
+#ifdef WITH_METAX
+    case DeviceType::kMetax:
+      type = c10::DeviceType::CUDA;
+      break;
+#endif  // WITH_METAX
+#ifdef WITH_CAMBRICON
+    case DeviceType::kCambricon:
+      type = c10::DeviceType::PrivateUse1;
+      break;
+#endif  // WITH_CAMBRICON
+#ifdef WITH_MOORE
+    case DeviceType::kMoore:
+      type = c10::DeviceType::PrivateUse1;
+      break;
+#endif  // WITH_MOORE
+#ifdef WITH_ASCEND
+    case DeviceType::kAscend:
+      type = c10::DeviceType::PrivateUse1;
+      break;
+#endif  // WITH_ASCEND
+#ifdef WITH_SIM
+    case DeviceType::kSim:
+      type = c10::DeviceType::PrivateUse1;
+      break;
+#endif  // WITH_SIM
+    default:
+      return;
+  }
+  if (device.index < 0) return;
+  const auto* impl = c10::impl::getDeviceGuardImpl(type);
+  const c10::DeviceIndex current = impl->getDevice().index();
+  if (current == device.index) return;
+  impl->setDevice(c10::Device(type, static_cast<c10::DeviceIndex>(device.index)));
+  c10_type_ = static_cast<int8_t>(type);
+  previous_ = current;
+#else
+  (void)device;  // no platform of this build has devices to switch
+#endif
+}
+
+NativeDevice::~NativeDevice() {
+#ifdef INFINI_OPS_NATIVE_DEVICES
+  if (c10_type_ < 0) return;
+  const auto type = static_cast<c10::DeviceType>(c10_type_);
+  c10::impl::getDeviceGuardImpl(type)->uncheckedSetDevice(
+      c10::Device(type, static_cast<c10::DeviceIndex>(previous_)));
+#endif
 }
 
 }  // namespace infini::ops::torch_fallback

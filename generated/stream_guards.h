@@ -3,6 +3,8 @@
 // platform with streams, and the current stream its native kernels use.
 #pragma once
 
+#include <cstdint>
+
 #include "core/core.h"
 #include "runtime/function_ref.h"
 
@@ -11,6 +13,23 @@ namespace infini::ops::torch_fallback {
 // Runs `call` with `stream` current on `device`, under that platform's
 // stream guard; ValueError naming `op` for a device without streams.
 void on_stream(const char* op, Device device, Stream stream, FunctionRef call);
+
+// Makes `device` (of a platform with streams) the current device of its
+// type while a native kernel is launched on it, when another device of that
+// type is current (a tensor on device 1 while device 0 is: a launch there
+// fails, as with CUDA), and restores the previous one. Nothing when it is
+// current already, or for a device without an index.
+class NativeDevice {
+ public:
+  explicit NativeDevice(Device device);
+  ~NativeDevice();
+  NativeDevice(const NativeDevice&) = delete;
+  NativeDevice& operator=(const NativeDevice&) = delete;
+
+ private:
+  int8_t c10_type_ = -1;  // the c10::DeviceType to restore; -1: nothing
+  int16_t previous_ = -1;
+};
 
 #ifdef WITH_NVIDIA
 namespace nvidia {
@@ -53,5 +72,12 @@ namespace ascend {
 Stream current_stream(Device device);
 }  // namespace ascend
 #endif  // WITH_ASCEND
+
+#ifdef WITH_SIM
+namespace sim {
+// The framework's current stream of a sim device (infini_sim::simStream_t).
+Stream current_stream(Device device);
+}  // namespace sim
+#endif  // WITH_SIM
 
 }  // namespace infini::ops::torch_fallback

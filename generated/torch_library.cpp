@@ -3563,6 +3563,9 @@ const char* const kDevices[] = {
 #ifdef WITH_ASCEND
     "npu",
 #endif
+#ifdef WITH_SIM
+    "sim",
+#endif
 };
 
 }  // namespace

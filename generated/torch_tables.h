@@ -80,6 +80,7 @@ constexpr c10::DeviceType c10_device_type(DeviceType type, Otherwise otherwise) 
     case DeviceType::kCambricon: return c10::DeviceType::PrivateUse1;
     case DeviceType::kMoore: return c10::DeviceType::PrivateUse1;
     case DeviceType::kAscend: return c10::DeviceType::PrivateUse1;
+    case DeviceType::kSim: return c10::DeviceType::PrivateUse1;
   }
   return otherwise();
 }
@@ -110,6 +111,8 @@ constexpr DeviceType device_type(c10::DeviceType type, Otherwise otherwise) {
       return DeviceType::kMoore;
 #elif defined(WITH_ASCEND)
       return DeviceType::kAscend;
+#elif defined(WITH_SIM)
+      return DeviceType::kSim;
 #else
       return otherwise();
 #endif

@@ -216,6 +216,11 @@ class BuildConfig:
             args.append("-DINFINI_OPS_PCH=OFF")
         for p in load_platforms():
             args.append(f"-D{p.flag}={'ON' if p.name in self.platforms else 'OFF'}")
+        # Always given, so that a build without such a port clears it.
+        args.append(
+            "-DINFINI_OPS_PORT_PREFIX_PATH="
+            + ";".join(port_prefix_paths(self.platforms))
+        )
         for name, compiler in self.kernel_compilers:
             args.append(f"-DINFINI_OPS_{name.upper()}_COMPILER={compiler}")
         args.append(f"-DINFINI_OPS_COMPILE_ONLY={'ON' if self.compile_only else 'OFF'}")
@@ -234,6 +239,34 @@ class BuildConfig:
                 )
             args.append(f"-D{name}={value}")
         return args
+
+
+def port_prefix_paths(platforms: tuple[str, ...]) -> list[str]:
+    """Where the CMake packages of the platforms' torch ports are: the
+    `cmake_prefix_path` of each port module (platforms.yaml torch.module)
+    that has one, asked of the build's Python (importing the simulated
+    accelerator's module builds it, once). BuildError when a port module
+    does not import."""
+    modules = [
+        p.torch_module
+        for p in load_platforms()
+        if p.name in platforms and p.package and p.torch_module
+    ]
+    paths = []
+    for module in dict.fromkeys(modules):
+        code = (
+            f"import {module} as m; "
+            "print(getattr(m, 'cmake_prefix_path', '') or '', end='')"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True
+        )
+        if proc.returncode != 0:
+            tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+            raise BuildError(f"the torch port module {module} does not import:\n{tail}")
+        if proc.stdout:
+            paths.append(proc.stdout)
+    return paths
 
 
 def _cmake_name(arg: str) -> str:

@@ -24,6 +24,10 @@ MANIFEST = "manifest.json"  # in a generated directory and in a build directory
 # when the module is linked (support/cmake/InfiniOpsTorch.cmake) and read
 # before it is loaded (runtime.py).
 TORCH_RECORD = "torch-build.json"
+# In a build directory: the Python modules of its platforms' torch ports
+# (platforms.yaml torch.module), which runtime.load() imports before the
+# module (written at configure by support/CMakeLists.txt).
+PORTS_RECORD = "torch-ports.json"
 # In a sanitized build directory (sanitize.py): how to run Python under it.
 SANITIZE_RECORD = "sanitize.json"
 # Also there: the builder's record of how it configured the directory, and of

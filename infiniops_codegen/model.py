@@ -45,6 +45,16 @@ class KernelToolchain:
 
 
 @dataclass(frozen=True)
+class PortPackage:
+    """The CMake package of a platform's torch port (platforms.yaml
+    `package`): found at configure, its targets linked."""
+
+    name: str  # find_package(<name>)
+    runtime: str | None  # torch-free target the native kernels link
+    torch: str | None  # target the torch bridge, wrappers and library link
+
+
+@dataclass(frozen=True)
 class Platform:
     name: str  # "cpu", "nvidia", ...
     flag: str  # build flag, "WITH_CPU"
@@ -57,6 +67,11 @@ class Platform:
     torch_libraries: tuple[str, ...] = ()  # linked from torch's lib dir
     default: bool = False  # built unless turned off
     upstream: bool = False  # PyTorch's own backend of its c10 device type
+    # The Python module that makes its tensors (a vendor's torch port:
+    # torch_npu, ...): imported before any tensor of the device is made.
+    torch_module: str | None = None
+    package: PortPackage | None = None  # the port's CMake package
+    origin: str = "tool"  # the table it comes from: "tool" or the project's file
 
     @property
     def cuda_toolkit(self) -> bool:

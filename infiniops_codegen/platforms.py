@@ -1,88 +1,358 @@
-"""The platform table (data/platforms.yaml)."""
+"""The platform table: the tool's (data/platforms.yaml) and a project's own.
+
+A project adds platforms in a file of the same format that its
+`[tool.infiniops-codegen] platforms` key names (project.py); its rows follow
+the tool's, so the tool's enumerators keep their values. Both files are read
+with positions: a mistake is reported as `file:line:col: ...`, all of a
+file's mistakes at once (SpecErrors), as for op specs.
+"""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
-from .model import KernelToolchain, Platform, StreamSupport
+from .errors import SpecError, SpecErrors
+from .model import KernelToolchain, Platform, PortPackage, StreamSupport
+from .yaml_nodes import Node, load_yaml
 
 PLATFORMS_FILE = Path(__file__).parent / "data" / "platforms.yaml"
 KERNEL_LANGUAGES = ("CXX", "CUDA", "VENDORCXX")
+# The c10 device types a platform's tensors can carry (an out-of-tree port
+# registers as PrivateUse1).
+C10_TYPES = ("CPU", "CUDA", "HIP", "XPU", "MPS", "PrivateUse1")
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
+_FLAG = re.compile(r"WITH_[A-Z][A-Z0-9_]*\Z")
+_ENUMERATOR = re.compile(r"k[A-Z][A-Za-z0-9]*\Z")
+_MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z")
+
+_ROW_KEYS = (
+    "name",
+    "flag",
+    "device_type",
+    "default",
+    "torch",
+    "stream",
+    "kernels",
+    "torch_libraries",
+    "host_compiled_bridge",
+    "package",
+)
+_TORCH_KEYS = ("device", "c10_type", "upstream", "module")
+_STREAM_KEYS = ("headers", "type", "guard", "external", "current", "py_attr")
+_KERNEL_KEYS = ("compiler", "language", "extensions", "flags")
+_PACKAGE_KEYS = ("name", "runtime", "torch")
 
 
-def _platform(entry: dict) -> Platform:
-    stream = entry.get("stream")
-    kernels = entry["kernels"]
-    if kernels["language"] not in KERNEL_LANGUAGES:
-        raise ValueError(
-            f"{PLATFORMS_FILE}: {entry['name']}: kernel language "
-            f"{kernels['language']!r} is not one of {', '.join(KERNEL_LANGUAGES)}"
+class _Reader:
+    """Reads one table's rows, collecting located errors."""
+
+    def __init__(self, display: str):
+        self.display = display
+        self.errors: list[SpecError] = []
+
+    def fail(self, node: Node, message: str) -> None:
+        self.errors.append(SpecError(self.display, node.line, node.col, message))
+
+    def mapping(self, node: Node, what: str, keys: tuple[str, ...]) -> bool:
+        if node.kind != "mapping":
+            self.fail(node, f"{what} must be a mapping")
+            return False
+        for key in node.value:
+            if key not in keys:
+                self.fail(
+                    node.keys[key],
+                    f"unknown key '{key}' in {what}; known: {', '.join(keys)}",
+                )
+        return True
+
+    def string(
+        self, parent: Node, key: str, what: str, pattern=None, hint: str = ""
+    ) -> str | None:
+        node = parent.value.get(key)
+        if node is None:
+            self.fail(parent, f"{what} needs '{key}'")
+            return None
+        if not isinstance(node.value, str) or not node.value.strip():
+            self.fail(node, f"'{key}' of {what} must be a non-empty string")
+            return None
+        if pattern is not None and not pattern.match(node.value):
+            self.fail(node, f"'{key}' = '{node.value}' of {what}: {hint}")
+            return None
+        return node.value
+
+    def optional_string(self, parent: Node, key: str, what: str, pattern=None, hint=""):
+        node = parent.value.get(key)
+        if node is None or node.value is None:
+            return None
+        return self.string(parent, key, what, pattern, hint)
+
+    def flag(self, parent: Node, key: str, what: str) -> bool:
+        node = parent.value.get(key)
+        if node is None or node.value is None:
+            return False
+        if not isinstance(node.value, bool):
+            self.fail(node, f"'{key}' of {what} must be true or false")
+            return False
+        return node.value
+
+    def strings(self, parent: Node, key: str, what: str, required: bool = False):
+        node = parent.value.get(key)
+        if node is None or node.value is None:
+            if required:
+                self.fail(parent, f"{what} needs '{key}' (a list)")
+            return ()
+        if node.kind != "list" or not all(
+            isinstance(n.value, str) and n.value for n in node.value
+        ):
+            self.fail(node, f"'{key}' of {what} must be a list of strings")
+            return ()
+        return tuple(n.value for n in node.value)
+
+    def stream(self, row: Node, what: str) -> StreamSupport | None:
+        node = row.value.get("stream")
+        if node is None or node.value is None:
+            return None
+        what = f"the stream of {what}"
+        if not self.mapping(node, what, _STREAM_KEYS):
+            return None
+        values = {k: self.string(node, k, what) for k in _STREAM_KEYS[1:]}
+        for key, fields in (
+            ("external", ("{stream}", "{index}")),
+            ("current", ("{index}",)),
+        ):
+            text = values[key]
+            missing = [f for f in fields if text is not None and f not in text]
+            if missing:
+                self.fail(
+                    node.value[key],
+                    f"'{key}' of {what} must use {' and '.join(fields)} "
+                    f"(lacks {', '.join(missing)})",
+                )
+                values[key] = None
+        headers = self.strings(node, "headers", what, required=True)
+        if None in values.values():
+            return None
+        return StreamSupport(headers=headers, **values)
+
+    def kernels(self, row: Node, what: str) -> KernelToolchain | None:
+        node = row.value.get("kernels")
+        what = f"the kernels of {what}"
+        if node is None:
+            self.fail(row, f"{what.split(' of ', 1)[1]} needs 'kernels'")
+            return None
+        if not self.mapping(node, what, _KERNEL_KEYS):
+            return None
+        compiler = self.string(node, "compiler", what)
+        language = self.string(node, "language", what)
+        if language is not None and language not in KERNEL_LANGUAGES:
+            self.fail(
+                node.value["language"],
+                f"kernel language '{language}' is not one of "
+                f"{', '.join(KERNEL_LANGUAGES)}",
+            )
+            language = None
+        extensions = self.strings(node, "extensions", what, required=True)
+        flags = self.strings(node, "flags", what)
+        if compiler is None or language is None or not extensions:
+            return None
+        return KernelToolchain(compiler, language, extensions, flags)
+
+    def package(self, row: Node, what: str) -> PortPackage | None:
+        node = row.value.get("package")
+        if node is None or node.value is None:
+            return None
+        what = f"the package of {what}"
+        if not self.mapping(node, what, _PACKAGE_KEYS):
+            return None
+        name = self.string(node, "name", what)
+        runtime = self.optional_string(node, "runtime", what)
+        torch = self.optional_string(node, "torch", what)
+        return PortPackage(name, runtime, torch) if name else None
+
+    def row(self, row: Node, origin: str) -> Platform | None:
+        if not self.mapping(row, "a platform", _ROW_KEYS):
+            return None
+        name = self.string(
+            row, "name", "a platform", _NAME, "a lower-case identifier (cpu, acme)"
         )
-    return Platform(
-        name=entry["name"],
-        flag=entry["flag"],
-        device_type=entry["device_type"],
-        torch_device=entry["torch"]["device"],
-        c10_type=entry["torch"]["c10_type"],
-        stream=(
-            StreamSupport(
-                headers=tuple(stream["headers"]),
-                type=stream["type"],
-                guard=stream["guard"],
-                external=stream["external"],
-                current=stream["current"],
-                py_attr=stream["py_attr"],
+        what = f"platform '{name}'" if name else "a platform"
+        flag = self.string(row, "flag", what, _FLAG, "WITH_ and upper case (WITH_ACME)")
+        enumerator = self.string(
+            row, "device_type", what, _ENUMERATOR, "k and CamelCase (kAcme)"
+        )
+        torch = row.value.get("torch")
+        device = c10_type = module = None
+        upstream = False
+        if torch is None:
+            self.fail(row, f"{what} needs 'torch' (device, c10_type)")
+        elif self.mapping(torch, f"the torch of {what}", _TORCH_KEYS):
+            device = self.string(torch, "device", f"the torch of {what}")
+            c10_type = self.string(torch, "c10_type", f"the torch of {what}")
+            if c10_type is not None and c10_type not in C10_TYPES:
+                self.fail(
+                    torch.value["c10_type"],
+                    f"c10_type '{c10_type}' is not one of {', '.join(C10_TYPES)}",
+                )
+                c10_type = None
+            upstream = self.flag(torch, "upstream", f"the torch of {what}")
+            module = self.optional_string(
+                torch, "module", f"the torch of {what}", _MODULE, "a Python module name"
             )
-            if stream
-            else None
-        ),
-        kernels=KernelToolchain(
-            compiler=kernels["compiler"],
-            language=kernels["language"],
-            extensions=tuple(kernels["extensions"]),
-            flags=tuple(kernels.get("flags") or ()),
-        ),
-        host_compiled_bridge=bool(entry.get("host_compiled_bridge", False)),
-        torch_libraries=tuple(entry.get("torch_libraries") or ()),
-        default=bool(entry.get("default", False)),
-        upstream=bool(entry["torch"].get("upstream", False)),
-    )
+        stream = self.stream(row, what)
+        kernels = self.kernels(row, what)
+        package = self.package(row, what)
+        libraries = self.strings(row, "torch_libraries", what)
+        host_compiled = self.flag(row, "host_compiled_bridge", what)
+        default = self.flag(row, "default", what)
+        if None in (name, flag, enumerator, device, c10_type, kernels):
+            return None
+        if (
+            "stream" in row.value
+            and row.value["stream"].value is not None
+            and not stream
+        ):
+            return None
+        return Platform(
+            name=name,
+            flag=flag,
+            device_type=enumerator,
+            torch_device=device,
+            c10_type=c10_type,
+            stream=stream,
+            kernels=kernels,
+            host_compiled_bridge=host_compiled,
+            torch_libraries=libraries,
+            default=default,
+            upstream=upstream,
+            torch_module=module,
+            package=package,
+            origin=origin,
+        )
+
+    def table(self, text: str, origin: str) -> list[tuple[Platform, Node]]:
+        root = load_yaml(text, self.display, self.errors)
+        if root is None:
+            return []
+        if root.kind != "mapping" or "platforms" not in root.value:
+            self.fail(root, "a platform table is a mapping with a 'platforms' list")
+            return []
+        rows = root.value["platforms"]
+        if rows.kind != "list":
+            self.fail(rows, "'platforms' must be a list of platforms")
+            return []
+        result = []
+        for node in rows.value:
+            platform = self.row(node, origin)
+            if platform is not None:
+                result.append((platform, node))
+        return result
 
 
-def _check(platforms: tuple[Platform, ...]) -> None:
-    """Names, flags and enumerators each once; at most one upstream platform
-    per c10 device type."""
-    for what in ("name", "flag", "device_type"):
-        values = [getattr(p, what) for p in platforms]
-        repeated = sorted({v for v in values if values.count(v) > 1})
-        if repeated:
-            raise ValueError(
-                f"{PLATFORMS_FILE}: {what} repeated: {', '.join(repeated)}"
-            )
-    upstream: dict[str, str] = {}
-    for p in platforms:
-        if p.upstream and p.c10_type in upstream:
-            raise ValueError(
-                f"{PLATFORMS_FILE}: {upstream[p.c10_type]} and {p.name} are both "
-                f"upstream for c10 device type {p.c10_type}"
-            )
+def _check(rows: list[tuple[Platform, Node, _Reader]]) -> None:
+    """Names, flags and enumerators each once (a project's row may not take
+    the tool's); at most one upstream platform per c10 device type."""
+    seen: dict[tuple[str, str], Platform] = {}
+    upstream: dict[str, Platform] = {}
+    for p, node, reader in rows:
+        for key, attr in (
+            ("name", "name"),
+            ("flag", "flag"),
+            ("device_type", "device_type"),
+        ):
+            value = getattr(p, attr)
+            first = seen.setdefault((key, value), p)
+            if first is not p:
+                where = "the tool's table" if first.origin == "tool" else first.origin
+                reader.fail(
+                    node.value[key],
+                    f"{key} '{value}' is platform '{first.name}''s already ({where})",
+                )
         if p.upstream:
-            upstream[p.c10_type] = p.name
+            first = upstream.setdefault(p.c10_type, p)
+            if first is not p:
+                reader.fail(
+                    node.value["torch"],
+                    f"'{first.name}' is already upstream for c10 device type "
+                    f"{p.c10_type} (at most one platform is PyTorch's own backend)",
+                )
 
 
-@lru_cache(maxsize=1)
-def load_platforms() -> tuple[Platform, ...]:
-    data = yaml.safe_load(PLATFORMS_FILE.read_text())
-    platforms = tuple(_platform(entry) for entry in data["platforms"])
-    _check(platforms)
-    return platforms
+@lru_cache(maxsize=8)
+def _load(project_table: Path | None, stamp: float | None) -> tuple[Platform, ...]:
+    del stamp  # part of the cache key only: an edited table is read again
+    tool = _Reader(str(PLATFORMS_FILE))
+    rows = [(p, n, tool) for p, n in tool.table(PLATFORMS_FILE.read_text(), "tool")]
+    readers = [tool]
+    if project_table is not None:
+        own = _Reader(_display(project_table))
+        readers.append(own)
+        try:
+            text = project_table.read_text(encoding="utf-8")
+        except OSError as e:
+            own.errors.append(SpecError(own.display, 1, 1, f"cannot read: {e}"))
+        else:
+            rows += [(p, n, own) for p, n in own.table(text, own.display)]
+    _check(rows)
+    errors = [e for r in readers for e in r.errors]
+    if errors:
+        raise SpecErrors(errors)
+    return tuple(p for p, _, _ in rows)
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _project_table() -> Path | None:
+    """The current project's platform table, if it names one."""
+    from . import project
+
+    try:
+        return project.current().platforms
+    except project.ProjectError:
+        return None
+
+
+def load_platforms(project_table: Path | None = ...) -> tuple[Platform, ...]:
+    """The tool's platforms, then the project's own (the current project's
+    unless a table is given; None: the tool's only). SpecErrors, located,
+    when a table is malformed."""
+    table = _project_table() if project_table is ... else project_table
+    stamp = None
+    if table is not None:
+        try:
+            stamp = table.stat().st_mtime
+        except OSError:
+            stamp = -1.0
+    return _load(table, stamp)
 
 
 def platform_names() -> tuple[str, ...]:
     return tuple(p.name for p in load_platforms())
+
+
+def by_torch_device(device: str) -> Platform | None:
+    """The platform whose tensors are on a torch device ("sim:1" -> sim):
+    the first in table order carrying that device name."""
+    kind = device.split(":", 1)[0]
+    return next((p for p in load_platforms() if p.torch_device == kind), None)
+
+
+def import_torch_module(device: str) -> None:
+    """Import the Python module that makes a device's tensors (the platform
+    row's torch.module: a torch port), so that `torch.device(device)` is
+    known before any tensor is made there. Nothing for torch's own devices."""
+    platform = by_torch_device(device)
+    if platform is not None and platform.torch_module:
+        import importlib
+
+        importlib.import_module(platform.torch_module)
 
 
 def parse_platforms(text: str) -> tuple[Platform, ...]:

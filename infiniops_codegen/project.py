@@ -11,8 +11,14 @@ its parts, every path relative to the project and inside it:
     kernels = "cpp/kernels"    # native kernels: <kernels>/<platform>/*.cc, ...
     build-dir = "build"        # the default build directory
     name = "mylib"             # the library's name (below)
+    platforms = "platforms.yaml"  # the project's own platforms (below)
 
-(all optional; these are the defaults, but for `name`).
+(all optional; these are the defaults, but for `name` and `platforms`).
+
+`platforms` names a YAML file of platforms the project adds to the tool's
+table (infiniops_codegen/data/platforms.yaml, same format; rows after the
+tool's): a vendor's platform without editing the tool
+(docs/adding-a-platform.md). Without the key the project has none.
 
 `name` names what the build makes: the Python module (`import mylib`), the
 C++ library (libmylib.so), the CMake target (`<package>::mylib`) and the
@@ -56,6 +62,8 @@ KEYS = {
     "kernels": "cpp/kernels",
     "build-dir": "build",
 }
+# key -> example; no default: absent means none
+OPTIONAL_KEYS = {"platforms": "platforms.yaml"}
 
 
 # The names of a table without `name` (this repository's).
@@ -180,6 +188,7 @@ class Project:
     build_dir: Path  # the default build directory
     # The library's names (module docstring).
     names: LibraryNames = LibraryNames()
+    platforms: Path | None = None  # the project's own platform table
 
     @property
     def name(self) -> str:
@@ -234,9 +243,8 @@ def inside(text: str, key: str, root: str) -> PurePosixPath:
 
 def _relative(value: object, key: str, where: str) -> PurePosixPath:
     if not isinstance(value, str) or not value.strip():
-        raise ProjectError(
-            f"{where}: '{key}' must be a path string, e.g. {KEYS[key]!r}"
-        )
+        example = KEYS.get(key) or OPTIONAL_KEYS[key]
+        raise ProjectError(f"{where}: '{key}' must be a path string, e.g. {example!r}")
     try:
         return inside(value, key, "project")
     except ValueError as e:
@@ -289,10 +297,10 @@ def load(root: Path) -> Project:
             except ValueError as e:
                 raise ProjectError(f"{where}: {e}") from None
             continue
-        if key not in KEYS:
+        if key not in KEYS and key not in OPTIONAL_KEYS:
             raise ProjectError(
                 f"{where}: unknown key '{key}' in [tool.{TABLE}]; "
-                f"known: {', '.join((*KEYS, *NAME_KEYS))}"
+                f"known: {', '.join((*KEYS, *OPTIONAL_KEYS, *NAME_KEYS))}"
             )
         paths[key] = _relative(value, key, where)
     if "name" in names:  # the other names follow it
@@ -318,6 +326,7 @@ def load(root: Path) -> Project:
             namespace=names["namespace"],
             cmake_package=names["cmake-package"],
         ),
+        platforms=root / paths["platforms"] if "platforms" in paths else None,
     )
 
 

@@ -25,7 +25,8 @@ from pathlib import Path
 
 # Standard library only: loading a build imports nothing of the generator
 # (jinja2, torchgen), and not torch either (the module imports it itself).
-from .locations import CONFIGURE_STAMP, MODULE_NAME, SANITIZE_RECORD, TORCH_RECORD
+from .locations import CONFIGURE_STAMP, MODULE_NAME, PORTS_RECORD, SANITIZE_RECORD
+from .locations import TORCH_RECORD
 from .locations import find_module, module_name, shown
 from . import torch_build
 
@@ -81,6 +82,7 @@ def load(build_dir: str | os.PathLike | None = None):
             "module can be loaded only once per process",
             name=name,
         )
+    _import_ports(directory)
     loader = importlib.machinery.ExtensionFileLoader(name, str(path))
     spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     module = importlib.util.module_from_spec(spec)
@@ -98,6 +100,19 @@ def load(build_dir: str | os.PathLike | None = None):
     # ops.stats(), ops.trace(), ... (docs/observability.md)
     observe.install(module)
     return module
+
+
+def _import_ports(directory: Path) -> None:
+    """Import the torch ports of the build's platforms (the simulated
+    accelerator's infiniops_codegen.sim, a vendor's torch_npu, ...): their
+    device must be known to torch before the module's library, which links
+    the port, registers with it."""
+    try:
+        modules = json.loads((directory / PORTS_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # a build before the record, or one without ports
+    for module in modules:
+        importlib.import_module(module)
 
 
 def _check_torch(directory: Path, name: str = MODULE_NAME) -> None:

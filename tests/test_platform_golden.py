@@ -33,12 +33,13 @@ TORCH_DEVICES = {
     "cambricon": "mlu",
     "moore": "musa",
     "ascend": "npu",
+    "sim": "sim",
 }
 
 
 def active(text: str, defined: set[str]) -> str:
     """The lines the preprocessor keeps with `defined` (#ifdef/#ifndef/#else/
-    #endif only: what the templates use)."""
+    #endif and `#if defined(A) || defined(B)`: what the templates use)."""
     stack: list[bool] = []
     kept = []
     for line in text.splitlines():
@@ -46,6 +47,10 @@ def active(text: str, defined: set[str]) -> str:
         directive = words[0] if words else ""
         if directive == "#ifdef":
             stack.append(words[1] in defined)
+        elif directive == "#if":
+            names = re.findall(r"defined\((\w+)\)", line)
+            assert names and "&&" not in line and "!" not in line, line
+            stack.append(any(n in defined for n in names))
         elif directive == "#ifndef":
             stack.append(words[1] not in defined)
         elif directive == "#else":
@@ -150,7 +155,13 @@ def test_cpu_native_kernels_take_no_stream_and_others_take_one():
             f"        case DeviceType::{p.device_type}:\n"
             "          {  // every dtype: the kernel decides\n"
             "            ran_ = true;\n"
-            f"            if (native::{p.name}::silu_and_mul({args})) {{\n"
+            + (
+                # a device's kernel launches with its device current
+                "            const torch_fallback::NativeDevice device_(key_.device());\n"
+                if p.stream
+                else ""
+            )
+            + f"            if (native::{p.name}::silu_and_mul({args})) {{\n"
         ) in call, p.name
         assert active(decls, set()).count("namespace infini::ops::native::") == 0
 

@@ -285,6 +285,10 @@ def _check_device(device: str) -> str:
     """A torch device string this process can use (usage error otherwise)."""
     import torch
 
+    from ..platforms import import_torch_module
+
+    # A torch port's device (sim, npu, ...) exists once its module is imported.
+    import_torch_module(device)
     try:
         parsed = torch.device(device)
     except (RuntimeError, TypeError) as e:

@@ -58,9 +58,12 @@ class _Worker:
     def __init__(self, kind: str, params: dict):
         import torch
 
+        from ..platforms import import_torch_module
+
         torch.set_num_threads(params["threads"])
         self.kind = kind
         self.device = params.get("device", "cpu")
+        import_torch_module(self.device)
         # Off the CPU a batch ends when the device is done with it.
         self.sync = None if self.device == "cpu" else self._synchronize
         self.floor = None

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from .. import manifest
+from .. import manifest, platforms
 from ..runtime import load
 from . import report, skips, values
 
@@ -22,13 +22,16 @@ from . import report, skips, values
 def main() -> None:
     warnings.filterwarnings("ignore")
     build = Path(os.environ["INFINIOPS_BUILD_DIR"])
+    device = os.environ.get("INFINIOPS_HARNESS_DEVICE", "cpu")
+    # A torch port's device (sim, npu, ...) exists once its module is imported.
+    platforms.import_torch_module(device)
     module = load(build)
     by_name = manifest.of_build(build).by_name()
     skip_file = os.environ.get("INFINIOPS_HARNESS_SKIPS")
     skip_list = skips.load_skips(Path(skip_file) if skip_file else None)
     torch.manual_seed(0)
     # --devices: every sample tensor (and so every reference) is made there.
-    values.DEVICE = os.environ.get("INFINIOPS_HARNESS_DEVICE", "cpu")
+    values.DEVICE = device
     for line in sys.stdin:
         if torch._C._is_torch_function_mode_enabled():
             raise RuntimeError(
