@@ -34,3 +34,13 @@ bool rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
 bool silu_and_mul(const Tensor& input, Tensor& out, Stream stream);
 }  // namespace infini::ops::native::nvidia
 #endif  // WITH_NVIDIA
+
+#ifdef WITH_SIM
+namespace infini::ops::native::sim {
+bool add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out, Stream stream);
+bool mul(const Tensor& self, const Tensor& other, Tensor& out, Stream stream);
+bool rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out, Stream stream);
+bool silu(const Tensor& self, Tensor& out, Stream stream);
+bool silu_and_mul(const Tensor& input, Tensor& out, Stream stream);
+}  // namespace infini::ops::native::sim
+#endif  // WITH_SIM

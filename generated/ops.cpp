@@ -306,16 +306,31 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
           }
           break;
 #endif
+#ifdef WITH_SIM
+        case DeviceType::kSim:
+          if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
+            const torch_fallback::ProfileScope profile_("aten::add");
+            ran_ = true;
+            const torch_fallback::NativeDevice device_(key_.device());
+            if (native::sim::add(self, other, alpha, out, torch_fallback::sim::current_stream(key_.device()))) {
+              mark_written(out);
+              count_native_run(9);
+              ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
+              return;
+            }
+          }
+          break;
+#endif
         default:
           break;
       }
     }
     if (impl_ == Implementation::kNative) {
-      native_unsupported("add", {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16", ran_);
+      native_unsupported("add", {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_);
     }
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("add", impl_, false, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}});
+    ::infini::ops::observe_fallback("add", impl_, false, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}});
   }
   torch_fallback::add(self, other, alpha, out);
 }
@@ -3524,16 +3539,31 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
           }
           break;
 #endif
+#ifdef WITH_SIM
+        case DeviceType::kSim:
+          if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
+            const torch_fallback::ProfileScope profile_("aten::mul");
+            ran_ = true;
+            const torch_fallback::NativeDevice device_(key_.device());
+            if (native::sim::mul(self, other, out, torch_fallback::sim::current_stream(key_.device()))) {
+              mark_written(out);
+              count_native_run(142);
+              ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
+              return;
+            }
+          }
+          break;
+#endif
         default:
           break;
       }
     }
     if (impl_ == Implementation::kNative) {
-      native_unsupported("mul", {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16", ran_);
+      native_unsupported("mul", {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_);
     }
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("mul", impl_, false, "cpu: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}});
+    ::infini::ops::observe_fallback("mul", impl_, false, "cpu: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}});
   }
   torch_fallback::mul(self, other, out);
 }
@@ -4141,16 +4171,30 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
           }
           break;
 #endif
+#ifdef WITH_SIM
+        case DeviceType::kSim:
+          if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
+            ran_ = true;
+            const torch_fallback::NativeDevice device_(key_.device());
+            if (native::sim::rms_norm(input, weight, eps, out, torch_fallback::sim::current_stream(key_.device()))) {
+              mark_written(out);
+              count_native_run(166);
+              ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
+              return;
+            }
+          }
+          break;
+#endif
         default:
           break;
       }
     }
     if (impl_ == Implementation::kNative) {
-      native_unsupported("rms_norm", {{"input", tensor_ptr(input)}, {"weight", tensor_ptr(weight)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16", ran_);
+      native_unsupported("rms_norm", {{"input", tensor_ptr(input)}, {"weight", tensor_ptr(weight)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_);
     }
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("rms_norm", impl_, true, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(input)}, {"weight", tensor_ptr(weight)}, {"out", tensor_ptr(out)}});
+    ::infini::ops::observe_fallback("rms_norm", impl_, true, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(input)}, {"weight", tensor_ptr(weight)}, {"out", tensor_ptr(out)}});
   }
   torch_fallback::rms_norm(input, weight, eps, out);
 }
@@ -4529,16 +4573,31 @@ void silu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
           }
           break;
 #endif
+#ifdef WITH_SIM
+        case DeviceType::kSim:
+          if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
+            const torch_fallback::ProfileScope profile_("aten::silu");
+            ran_ = true;
+            const torch_fallback::NativeDevice device_(key_.device());
+            if (native::sim::silu(self, out, torch_fallback::sim::current_stream(key_.device()))) {
+              mark_written(out);
+              count_native_run(181);
+              ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
+              return;
+            }
+          }
+          break;
+#endif
         default:
           break;
       }
     }
     if (impl_ == Implementation::kNative) {
-      native_unsupported("silu", {{"input", tensor_ptr(self)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16", ran_);
+      native_unsupported("silu", {{"input", tensor_ptr(self)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_);
     }
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("silu", impl_, false, "cpu: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(self)}, {"out", tensor_ptr(out)}});
+    ::infini::ops::observe_fallback("silu", impl_, false, "cpu: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(self)}, {"out", tensor_ptr(out)}});
   }
   torch_fallback::silu(self, out);
 }
@@ -4594,16 +4653,30 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
           }
           break;
 #endif
+#ifdef WITH_SIM
+        case DeviceType::kSim:
+          if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
+            ran_ = true;
+            const torch_fallback::NativeDevice device_(key_.device());
+            if (native::sim::silu_and_mul(input, out, torch_fallback::sim::current_stream(key_.device()))) {
+              mark_written(out);
+              count_native_run(182);
+              ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
+              return;
+            }
+          }
+          break;
+#endif
         default:
           break;
       }
     }
     if (impl_ == Implementation::kNative) {
-      native_unsupported("silu_and_mul", {{"input", tensor_ptr(input)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16", ran_);
+      native_unsupported("silu_and_mul", {{"input", tensor_ptr(input)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_);
     }
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("silu_and_mul", impl_, true, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(input)}, {"out", tensor_ptr(out)}});
+    ::infini::ops::observe_fallback("silu_and_mul", impl_, true, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(input)}, {"out", tensor_ptr(out)}});
   }
   torch_fallback::silu_and_mul(input, out);
 }

@@ -25,3 +25,4 @@ set(INFINI_OPS_GENERATED_BINDING_SOURCES
 # source of each (<kernels>/<platform>/<op>.<ext>) and no other.
 set(INFINI_OPS_NATIVE_OPS_cpu add mul rms_norm silu silu_and_mul)
 set(INFINI_OPS_NATIVE_OPS_nvidia add rms_norm silu_and_mul)
+set(INFINI_OPS_NATIVE_OPS_sim add mul rms_norm silu silu_and_mul)

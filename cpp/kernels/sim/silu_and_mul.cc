@@ -1,0 +1,44 @@
+// input [..., 2d] -> out [..., d] = silu(input[..., :d]) * input[..., d:] on
+// the sim device, contiguous input and out of one dtype. As the composite
+// computes it (at::silu, then at::mul_out): silu rounded to the dtype, then
+// the product rounded: two roundings for float16 and bfloat16.
+#include <cmath>
+
+#include "kernels/sim/common.h"
+
+namespace infini::ops::native::sim {
+
+bool silu_and_mul(const Tensor& input, Tensor& out, Stream stream) {
+  if (!same_device_dtype_contiguous(stream, {&input, &out})) return false;
+  constexpr const char* kShape = "out's shape is not input's shape with the last dim halved";
+  if (input.ndim() == 0 || input.ndim() != out.ndim()) return decline(kShape);
+  const int64_t d = out.size(-1);
+  if (input.size(-1) != 2 * d) return decline(kShape);
+  for (int64_t i = 0; i + 1 < input.ndim(); ++i) {
+    if (input.size(i) != out.size(i)) return decline(kShape);
+  }
+  // Each out element reads two distant input elements: refuse any overlap.
+  if (overlaps(out, input)) return decline("out overlaps input");
+  const int64_t n = out.numel();
+  return dispatch_floating(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if (n == 0) return;
+    const int64_t rows = n / d;
+    const T* x = static_cast<const T*>(input.data());
+    T* o = static_cast<T*>(out.data());
+    launch(stream, {x, o}, [x, o, rows, d] {
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* gate = x + r * 2 * d;
+        const T* up = gate + d;
+        T* dst = o + r * d;
+        for (int64_t j = 0; j < d; ++j) {
+          const float g = to_float(gate[j]);
+          const float s = to_float(from_float<T>(g / (1.0f + std::exp(-g))));
+          dst[j] = from_float<T>(s * to_float(up[j]));
+        }
+      }
+    });
+  });
+}
+
+}  // namespace infini::ops::native::sim
