@@ -10,10 +10,14 @@
 # build, `generate --check` on the committed generated/: it must pass for a
 # job marked `:same` (a release whose default set's schemas are 2.13.0's);
 # for the others its drift lines are shown (it exits 1 there by design).
+# A job marked `:nvidia` builds `--platform cpu,nvidia` instead of the
+# default build: the NVIDIA platform linked against that CUDA build of torch
+# and imported without a GPU (tests/test_platform_nvidia_linked.py), the
+# harness and the tests run on that module.
 #
 #   INFINIOPS_RELEASE_JOBS="3.12:2.11.0 3.13:2.15.0:same" bash .ci/releases.sh
 #
-# Each job is PYTHON:TORCH[:same]; the default covers the range
+# Each job is PYTHON:TORCH[:same][:nvidia]; the default covers the range
 # (docs/torch-releases.md).
 #
 # Each job's wheels (torch and the CUDA libraries it depends on, about 3 GB)
@@ -27,10 +31,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source .ci/lib.sh
 
-DEFAULT_JOBS="3.12:2.11.0 3.10:2.12.1 3.11:2.14.1:same 3.13:2.15.0:same"
+DEFAULT_JOBS="3.12:2.11.0 3.10:2.12.1 3.11:2.14.1:same:nvidia 3.13:2.15.0:same"
 read -r -a JOBS <<< "${INFINIOPS_RELEASE_JOBS:-$DEFAULT_JOBS}"
 if [ "${#JOBS[@]}" -eq 0 ]; then
-    echo "FAILED: INFINIOPS_RELEASE_JOBS names no job (PYTHON:TORCH[:same] ...)" >&2
+    echo "FAILED: INFINIOPS_RELEASE_JOBS names no job (PYTHON:TORCH[:same][:nvidia] ...)" >&2
     exit 1
 fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/infiniops-releases.XXXXXX")
@@ -75,12 +79,29 @@ venv_with_torch() {
         "$1/bin/pip" install -q --no-index --find-links "$4" "torch==$3"
 }
 
-# --job PYTHON:TORCH[:same]: one release's job (each job runs as a script of
-# its own, so that set -e holds inside it).
+# --job PYTHON:TORCH[:same][:nvidia]: one release's job (each job runs as a
+# script of its own, so that set -e holds inside it).
 if [ "${1:-}" = --job ]; then
-    IFS=: read -r py torch same <<< "$2"
+    IFS=: read -r py torch marks <<< "$2"
     venv=$WORK/venv-$torch
     build=$WORK/build-$torch
+    same=no
+    build_options=()
+    nvidia_build=  # the tests of the nvidia link and load skip while empty
+    IFS=: read -r -a marks <<< "$marks"
+    for mark in "${marks[@]}"; do
+        case $mark in
+            same) same=yes ;;
+            nvidia)
+                build_options=(--platform cpu,nvidia)
+                nvidia_build=$build
+                ;;
+            *)
+                echo "FAILED: job $2: unknown mark '$mark' (same, nvidia)" >&2
+                exit 1
+                ;;
+        esac
+    done
     step "venv and torch $torch (from the kept downloads)" \
         venv_with_torch "$venv" "$(python_of "$py")" "$torch" "$WHEELS/py$py-torch$torch"
     step "the tool (dev extras)" "$venv/bin/pip" install -q -e '.[dev]'
@@ -93,21 +114,24 @@ if [ "${1:-}" = --job ]; then
             ;;
     esac
     "$venv/bin/infiniops-codegen" --version
-    if [ "$same" = same ]; then
+    if [ "$same" = yes ]; then
         "$venv/bin/infiniops-codegen" generate --check
     elif "$venv/bin/infiniops-codegen" generate --check; then
         echo "torch $torch: generated/ is up to date (its job may be marked :same)"
     else
         echo "torch $torch: its schemas differ (above); the build generates into its build directory"
     fi
-    step "build" "$venv/bin/infiniops-codegen" build --build-dir "$build"
+    step "build ${build_options[*]:-(default)}" \
+        "$venv/bin/infiniops-codegen" build --build-dir "$build" "${build_options[@]}"
     step "harness" "$venv/bin/python" -m infiniops_codegen.harness \
         --build-dir "$build" --skips tests/skips.yaml
-    # The main job's build (torch 2.13.0) must be refused by this torch.
-    step "OpInfo conformance, runtime tests, the 2.13.0 build refused" \
+    # The main job's build (torch 2.13.0) must be refused by this torch; a
+    # job marked nvidia checks its module's link and load too.
+    step "OpInfo conformance, runtime tests, the 2.13.0 build refused${nvidia_build:+, nvidia loaded}" \
         env INFINIOPS_BUILD_DIR="$build" INFINIOPS_FOREIGN_BUILD_DIR="$FOREIGN" \
+        INFINIOPS_NVIDIA_BUILD_DIR="$nvidia_build" \
         "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-        tests/test_opinfo_conformance.py tests/test_runtime_*.py \
+        tests/test_opinfo_conformance.py tests/test_runtime_*.py tests/test_platform_nvidia_linked.py \
         tests/test_torch_releases.py::test_a_module_built_against_another_release_is_refused
     exit 0
 fi
