@@ -39,7 +39,8 @@ REPORTS=$LOGS/reports  # the sanitizers' own log files (log_path)
 
 # The tests under a sanitizer: the thread and lane tests, the harness, the
 # re-entrancy fuzz when it exists. The runtime fuzz runs once per seed.
-UNDER_ASAN=(tests/test_runtime_threads.py tests/test_runtime_lane.py tests/test_harness.py)
+UNDER_ASAN=(tests/test_runtime_threads.py tests/test_runtime_lane.py tests/test_harness.py
+    tests/test_sim_runtime.py)
 if [ -f tests/test_fuzz_reentrancy.py ]; then
     UNDER_ASAN+=(tests/test_fuzz_reentrancy.py)
 else
@@ -76,9 +77,14 @@ under() {
     fi
 }
 
-step "ASan+UBSan build of the default set" infiniops-codegen build --sanitize address,undefined --build-dir "$ASAN_DIR"
+# With the simulated accelerator: the same build runs the CPU tests and, as
+# INFINIOPS_SIM_BUILD_DIR, the sim tests (the sim backend itself is not
+# instrumented; its page protection stays on: ASan does not touch the pages).
+step "ASan+UBSan build of the default set, cpu and sim" infiniops-codegen build --sanitize address,undefined --platform cpu,sim --build-dir "$ASAN_DIR"
 
-step "under ASan+UBSan: thread, lane, harness and re-entrancy tests" under "$ASAN_DIR" asan-tests "${UNDER_ASAN[@]}"
+export INFINIOPS_SIM_BUILD_DIR=$ASAN_DIR
+step "under ASan+UBSan: thread, lane, harness, sim and re-entrancy tests" under "$ASAN_DIR" asan-tests "${UNDER_ASAN[@]}"
+unset INFINIOPS_SIM_BUILD_DIR
 
 export INFINIOPS_FUZZ_EXAMPLES=$EXAMPLES
 for seed in $SEEDS; do

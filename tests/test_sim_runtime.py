@@ -125,6 +125,53 @@ def test_native_ops_run_on_the_device_and_move_nothing_to_the_host(sim_build):
     assert "native ok" in out
 
 
+def test_every_default_op_takes_its_documented_path_and_copies_nothing(sim_build):
+    """Each op of the default set, called once on sim tensors (the harness's
+    first sample that torch accepts): ops.stats() shows the path the docs
+    give it, native on the handle path where the op has a sim kernel for
+    the dtype, else the torch fallback (or the op's composite) on the handle
+    path; and no op moved a byte to the host (the sim counter reads 0). A
+    wrapper that called .cpu() on a device tensor would pass every value
+    check and fail here."""
+    out = ok(
+        sim_build,
+        """
+        import collections, warnings
+        from infiniops_codegen import manifest
+        from infiniops_codegen.harness import run as hrun, values
+        warnings.filterwarnings("ignore")
+        values.DEVICE = "sim"
+        wrong, paths = [], collections.Counter()
+        for op in manifest.of_build(ops.__file__.rsplit("/", 1)[0]).ops:
+            for dtype in (torch.float32, torch.int64, torch.bool, torch.complex64):
+                plan = hrun.find_plan(op, dtype)
+                if plan is not None:
+                    break
+            assert plan is not None, f"{op.name}: no sample"
+            args = values.materialize(plan, dtype, "plain", 0)
+            wanted = hrun.expected(op, args)
+            outs = [torch.empty_like(w) for w in wanted]
+            sim.synchronize(); sim.reset_stats(); ops.reset_stats()
+            hrun.ours(ops, op, args, outs)
+            copies = stats()["device_to_host_copies"]
+            taken = {(k.implementation, k.path) for k in ops.stats() if k.op == op.name}
+            dtype_name = str(dtype).removeprefix("torch.")
+            if dtype_name in op.implementations.native_dtypes("sim"):
+                expected = {("native", "handle")}
+            elif op.aten is None:
+                expected = {("composite", "handle")}
+            else:
+                expected = {("torch", "handle+dispatcher")}
+            if taken != expected or copies:
+                wrong.append((op.name, dtype_name, taken, expected, copies))
+            paths[min(taken)] += 1
+        assert not wrong, wrong
+        print(dict(paths))
+        """,
+    )
+    assert "('native', 'handle'): 5" in out, out
+
+
 def test_torch_ops_reach_the_devices_kernels_with_their_handles(sim_build):
     """An op without a native kernel runs the device's ATen kernel (the sim
     fallback, here) through the handle: no copy to the host by the library."""
@@ -254,6 +301,9 @@ def test_mixed_devices_raise_what_torch_raises_and_nothing_runs(sim_build):
     )
 
 
+@pytest.mark.no_sanitizer(
+    "expects the exact SIGSEGV, which ASan takes and reports as its own"
+)
 def test_host_code_reading_device_memory_faults(sim_build):
     """The protection works: host code dereferencing a device pointer (what
     a wrong wrapper would do) kills the process at once, while the backend's
