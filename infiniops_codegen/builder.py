@@ -14,6 +14,7 @@ build directory holds.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -37,7 +38,7 @@ from . import (
     writer,
 )
 from . import project as projects
-from .locations import CONFIGURE_STAMP, MANIFEST, PACKAGE_DIR, SUPPORT_DIR
+from .locations import CONFIGURE_STAMP, MANIFEST, PACKAGE_DIR, PORTS_RECORD, SUPPORT_DIR
 from .locations import cmake_cache as _cmake_cache
 from .locations import find_module
 from .locations import shown as _rel
@@ -219,7 +220,7 @@ class BuildConfig:
         # Always given, so that a build without such a port clears it.
         args.append(
             "-DINFINI_OPS_PORT_PREFIX_PATH="
-            + ";".join(port_prefix_paths(self.platforms))
+            + ";".join(p for _, p in port_modules(tuple(self.platforms)) if p)
         )
         for name, compiler in self.kernel_compilers:
             args.append(f"-DINFINI_OPS_{name.upper()}_COMPILER={compiler}")
@@ -241,19 +242,15 @@ class BuildConfig:
         return args
 
 
-def port_prefix_paths(platforms: tuple[str, ...]) -> list[str]:
-    """Where the CMake packages of the platforms' torch ports are: the
-    `cmake_prefix_path` of each port module (platforms.yaml torch.module)
-    that has one, asked of the build's Python (importing the simulated
-    accelerator's module builds it, once). BuildError when a port module
-    does not import."""
-    modules = [
-        p.torch_module
-        for p in load_platforms()
-        if p.name in platforms and p.package and p.torch_module
-    ]
-    paths = []
-    for module in dict.fromkeys(modules):
+@functools.lru_cache(maxsize=8)
+def port_modules(platforms: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """(module, cmake_prefix_path) of the torch ports of the platforms
+    (platforms.yaml torch.module), the path "" for a module without one:
+    asked of the build's Python, where importing the simulated accelerator's
+    module builds it (once). BuildError when a port module does not import."""
+    modules = [p.torch_module for p in load_platforms() if p.name in platforms]
+    found = []
+    for module in dict.fromkeys(m for m in modules if m):
         code = (
             f"import {module} as m; "
             "print(getattr(m, 'cmake_prefix_path', '') or '', end='')"
@@ -264,9 +261,19 @@ def port_prefix_paths(platforms: tuple[str, ...]) -> list[str]:
         if proc.returncode != 0:
             tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
             raise BuildError(f"the torch port module {module} does not import:\n{tail}")
-        if proc.stdout:
-            paths.append(proc.stdout)
-    return paths
+        found.append((module, proc.stdout))
+    return tuple(found)
+
+
+def _write_ports_record(config: BuildConfig) -> None:
+    """The build's torch ports and where each one's package was
+    (locations.PORTS_RECORD): runtime.load() imports them before the module
+    and refuses a module linked against another build of a port."""
+    record = [
+        {"module": m, "cmake_prefix_path": prefix}
+        for m, prefix in port_modules(tuple(config.platforms))
+    ]
+    (config.build_dir / PORTS_RECORD).write_text(json.dumps(record) + "\n")
 
 
 def _cmake_name(arg: str) -> str:
@@ -368,6 +375,7 @@ def configure(config: BuildConfig, echo) -> None:
         stamp.unlink(missing_ok=True)
         raise BuildError("CMake configure failed:\n" + _cmake_error(proc))
     stamp.write_text(json.dumps(now))
+    _write_ports_record(config)
     # What the configure supplied for a CUDA build of torch (cuda_toolkit.py):
     # said, since it chose a toolkit and GPU architectures for the user.
     for line in proc.stdout.splitlines():

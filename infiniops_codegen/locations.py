@@ -25,8 +25,9 @@ MANIFEST = "manifest.json"  # in a generated directory and in a build directory
 # before it is loaded (runtime.py).
 TORCH_RECORD = "torch-build.json"
 # In a build directory: the Python modules of its platforms' torch ports
-# (platforms.yaml torch.module), which runtime.load() imports before the
-# module (written at configure by support/CMakeLists.txt).
+# (platforms.yaml torch.module) and where each one's CMake package was, which
+# runtime.load() imports and checks before the module (written at configure
+# by builder.configure).
 PORTS_RECORD = "torch-ports.json"
 # In a sanitized build directory (sanitize.py): how to run Python under it.
 SANITIZE_RECORD = "sanitize.json"

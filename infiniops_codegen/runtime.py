@@ -82,7 +82,7 @@ def load(build_dir: str | os.PathLike | None = None):
             "module can be loaded only once per process",
             name=name,
         )
-    _import_ports(directory)
+    _import_ports(directory, name)
     loader = importlib.machinery.ExtensionFileLoader(name, str(path))
     spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     module = importlib.util.module_from_spec(spec)
@@ -102,17 +102,30 @@ def load(build_dir: str | os.PathLike | None = None):
     return module
 
 
-def _import_ports(directory: Path) -> None:
+def _import_ports(directory: Path, name: str) -> None:
     """Import the torch ports of the build's platforms (the simulated
     accelerator's infiniops_codegen.sim, a vendor's torch_npu, ...): their
     device must be known to torch before the module's library, which links
-    the port, registers with it."""
+    the port, registers with it. ImportError when a port's package is not
+    the one the module was linked against (the simulated accelerator rebuilt
+    since, for other sources or another torch): two builds of one backend
+    must not meet in a process."""
     try:
-        modules = json.loads((directory / PORTS_RECORD).read_text(encoding="utf-8"))
+        ports = json.loads((directory / PORTS_RECORD).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return  # a build before the record, or one without ports
-    for module in modules:
-        importlib.import_module(module)
+        return  # a build without ports
+    for port in ports:
+        module = importlib.import_module(port["module"])
+        built = port.get("cmake_prefix_path") or ""
+        now = getattr(module, "cmake_prefix_path", "") or ""
+        if built and now and os.path.realpath(built) != os.path.realpath(now):
+            raise ImportError(
+                f"the {name} module in {directory} was linked against "
+                f"{port['module']} built in {built}, but {port['module']} is now "
+                f"{now} (its sources or torch changed): rebuild it: "
+                f"{rebuild_command(directory)}",
+                name=name,
+            )
 
 
 def _check_torch(directory: Path, name: str = MODULE_NAME) -> None:

@@ -13,7 +13,7 @@ import time
 import pytest
 import torch
 
-sim = pytest.importorskip("infiniops_codegen.sim")
+import infiniops_codegen.sim as sim  # noqa: E402 - builds the backend: a failure fails
 
 
 @pytest.fixture(autouse=True)
@@ -218,6 +218,18 @@ def test_null_mode_does_no_copies():
     assert c.cpu().tolist() == [5.0] * 4  # nothing ran
     torch.add(a, a, out=c)
     assert c.cpu().tolist() == [2.0] * 4
+
+
+def test_a_refused_device_copy_raises_at_once_and_the_stream_goes_on():
+    """A device-to-device copy_ that torch refuses (into an expanded tensor:
+    internal overlap) raises on the calling thread, as on CUDA, and leaves
+    no sticky error on the stream: the next work runs."""
+    src = torch.arange(6.0).reshape(2, 3).to("sim")
+    dst = torch.zeros(1, 3, device="sim").expand(2, 3)
+    with pytest.raises(RuntimeError, match="more than one element"):
+        dst.copy_(src.t().contiguous().t())  # strided: the queued path
+    sim.synchronize()
+    assert (src * 2).cpu().tolist() == [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]]
 
 
 def test_kernel_error_surfaces_at_synchronize():

@@ -362,3 +362,31 @@ def test_dispatcher_ops_on_sim_tensors(sim_build):
         assert t.records[0]["device"].startswith("sim"), t.records
         """,
     )
+
+
+def test_a_module_linked_against_another_sim_build_is_refused(sim_build, tmp_path):
+    """The build records where the port's package was (torch-ports.json):
+    the loader imports the port and refuses a module whose record names
+    another build of it (the simulated accelerator rebuilt since), instead
+    of letting two builds of one backend meet in the process."""
+    import json
+
+    import infiniops_codegen.sim as port
+    from infiniops_codegen.runtime import _import_ports
+
+    record = json.loads((sim_build / "torch-ports.json").read_text())
+    assert record == [
+        {"module": "infiniops_codegen.sim", "cmake_prefix_path": port.cmake_prefix_path}
+    ]
+    stale = tmp_path / "build"
+    stale.mkdir()
+    (stale / "torch-ports.json").write_text(
+        json.dumps(
+            [{"module": "infiniops_codegen.sim", "cmake_prefix_path": "/elsewhere"}]
+        )
+    )
+    with pytest.raises(
+        ImportError, match="linked against infiniops_codegen.sim built in /elsewhere"
+    ):
+        _import_ports(stale, "infiniops")
+    _import_ports(sim_build, "infiniops")  # its own record: accepted

@@ -1,8 +1,7 @@
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
+#include "kernels/cpu/alpha.h"
 #include "kernels/cpu/checks.h"
 #include "kernels/cpu/elementwise.h"
 #include "native_kernels.h"
@@ -30,63 +29,10 @@
 namespace infini::ops::native::cpu {
 namespace {
 
-// The largest finite value of T: what PyTorch's checked conversion of alpha
-// compares it with.
-template <class T>
-constexpr double kMaxFinite = 0.0;
-template <>
-constexpr double kMaxFinite<float> = 3.4028234663852886e38;
-template <>
-constexpr double kMaxFinite<Half> = 65504.0;
-template <>
-constexpr double kMaxFinite<BFloat16> = 3.3895313892515355e38;
-
-// alpha as `alpha.to<T>()` makes it: an integer through float, a double
-// through float, then rounded to T. False where that conversion overflows
-// (PyTorch raises "value cannot be converted to type ... without overflow";
-// infinity and NaN convert).
-template <class T>
-bool alpha_as(const Scalar& alpha, float& value) {
-  float f;
-  if (alpha.is_integral()) {
-    const int64_t i = alpha.to_int();
-    if (i >= -256 && i <= 256) {  // exact in every dtype here (the default, 1)
-      value = static_cast<float>(i);
-      return true;
-    }
-    f = static_cast<float>(i);  // ATen compares it as a float
-    if (std::fabs(f) > kMaxFinite<T>) return false;
-  } else {
-    const double d = alpha.to_double();
-    if (std::isfinite(d) && std::fabs(d) > kMaxFinite<T>) return false;
-    f = static_cast<float>(d);
-  }
-  value = to_float(from_float<T>(f));
-  return true;
-}
-
 // Fewer elements than the narrowest vector loop of a 16-bit type takes (two
 // vectors: 16 elements with NEON, 32 with AVX2, 64 with AVX512): PyTorch
 // computes every element in its scalar loop.
 constexpr int64_t kScalarLoopOnly = 16;
-
-// Whether PyTorch's float32 add fuses the multiply-add: its AVX2 and AVX512
-// kernels do (chosen on every x86 CPU with AVX2 and FMA unless
-// ATEN_CPU_CAPABILITY=default), and so do its ARM builds; its x86 default
-// build does not.
-bool torch_fuses_multiply_add() noexcept {
-#if defined(__x86_64__)
-  static const bool fused = [] {
-    const char* capability = std::getenv("ATEN_CPU_CAPABILITY");
-    if (capability != nullptr && std::strcmp(capability, "default") == 0) return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return fused;
-#else
-  return true;
-#endif
-}
 
 // float32, fused: one rounding. Compiled for FMA (the CPU has it when this
 // runs) with everything inlined, so the loop uses the instruction.

@@ -10,13 +10,8 @@ bool silu_and_mul(const Tensor& input, Tensor& out) {
   if (!same_cpu_dtype({&input, &out})) {
     return decline("the tensors are not all CPU tensors of one dtype");
   }
-  constexpr const char* kShape = "out's shape is not input's shape with the last dim halved";
-  if (input.ndim() == 0 || input.ndim() != out.ndim()) return decline(kShape);
+  if (!last_dim_halved(input, out)) return false;
   const int64_t d = out.size(-1);
-  if (input.size(-1) != 2 * d) return decline(kShape);
-  for (int64_t i = 0; i + 1 < input.ndim(); ++i) {
-    if (input.size(i) != out.size(i)) return decline(kShape);
-  }
   // Each out element reads two distant input elements, so even an exact
   // alias of one half would be read after being written: refuse any overlap.
   if (has_internal_overlap(out) || memory_overlaps(out, input)) {

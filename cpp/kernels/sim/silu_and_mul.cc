@@ -10,13 +10,8 @@ namespace infini::ops::native::sim {
 
 bool silu_and_mul(const Tensor& input, Tensor& out, Stream stream) {
   if (!same_device_dtype_contiguous(stream, {&input, &out})) return false;
-  constexpr const char* kShape = "out's shape is not input's shape with the last dim halved";
-  if (input.ndim() == 0 || input.ndim() != out.ndim()) return decline(kShape);
+  if (!last_dim_halved(input, out)) return false;
   const int64_t d = out.size(-1);
-  if (input.size(-1) != 2 * d) return decline(kShape);
-  for (int64_t i = 0; i + 1 < input.ndim(); ++i) {
-    if (input.size(i) != out.size(i)) return decline(kShape);
-  }
   // Each out element reads two distant input elements: refuse any overlap.
   if (overlaps(out, input)) return decline("out overlaps input");
   const int64_t n = out.numel();

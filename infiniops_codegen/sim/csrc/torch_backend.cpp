@@ -3,6 +3,7 @@
 // (factories, views, copies, resize) and the CPU fallback for every other op.
 #include "infini_sim/torch.h"
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/EmptyTensor.h>
@@ -53,7 +54,9 @@ c10::StreamId id_of(simStream_t stream) {
   return stream_id(stream) == 0 ? 0 : reinterpret_cast<c10::StreamId>(stream);
 }
 
+// The current stream of a device (-1: the current device).
 simStream_t current_handle(c10::DeviceIndex index) {
+  index = resolve(index);
   return handle_of(make_stream(index, t_current_stream[index]));
 }
 
@@ -467,6 +470,10 @@ void copy_device_to_device(const at::Tensor& src, const at::Tensor& dst) {
                             stream);
     return;
   }
+  // What copy_'s TensorIterator refuses, refused here, on the calling thread
+  // (metadata only): once queued, an error would be the stream's, sticky.
+  at::assert_no_internal_overlap(dst);
+  at::assert_no_partial_overlap(dst, src);
   // Asynchronous, in stream order; the captures keep both storages alive.
   enqueue_copy(stream, {dst.data_ptr(), src.data_ptr()}, [src, dst] {
     at::Tensor out = host_view(dst);
@@ -699,7 +706,7 @@ SimStream getStreamFromExternal(simStream_t stream, c10::DeviceIndex index) {
   TORCH_CHECK(stream, "getStreamFromExternal: null stream");
   const auto d = resolve(index);
   TORCH_CHECK(stream_device(stream) == d, "stream of sim device ",
-              stream_device(stream), " given for sim device ", d);
+              stream_device(stream), " given for sim device ", static_cast<int>(d));
   return SimStream(make_stream(d, id_of(stream)));
 }
 

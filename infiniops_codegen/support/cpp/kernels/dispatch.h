@@ -3,8 +3,11 @@
 // for a dtype. Torch-free and device-neutral (host code of CUDA and vendor
 // kernels includes it too).
 
+#include <cstdint>
+
 #include "core/data_type.h"
 #include "core/decline.h"
+#include "core/tensor.h"
 
 namespace infini::ops::native {
 
@@ -27,6 +30,18 @@ bool dispatch_floating(DataType dtype, F&& f) {
     default:
       return decline("the kernel has no code for this dtype");
   }
+}
+
+// silu_and_mul's shapes: out is input with its last dimension halved
+// (input [..., 2d], out [..., d]); declines with the reason otherwise.
+inline bool last_dim_halved(const Tensor& input, const Tensor& out) {
+  constexpr const char* kShape = "out's shape is not input's shape with the last dim halved";
+  if (input.ndim() == 0 || input.ndim() != out.ndim()) return decline(kShape);
+  if (input.size(-1) != 2 * out.size(-1)) return decline(kShape);
+  for (int64_t i = 0; i + 1 < input.ndim(); ++i) {
+    if (input.size(i) != out.size(i)) return decline(kShape);
+  }
+  return true;
 }
 
 }  // namespace infini::ops::native

@@ -5,6 +5,7 @@
 #include "runtime/dispatch_support.h"
 #include "torch_tables.h"
 
+#include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/record_function.h>
 #include <ATen/ops/copy.h>
@@ -12,6 +13,7 @@
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/TensorOptions.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/core/impl/PyObjectSlot.h>
@@ -288,11 +290,49 @@ void rebind(c10::TensorImpl* impl, const Tensor& t) {
 
 }  // namespace
 
+int16_t index_of_data(const Tensor& t) noexcept {
+  if (t.data() == nullptr) return -1;
+  try {
+    const c10::DeviceType type = to_aten(Device{t.device().type, -1}).type();
+    return static_cast<int16_t>(at::globalContext().getDeviceFromPtr(t.data(), type).index());
+  } catch (...) {
+    return -1;  // no hooks that can tell: the caller's device stands
+  }
+}
+
+namespace {
+
+// The device of a wrapper over t's memory, as at::from_blob settles it: a
+// device tensor is on the device its memory is on (the backend's
+// getDeviceFromPtr), so index -1 ("the current device", as in PyTorch)
+// becomes that device, and another index given is PyTorch's error. The CPU,
+// and memory no hook can place, keep the device given.
+c10::Device placed(const Tensor& t) {
+  const c10::Device given = to_aten(t.device());
+  if (given.is_cpu()) [[likely]] return given;
+  const int16_t actual = index_of_data(t);
+  if (actual < 0) {
+    if (given.has_index()) return given;
+    const auto* guard = c10::impl::getDeviceGuardImpl(given.type());
+    return guard->getDevice();  // no memory (no element): the current device
+  }
+  if (given.has_index() && given.index() != actual) {
+    throw Error("Specified device " + given.str() + " does not match device of data " +
+                c10::Device(given.type(), static_cast<c10::DeviceIndex>(actual)).str());
+  }
+  return c10::Device(given.type(), static_cast<c10::DeviceIndex>(actual));
+}
+
+}  // namespace
+
 at::Tensor from_blob(const Tensor& t) {
-  return make_wrapper(t, to_aten(t.dtype()), to_aten(t.device()));
+  return make_wrapper(t, to_aten(t.dtype()), placed(t));
 }
 
 at::Tensor pooled_from_blob(const Tensor& t) {
+  // A device tensor's index is checked against its memory's on every call,
+  // as at::from_blob does (a re-bound wrapper would otherwise keep a wrong one).
+  if (t.device().type != DeviceType::kCpu) [[unlikely]] (void)placed(t);
   WrapperPool* pool = this_thread_pool();
   if (pool != nullptr && g_wrapper_pool.load(std::memory_order_relaxed)) [[likely]] {
     const uint32_t key = wrapper_key(t);
@@ -309,7 +349,7 @@ at::Tensor pooled_from_blob(const Tensor& t) {
     }
   }
   if (pool != nullptr) ++pool->stats.fresh;
-  return make_wrapper(t, to_aten(t.dtype()), to_aten(t.device()));
+  return make_wrapper(t, to_aten(t.dtype()), placed(t));
 }
 
 void AtenTensor::release() noexcept {

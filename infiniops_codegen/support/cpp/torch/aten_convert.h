@@ -90,10 +90,16 @@ extern std::atomic<bool> g_wrapper_pool;
 #endif
 at::Tensor pooled_from_blob(const Tensor& t);
 void give_back(at::Tensor&& wrapper, uint32_t key) noexcept;
+// The index of the device a device tensor's memory is on, as the backend's
+// getDeviceFromPtr says (-1 when it cannot tell): where a tensor made in C++
+// with index -1, "the current device", is placed.
+int16_t index_of_data(const Tensor& t) noexcept;
 inline uint32_t wrapper_key(const Tensor& t) noexcept {
+  int16_t index = t.device().index;
+  if (index < 0 && t.device().type != DeviceType::kCpu) [[unlikely]] index = index_of_data(t);
   return static_cast<uint32_t>(static_cast<uint8_t>(t.dtype())) |
          static_cast<uint32_t>(static_cast<uint8_t>(t.device().type)) << 8 |
-         static_cast<uint32_t>(static_cast<uint16_t>(t.device().index)) << 16;
+         static_cast<uint32_t>(static_cast<uint16_t>(index)) << 16;
 }
 
 // The calling thread's pool so far (a test and benchmark hook).

@@ -33,6 +33,7 @@
 #include "core/scalar.h"
 #include "core/stream.h"
 #include "core/tensor.h"
+#include "kernels/cpu/alpha.h"
 #include "kernels/cpu/half.h"
 #include "kernels/cpu/strided.h"
 #include "kernels/dispatch.h"
@@ -42,10 +43,12 @@ namespace infini::ops::native::sim {
 
 // The host types and conversions of the CPU kernels: the sim device is host
 // memory, computed on by host code.
+using cpu::alpha_as;
 using cpu::BFloat16;
 using cpu::from_float;
 using cpu::Half;
 using cpu::to_float;
+using cpu::torch_fuses_multiply_add;  // the sim fallback runs PyTorch's CPU kernels
 
 // The element type of a dtype on the sim device (kernels/dispatch.h).
 template <class F>
@@ -159,60 +162,6 @@ bool launch_binary(Stream stream, const Tensor& a, const Tensor& b, Tensor& out,
                });
          });
   return true;
-}
-
-// ---- add's alpha, as PyTorch's CPU kernel converts and applies it ----
-
-// The largest finite value of T: what PyTorch's checked conversion of alpha
-// compares it with.
-template <class T>
-inline constexpr double kMaxFinite = 0.0;
-template <>
-inline constexpr double kMaxFinite<float> = 3.4028234663852886e38;
-template <>
-inline constexpr double kMaxFinite<Half> = 65504.0;
-template <>
-inline constexpr double kMaxFinite<BFloat16> = 3.3895313892515355e38;
-
-// alpha as `alpha.to<T>()` makes it: an integer through float, a double
-// through float, then rounded to T. False where that conversion overflows
-// (PyTorch raises; infinity and NaN convert).
-template <class T>
-bool alpha_as(const Scalar& alpha, float& value) {
-  float f;
-  if (alpha.is_integral()) {
-    const int64_t i = alpha.to_int();
-    if (i >= -256 && i <= 256) {  // exact in every dtype here (the default, 1)
-      value = static_cast<float>(i);
-      return true;
-    }
-    f = static_cast<float>(i);
-    if (std::fabs(f) > kMaxFinite<T>) return false;
-  } else {
-    const double d = alpha.to_double();
-    if (std::isfinite(d) && std::fabs(d) > kMaxFinite<T>) return false;
-    f = static_cast<float>(d);
-  }
-  value = to_float(from_float<T>(f));
-  return true;
-}
-
-// Whether PyTorch's float32 add on this CPU fuses the multiply-add (its AVX2
-// and AVX512 kernels and its ARM builds do; its x86 default build does not).
-// The sim device's fallback runs PyTorch's CPU kernels, so this is what the
-// fallback computes.
-inline bool torch_fuses_multiply_add() noexcept {
-#if defined(__x86_64__)
-  static const bool fused = [] {
-    const char* capability = std::getenv("ATEN_CPU_CAPABILITY");
-    if (capability != nullptr && std::strcmp(capability, "default") == 0) return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return fused;
-#else
-  return true;
-#endif
 }
 
 }  // namespace infini::ops::native::sim
