@@ -57,7 +57,7 @@ CORE_HEADERS = [
 # The generated parts of the core (torch-free, included by data_type.h and
 # device.h).
 CORE_TABLES = ["dtype_table.h", "platform_table.h"]
-KERNEL_HEADERS = ["checks.h", "elementwise.h", "half.h", "strided.h"]
+KERNEL_HEADERS = ["alpha.h", "checks.h", "elementwise.h", "half.h", "strided.h"]
 # The kernels include their declarations from the generated native_kernels.h
 # (the CPU ones under WITH_CPU), as in the module's build.
 KERNEL_FLAGS = ["-DWITH_CPU"]

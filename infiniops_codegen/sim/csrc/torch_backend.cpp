@@ -3,7 +3,6 @@
 // (factories, views, copies, resize) and the CPU fallback for every other op.
 #include "infini_sim/torch.h"
 
-#include <ATen/MemoryOverlap.h>
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/EmptyTensor.h>
@@ -470,15 +469,14 @@ void copy_device_to_device(const at::Tensor& src, const at::Tensor& dst) {
                             stream);
     return;
   }
-  // What copy_'s TensorIterator refuses, refused here, on the calling thread
-  // (metadata only): once queued, an error would be the stream's, sticky.
-  at::assert_no_internal_overlap(dst);
-  at::assert_no_partial_overlap(dst, src);
-  // Asynchronous, in stream order; the captures keep both storages alive.
-  enqueue_copy(stream, {dst.data_ptr(), src.data_ptr()}, [src, dst] {
-    at::Tensor out = host_view(dst);
-    out.copy_(host_view(src));
-  });
+  // A strided, converting or conjugating copy runs here, on the calling
+  // thread after the stream's work, as the fallback's ops do: whatever
+  // copy_ refuses (overlap, a dtype it has no kernel for) is the caller's
+  // error at once, never a sticky error of the stream.
+  stream_synchronize(stream);
+  const DeviceAccess access({dst.data_ptr(), src.data_ptr()});
+  at::Tensor out = host_view(dst);
+  out.copy_(host_view(src));
 }
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst,
