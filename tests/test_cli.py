@@ -80,15 +80,15 @@ def test_matrix_native_torch_missing():
 def test_list_table_of_the_committed_manifest(runner, helpers):
     """Works from generated/manifest.json without a build: one row per op,
     one column per platform a build has by default (cpu) or an op has a
-    native kernel on (nvidia); the others are named after the table, and
+    native kernel on (nvidia, sim); the others are named after the table, and
     --platform all shows every platform of data/platforms.yaml."""
     from infiniops_codegen.platforms import platform_names
 
     result = helpers.invoke(runner, "list")
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0].split() == ["op", "cpu", "nvidia"]
-    others = ", ".join(platform_names()[2:])
+    assert lines[0].split() == ["op", "cpu", "nvidia", "sim"]
+    others = ", ".join(n for n in platform_names() if n not in ("cpu", "nvidia", "sim"))
     assert lines[-1] == (
         f"not shown: {others} (no op has a native kernel there: the torch "
         "fallback where built; --platform all shows them)"

@@ -232,7 +232,7 @@ def test_unknown_platform_in_native(run_specs):
     error = only_error(run_specs, "ops:\n  - {aten: abs.out, native: [cpu, cpux]}\n")
     assert error == (
         "specs/bad.yaml:2:35: unknown platform 'cpux' (did you mean 'cpu'?); "
-        "known platforms: cpu, nvidia, iluvatar, metax, cambricon, moore, ascend"
+        "known platforms: cpu, nvidia, iluvatar, metax, cambricon, moore, ascend, sim"
     )
 
 
