@@ -18,6 +18,8 @@ import pytest
 
 from runtime_conftest_helpers import BUILD_TIMEOUT_S, subprocess_env
 
+pytestmark = pytest.mark.own_build("the acme project built for cpu,acme")
+
 ACME = Path(__file__).resolve().parent / "fixtures" / "acme"
 
 

@@ -40,6 +40,8 @@ import pytest
 from runtime_conftest_helpers import REPO
 from test_sim_runtime import sim_build  # noqa: F401  (the fixture)
 
+pytestmark = pytest.mark.own_build("the default set built for cpu,sim (build-sim/)")
+
 SOURCE = REPO / "tests" / "cpp" / "sim_cpp_api.cpp"
 EXE = "sim_cpp_api"
 # The program's checks today: 47. Fewer means checks were dropped (or the

@@ -5,11 +5,15 @@ and size. No timing is checked: performance targets are not unit tests."""
 
 from __future__ import annotations
 
+import pytest
+
 import subprocess
 import sys
 
 from runtime_conftest_helpers import REPO, subprocess_env
 from test_sim_runtime import sim_build  # noqa: F401  (the fixture: builds when missing)
+
+pytestmark = pytest.mark.own_build("the default set built for cpu,sim (build-sim/)")
 
 SCRIPT = REPO / "scripts" / "sim_host_overhead.py"
 OPS = ("add", "mul", "abs", "sub", "rms_norm")

@@ -21,6 +21,8 @@ import pytest
 
 from runtime_conftest_helpers import BUILD_TIMEOUT_S, REPO, _build_lock, subprocess_env
 
+pytestmark = pytest.mark.own_build("the default set built for cpu,sim (build-sim/)")
+
 SIM_BUILD = Path(os.environ.get("INFINIOPS_SIM_BUILD_DIR") or REPO / "build-sim")
 # The default set's native kernels on sim (op_specs: `native: {sim: ...}`).
 NATIVE_ON_SIM = ("add", "mul", "silu", "rms_norm", "silu_and_mul")
