@@ -223,7 +223,7 @@ def test_gil_is_released_while_an_op_runs(ops, make):
     # again, sized for twice as long.
     for target in (0.1, 0.2, 0.4):
         call, check = make(target)
-        spans, stamps, max_gap = _calls_beside_a_loop(ops, call)
+        spans, stamps, pauses = _calls_beside_a_loop(ops, call)
         shortest = min(end - start for start, end in spans)
         if shortest > 0.05:
             break
@@ -234,9 +234,21 @@ def test_gil_is_released_while_an_op_runs(ops, make):
         if within:
             inside += within[-1] - within[0]
     assert shortest > 0.05, f"call too fast to tell ({shortest:.3f} s)"
-    assert max_gap < shortest / 2, (
-        f"main thread stalled {max_gap:.3f} s during a {shortest:.3f} s call: "
-        "the GIL is held while the op runs"
+    # A held GIL stalls the loop through every call; a busy machine (CI runs
+    # another lane beside the suite) stalls it now and then: so the call
+    # whose longest stall is the shortest must show the loop running.
+    # (a pause's part inside a call: a held GIL is taken back only after
+    # the call has returned)
+    stalls = [
+        max(
+            (min(end, stop) - max(end - gap, start) for end, gap in pauses),
+            default=0.0,
+        )
+        for start, stop in spans
+    ]
+    assert min(stalls) < shortest / 2, (
+        f"main thread stalled {min(stalls):.3f} s in the best of three "
+        f"{shortest:.3f} s calls: the GIL is held while the op runs"
     )
     assert inside > 100_000, f"only {inside} main-loop iterations during the calls"
     check()
@@ -244,7 +256,8 @@ def test_gil_is_released_while_an_op_runs(ops, make):
 
 def _calls_beside_a_loop(ops, call):
     """Three calls in a thread while the main thread loops: the calls' spans,
-    (time, iterations) every 1024 iterations, and the longest pause."""
+    (time, iterations) every 1024 iterations, and the loop's pauses over
+    1 ms as (time it ended, length)."""
     spans: list[tuple[float, float]] = []
     started = threading.Event()
 
@@ -261,18 +274,18 @@ def _calls_beside_a_loop(ops, call):
     thread.start()
     started.wait()
     last = time.perf_counter()
-    max_gap = 0.0
+    pauses: list[tuple[float, float]] = []
     while thread.is_alive():
         now = time.perf_counter()
-        if now - last > max_gap:
-            max_gap = now - last
+        if now - last > 0.001:
+            pauses.append((now, now - last))
         last = now
         count += 1
         if count & 1023 == 0:
             stamps.append((now, count))
     thread.join()
     assert len(spans) == 3
-    return spans, stamps, max_gap
+    return spans, stamps, pauses
 
 
 # --- Importing before or after torch -----------------------------------------------
