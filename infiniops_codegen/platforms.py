@@ -68,6 +68,16 @@ class _Reader:
                 )
         return True
 
+    def optional_mapping(
+        self, row: Node, key: str, what: str, keys: tuple[str, ...]
+    ) -> Node | None:
+        """row's mapping under key; None when absent, null or malformed
+        (reported)."""
+        node = row.value.get(key)
+        if node is None or node.value is None or not self.mapping(node, what, keys):
+            return None
+        return node
+
     def string(
         self, parent: Node, key: str, what: str, pattern=None, hint: str = ""
     ) -> str | None:
@@ -112,11 +122,9 @@ class _Reader:
         return tuple(n.value for n in node.value)
 
     def stream(self, row: Node, what: str) -> StreamSupport | None:
-        node = row.value.get("stream")
-        if node is None or node.value is None:
-            return None
         what = f"the stream of {what}"
-        if not self.mapping(node, what, _STREAM_KEYS):
+        node = self.optional_mapping(row, "stream", what, _STREAM_KEYS)
+        if node is None:
             return None
         values = {k: self.string(node, k, what) for k in _STREAM_KEYS[1:]}
         for key, fields in (
@@ -161,11 +169,9 @@ class _Reader:
         return KernelToolchain(compiler, language, extensions, flags)
 
     def package(self, row: Node, what: str) -> PortPackage | None:
-        node = row.value.get("package")
-        if node is None or node.value is None:
-            return None
         what = f"the package of {what}"
-        if not self.mapping(node, what, _PACKAGE_KEYS):
+        node = self.optional_mapping(row, "package", what, _PACKAGE_KEYS)
+        if node is None:
             return None
         name = self.string(node, "name", what)
         runtime = self.optional_string(node, "runtime", what)

@@ -44,17 +44,37 @@ def stats():
 @pytest.fixture(scope="module")
 def sim_build() -> Path:
     """The cpu,sim build of the default set (built once, under the lock the
-    CPU build uses, so parallel workers build it once)."""
-    from infiniops_codegen.locations import TORCH_RECORD, find_module
+    CPU build uses, so parallel workers build it once), rebuilt as it was
+    built (a sanitized one stays sanitized) when it is missing, made with
+    another torch, or linked against another build of the sim backend (the
+    loader would refuse it)."""
+    import json
+    import shlex
+
+    import infiniops_codegen.sim as port
     from infiniops_codegen import torch_build
+    from infiniops_codegen.locations import PORTS_RECORD, TORCH_RECORD, find_module
+    from infiniops_codegen.runtime import rebuild_command
 
     with _build_lock(SIM_BUILD):
         built = torch_build.read_record(SIM_BUILD / TORCH_RECORD)
-        if find_module(SIM_BUILD) is None or built != torch_build.installed():
+        try:
+            ports = json.loads((SIM_BUILD / PORTS_RECORD).read_text())
+        except (OSError, ValueError):
+            ports = []
+        linked = [p.get("cmake_prefix_path") for p in ports]
+        if (
+            find_module(SIM_BUILD) is None
+            or built != torch_build.installed()
+            or linked != [port.cmake_prefix_path]
+        ):
             cmd = [
                 sys.executable, "-m", "infiniops_codegen.cli", "build",
                 "--platform", "cpu,sim", "--build-dir", str(SIM_BUILD),
             ]  # fmt: skip
+            if find_module(SIM_BUILD) is not None:  # as it was built
+                words = shlex.split(rebuild_command(SIM_BUILD))
+                cmd = [sys.executable, "-m", "infiniops_codegen.cli", *words[1:]]
             proc = subprocess.run(
                 cmd, cwd=REPO, env=subprocess_env(), capture_output=True,
                 text=True, timeout=BUILD_TIMEOUT_S,

@@ -284,18 +284,24 @@ struct SimHooks final : at::PrivateUse1HooksInterface {
 
 // ---- kernels ----
 
+// The device a factory makes its tensor on, after what a sim tensor cannot be.
+c10::Device factory_device(std::optional<c10::Device> device, std::optional<c10::Layout> layout,
+                           std::optional<bool> pin_memory) {
+  const auto d = c10::device_or_default(device);
+  TORCH_CHECK(d.type() == kSim, "expected a sim device, got ", d);
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
+              "the sim backend supports strided tensors only");
+  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "only CPU memory can be pinned");
+  return d;
+}
+
 at::Tensor empty_memory_format(c10::IntArrayRef size,
                                std::optional<c10::ScalarType> dtype,
                                std::optional<c10::Layout> layout,
                                std::optional<c10::Device> device,
                                std::optional<bool> pin_memory,
                                std::optional<c10::MemoryFormat> memory_format) {
-  const auto d = c10::device_or_default(device);
-  TORCH_CHECK(d.type() == kSim, "expected a sim device, got ", d);
-  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
-              "the sim backend supports strided tensors only");
-  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory),
-              "only CPU memory can be pinned");
+  const auto d = factory_device(device, layout, pin_memory);
   const c10::DeviceGuard guard(d);
   return at::detail::empty_generic(
       size, &g_allocator, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
@@ -307,12 +313,7 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                          std::optional<c10::Layout> layout,
                          std::optional<c10::Device> device,
                          std::optional<bool> pin_memory) {
-  const auto d = c10::device_or_default(device);
-  TORCH_CHECK(d.type() == kSim, "expected a sim device, got ", d);
-  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
-              "the sim backend supports strided tensors only");
-  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory),
-              "only CPU memory can be pinned");
+  const auto d = factory_device(device, layout, pin_memory);
   const c10::DeviceGuard guard(d);
   return at::detail::empty_strided_generic(
       size, stride, &g_allocator,
