@@ -16,6 +16,7 @@ StreamLike = int | object
 
 __torch_version__: str
 selection: str
+cmake_prefix_path: str | None
 
 def implementations() -> dict[str, dict[str, list[str]]]: ...
 def platforms() -> list[str]: ...

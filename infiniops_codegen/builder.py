@@ -605,28 +605,10 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
         user_cmake_args=request.cmake_args,
     )
     config.cmake_args()  # OptionError before anything is written
-    try:
-        gen = pipeline.generate(
-            Path(request.spec_dir), request.ops, exts, library=request.project.names
-        )
-    except OSError as e:
-        raise OSError(f"cannot read an --ops file: {e}") from None
-    if gen_dir == request.project.generated:
-        # The committed sources follow the schemas of the release they were
-        # generated with; where this torch's differ, they are not rewritten
-        # but this build gets its own (docs/torch-releases.md).
-        drifted = drift.between(gen_dir, gen.files)
-        if drifted:
-            gen_dir = build_dir / "generated"
-            config = replace(config, generated_dir=gen_dir)
-            echo(_drift_note(drifted, gen.opset.torch_version, request, gen_dir))
-    try:
-        written = writer.write(gen.files, gen_dir, force=request.force)
-    except OSError as e:
-        raise OSError(f"cannot write {gen_dir}: {e}") from None
-    changed = len(written.stale) + len(written.missing) + len(written.extra)
+    sources = generate_sources(request, echo, exts)
+    gen, gen_dir, changed = sources.generation, sources.generated_dir, sources.changed
+    config = replace(config, generated_dir=gen_dir)
     names = tuple(op.name for op in gen.opset.ops)
-    echo(f"generate: {len(names)} ops, {changed} files changed in {_rel(gen_dir)}/")
     shard_ops = {s.file: [op.name for op in s.ops] for s in gen.opset.shards}
     if verbose:
         echo(
@@ -676,6 +658,48 @@ def build(request: BuildRequest, echo=print, verbose: bool = False) -> BuildResu
         sanitizer_env=run_env,
         bridge_cache=cache_state,
     )
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What generate_sources() wrote, and where."""
+
+    generation: pipeline.Generation
+    generated_dir: Path
+    changed: int  # generated files written or removed
+
+
+def generate_sources(request: BuildRequest, echo=print, exts=None) -> Sources:
+    """Generate a build's sources, writing only what changed: the project's
+    generated/ for its default set, else the build directory's (unless the
+    committed sources follow another torch's schemas: then the build
+    directory's too). What `build` and the wheel's configure step
+    (build_backend.py) do first. Raises as build() does, before configuring."""
+    request = resolved(request)
+    if exts is None:
+        exts = extensions.load_all(request.extensions)  # SpecErrors, located
+    gen_dir = generated_dir_for(request)
+    try:
+        gen = pipeline.generate(
+            Path(request.spec_dir), request.ops, exts, library=request.project.names
+        )
+    except OSError as e:
+        raise OSError(f"cannot read an --ops file: {e}") from None
+    if gen_dir == request.project.generated:
+        # The committed sources follow the schemas of the release they were
+        # generated with; where this torch's differ, they are not rewritten
+        # but this build gets its own (docs/torch-releases.md).
+        drifted = drift.between(gen_dir, gen.files)
+        if drifted:
+            gen_dir = Path(request.build_dir) / "generated"
+            echo(_drift_note(drifted, gen.opset.torch_version, request, gen_dir))
+    try:
+        written = writer.write(gen.files, gen_dir, force=request.force)
+    except OSError as e:
+        raise OSError(f"cannot write {gen_dir}: {e}") from None
+    changed = len(written.stale) + len(written.missing) + len(written.extra)
+    echo(f"generate: {len(gen.opset.ops)} ops, {changed} files changed in {_rel(gen_dir)}/")
+    return Sources(gen, gen_dir, changed)
 
 
 # --- The bridge cache (bridge_cache.py, docs/building.md) -------------------------

@@ -29,6 +29,10 @@ TORCH_RECORD = "torch-build.json"
 # runtime.load() imports and checks before the module (written at configure
 # by builder.configure).
 PORTS_RECORD = "torch-ports.json"
+# In an installed package (a wheel, docs/packaging.md), beside its module:
+# the distribution and version it was installed as, {"distribution": ...,
+# "version": ...}; a build directory has none.
+WHEEL_RECORD = "wheel.json"
 # In a sanitized build directory (sanitize.py): how to run Python under it.
 SANITIZE_RECORD = "sanitize.json"
 # Also there: the builder's record of how it configured the directory, and of

@@ -193,8 +193,14 @@ FUNCTIONS = (
     ),
 )
 
-# Module attributes (set in PyInit_<module>): name -> .pyi type.
-ATTRIBUTES = {"__torch_version__": "str", "selection": "str"}
+# Module attributes (set in PyInit_<module>; cmake_prefix_path by
+# runtime.load: an installed package's CMAKE_PREFIX_PATH, None for a build
+# directory): name -> .pyi type.
+ATTRIBUTES = {
+    "__torch_version__": "str",
+    "selection": "str",
+    "cmake_prefix_path": "str | None",
+}
 
 # Names no op may take although the module defines nothing by them: every
 # test hook is `_debug_*`; dunder names are Python's; `ops` is the C++

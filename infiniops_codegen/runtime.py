@@ -7,6 +7,10 @@
 Or put the build directory on PYTHONPATH and `import <name>` (the library's
 name, project.LibraryNames; the build's package <name>/ calls load()).
 
+An installed package of the library (its wheel, docs/packaging.md) holds a
+copy of this module and of those it imports (`<name>/_runtime/`): there the
+directory is the package's own, and nothing of the tool is imported.
+
 A module built against one torch build loads into no other: load() compares
 the build's record of its torch (locations.TORCH_RECORD) with the installed
 one and raises ImportError naming both before the module is loaded, that is,
@@ -26,7 +30,7 @@ from pathlib import Path
 # Standard library only: loading a build imports nothing of the generator
 # (jinja2, torchgen), and not torch either (the module imports it itself).
 from .locations import CONFIGURE_STAMP, MODULE_NAME, PORTS_RECORD, SANITIZE_RECORD
-from .locations import TORCH_RECORD
+from .locations import TORCH_RECORD, WHEEL_RECORD
 from .locations import find_module, module_name, shown
 from . import torch_build
 
@@ -72,7 +76,8 @@ def load(build_dir: str | os.PathLike | None = None):
             + " python ...)",
             name=name,
         )
-    _check_torch(directory, name)
+    wheel = _wheel_record(directory)
+    _check_torch(directory, name, wheel)
     loaded = sys.modules.get(name)
     if loaded is not None:
         if Path(getattr(loaded, "__file__", "")).resolve() == path.resolve():
@@ -99,7 +104,20 @@ def load(build_dir: str | os.PathLike | None = None):
     torch_ops.install(module, directory)
     # ops.stats(), ops.trace(), ... (docs/observability.md)
     observe.install(module)
+    # find_package(<K>) of an installed package: CMAKE_PREFIX_PATH (as
+    # torch.utils.cmake_prefix_path); a build directory installs nothing.
+    module.cmake_prefix_path = str(directory) if wheel is not None else None
     return module
+
+
+def _wheel_record(directory: Path) -> dict | None:
+    """The installed package's record (locations.WHEEL_RECORD), None for a
+    build directory."""
+    try:
+        record = json.loads((directory / WHEEL_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def _import_ports(directory: Path, name: str) -> None:
@@ -128,14 +146,18 @@ def _import_ports(directory: Path, name: str) -> None:
             )
 
 
-def _check_torch(directory: Path, name: str = MODULE_NAME) -> None:
+def _check_torch(
+    directory: Path, name: str = MODULE_NAME, wheel: dict | None = None
+) -> None:
     """ImportError when the build's module was linked against another torch
     build than the installed one (a build without a record predates it)."""
+    remedy = _reinstall(wheel) if wheel is not None else None
     try:
         built = torch_build.read_record(directory / TORCH_RECORD)
     except ValueError as e:
         raise ImportError(
-            f"{e}; rebuild it: {rebuild_command(directory)}", name=name
+            f"{e}; " + (remedy or f"rebuild it: {rebuild_command(directory)}"),
+            name=name,
         ) from None
     if built is None:
         return
@@ -143,12 +165,29 @@ def _check_torch(directory: Path, name: str = MODULE_NAME) -> None:
     if installed == built:
         return
     found = f"torch {installed}" if installed else "no torch"
+    what = (
+        f"the {name} module in {directory}"
+        if wheel is None
+        else f"{wheel.get('distribution') or name} {wheel.get('version') or ''}".rstrip()
+        + f" ({directory})"
+    )
     raise ImportError(
-        f"the {name} module in {directory} was built against torch {built}, "
+        f"{what} was built against torch {built}, "
         f"but {found} is installed ({sys.executable}): a module built against one "
-        f"torch build loads into no other. Rebuild it with this torch: "
-        f"{rebuild_command(directory)}",
+        "torch build loads into no other. "
+        + (remedy or f"Rebuild it with this torch: {rebuild_command(directory)}"),
         name=name,
+    )
+
+
+def _reinstall(wheel: dict) -> str:
+    """What to do when an installed package meets another torch."""
+    dist = wheel.get("distribution") or "the package"
+    return (
+        f"Install the torch it was built against, or build {dist} against this "
+        f"torch: pip install --no-build-isolation --no-binary {dist} "
+        f"--force-reinstall --no-deps {dist} (or from its source directory: pip "
+        "install --no-build-isolation .)"
     )
 
 

@@ -61,7 +61,16 @@ def render(name: str) -> dict[str, str]:
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )
-    values = {"name": name, "version": __version__, "torch": _torch_release()}
+    from .torch_release import supported
+
+    tested = supported()
+    values = {
+        "name": name,
+        "version": __version__,
+        "torch": _torch_release(),
+        "torch_range": str(tested.torch),
+        "python_range": str(tested.python),
+    }
     return {rel: env.get_template(t).render(**values) for rel, t in FILES.items()}
 
 
