@@ -3,7 +3,7 @@
 (docs/packaging.md).
 
     [build-system]
-    requires = ["infiniops-codegen==0.9.0", "scikit-build-core>=1.1,<2", "torch==2.13.0"]
+    requires = ["infiniops-codegen==0.9.0", "torch==2.13.0"]
     build-backend = "infiniops_codegen.build_backend"
 
 Each hook checks the build options (config settings, in the seed's spelling:
@@ -173,7 +173,7 @@ def check_pyproject(root: Path) -> None:
     if "dependencies" not in table.get("dynamic", []) or not ours:
         raise BackendError(
             f"{where}: the wheel pins the torch it is built against: add "
-            "\"dependencies\" to [project] dynamic and a [[tool.dynamic-metadata]] "
+            '"dependencies" to [project] dynamic and a [[tool.dynamic-metadata]] '
             f'table with provider = "{PROVIDER}" (docs/packaging.md)'
         )
 
@@ -199,7 +199,9 @@ def scikit_settings(config_settings: dict | None) -> dict:
     settings["wheel.install-dir"] = project.names.name
     # Persistent, under the project's build directory: a second wheel
     # rebuilds only what changed, and an editable install can rebuild.
-    settings.setdefault("build-dir", f"{project.rel(project.build_dir)}/wheel/{{wheel_tag}}")
+    settings.setdefault(
+        "build-dir", f"{project.rel(project.build_dir)}/wheel/{{wheel_tag}}"
+    )
     settings["cmake.define.INFINI_OPS_PROJECT_DIR"] = str(project.root)
     settings["cmake.define.INFINI_OPS_WHEEL"] = "ON"
     return settings
@@ -225,7 +227,9 @@ def get_requires_for_build_wheel(config_settings=None):
 
 
 def get_requires_for_build_editable(config_settings=None):
-    return _hand_over("get_requires_for_build_editable", config_settings=config_settings)
+    return _hand_over(
+        "get_requires_for_build_editable", config_settings=config_settings
+    )
 
 
 def get_requires_for_build_sdist(config_settings=None):

@@ -698,7 +698,9 @@ def generate_sources(request: BuildRequest, echo=print, exts=None) -> Sources:
     except OSError as e:
         raise OSError(f"cannot write {gen_dir}: {e}") from None
     changed = len(written.stale) + len(written.missing) + len(written.extra)
-    echo(f"generate: {len(gen.opset.ops)} ops, {changed} files changed in {_rel(gen_dir)}/")
+    echo(
+        f"generate: {len(gen.opset.ops)} ops, {changed} files changed in {_rel(gen_dir)}/"
+    )
     return Sources(gen, gen_dir, changed)
 
 

@@ -10,11 +10,15 @@ passes, and `generate --check` after it.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -26,6 +30,9 @@ from environment_skips import requires
 REPO = Path(__file__).resolve().parent.parent
 # The project name of the end-to-end test: the scaffold's tests `import mylib`.
 E2E_NAME = "mylib"
+# torch pinned to the build this test runs on, so that pip takes it from where
+# this environment's came from (pip's configuration and cache).
+TORCH_PIN = f"torch=={importlib.metadata.version('torch')}"
 
 
 def _init(helpers, runner, directory: Path, *args: str):
@@ -56,8 +63,17 @@ def test_init_writes_a_project_and_generates_it(tmp_path, runner, helpers):
     assert 'find_spec("mylib")' in (root / "tests" / "conftest.py").read_text()
     assert "import mylib\n" in (root / "README.md").read_text()
     ci = (root / ".github" / "workflows" / "ci.yml").read_text()
-    for step in ("generate --check", "infiniops-codegen build", "python -m pytest -q"):
+    for step in (
+        "generate --check",
+        "pip wheel . --no-build-isolation",
+        "/tmp/clean/bin/pip install dist/*.whl",
+        "INFINIOPS_TEST_INSTALLED=1 /tmp/clean/bin/python -m pytest -q",
+    ):
         assert step in ci, step
+    # the project is a package built by the tool's backend
+    pyproject = (root / "pyproject.toml").read_text()
+    assert 'build-backend = "infiniops_codegen.build_backend"' in pyproject
+    assert 'name = "mylib"' in pyproject and 'dynamic = ["dependencies"]' in pyproject
     kernel = (root / "cpp" / "kernels" / "cpu" / "relu.cc").read_text()
     assert "namespace infini::ops::native::cpu {" in kernel
     assert 'decline("' in kernel
@@ -204,8 +220,12 @@ def _run(argv, cwd: Path, env: dict, timeout: int = 900):
     return done
 
 
-@requires("git")
-def test_init_build_test_from_a_wheel(tmp_path):
+@pytest.fixture(scope="module")
+def tool_venv(tmp_path_factory):
+    """The tool as a user installs it: its wheel, built from a copy of the
+    checkout, in a new venv with torch and pytest. SimpleNamespace(python,
+    tool, env: PATH and VIRTUAL_ENV of the venv)."""
+    tmp_path = tmp_path_factory.mktemp("tool_venv")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     env.pop("INFINIOPS_PROJECT", None)
     env.pop("INFINIOPS_BUILD_DIR", None)
@@ -226,10 +246,9 @@ def test_init_build_test_from_a_wheel(tmp_path):
     # and cache) instead of resolving another release.
     _run([sys.executable, "-m", "venv", venv], tmp_path, env)
     python = venv / "bin" / "python"
-    torch_pin = f"torch=={importlib.metadata.version('torch')}"
     # pytest: the project's tests run with it
     _run(
-        [python, "-m", "pip", "install", "-q", torch_pin, wheel, "pytest"],
+        [python, "-m", "pip", "install", "-q", TORCH_PIN, wheel, "pytest"],
         tmp_path,
         env,
     )
@@ -241,10 +260,16 @@ def test_init_build_test_from_a_wheel(tmp_path):
         env,
     ).stdout.strip()
     assert where.startswith(str(venv)), f"the tool came from {where}, not the wheel"
+    return SimpleNamespace(
+        python=python, tool=str(venv / "bin" / "infiniops-codegen"), env=env
+    )
 
+
+@requires("git")
+def test_init_build_test_from_a_wheel(tool_venv, tmp_path):
+    python, tool, env = tool_venv.python, tool_venv.tool, dict(tool_venv.env)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    tool = str(venv / "bin" / "infiniops-codegen")
     _run([tool, "init", "mylib-demo", "--name", E2E_NAME], scratch, env)
     root = scratch / "mylib-demo"
     _run([tool, "build"], root, env)
@@ -261,3 +286,195 @@ def test_init_build_test_from_a_wheel(tmp_path):
         env,
     )
     assert shown.stdout.strip() == "{'cpu': ['native', 'torch']}"
+
+
+# --- the project as a package: its wheel, installed where the tool is not -------
+
+WHEEL_NAME = "acmeops"
+# The scaffold's ops, each called in the clean venv against torch; an op the
+# scaffold gains must be added here (the test compares the sets).
+OP_CHECKS = """
+import importlib.util, json, sys
+import torch
+import acmeops
+
+x = torch.randn(6, 5)
+x.view(-1)[:4] = torch.tensor([-1.0, -0.0, 0.0, float("nan")])
+checks = {
+    "add": lambda: (acmeops.add(x, x, alpha=2), torch.add(x, x, alpha=2)),
+    "relu": lambda: (acmeops.relu(x), torch.relu(x)),
+    "relu_squared": lambda: (acmeops.relu_squared(x), torch.relu(x) ** 2),
+}
+assert set(acmeops.implementations()) == set(checks), acmeops.implementations()
+for name, check in checks.items():
+    got, want = check()
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+out = torch.empty_like(x)
+assert acmeops.relu(x, out=out, implementation="native") is out
+print(json.dumps({
+    "ops": sorted(checks),
+    "file": acmeops.__file__,
+    "cmake_prefix_path": acmeops.cmake_prefix_path,
+    "torch_version": acmeops.__torch_version__,
+    "tool": importlib.util.find_spec("infiniops_codegen") is not None,
+    "scikit_build_core": importlib.util.find_spec("scikit_build_core") is not None,
+    "registered": str(torch.ops.acmeops.relu),
+}))
+"""
+CPP_PROGRAM = {
+    "CMakeLists.txt": """cmake_minimum_required(VERSION 3.22)
+project(uses_acmeops LANGUAGES CXX)
+# CMAKE_PREFIX_PATH: acmeops.cmake_prefix_path, the installed package.
+find_package(acmeops CONFIG REQUIRED)
+add_executable(uses_acmeops main.cpp)
+target_link_libraries(uses_acmeops PRIVATE acmeops::acmeops)
+""",
+    "main.cpp": """#include <acmeops/ops.h>
+
+#include <cstdio>
+#include <vector>
+
+int main() {
+  std::vector<float> x{-2.0f, -0.5f, 0.0f, 1.5f}, relu(4), square(4);
+  auto tensor = [](std::vector<float>& v) {
+    return acmeops::Tensor::contiguous(v.data(), {4}, acmeops::DataType::kFloat32,
+                                       acmeops::Device{});
+  };
+  acmeops::Tensor tx = tensor(x), trelu = tensor(relu), tsquare = tensor(square);
+  acmeops::relu(tx, trelu, acmeops::Implementation::kNative);  // the native kernel
+  acmeops::relu_squared(tx, tsquare);  // the composite, through ATen
+  bool ok = relu == std::vector<float>{0.0f, 0.0f, 0.0f, 1.5f} &&
+            square == std::vector<float>{0.0f, 0.0f, 0.0f, 2.25f};
+  std::puts(ok ? "ok" : "wrong");
+  return ok ? 0 : 1;
+}
+""",
+}
+
+
+@requires("git")
+def test_init_project_as_a_wheel_installed_without_the_tool(tool_venv, tmp_path):
+    """docs/packaging.md's promise: `init lib --name acmeops`, `pip wheel
+    ./lib --no-build-isolation` with the seed's config settings gives one
+    wheel; in a new venv with only torch of the pinned release, with no
+    compiler on PATH, the package imports and each op matches torch, and the
+    project's tests pass against it; find_package(acmeops) through it builds
+    a C++ program; the package refuses another build of the same torch.
+    (The pip options are the seed's; tests/skips.yaml's git entry: the tool's
+    wheel is built from the checkout's files as git lists them.)"""
+    python, tool, env = tool_venv.python, tool_venv.tool, dict(tool_venv.env)
+    _run([tool, "init", "lib", "--name", WHEEL_NAME], tmp_path, env)
+    project_root = tmp_path / "lib"
+    _run(
+        [python, "-m", "pip", "wheel", "./lib", "--no-build-isolation", "--no-deps"]
+        + ["-w", "dist", "--config-settings=cmake.define.WITH_CPU=ON"]
+        + ["--config-settings=cmake.define.INFINI_OPS_TORCH_OPT_LEVEL=3"],
+        tmp_path,
+        env,
+    )
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    # the interpreter's and platform's tag; the pinned torch beside the range
+    py = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    assert wheel.name == f"{WHEEL_NAME}-0.1.0-{py}-{py}-linux_{os.uname().machine}.whl"
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        metadata = z.read(f"{WHEEL_NAME}-0.1.0.dist-info/METADATA").decode()
+        blobs = {n: z.read(n) for n in names}
+    release = TORCH_PIN.split("==")[1].split("+")[0]
+    assert f"Requires-Dist: torch=={release}\n" in metadata, metadata
+    assert "Requires-Dist: torch<" in metadata or "Requires-Dist: torch>=" in metadata
+    for member in (
+        "__init__.py",
+        "__init__.pyi",
+        "py.typed",
+        "lib/libacmeops.so",
+        "include/acmeops/ops.h",
+        "include/acmeops/core/tensor.h",
+        "lib/cmake/acmeops/acmeopsConfig.cmake",
+        "manifest.json",
+        "torch-build.json",
+        "_runtime/runtime.py",
+    ):
+        assert f"{WHEEL_NAME}/{member}" in names, member
+    assert any(n.startswith(f"{WHEEL_NAME}/{WHEEL_NAME}.cpython-") for n in names)
+    # nothing of the build environment: not the project, not its site-packages
+    site = _run(
+        [
+            python,
+            "-c",
+            "import torch, pathlib; print(pathlib.Path(torch.__file__).parents[1])",
+        ],
+        tmp_path,
+        env,
+    ).stdout.strip()
+    for name, blob in blobs.items():
+        for path in (str(project_root), site, str(tmp_path)):
+            assert path.encode() not in blob, f"{name} holds {path}"
+
+    clean = tmp_path / "clean"
+    clean_env = {k: v for k, v in env.items() if k != "VIRTUAL_ENV"}
+    clean_env["PATH"] = os.environ.get("PATH", "")
+    _run([sys.executable, "-m", "venv", clean], tmp_path, clean_env)
+    clean_python = clean / "bin" / "python"
+    _run(
+        [clean_python, "-m", "pip", "install", "-q", TORCH_PIN, wheel, "pytest"],
+        tmp_path,
+        clean_env,
+    )
+    # No compiler, no cmake: the venv's bin/ alone on PATH.
+    bare = dict(clean_env, PATH=str(clean / "bin"), VIRTUAL_ENV=str(clean))
+    bare.pop("INFINIOPS_TEST_INSTALLED", None)
+    checked = json.loads(
+        _run([clean_python, "-c", OP_CHECKS], tmp_path, bare).stdout.splitlines()[-1]
+    )
+    assert checked["file"].startswith(str(clean)), checked
+    assert not checked["tool"] and not checked["scikit_build_core"], checked
+    assert checked["cmake_prefix_path"] == str(Path(checked["file"]).parent)
+    assert checked["torch_version"].split("+")[0] == release
+    assert checked["registered"] == "acmeops.relu"
+    # the project's own tests, against the installed package (its CI's way)
+    tests = _run(
+        [clean_python, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        project_root,
+        dict(bare, INFINIOPS_TEST_INSTALLED="1"),
+    )
+    assert " passed" in tests.stdout and "failed" not in tests.stdout, tests.stdout
+
+    # A C++ program through the installed package's CMake package.
+    program = tmp_path / "program"
+    program.mkdir()
+    for rel, text in CPP_PROGRAM.items():
+        (program / rel).write_text(text)
+    assert len(CPP_PROGRAM["main.cpp"].splitlines()) <= 25
+    prefix = checked["cmake_prefix_path"]
+    _run(
+        ["cmake", "-S", program, "-B", program / "build", "-G", "Ninja"]
+        + [f"-DCMAKE_PREFIX_PATH={prefix}"],
+        tmp_path,
+        clean_env,
+    )
+    _run(["ninja", "-C", program / "build"], tmp_path, clean_env)
+    ran = _run([program / "build" / "uses_acmeops"], tmp_path, clean_env)
+    assert ran.stdout.strip() == "ok"
+
+    # Another build of the same release (what `==X.Y.Z` cannot tell apart:
+    # +cpu and +cu130): made here by rewriting the clean venv's torch/version.py
+    # as a CUDA build's; the loader refuses it before loading the module.
+    version_py = Path(checked["file"]).parents[1] / "torch" / "version.py"
+    text = version_py.read_text()
+    version_py.write_text(
+        re.sub(r"^cuda(.*)= None$", "cuda\\1= '13.0'", text, flags=re.M).replace(
+            f"'{checked['torch_version']}'", f"'{release}+cu130'"
+        )
+    )
+    refused = subprocess.run(
+        [clean_python, "-c", "import acmeops"],
+        cwd=tmp_path,
+        env=bare,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 1
+    assert "ImportError: acmeops 0.1.0 (" in refused.stderr, refused.stderr
+    assert f"was built against torch {checked['torch_version']} (CPU)" in refused.stderr
+    assert f"but torch {release}+cu130 (CUDA 13.0) is installed" in refused.stderr
