@@ -15,6 +15,9 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # helper headers.
 SUPPORT_DIR = PACKAGE_DIR / "support"
 TEMPLATE_DIR = PACKAGE_DIR / "templates"
+# The tool's documentation (the repository's docs/, shipped as package data:
+# `infiniops-codegen docs`).
+DOCS_DIR = PACKAGE_DIR / "docs"
 
 # The built Python module of a build whose manifest names none (a build
 # before libraries had their own names); project.LibraryNames names it now.

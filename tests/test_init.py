@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -82,10 +83,12 @@ def test_init_writes_a_project_and_generates_it(tmp_path, runner, helpers):
     assert lines[0] == f"wrote the project mylib into {root}/:"
     assert lines[1 : 1 + len(scaffold.FILES)] == [f"  {rel}" for rel in scaffold.FILES]
     assert "generated 3 ops into " in result.output
-    assert lines[-3:] == [
+    assert lines[-4:] == [
         f"  cd {root}",
         "  infiniops-codegen build       # compiles the module into build/",
         "  python -m pytest -q           # each op against torch",
+        "  pip wheel . --no-build-isolation --no-deps -w dist"
+        "   # the package (infiniops-codegen docs packaging)",
     ]
 
 
@@ -203,7 +206,10 @@ def _sources(dest: Path) -> Path:
     ).stdout.decode()
     for rel in filter(None, listed.split("\0")):
         src = REPO / rel
-        if src.is_file():
+        if src.is_symlink():  # as git keeps it (infiniops_codegen/docs)
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.readlink(src), dest / rel)
+        elif src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
     return dest
@@ -230,11 +236,13 @@ def tool_venv(tmp_path_factory):
     env.pop("INFINIOPS_PROJECT", None)
     env.pop("INFINIOPS_BUILD_DIR", None)
     src = _sources(tmp_path / "src")
-    _run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps"]
+    # -v: setuptools' warnings (printed by the backend) reach the output;
+    # byte-compiling on, so that distutils does not say it is skipped.
+    built = _run(
+        [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps"]
         + ["--no-build-isolation", "-w", tmp_path / "dist", src],
         tmp_path,
-        env,
+        {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"},
     )
     (wheel,) = (tmp_path / "dist").glob("infiniops_codegen-*.whl")
     venv = tmp_path / "venv"
@@ -246,9 +254,9 @@ def tool_venv(tmp_path_factory):
     # and cache) instead of resolving another release.
     _run([sys.executable, "-m", "venv", venv], tmp_path, env)
     python = venv / "bin" / "python"
-    # pytest: the project's tests run with it
+    # pytest: the project's tests run with it; build: python -m build
     _run(
-        [python, "-m", "pip", "install", "-q", TORCH_PIN, wheel, "pytest"],
+        [python, "-m", "pip", "install", "-q", TORCH_PIN, wheel, "pytest", "build"],
         tmp_path,
         env,
     )
@@ -261,8 +269,48 @@ def tool_venv(tmp_path_factory):
     ).stdout.strip()
     assert where.startswith(str(venv)), f"the tool came from {where}, not the wheel"
     return SimpleNamespace(
-        python=python, tool=str(venv / "bin" / "infiniops-codegen"), env=env
+        python=python,
+        tool=str(venv / "bin" / "infiniops-codegen"),
+        env=env,
+        wheel=wheel,
+        build_output=built.stdout + built.stderr,
     )
+
+
+@requires("git")
+def test_the_tools_wheel_builds_without_warnings_and_ships_its_docs(tool_venv):
+    # pip's own lines about this machine's package index are not the build's
+    warnings = [
+        line
+        for line in tool_venv.build_output.splitlines()
+        if re.search(r"warn|deprecat", line, re.I)
+        and not line.startswith("WARNING: Location ")
+    ]
+    assert warnings == []
+    with zipfile.ZipFile(tool_venv.wheel) as z:
+        metadata = z.read(
+            next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        ).decode()
+        names = set(z.namelist())
+    assert "License-Expression: Apache-2.0" in metadata
+    assert re.search(r"^Project-URL: Documentation, https://\S+/docs$", metadata, re.M)
+    shipped = {
+        n.removeprefix("infiniops_codegen/docs/")
+        for n in names
+        if n.startswith("infiniops_codegen/docs/")
+    }
+    in_repo = {
+        p.relative_to(REPO / "docs").as_posix() for p in (REPO / "docs").rglob("*.md")
+    }
+    assert shipped == in_repo
+    # what the installed tool says of them
+    listed = _run([tool_venv.tool, "docs"], REPO, tool_venv.env).stdout.splitlines()
+    assert any(re.fullmatch(r"adding-an-op +Adding an op", line) for line in listed)
+    assert any(
+        re.fullmatch(r"packaging +Packaging: a project as a wheel", l) for l in listed
+    )
+    text = _run([tool_venv.tool, "docs", "packaging"], REPO, tool_venv.env).stdout
+    assert text == (REPO / "docs" / "packaging.md").read_text()
 
 
 @requires("git")
@@ -478,3 +526,76 @@ def test_init_project_as_a_wheel_installed_without_the_tool(tool_venv, tmp_path)
     assert "ImportError: acmeops 0.1.0 (" in refused.stderr, refused.stderr
     assert f"was built against torch {checked['torch_version']} (CPU)" in refused.stderr
     assert f"but torch {release}+cu130 (CUDA 13.0) is installed" in refused.stderr
+
+
+EXAMPLE_CHECKS = """
+import importlib.metadata, json
+import torch
+import exampleops
+
+a, b = torch.randn(4, 5), torch.randn(5)
+a[0, 0] = float("nan")
+for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+    x, y = a.to(dtype), b.to(dtype)
+    torch.testing.assert_close(
+        exampleops.maximum(x, y), torch.maximum(x, y), rtol=0, atol=0, equal_nan=True
+    )
+out = torch.empty(4, 5)
+assert exampleops.maximum(a, b, out=out, implementation="native") is out
+torch.testing.assert_close(exampleops.add(a, b, alpha=3), torch.add(a, b, alpha=3), equal_nan=True)
+torch.testing.assert_close(exampleops.gelu(b), torch.nn.functional.gelu(b))
+meta = importlib.metadata.metadata("exampleops")
+print(json.dumps({
+    "version": meta["Version"],
+    "license": meta["License-Expression"],
+    "requires": importlib.metadata.requires("exampleops"),
+    "implementations": exampleops.implementations(),
+}))
+"""
+
+
+@requires("git")
+def test_the_example_project_installs_with_the_seeds_command(tool_venv, tmp_path):
+    """examples/wheel/ with the seed's command as written (less WITH_NVIDIA,
+    which needs a CUDA torch), in the tool's venv; `python -m build --sdist`
+    gives a source archive a wheel builds from."""
+    python, env = tool_venv.python, dict(tool_venv.env)
+    project = tmp_path / "wheel"
+    shutil.copytree(
+        REPO / "examples" / "wheel", project, ignore=shutil.ignore_patterns("build")
+    )
+    _run(
+        [python, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "-v"]
+        + [".", "--config-settings=cmake.define.WITH_CPU=ON"]
+        + ["--config-settings=cmake.define.INFINI_OPS_TORCH_OPT_LEVEL=3"],
+        project,
+        env,
+    )
+    checked = json.loads(
+        _run([python, "-c", EXAMPLE_CHECKS], tmp_path, env).stdout.splitlines()[-1]
+    )
+    release = TORCH_PIN.split("==")[1].split("+")[0]
+    assert checked["version"] == "1.2.0" and checked["license"] == "Apache-2.0"
+    assert sorted(checked["requires"]) == sorted(
+        ["torch<2.16,>=2.11", f"torch=={release}"]
+    )
+    assert checked["implementations"]["maximum"] == {"cpu": ["native", "torch"]}
+    _run(
+        [python, "-m", "build", "--sdist", "--no-isolation", "-o", tmp_path / "sdist"]
+        + ["."],
+        project,
+        env,
+    )
+    (sdist,) = (tmp_path / "sdist").glob("exampleops-1.2.0.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    for needed in (
+        "pyproject.toml",
+        "README.md",
+        "op_specs/ops.yaml",
+        "cpp/kernels/cpu/maximum.cc",
+        "generated/sources.cmake",
+        "generated/exampleops.pyi",
+    ):
+        assert needed in names, needed
+    assert not any(n.startswith("build/") for n in names)
