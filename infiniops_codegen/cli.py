@@ -327,6 +327,7 @@ def _doc_topics() -> dict[str, Path]:
 @click.option(
     "--path", "show_path", is_flag=True, help="Print the topic's file, not its text."
 )
+@VERBOSE_OPTION
 def docs(topic: str | None, show_path: bool):
     """The tool's documentation, shipped with it.
 
