@@ -489,3 +489,33 @@ def test_the_example_project_installs_with_the_seeds_command(tool_venv, tmp_path
     ):
         assert needed in names, needed
     assert not any(n.startswith("build/") for n in names)
+
+
+@requires("git")
+def test_an_editable_install_rebuilds_on_import_after_a_spec_edit(tool_venv, tmp_path):
+    """docs/packaging.md#editable-installs: `pip install -e .
+    --no-build-isolation -Ceditable.rebuild=true`, then an op added to the
+    spec is there at the next import (regenerated, compiled, linked by the
+    import itself)."""
+    python, tool, env = tool_venv.python, tool_venv.tool, dict(tool_venv.env)
+    _run([tool, "init", "lib", "--name", "editableops"], tmp_path, env)
+    project = tmp_path / "lib"
+    _run(
+        [python, "-m", "pip", "install", "-e", ".", "--no-build-isolation"]
+        + ["--no-deps", "-Ceditable.rebuild=true", "-Ceditable.verbose=false"],
+        project,
+        env,
+    )
+    show = "import editableops; print(sorted(editableops.implementations()))"
+    before = _run([python, "-c", show], tmp_path, env).stdout.splitlines()[-1]
+    assert before == "['add', 'relu', 'relu_squared']"
+    specs = project / "op_specs" / "ops.yaml"
+    specs.write_text(
+        specs.read_text().replace("  - add.out\n", "  - add.out\n  - mul.out\n")
+    )
+    after = _run([python, "-c", show], tmp_path, env).stdout.splitlines()[-1]
+    assert after == "['add', 'mul', 'relu', 'relu_squared']"
+    x = "import torch, editableops; x = torch.randn(5); print(torch.equal(editableops.mul(x, x), x * x))"
+    assert _run([python, "-c", x], tmp_path, env).stdout.splitlines()[-1] == "True"
+    # the project's generated/ follows the spec, as `build` keeps it
+    _run([tool, "generate", "--check"], project, env)
