@@ -253,13 +253,15 @@ def _resolve_schema(spec: OpSpec, db: SchemaDB) -> AtenSchema:
         if schema is not None:
             return schema
         hint = ", ".join(repr(s) for s in db.suggestions(spec.aten))
+        # The op's own out= overloads come first (gelu.Tensor_out: gelu.out,
+        # not ge.Tensor_out): the name is right more often than the overload.
+        base = spec.aten.split(".", 1)[0]
+        same = [n for n in db.out_overloads if n.split(".", 1)[0] == base]
+        if same:
+            close = difflib.get_close_matches(spec.aten, same, n=3, cutoff=0)
+            hint = ", ".join(repr(s) for s in close)
         if spec.aten in db.all_names:
             msg = f"'{spec.aten}' is an ATen overload without out= arguments"
-            base = spec.aten.split(".", 1)[0]  # suggest its own out= siblings
-            same = [n for n in db.out_overloads if n.split(".", 1)[0] == base]
-            if same:
-                close = difflib.get_close_matches(spec.aten, same, n=3, cutoff=0)
-                hint = ", ".join(repr(s) for s in close)
         else:
             msg = f"torch {db.torch_version} has no ATen overload '{spec.aten}'"
         if hint:

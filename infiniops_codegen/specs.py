@@ -115,6 +115,14 @@ def _suggest(word: str, choices) -> str:
     return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
 
 
+def _unknown_dtype(word: str, known) -> str:
+    """The message for a dtype name the specs do not know: the close ones,
+    then every valid name (`fp32` is close to none of them)."""
+    return f"unknown dtype '{word}'{_suggest(word, known)}; the dtypes: " + ", ".join(
+        sorted(known)
+    )
+
+
 class _Reader:
     """Validates one file's node tree, collecting every problem it finds."""
 
@@ -366,7 +374,7 @@ class _Reader:
         for key, value in node.value.items():
             key_node = node.keys[key]
             if key not in known:
-                self.fail(key_node, f"unknown dtype '{key}'{_suggest(key, known)}")
+                self.fail(key_node, _unknown_dtype(key, known))
                 continue
             limit = value.value
             if limit is not None and (
@@ -388,7 +396,7 @@ class _Reader:
         known = spec_dtypes()
         for n, item in zip(node.value, names):
             if item not in known:
-                self.fail(n, f"unknown dtype '{item}'{_suggest(item, known)}")
+                self.fail(n, _unknown_dtype(item, known))
             else:
                 good.append(item)
         return tuple(good)

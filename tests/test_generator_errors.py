@@ -52,6 +52,22 @@ def test_unknown_aten_overload_suggests_close_matches(run_specs):
     ), error
 
 
+@pytest.mark.parametrize(
+    "aten, hint",
+    [
+        # the op's own out= overloads first, not other ops' of the same overload
+        ("gelu.Tensor_out", "'gelu.out'"),
+        ("softmax.out", "'softmax.int_out'"),
+    ],
+)
+def test_a_wrong_overload_suggests_the_ops_own_overloads(run_specs, aten, hint):
+    error = only_error(run_specs, f"ops:\n  - {aten}\n")
+    assert error == (
+        f"specs/bad.yaml:2:5: torch {version()} has no ATen overload '{aten}'; "
+        f"did you mean {hint}?"
+    )
+
+
 def test_unknown_aten_overload_in_mapping_points_at_the_value(run_specs):
     error = only_error(run_specs, "ops:\n  - {aten: sofmax.int_out, name: sm}\n")
     assert error.startswith(
@@ -257,6 +273,15 @@ def test_bad_native_size_limit(run_specs, limit, col, shown):
     assert error == (
         f"specs/bad.yaml:2:{col}: the size limit of 'float32' on 'cpu' must be a "
         f"positive number of elements or null, got {shown}"
+    )
+
+
+def test_an_unknown_dtype_lists_the_valid_names(run_specs):
+    error = only_error(run_specs, "ops:\n  - {aten: abs.out, native: {cpu: [fp32]}}\n")
+    assert error == (
+        "specs/bad.yaml:2:36: unknown dtype 'fp32'; the dtypes: bfloat16, bool, "
+        "complex128, complex64, float16, float32, float64, int16, int32, int64, "
+        "int8, uint8"
     )
 
 
