@@ -366,18 +366,14 @@ def _generate(args) -> None:
 def _ports(args) -> None:
     """Print the CMake prefix path of the platforms' torch ports and write
     the loader's record of them (as `infiniops-codegen build` does)."""
-    import json
-
     from . import builder
 
     platforms = tuple(p for p in args.platforms.split(",") if p)
     try:
-        found = builder.port_modules(platforms)
+        prefix_path = builder.write_ports_record(Path(args.record), platforms)
     except builder.BuildError as e:
         raise BackendError(str(e)) from None
-    record = [{"module": m, "cmake_prefix_path": prefix} for m, prefix in found]
-    Path(args.record).write_text(json.dumps(record) + "\n", encoding="utf-8")
-    print(";".join(prefix for _, prefix in found if prefix), end="")
+    print(prefix_path, end="")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -265,15 +265,15 @@ def port_modules(platforms: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
-def _write_ports_record(config: BuildConfig) -> None:
-    """The build's torch ports and where each one's package was
-    (locations.PORTS_RECORD): runtime.load() imports them before the module
-    and refuses a module linked against another build of a port."""
-    record = [
-        {"module": m, "cmake_prefix_path": prefix}
-        for m, prefix in port_modules(tuple(config.platforms))
-    ]
-    (config.build_dir / PORTS_RECORD).write_text(json.dumps(record) + "\n")
+def write_ports_record(path: Path, platforms: tuple[str, ...]) -> str:
+    """The build's torch ports and where each one's package was, written to
+    path (locations.PORTS_RECORD): runtime.load() imports them before the
+    module and refuses a module linked against another build of a port.
+    Returns their CMake prefix path (INFINI_OPS_PORT_PREFIX_PATH)."""
+    found = port_modules(tuple(platforms))
+    record = [{"module": m, "cmake_prefix_path": prefix} for m, prefix in found]
+    Path(path).write_text(json.dumps(record) + "\n")
+    return ";".join(prefix for _, prefix in found if prefix)
 
 
 def _cmake_name(arg: str) -> str:
@@ -375,7 +375,7 @@ def configure(config: BuildConfig, echo) -> None:
         stamp.unlink(missing_ok=True)
         raise BuildError("CMake configure failed:\n" + _cmake_error(proc))
     stamp.write_text(json.dumps(now))
-    _write_ports_record(config)
+    write_ports_record(config.build_dir / PORTS_RECORD, config.platforms)
     # What the configure supplied for a CUDA build of torch (cuda_toolkit.py):
     # said, since it chose a toolkit and GPU architectures for the user.
     for line in proc.stdout.splitlines():
