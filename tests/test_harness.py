@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # op name -> result as report.summarize takes it (filled by the tests that ran)
 RESULTS: dict[str, dict] = {}
 NOSAMPLE = "nosample"  # the dtype of an op's one case when no dtype has a sample
-_SKIPS = skips.load_skips(ROOT / "tests" / "skips.yaml")
+_SKIPS = skips.harness_skips(ROOT / "tests" / "skips.yaml")
 
 
 def _manifest():

@@ -75,7 +75,7 @@ from infiniops_codegen import manifest
 from infiniops_codegen.harness import run, skips
 m = load({str(build)!r})
 op = manifest.of_build({str(build)!r}).op({op_name!r})
-listed = skips.load_skips(Path("tests/skips.yaml"))
+listed = skips.harness_skips(Path("tests/skips.yaml"))
 plan = run.find_plan(op, torch.float32)
 outcome = run.check(
     m, op, "float32", plan, skips.skipped_variants(listed, op, "float32"),

@@ -7,11 +7,14 @@ Each op runs in a worker process; when PyTorch (or the op) kills the worker,
 that op is recorded as crashed and a new worker continues with the next op.
 Prints the counts (ops by status; op x dtype cases passed, failed and skipped,
 each skip with its reason; checked calls and unchecked layout variants by
-reason; excluded ops by reason) and writes a JSON report. Ops that the skip
-file (`--skips`: the project's is tests/skips.yaml) excludes as a whole are
-not sampled and count as "excluded" (see docs/coverage.md). Exits 1 when an
-op failed, crashed, raised in the worker ("error") or has no valid sample in
-any dtype without an entry in the skip file ("nosample"). The default build
+reason; excluded ops by reason) and writes a JSON report. Two skip lists
+apply: the tool's (infiniops_codegen/data/harness_skips.yaml: PyTorch's own
+bugs and limitations, what the harness cannot sample), always, and the
+project's (`--skips`), counted apart. Ops they exclude as a whole are not
+sampled and count as "excluded" (see docs/coverage.md). Exits 1 when an op
+failed, crashed, raised in the worker ("error") or has no valid sample in any
+dtype without an entry in a skip list ("nosample"). `infiniops-codegen check`
+runs the same on the project's build. The default build
 is also covered by `python -m pytest` (tests/test_harness.py), which counts
 the same way.
 """
@@ -82,8 +85,9 @@ def main(argv=None) -> int:
         type=Path,
         default=None,
         metavar="FILE",
-        help="the skip file whose 'harness:' entries apply (the project's: "
-        "tests/skips.yaml); without it nothing is skipped",
+        help="the project's skip file, whose 'harness:' entries apply besides "
+        "the tool's list of PyTorch's own bugs and limitations (always "
+        "applied); without it only the tool's list applies",
     )
     parser.add_argument(
         "--devices",
@@ -98,7 +102,7 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.skips is None:
-        print("note: no --skips file: every op is sampled, nothing is skipped")
+        print("note: no --skips file: only the tool's list of skips applies")
     if args.ops:
         wanted = set(args.ops.split(","))
         names = [n for n in names if n in wanted]

@@ -31,7 +31,11 @@ DTYPE_UNUSED = (
     "no tensor of the sample has this dtype (the op or its hints fix every"
     " dtype): the case would only repeat another dtype's"
 )
+# A skipped case's reason starts with the list that skips it: the project's
+# skip file, or the tool's list of PyTorch's and the harness's limits.
 FILE_PREFIX = "skip file: "
+TOOL_PREFIX = "tool's list: "
+PREFIXES = {skips.PROJECT: FILE_PREFIX, skips.TOOL: TOOL_PREFIX}
 # Op statuses that make `python -m infiniops_codegen.harness` exit non-zero.
 BAD = ("failed", "crashed", "error", "nosample")
 
@@ -39,17 +43,23 @@ BAD = ("failed", "crashed", "error", "nosample")
 def excluded(op, skip_list) -> dict | None:
     """The result of an op the skip file excludes as a whole (not sampled:
     PyTorch may even crash on samples), else None."""
-    reason = skips.exclusion_reason(skip_list, op)
-    if reason:
-        return {"status": "excluded", "reason": reason, "cases": []}
+    entry = skips.exclusion(skip_list, op)
+    if entry:
+        return {
+            "status": "excluded",
+            "reason": entry.reason,
+            "by": entry.source,
+            "cases": [],
+        }
     return None
 
 
 def file_skip(op, dtype: str, skip_list) -> dict | None:
-    """The skipped case of a dtype the skip file skips, else None."""
-    reason = skips.skip_reason(skip_list, op, dtype)
-    if reason:
-        return {"dtype": dtype, "status": "skipped", "reason": FILE_PREFIX + reason}
+    """The skipped case of a dtype a skip list skips, else None."""
+    entry = skips.case_skip(skip_list, op, dtype)
+    if entry:
+        reason = PREFIXES[entry.source] + entry.reason
+        return {"dtype": dtype, "status": "skipped", "reason": reason}
     return None
 
 
@@ -112,14 +122,14 @@ def check_op(module, op, skip_list) -> dict:
 
 def op_status(cases: list[dict]) -> str:
     """failed if any case failed; passed if any passed; skipped if every case
-    was skipped and the skip file skipped at least one; else nosample (no
-    dtype has a sample, and the skip file says nothing about the op)."""
+    was skipped and a skip list skipped at least one; else nosample (no
+    dtype has a sample, and no skip list says anything about the op)."""
     statuses = {c["status"] for c in cases}
     if "failed" in statuses:
         return "failed"
     if "passed" in statuses:
         return "passed"
-    if any(c.get("reason", "").startswith(FILE_PREFIX) for c in cases):
+    if any(c.get("reason", "").startswith(tuple(PREFIXES.values())) for c in cases):
         return "skipped"
     return "nosample"
 
@@ -133,15 +143,19 @@ def summarize(results: dict) -> dict:
     variant_reasons: Counter = Counter()
     notes: Counter = Counter()
     excluded_reasons: Counter = Counter()
+    excluded_by: Counter = Counter()
+    skipped_by: Counter = Counter()
     calls = 0
     for r in results.values():
         ops[r["status"]] += 1
         if r["status"] == "excluded":
             excluded_reasons[r.get("reason", "")] += 1
+            excluded_by[r.get("by", skips.PROJECT)] += 1
         for case in r["cases"]:
             cases[case["status"]] += 1
             if case["status"] == "skipped":
                 case_reasons[case.get("reason", "")] += 1
+                skipped_by[_skipped_by(case.get("reason", ""))] += 1
             calls += case.get("checked", 0)
             for reason, n in (case.get("variants_skipped") or {}).items():
                 variant_reasons[reason] += n
@@ -157,7 +171,18 @@ def summarize(results: dict) -> dict:
         "variants_skipped_by_reason": dict(variant_reasons.most_common()),
         "notes": dict(notes.most_common()),
         "excluded_by_reason": dict(excluded_reasons.most_common()),
+        # the tool's list, the project's skip file, or neither (no sample, a
+        # dtype the case does not exercise)
+        "cases_skipped_by": dict(sorted(skipped_by.items())),
+        "excluded_by": dict(sorted(excluded_by.items())),
     }
+
+
+def _skipped_by(reason: str) -> str:
+    for source, prefix in PREFIXES.items():
+        if reason.startswith(prefix):
+            return source
+    return "harness"
 
 
 def _short(text: str, width: int = 110) -> str:
@@ -179,7 +204,8 @@ def summary_lines(counts: dict) -> list[str]:
             else ""
         ),
         f"  op x dtype cases: {counts['cases']}: {cases.get('passed', 0)} passed, "
-        f"{cases.get('failed', 0)} failed, {cases.get('skipped', 0)} skipped",
+        f"{cases.get('failed', 0)} failed, {cases.get('skipped', 0)} skipped"
+        + _by(counts.get("cases_skipped_by", {})),
     ]
     for reason, n in counts["cases_skipped_by_reason"].items():
         lines.append(f"    skipped {n:6}  {_short(reason)}")
@@ -193,7 +219,24 @@ def summary_lines(counts: dict) -> list[str]:
     for reason, n in counts.get("notes", {}).items():
         lines.append(f"    narrowed {n:6}  {_short(reason)}")
     if counts["excluded_by_reason"]:
-        lines.append(f"  ops excluded by the skip file: {by.get('excluded', 0)}")
+        lines.append(
+            f"  ops excluded by a skip list: {by.get('excluded', 0)}"
+            + _by(counts.get("excluded_by", {}))
+        )
         for reason, n in counts["excluded_by_reason"].items():
             lines.append(f"    excluded {n:4}  {_short(reason)}")
     return lines
+
+
+# How the summary names where skips came from (the tool's list and the
+# project's skip file are counted apart: a project's count is its choices).
+_SOURCES = {
+    skips.TOOL: "by the tool's list",
+    skips.PROJECT: "by the project's skip file",
+    "harness": "without a sample or exercising no tensor of the dtype",
+}
+
+
+def _by(counts: dict) -> str:
+    parts = [f"{counts[s]} {what}" for s, what in _SOURCES.items() if counts.get(s)]
+    return f" ({', '.join(parts)})" if parts else ""

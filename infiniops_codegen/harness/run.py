@@ -99,6 +99,8 @@ FROM_BLOB_RESIZE = (
 )
 # Why a layout variant was not checked (Outcome.skipped, the summary).
 SKIPPED_BY_FILE = "listed in the skip file"
+SKIPPED_BY_TOOL = "listed in the tool's list (PyTorch's or the harness's limits)"
+SKIPPED_BY = {"project": SKIPPED_BY_FILE, "tool": SKIPPED_BY_TOOL}
 REFERENCE_REJECTS = "PyTorch's reference raises on this layout variant"
 NOT_APPLICABLE = "the layout variant does not apply"
 # A variant that the skip file (`reference: out`) compares with PyTorch's
@@ -120,6 +122,55 @@ class Outcome:
     # (label, reason): checks narrowed on checked variants (OUT_ONLY,
     # FROM_BLOB_RESIZE).
     notes: list[tuple[str, str]] = field(default_factory=list)
+
+
+# Ops whose result values PyTorch does not define: uninitialised memory
+# (empty*, new_empty*) and random draws (the schema's nondeterministic_seeded
+# tag: a native kernel, another device or another generator draws other
+# values). They are compared by what is defined: shape, dtype, device, the
+# out's strides, every element written (no sentinel left where PyTorch's own
+# call left none) and, for the common random ops, the range of the values.
+# Counted in Outcome.notes.
+VALUES_UNDEFINED = (
+    "values undefined by PyTorch (uninitialised or random): compared by shape,"
+    " dtype, device, strides and range, not by value"
+)
+UNINITIALISED = ("empty", "new_empty")
+
+
+def values_undefined(op: Op) -> bool:
+    base = (op.aten or op.name).split(".")[0]
+    return "nondeterministic_seeded" in op.tags or base.startswith(UNINITIALISED)
+
+
+def _defined(op: Op, actual, wanted, what: str, strides: bool = False) -> None:
+    """What PyTorch defines of a result whose values it does not define."""
+    if isinstance(wanted, (list, tuple)):
+        assert len(actual) == len(wanted), f"output list length differs from {what}"
+        for a, w in zip(actual, wanted):
+            _defined(op, a, w, what, strides)
+        return
+    got = (tuple(actual.shape), actual.dtype, actual.device)
+    want = (tuple(wanted.shape), wanted.dtype, wanted.device)
+    assert got == want, f"(shape, dtype, device) {got} differs from {what}'s {want}"
+    if strides:
+        assert (
+            actual.stride() == wanted.stride()
+        ), f"strides {actual.stride()} differ from {what}'s {wanted.stride()}"
+    base = (op.aten or op.name).split(".")[0]
+    if base.startswith(UNINITIALISED) or actual.numel() == 0:
+        return
+    if actual.is_floating_point():
+        nan = int(torch.isnan(actual).sum())
+        assert nan <= int(torch.isnan(wanted).sum()), (
+            f"{nan} elements are NaN (the sentinel: left unwritten?) where {what} "
+            "has fewer"
+        )
+    if base in ("rand", "rand_like") and actual.is_floating_point():
+        low, high = float(actual.min()), float(actual.max())
+        assert 0 <= low and high <= 1, f"values in [{low}, {high}], not in [0, 1)"
+    if base.startswith("bernoulli") and not actual.is_complex():
+        assert bool(((actual == 0) | (actual == 1)).all()), "values not in {0, 1}"
 
 
 # -- calling ------------------------------------------------------------------
@@ -378,15 +429,20 @@ def check(
     module, op: Op, dtype_name: str, plan: dict, skip_variants=(), out_only=()
 ) -> Outcome:
     """Every variant × path of one op and dtype; failures are collected.
-    skip_variants are not run, out_only variants are compared with PyTorch's
-    out= overload only (both from the skip file)."""
+    skip_variants are not run (a mapping gives each the list that skips
+    it, a key of SKIPPED_BY; else the project's), out_only variants are compared with
+    PyTorch's out= overload only (both from the skip lists)."""
     dtype = DTYPES[dtype_name]
     outcome = Outcome()
+    if not isinstance(skip_variants, dict):
+        skip_variants = dict.fromkeys(skip_variants, "project")
+    # skips.skipped_variants gives each variant its list: "tool" or "project"
+    skip_variants = {v: SKIPPED_BY.get(s, s) for v, s in skip_variants.items()}
     for sample_index, sample in enumerate(hinted_plans(op, plan)):
         for variant in VARIANTS:
             if variant in skip_variants:
                 label = f"sample {sample_index} {variant}"
-                outcome.skipped.append((label, SKIPPED_BY_FILE))
+                outcome.skipped.append((label, skip_variants[variant]))
                 continue
             _check_variant(
                 module, op, dtype, sample, sample_index, variant, outcome, out_only
@@ -457,6 +513,7 @@ def _check_variant(
             outcome.skipped.append((label, REFERENCE_REJECTS))
         return
     functional = variant not in out_only
+    undefined = values_undefined(op)
     if not functional:
         outcome.notes.append((label, OUT_ONLY))
     for path in PATHS:
@@ -473,10 +530,16 @@ def _check_variant(
                     continue
                 returned = ours(module, op, our_args, outs)
                 got = outs
-                _labelled(got, ref, dtype, "differs from PyTorch's out= overload")
-                if functional:
+                if undefined:
+                    _defined(op, got, ref, "PyTorch's out= overload", strides=True)
+                    if functional:
+                        _defined(op, got, wanted, "the functional form")
+                    outcome.notes.append((f"{label}/{path}", VALUES_UNDEFINED))
+                else:
+                    _labelled(got, ref, dtype, "differs from PyTorch's out= overload")
+                if functional and not undefined:
                     _labelled(got, wanted, dtype, "differs from the functional form")
-                for name in op.mutable_inputs:  # the new states, as PyTorch's
+                for name in op.mutable_inputs if not undefined else ():
                     what = f"mutated input '{name}' differs from"
                     _labelled(
                         our_args[name],

@@ -28,7 +28,7 @@ def main() -> None:
     module = load(build)
     by_name = manifest.of_build(build).by_name()
     skip_file = os.environ.get("INFINIOPS_HARNESS_SKIPS")
-    skip_list = skips.load_skips(Path(skip_file) if skip_file else None)
+    skip_list = skips.harness_skips(Path(skip_file) if skip_file else None)
     torch.manual_seed(0)
     # --devices: every sample tensor (and so every reference) is made there.
     values.DEVICE = device
