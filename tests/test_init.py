@@ -35,7 +35,7 @@ def test_init_writes_a_project_and_generates_it(tmp_path, runner, helpers):
     # generated/ is there, as it would be committed: `generate --check` agrees
     assert (root / "generated" / "manifest.json").is_file()
     assert (root / "generated" / "native_kernels.h").read_text().count(
-        "bool relu(const Tensor& self, Tensor& out);"
+        "KernelResult relu(const Tensor& self, Tensor& out);"
     ) == 1
     check = helpers.invoke(runner, "--project", root, "generate", "--check")
     assert check.exit_code == 0, check.output
@@ -47,6 +47,7 @@ def test_init_writes_a_project_and_generates_it(tmp_path, runner, helpers):
     ci = (root / ".github" / "workflows" / "ci.yml").read_text()
     for step in (
         "generate --check",
+        "infiniops-codegen check --fuzz",
         "pip wheel . --no-build-isolation",
         "/tmp/clean/bin/pip install dist/*.whl",
         "INFINIOPS_TEST_INSTALLED=1 /tmp/clean/bin/python -m pytest -q",
