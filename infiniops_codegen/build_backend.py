@@ -344,13 +344,16 @@ def _generate(args) -> None:
         raise BackendError(str(e)) from None
     projects.use(project)
     request = builder.BuildRequest(
-        project=project, build_dir=Path(args.build_dir), ops=args.ops
+        project=project,
+        build_dir=Path(args.build_dir),
+        ops=args.ops,
+        platforms=_platforms(args.with_flags),
     )
     try:
         sources = builder.generate_sources(request, echo=print)
     except (SpecErrors, SelectionError) as e:
         raise BackendError(f"the project's specs do not generate:\n{e}") from None
-    except writer.ForeignFileError as e:
+    except (writer.ForeignFileError, builder.BuildError) as e:
         raise BackendError(str(e)) from None
     except OSError as e:
         raise BackendError(str(e)) from None
@@ -361,6 +364,19 @@ def _generate(args) -> None:
         f"set(INFINI_OPS_SPEC_DIR {_cmake_quoted(str(project.specs.resolve()))})",
     ]
     Path(args.write).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _platforms(with_flags: str) -> tuple[str, ...]:
+    """The platforms a wheel builds: each platform's default, unless the
+    configure's WITH_<P>=ON/OFF (passed on as --with) says otherwise; the
+    same choice as support/CMakeLists.txt makes from the same flags."""
+    from .platforms import load_platforms
+
+    given = {}
+    for pair in filter(None, with_flags.split(",")):
+        flag, _, value = pair.partition("=")
+        given[flag] = value.upper() in ("ON", "1", "TRUE", "YES", "Y")
+    return tuple(p.name for p in load_platforms() if given.get(p.flag, p.default))
 
 
 def _ports(args) -> None:
@@ -388,6 +404,7 @@ def main(argv: list[str] | None = None) -> None:
     generate.add_argument("--build-dir", required=True)
     generate.add_argument("--ops", default=None)
     generate.add_argument("--write", required=True)
+    generate.add_argument("--with", dest="with_flags", default="")
     ports = steps.add_parser("ports")
     ports.add_argument("--platforms", required=True)
     ports.add_argument("--record", required=True)

@@ -32,6 +32,7 @@ from . import (
     cuda_toolkit,
     drift,
     extensions,
+    kernel_sources,
     link_errors,
     pipeline,
     sanitize,
@@ -685,6 +686,7 @@ def generate_sources(request: BuildRequest, echo=print, exts=None) -> Sources:
         )
     except OSError as e:
         raise OSError(f"cannot read an --ops file: {e}") from None
+    require_kernel_sources(gen.opset, request, exts)
     if gen_dir == request.project.generated:
         # The committed sources follow the schemas of the release they were
         # generated with; where this torch's differ, they are not rewritten
@@ -702,6 +704,23 @@ def generate_sources(request: BuildRequest, echo=print, exts=None) -> Sources:
         f"generate: {len(gen.opset.ops)} ops, {changed} files changed in {_rel(gen_dir)}/"
     )
     return Sources(gen, gen_dir, changed)
+
+
+def require_kernel_sources(opset, request: BuildRequest, exts) -> None:
+    """BuildError naming each native kernel of the build's platforms whose
+    source is missing (kernel_sources.unbuildable), before CMake runs: CMake
+    would say less, and Ninja, re-running it in a directory that built
+    before, only "rebuilding 'build.ninja': cannot make progress"."""
+    roots = {"": request.project.kernels}
+    roots.update({e.name: e.kernels for e in exts})
+    lines = kernel_sources.unbuildable(
+        opset,
+        request.platforms,
+        roots,
+        lambda p: Path(request.project.rel(p)).as_posix(),
+    )
+    if lines:
+        raise BuildError("\n".join(lines))
 
 
 # --- The bridge cache (bridge_cache.py, docs/building.md) -------------------------

@@ -4,7 +4,11 @@ A spec that gives an op a native kernel on a platform needs the source
 `<kernels>/<platform>/<op>.<ext>` (an extension of the platform's in
 data/platforms.yaml), which support/CMakeLists.txt looks for at configure.
 `generate` warns and `list` marks the ones not written yet, so the gap shows
-before a build fails on it.
+before a build fails on it; `build` and a project's wheel (its CMake
+configure step) stop on them before CMake or Ninja runs (unbuildable): one
+check for both, whose message names the op, the platform, the file and the
+spec line to change, where CMake's own check (or Ninja re-running CMake in a
+directory that built before) said less.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import SpecError
 from .platforms import load_platforms
 
 
@@ -24,12 +29,12 @@ class Missing:
     extensions: tuple[str, ...]  # every extension the build accepts
 
     def shown(self, rel=str) -> str:
-        """'cpp/kernels/cpu/foo.cc' (or '.../foo.{cc,cpp}' where the platform
-        takes several), the directory through rel (a project's rel)."""
-        where = f"{rel(self.source.parent)}/{self.op}"
-        if len(self.extensions) == 1:
-            return f"{where}.{self.extensions[0]}"
-        return f"{where}.{{{','.join(self.extensions)}}}"
+        """'cpp/kernels/cpu/foo.cc' (or 'cpp/kernels/cpu/foo.cc (or .cpp)'
+        where the platform takes several), the directory through rel (a
+        project's rel)."""
+        where = f"{rel(self.source.parent)}/{self.op}.{self.extensions[0]}"
+        others = " or ".join(f".{e}" for e in self.extensions[1:])
+        return f"{where} (or {others})" if others else where
 
 
 def missing(
@@ -48,3 +53,32 @@ def missing(
                     Missing(op, platform, directory / f"{op}.{exts[0]}", exts)
                 )
     return result
+
+
+def unbuildable(
+    opset, platforms: Iterable[str], roots: dict[str, Path], rel=str
+) -> list[str]:
+    """One line per native kernel of opset's ops on `platforms` (the build's)
+    whose source does not exist under its root (roots: the project's kernel
+    root under "", each extension's under its name), located at the op's
+    `native:` in its spec: what to write where, or what to remove."""
+    wanted = set(platforms)
+    lines = []
+    for owner, root in roots.items():
+        ops = {op.name: op for op in opset.ops if op.extension == owner}
+        natives = (
+            (op.name, [n.platform for n in op.native if n.platform in wanted])
+            for op in ops.values()
+            if op.native
+        )
+        for m in missing(root, natives):
+            op = ops[m.op]
+            message = (
+                f"{m.op} has a native {m.platform} kernel, but its source "
+                f"{m.shown(rel)} does not exist: write it "
+                f"(docs/adding-an-op.md), or remove {m.platform} from "
+                f"{m.op}'s 'native' to build the op without it"
+            )
+            line, col = op.native_line or 1, op.native_col or 1
+            lines.append(str(SpecError(op.source, line, col, message)))
+    return lines

@@ -258,6 +258,10 @@ class Op:
     tensor_iterator: bool = False  # ATen kernel structured on TensorIteratorBase
     fallback_line: int = 0  # composites: the line of the body's first line in source
     extension: str = ""  # the extension that defines the op ("": the project)
+    # Where its spec's `native:` value is (line, col in source), for errors
+    # about the kernels it names (kernel_sources.unbuildable).
+    native_line: int = field(default=0, compare=False)
+    native_col: int = field(default=0, compare=False)
     # How a call without out= runs ATen's functional overload (None: it
     # has none that takes this op's arguments and returns its outputs).
     functional_call: FunctionalCall | None = None

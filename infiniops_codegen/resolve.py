@@ -11,7 +11,7 @@ import keyword
 import zlib
 from dataclasses import replace
 
-from . import arg_kinds, module_api, references
+from . import arg_kinds, composite_calls, module_api, references
 from .arg_kinds import Tensors
 from .errors import SpecError, SpecErrors
 from .model import Argument, Default, Exclusion, NativeImpl, Op, OpSet, Role
@@ -287,6 +287,12 @@ def _resolve_schema(spec: OpSpec, db: SchemaDB) -> AtenSchema:
                 f"'uses' names '{use}', which is no ATen operator of torch "
                 f"{db.torch_version}",
             )
+    # `uses` decides the headers the body gets: the body's calls must match.
+    wrong = composite_calls.uses_problem(
+        spec.fallback or "", spec.uses, db.headers, spec.fallback_line
+    )
+    if wrong:
+        raise _OpError(spec.at("uses" if "uses" in spec.places else "fallback"), wrong)
     return schema
 
 
@@ -313,6 +319,8 @@ def _op(spec: OpSpec, db: SchemaDB, name: str) -> Op:
         fallback_body=spec.fallback.rstrip() if composite else None,
         fallback_line=spec.fallback_line if composite else 0,
         native=_native(spec, args),
+        native_line=spec.at("native").line if spec.native else 0,
+        native_col=spec.at("native").col if spec.native else 0,
         hints=spec.hints,
         shard=0,
         cpu_kernel=schema.cpu_kernel,
