@@ -58,7 +58,7 @@ void _log_softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& o
     no_native_kernel("_log_softmax");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("_log_softmax", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("_log_softmax", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::_log_softmax(self, dim, half_to_float, out);
 }
@@ -82,7 +82,7 @@ void _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output,
     no_native_kernel("_log_softmax_backward_data");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("_log_softmax_backward_data", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("_log_softmax_backward_data", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::_log_softmax_backward_data(grad_output, output, dim, input_dtype, out);
 }
@@ -106,7 +106,7 @@ void _softmax(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out, 
     no_native_kernel("_softmax");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("_softmax", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("_softmax", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::_softmax(self, dim, half_to_float, out);
 }
@@ -130,7 +130,7 @@ void _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int
     no_native_kernel("_softmax_backward_data");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("_softmax_backward_data", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("_softmax_backward_data", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::_softmax_backward_data(grad_output, output, dim, input_dtype, grad_input);
 }
@@ -154,7 +154,7 @@ void abs(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     no_native_kernel("abs");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("abs", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("abs", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::abs(self, out);
 }
@@ -178,7 +178,7 @@ void acos(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     no_native_kernel("acos");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("acos", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("acos", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::acos(self, out);
 }
@@ -202,7 +202,7 @@ void acosh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     no_native_kernel("acosh");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("acosh", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("acosh", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::acosh(self, out);
 }
@@ -226,7 +226,7 @@ void adaptive_avg_pool2d(const Tensor& self, std::span<const int64_t> output_siz
     no_native_kernel("adaptive_avg_pool2d");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("adaptive_avg_pool2d", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("adaptive_avg_pool2d", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::adaptive_avg_pool2d(self, output_size, out);
 }
@@ -250,7 +250,7 @@ void adaptive_max_pool2d(const Tensor& self, std::span<const int64_t> output_siz
     no_native_kernel("adaptive_max_pool2d");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("adaptive_max_pool2d", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("adaptive_max_pool2d", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::adaptive_max_pool2d(self, output_size, out, indices);
 }
@@ -270,24 +270,28 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
       ::infini::ops::add(self, other, alpha, out, impl_);
     });
   }
-  bool ran_ = false;
+  const char* declined_ = nullptr;  // why the kernel that ran declined
   if (impl_ != Implementation::kTorch) {
     if (all_addressable(self, other, out) &&
         torch_fallback::native_context()) [[likely]] {
       const Tensor& key_ = self;
-      if (impl_ == Implementation::kNative) native::t_decline_reason = nullptr;
       switch (key_.device().type) {
 #ifdef WITH_CPU
         case DeviceType::kCpu:
           if (native_applies(impl_, key_, {{DataType::kFloat32, 2048}, {DataType::kFloat16, 32}, {DataType::kBFloat16, 512}})) {
             const torch_fallback::ProfileScope profile_("aten::add");
-            ran_ = true;
-            if (native::cpu::add(self, other, alpha, out)) {
+            const native::KernelResult result_ = native::cpu::add(self, other, alpha, out);
+            if (result_) [[likely]] {
+              if (native::t_dropped_decline != nullptr) [[unlikely]] {
+                declined_then_computed("add", "cpu");
+              }
               mark_written(out);
               count_native_run(9);
               ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
+            declined_ = result_.reason();
+            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
           }
           break;
 #endif
@@ -295,14 +299,19 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
         case DeviceType::kNvidia:
           if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
             const torch_fallback::ProfileScope profile_("aten::add");
-            ran_ = true;
             const torch_fallback::NativeDevice device_(key_.device());
-            if (native::nvidia::add(self, other, alpha, out, torch_fallback::nvidia::current_stream(key_.device()))) {
+            const native::KernelResult result_ = native::nvidia::add(self, other, alpha, out, torch_fallback::nvidia::current_stream(key_.device()));
+            if (result_) [[likely]] {
+              if (native::t_dropped_decline != nullptr) [[unlikely]] {
+                declined_then_computed("add", "nvidia");
+              }
               mark_written(out);
               count_native_run(9);
               ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
+            declined_ = result_.reason();
+            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
           }
           break;
 #endif
@@ -310,14 +319,19 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
         case DeviceType::kSim:
           if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
             const torch_fallback::ProfileScope profile_("aten::add");
-            ran_ = true;
             const torch_fallback::NativeDevice device_(key_.device());
-            if (native::sim::add(self, other, alpha, out, torch_fallback::sim::current_stream(key_.device()))) {
+            const native::KernelResult result_ = native::sim::add(self, other, alpha, out, torch_fallback::sim::current_stream(key_.device()));
+            if (result_) [[likely]] {
+              if (native::t_dropped_decline != nullptr) [[unlikely]] {
+                declined_then_computed("add", "sim");
+              }
               mark_written(out);
               count_native_run(9);
               ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
+            declined_ = result_.reason();
+            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
           }
           break;
 #endif
@@ -326,11 +340,11 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
       }
     }
     if (impl_ == Implementation::kNative) {
-      native_unsupported("add", {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_);
+      native_unsupported("add", {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", declined_);
     }
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("add", impl_, false, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}});
+    ::infini::ops::observe_fallback("add", impl_, false, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", declined_, {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}});
   }
   torch_fallback::add(self, other, alpha, out);
 }
@@ -354,7 +368,7 @@ void add_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Te
     no_native_kernel("add_Scalar");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("add_Scalar", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("add_Scalar", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::add_Scalar(self, other, alpha, out);
 }
@@ -378,7 +392,7 @@ void addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, cons
     no_native_kernel("addbmm");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("addbmm", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("addbmm", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::addbmm(self, batch1, batch2, beta, alpha, out);
 }
@@ -402,7 +416,7 @@ void addcdiv(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
     no_native_kernel("addcdiv");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("addcdiv", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("addcdiv", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::addcdiv(self, tensor1, tensor2, value, out);
 }
@@ -426,7 +440,7 @@ void addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, c
     no_native_kernel("addcmul");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("addcmul", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("addcmul", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::addcmul(self, tensor1, tensor2, value, out);
 }
@@ -450,7 +464,7 @@ void addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Sca
     no_native_kernel("addmm");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("addmm", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("addmm", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::addmm(self, mat1, mat2, beta, alpha, out);
 }
@@ -474,7 +488,7 @@ void addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scala
     no_native_kernel("addmv");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("addmv", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("addmv", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::addmv(self, mat, vec, beta, alpha, out);
 }
@@ -498,7 +512,7 @@ void all(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementat
     no_native_kernel("all");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("all", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("all", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::all(self, dim, keepdim, out);
 }
@@ -522,7 +536,7 @@ void all_all(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
     no_native_kernel("all_all");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("all_all", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("all_all", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::all_all(self, out);
 }
@@ -546,7 +560,7 @@ void all_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, b
     no_native_kernel("all_dims");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("all_dims", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("all_dims", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::all_dims(self, dim, keepdim, out);
 }
@@ -570,7 +584,7 @@ void amax(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
     no_native_kernel("amax");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("amax", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("amax", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::amax(self, dim, keepdim, out);
 }
@@ -594,7 +608,7 @@ void amin(const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor
     no_native_kernel("amin");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("amin", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("amin", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::amin(self, dim, keepdim, out);
 }
@@ -618,7 +632,7 @@ void aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tenso
     no_native_kernel("aminmax");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("aminmax", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("aminmax", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::aminmax(self, dim, keepdim, min, max);
 }
@@ -642,7 +656,7 @@ void any(const Tensor& self, int64_t dim, bool keepdim, Tensor& out, Implementat
     no_native_kernel("any");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("any", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("any", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::any(self, dim, keepdim, out);
 }
@@ -666,7 +680,7 @@ void any_all(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
     no_native_kernel("any_all");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("any_all", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("any_all", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::any_all(self, out);
 }
@@ -690,7 +704,7 @@ void any_dims(const Tensor& self, std::optional<std::span<const int64_t>> dim, b
     no_native_kernel("any_dims");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("any_dims", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("any_dims", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::any_dims(self, dim, keepdim, out);
 }
@@ -714,7 +728,7 @@ void argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
     no_native_kernel("argmax");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("argmax", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("argmax", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::argmax(self, dim, keepdim, out);
 }
@@ -738,7 +752,7 @@ void argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor
     no_native_kernel("argmin");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("argmin", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("argmin", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::argmin(self, dim, keepdim, out);
 }
@@ -762,7 +776,7 @@ void asin(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     no_native_kernel("asin");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("asin", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("asin", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::asin(self, out);
 }
@@ -786,7 +800,7 @@ void asinh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     no_native_kernel("asinh");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("asinh", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("asinh", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::asinh(self, out);
 }
@@ -810,7 +824,7 @@ void atan(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     no_native_kernel("atan");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("atan", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("atan", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::atan(self, out);
 }
@@ -834,7 +848,7 @@ void atan2(const Tensor& self, const Tensor& other, Tensor& out, Implementation 
     no_native_kernel("atan2");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("atan2", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("atan2", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::atan2(self, other, out);
 }
@@ -858,7 +872,7 @@ void atanh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     no_native_kernel("atanh");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("atanh", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("atanh", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::atanh(self, out);
 }
@@ -882,7 +896,7 @@ void avg_pool1d(const Tensor& self, std::span<const int64_t> kernel_size, std::s
     no_native_kernel("avg_pool1d");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("avg_pool1d", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("avg_pool1d", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::avg_pool1d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, out);
 }
@@ -906,7 +920,7 @@ void avg_pool2d(const Tensor& self, std::span<const int64_t> kernel_size, std::s
     no_native_kernel("avg_pool2d");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("avg_pool2d", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("avg_pool2d", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out);
 }
@@ -930,7 +944,7 @@ void baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, con
     no_native_kernel("baddbmm");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("baddbmm", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("baddbmm", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::baddbmm(self, batch1, batch2, beta, alpha, out);
 }
@@ -954,7 +968,7 @@ void bitwise_and_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Im
     no_native_kernel("bitwise_and_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("bitwise_and_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("bitwise_and_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::bitwise_and_Tensor(self, other, out);
 }
@@ -978,7 +992,7 @@ void bitwise_left_shift_Tensor(const Tensor& self, const Tensor& other, Tensor& 
     no_native_kernel("bitwise_left_shift_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("bitwise_left_shift_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("bitwise_left_shift_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::bitwise_left_shift_Tensor(self, other, out);
 }
@@ -1002,7 +1016,7 @@ void bitwise_not(const Tensor& self, Tensor& out, Implementation impl_, Stream s
     no_native_kernel("bitwise_not");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("bitwise_not", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("bitwise_not", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::bitwise_not(self, out);
 }
@@ -1026,7 +1040,7 @@ void bitwise_or_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Imp
     no_native_kernel("bitwise_or_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("bitwise_or_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("bitwise_or_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::bitwise_or_Tensor(self, other, out);
 }
@@ -1050,7 +1064,7 @@ void bitwise_right_shift_Tensor(const Tensor& self, const Tensor& other, Tensor&
     no_native_kernel("bitwise_right_shift_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("bitwise_right_shift_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("bitwise_right_shift_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::bitwise_right_shift_Tensor(self, other, out);
 }
@@ -1074,7 +1088,7 @@ void bitwise_xor_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Im
     no_native_kernel("bitwise_xor_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("bitwise_xor_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("bitwise_xor_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::bitwise_xor_Tensor(self, other, out);
 }
@@ -1098,7 +1112,7 @@ void bmm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation imp
     no_native_kernel("bmm");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("bmm", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("bmm", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::bmm(self, mat2, out);
 }
@@ -1122,7 +1136,7 @@ void cat(std::span<const Tensor> tensors, int64_t dim, Tensor& out, Implementati
     no_native_kernel("cat");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("cat", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("cat", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::cat(tensors, dim, out);
 }
@@ -1146,7 +1160,7 @@ void ceil(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     no_native_kernel("ceil");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("ceil", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("ceil", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::ceil(self, out);
 }
@@ -1170,7 +1184,7 @@ void clamp(const Tensor& self, const std::optional<Scalar>& min, const std::opti
     no_native_kernel("clamp");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("clamp", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("clamp", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::clamp(self, min, max, out);
 }
@@ -1194,7 +1208,7 @@ void clamp_Tensor(const Tensor& self, const std::optional<Tensor>& min, const st
     no_native_kernel("clamp_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("clamp_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("clamp_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::clamp_Tensor(self, min, max, out);
 }
@@ -1218,7 +1232,7 @@ void clamp_max(const Tensor& self, const Scalar& max, Tensor& out, Implementatio
     no_native_kernel("clamp_max");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("clamp_max", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("clamp_max", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::clamp_max(self, max, out);
 }
@@ -1242,7 +1256,7 @@ void clamp_max_Tensor(const Tensor& self, const Tensor& max, Tensor& out, Implem
     no_native_kernel("clamp_max_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("clamp_max_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("clamp_max_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::clamp_max_Tensor(self, max, out);
 }
@@ -1266,7 +1280,7 @@ void clamp_min(const Tensor& self, const Scalar& min, Tensor& out, Implementatio
     no_native_kernel("clamp_min");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("clamp_min", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("clamp_min", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::clamp_min(self, min, out);
 }
@@ -1290,7 +1304,7 @@ void clamp_min_Tensor(const Tensor& self, const Tensor& min, Tensor& out, Implem
     no_native_kernel("clamp_min_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("clamp_min_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("clamp_min_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::clamp_min_Tensor(self, min, out);
 }
@@ -1314,7 +1328,7 @@ void clone(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     no_native_kernel("clone");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("clone", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("clone", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::clone(self, out);
 }
@@ -1338,7 +1352,7 @@ void copysign(const Tensor& self, const Tensor& other, Tensor& out, Implementati
     no_native_kernel("copysign");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("copysign", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("copysign", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::copysign(self, other, out);
 }
@@ -1362,7 +1376,7 @@ void copysign_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Imple
     no_native_kernel("copysign_Scalar");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("copysign_Scalar", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("copysign_Scalar", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::copysign_Scalar(self, other, out);
 }
@@ -1386,7 +1400,7 @@ void cos(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     no_native_kernel("cos");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("cos", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("cos", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::cos(self, out);
 }
@@ -1410,7 +1424,7 @@ void cosh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     no_native_kernel("cosh");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("cosh", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("cosh", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::cosh(self, out);
 }
@@ -1434,7 +1448,7 @@ void cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim, 
     no_native_kernel("cross");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("cross", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("cross", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::cross(self, other, dim, out);
 }
@@ -1458,7 +1472,7 @@ void cumprod(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
     no_native_kernel("cumprod");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("cumprod", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("cumprod", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::cumprod(self, dim, dtype, out);
 }
@@ -1482,7 +1496,7 @@ void cumsum(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Tens
     no_native_kernel("cumsum");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("cumsum", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("cumsum", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::cumsum(self, dim, dtype, out);
 }
@@ -1506,7 +1520,7 @@ void digamma(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
     no_native_kernel("digamma");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("digamma", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("digamma", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::digamma(self, out);
 }
@@ -1530,7 +1544,7 @@ void div(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
     no_native_kernel("div");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("div", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("div", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::div(self, other, out);
 }
@@ -1554,7 +1568,7 @@ void div_out_mode(const Tensor& self, const Tensor& other, std::optional<std::st
     no_native_kernel("div_out_mode");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("div_out_mode", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("div_out_mode", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::div_out_mode(self, other, rounding_mode, out);
 }
@@ -1578,7 +1592,7 @@ void dot(const Tensor& self, const Tensor& tensor, Tensor& out, Implementation i
     no_native_kernel("dot");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("dot", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("dot", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::dot(self, tensor, out);
 }
@@ -1602,7 +1616,7 @@ void elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Sca
     no_native_kernel("elu");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("elu", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("elu", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::elu(self, alpha, scale, input_scale, out);
 }
@@ -1626,7 +1640,7 @@ void embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx,
     no_native_kernel("embedding");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("embedding", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("embedding", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse, out);
 }
@@ -1650,7 +1664,7 @@ void embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, 
     no_native_kernel("embedding_dense_backward");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("embedding_dense_backward", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("embedding_dense_backward", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq, out);
 }
@@ -1674,7 +1688,7 @@ void eq_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
     no_native_kernel("eq_Scalar");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("eq_Scalar", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("eq_Scalar", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::eq_Scalar(self, other, out);
 }
@@ -1698,7 +1712,7 @@ void eq_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     no_native_kernel("eq_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("eq_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("eq_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::eq_Tensor(self, other, out);
 }
@@ -1722,7 +1736,7 @@ void erf(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     no_native_kernel("erf");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("erf", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("erf", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::erf(self, out);
 }
@@ -1746,7 +1760,7 @@ void erfc(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     no_native_kernel("erfc");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("erfc", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("erfc", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::erfc(self, out);
 }
@@ -1770,7 +1784,7 @@ void erfinv(const Tensor& self, Tensor& out, Implementation impl_, Stream stream
     no_native_kernel("erfinv");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("erfinv", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("erfinv", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::erfinv(self, out);
 }
@@ -1794,7 +1808,7 @@ void exp(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     no_native_kernel("exp");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("exp", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("exp", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::exp(self, out);
 }
@@ -1818,7 +1832,7 @@ void exp2(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     no_native_kernel("exp2");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("exp2", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("exp2", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::exp2(self, out);
 }
@@ -1842,7 +1856,7 @@ void expm1(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     no_native_kernel("expm1");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("expm1", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("expm1", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::expm1(self, out);
 }
@@ -1866,7 +1880,7 @@ void flip(const Tensor& self, std::span<const int64_t> dims, Tensor& out, Implem
     no_native_kernel("flip");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("flip", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("flip", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::flip(self, dims, out);
 }
@@ -1890,7 +1904,7 @@ void floor(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     no_native_kernel("floor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("floor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("floor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::floor(self, out);
 }
@@ -1914,7 +1928,7 @@ void floor_divide(const Tensor& self, const Tensor& other, Tensor& out, Implemen
     no_native_kernel("floor_divide");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("floor_divide", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("floor_divide", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::floor_divide(self, other, out);
 }
@@ -1938,7 +1952,7 @@ void fmax(const Tensor& self, const Tensor& other, Tensor& out, Implementation i
     no_native_kernel("fmax");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("fmax", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("fmax", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::fmax(self, other, out);
 }
@@ -1962,7 +1976,7 @@ void fmin(const Tensor& self, const Tensor& other, Tensor& out, Implementation i
     no_native_kernel("fmin");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("fmin", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("fmin", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::fmin(self, other, out);
 }
@@ -1986,7 +2000,7 @@ void fmod_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implement
     no_native_kernel("fmod_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("fmod_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("fmod_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::fmod_Tensor(self, other, out);
 }
@@ -2010,7 +2024,7 @@ void frac(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     no_native_kernel("frac");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("frac", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("frac", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::frac(self, out);
 }
@@ -2034,7 +2048,7 @@ void gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_gr
     no_native_kernel("gather");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("gather", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("gather", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::gather(self, dim, index, sparse_grad, out);
 }
@@ -2058,7 +2072,7 @@ void ge_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
     no_native_kernel("ge_Scalar");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("ge_Scalar", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("ge_Scalar", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::ge_Scalar(self, other, out);
 }
@@ -2082,7 +2096,7 @@ void ge_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     no_native_kernel("ge_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("ge_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("ge_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::ge_Tensor(self, other, out);
 }
@@ -2106,7 +2120,7 @@ void gelu(const Tensor& self, std::string_view approximate, Tensor& out, Impleme
     no_native_kernel("gelu");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("gelu", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("gelu", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::gelu(self, approximate, out);
 }
@@ -2130,7 +2144,7 @@ void gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_vi
     no_native_kernel("gelu_backward");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("gelu_backward", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("gelu_backward", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::gelu_backward(grad_output, self, approximate, grad_input);
 }
@@ -2154,7 +2168,7 @@ void glu(const Tensor& self, int64_t dim, Tensor& out, Implementation impl_, Str
     no_native_kernel("glu");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("glu", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("glu", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::glu(self, dim, out);
 }
@@ -2178,7 +2192,7 @@ void gt_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
     no_native_kernel("gt_Scalar");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("gt_Scalar", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("gt_Scalar", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::gt_Scalar(self, other, out);
 }
@@ -2202,7 +2216,7 @@ void gt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     no_native_kernel("gt_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("gt_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("gt_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::gt_Tensor(self, other, out);
 }
@@ -2226,7 +2240,7 @@ void hardsigmoid(const Tensor& self, Tensor& out, Implementation impl_, Stream s
     no_native_kernel("hardsigmoid");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("hardsigmoid", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("hardsigmoid", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::hardsigmoid(self, out);
 }
@@ -2250,7 +2264,7 @@ void hardswish(const Tensor& self, Tensor& out, Implementation impl_, Stream str
     no_native_kernel("hardswish");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("hardswish", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("hardswish", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::hardswish(self, out);
 }
@@ -2274,7 +2288,7 @@ void hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val, 
     no_native_kernel("hardtanh");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("hardtanh", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("hardtanh", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::hardtanh(self, min_val, max_val, out);
 }
@@ -2298,7 +2312,7 @@ void hypot(const Tensor& self, const Tensor& other, Tensor& out, Implementation 
     no_native_kernel("hypot");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("hypot", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("hypot", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::hypot(self, other, out);
 }
@@ -2322,7 +2336,7 @@ void index(const Tensor& self, std::span<const std::optional<Tensor>> indices, T
     no_native_kernel("index");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("index", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("index", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::index(self, indices, out);
 }
@@ -2346,7 +2360,7 @@ void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tenso
     no_native_kernel("index_add");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("index_add", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("index_add", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::index_add(self, dim, index, source, alpha, out);
 }
@@ -2370,7 +2384,7 @@ void index_put(const Tensor& self, std::span<const std::optional<Tensor>> indice
     no_native_kernel("index_put");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("index_put", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("index_put", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::index_put(self, indices, values, accumulate, out);
 }
@@ -2394,7 +2408,7 @@ void index_select(const Tensor& self, int64_t dim, const Tensor& index, Tensor& 
     no_native_kernel("index_select");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("index_select", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("index_select", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::index_select(self, dim, index, out);
 }
@@ -2418,7 +2432,7 @@ void isnan(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     no_native_kernel("isnan");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("isnan", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("isnan", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::isnan(self, out);
 }
@@ -2442,7 +2456,7 @@ void kron(const Tensor& self, const Tensor& other, Tensor& out, Implementation i
     no_native_kernel("kron");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("kron", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("kron", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::kron(self, other, out);
 }
@@ -2466,7 +2480,7 @@ void kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& 
     no_native_kernel("kthvalue");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("kthvalue", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("kthvalue", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::kthvalue(self, k, dim, keepdim, values, indices);
 }
@@ -2490,7 +2504,7 @@ void le_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
     no_native_kernel("le_Scalar");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("le_Scalar", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("le_Scalar", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::le_Scalar(self, other, out);
 }
@@ -2514,7 +2528,7 @@ void le_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     no_native_kernel("le_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("le_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("le_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::le_Tensor(self, other, out);
 }
@@ -2538,7 +2552,7 @@ void leaky_relu(const Tensor& self, const Scalar& negative_slope, Tensor& out, I
     no_native_kernel("leaky_relu");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("leaky_relu", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("leaky_relu", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::leaky_relu(self, negative_slope, out);
 }
@@ -2562,7 +2576,7 @@ void lerp_Scalar(const Tensor& self, const Tensor& end, const Scalar& weight, Te
     no_native_kernel("lerp_Scalar");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("lerp_Scalar", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("lerp_Scalar", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::lerp_Scalar(self, end, weight, out);
 }
@@ -2586,7 +2600,7 @@ void lerp_Tensor(const Tensor& self, const Tensor& end, const Tensor& weight, Te
     no_native_kernel("lerp_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("lerp_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("lerp_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::lerp_Tensor(self, end, weight, out);
 }
@@ -2610,7 +2624,7 @@ void lgamma(const Tensor& self, Tensor& out, Implementation impl_, Stream stream
     no_native_kernel("lgamma");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("lgamma", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("lgamma", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::lgamma(self, out);
 }
@@ -2634,7 +2648,7 @@ void linear(const Tensor& input, const Tensor& weight, const std::optional<Tenso
     no_native_kernel("linear");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("linear", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("linear", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::linear(input, weight, bias, out);
 }
@@ -2658,7 +2672,7 @@ void log(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     no_native_kernel("log");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("log", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("log", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::log(self, out);
 }
@@ -2682,7 +2696,7 @@ void log10(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     no_native_kernel("log10");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("log10", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("log10", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::log10(self, out);
 }
@@ -2706,7 +2720,7 @@ void log1p(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     no_native_kernel("log1p");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("log1p", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("log1p", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::log1p(self, out);
 }
@@ -2730,7 +2744,7 @@ void log2(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     no_native_kernel("log2");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("log2", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("log2", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::log2(self, out);
 }
@@ -2754,7 +2768,7 @@ void log_sigmoid(const Tensor& self, Tensor& out, Implementation impl_, Stream s
     no_native_kernel("log_sigmoid");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("log_sigmoid", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("log_sigmoid", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::log_sigmoid(self, out);
 }
@@ -2778,7 +2792,7 @@ void log_softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype,
     no_native_kernel("log_softmax");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("log_softmax", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("log_softmax", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::log_softmax(self, dim, dtype, out);
 }
@@ -2802,7 +2816,7 @@ void logaddexp(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     no_native_kernel("logaddexp");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("logaddexp", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("logaddexp", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::logaddexp(self, other, out);
 }
@@ -2826,7 +2840,7 @@ void logaddexp2(const Tensor& self, const Tensor& other, Tensor& out, Implementa
     no_native_kernel("logaddexp2");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("logaddexp2", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("logaddexp2", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::logaddexp2(self, other, out);
 }
@@ -2850,7 +2864,7 @@ void logical_and(const Tensor& self, const Tensor& other, Tensor& out, Implement
     no_native_kernel("logical_and");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("logical_and", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("logical_and", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::logical_and(self, other, out);
 }
@@ -2874,7 +2888,7 @@ void logical_not(const Tensor& self, Tensor& out, Implementation impl_, Stream s
     no_native_kernel("logical_not");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("logical_not", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("logical_not", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::logical_not(self, out);
 }
@@ -2898,7 +2912,7 @@ void logical_or(const Tensor& self, const Tensor& other, Tensor& out, Implementa
     no_native_kernel("logical_or");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("logical_or", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("logical_or", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::logical_or(self, other, out);
 }
@@ -2922,7 +2936,7 @@ void logical_xor(const Tensor& self, const Tensor& other, Tensor& out, Implement
     no_native_kernel("logical_xor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("logical_xor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("logical_xor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::logical_xor(self, other, out);
 }
@@ -2946,7 +2960,7 @@ void logsumexp(const Tensor& self, std::span<const int64_t> dim, bool keepdim, T
     no_native_kernel("logsumexp");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("logsumexp", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("logsumexp", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::logsumexp(self, dim, keepdim, out);
 }
@@ -2970,7 +2984,7 @@ void lt_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
     no_native_kernel("lt_Scalar");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("lt_Scalar", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("lt_Scalar", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::lt_Scalar(self, other, out);
 }
@@ -2994,7 +3008,7 @@ void lt_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     no_native_kernel("lt_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("lt_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("lt_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::lt_Tensor(self, other, out);
 }
@@ -3018,7 +3032,7 @@ void masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value, Te
     no_native_kernel("masked_fill");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("masked_fill", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("masked_fill", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::masked_fill(self, mask, value, out);
 }
@@ -3042,7 +3056,7 @@ void masked_fill_Tensor(const Tensor& self, const Tensor& mask, const Tensor& va
     no_native_kernel("masked_fill_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("masked_fill_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("masked_fill_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::masked_fill_Tensor(self, mask, value, out);
 }
@@ -3066,7 +3080,7 @@ void masked_select(const Tensor& self, const Tensor& mask, Tensor& out, Implemen
     no_native_kernel("masked_select");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("masked_select", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("masked_select", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::masked_select(self, mask, out);
 }
@@ -3090,7 +3104,7 @@ void matmul(const Tensor& self, const Tensor& other, Tensor& out, Implementation
     no_native_kernel("matmul");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("matmul", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("matmul", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::matmul(self, other, out);
 }
@@ -3114,7 +3128,7 @@ void max(const Tensor& self, int64_t dim, bool keepdim, Tensor& max, Tensor& max
     no_native_kernel("max");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("max", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("max", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::max(self, dim, keepdim, max, max_values);
 }
@@ -3138,7 +3152,7 @@ void max_all(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
     no_native_kernel("max_all");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("max_all", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("max_all", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::max_all(self, out);
 }
@@ -3162,7 +3176,7 @@ void max_other(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     no_native_kernel("max_other");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("max_other", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("max_other", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::max_other(self, other, out);
 }
@@ -3186,7 +3200,7 @@ void max_pool2d_with_indices(const Tensor& self, std::span<const int64_t> kernel
     no_native_kernel("max_pool2d_with_indices");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("max_pool2d_with_indices", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("max_pool2d_with_indices", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode, out, indices);
 }
@@ -3210,7 +3224,7 @@ void maximum(const Tensor& self, const Tensor& other, Tensor& out, Implementatio
     no_native_kernel("maximum");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("maximum", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("maximum", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::maximum(self, other, out);
 }
@@ -3234,7 +3248,7 @@ void mean(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool 
     no_native_kernel("mean");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("mean", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("mean", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::mean(self, dim, keepdim, dtype, out);
 }
@@ -3258,7 +3272,7 @@ void mean_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Im
     no_native_kernel("mean_all");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("mean_all", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("mean_all", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::mean_all(self, dtype, out);
 }
@@ -3282,7 +3296,7 @@ void median_all(const Tensor& self, Tensor& out, Implementation impl_, Stream st
     no_native_kernel("median_all");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("median_all", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("median_all", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::median_all(self, out);
 }
@@ -3306,7 +3320,7 @@ void median_dim_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& va
     no_native_kernel("median_dim_values");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("median_dim_values", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("median_dim_values", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::median_dim_values(self, dim, keepdim, values, indices);
 }
@@ -3330,7 +3344,7 @@ void min(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& min
     no_native_kernel("min");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("min", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("min", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::min(self, dim, keepdim, min, min_indices);
 }
@@ -3354,7 +3368,7 @@ void min_all(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
     no_native_kernel("min_all");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("min_all", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("min_all", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::min_all(self, out);
 }
@@ -3378,7 +3392,7 @@ void min_other(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     no_native_kernel("min_other");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("min_other", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("min_other", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::min_other(self, other, out);
 }
@@ -3402,7 +3416,7 @@ void minimum(const Tensor& self, const Tensor& other, Tensor& out, Implementatio
     no_native_kernel("minimum");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("minimum", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("minimum", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::minimum(self, other, out);
 }
@@ -3426,7 +3440,7 @@ void mish(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     no_native_kernel("mish");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("mish", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("mish", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::mish(self, out);
 }
@@ -3450,7 +3464,7 @@ void mm(const Tensor& self, const Tensor& mat2, Tensor& out, Implementation impl
     no_native_kernel("mm");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("mm", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("mm", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::mm(self, mat2, out);
 }
@@ -3474,7 +3488,7 @@ void mse_loss(const Tensor& self, const Tensor& target, int64_t reduction, Tenso
     no_native_kernel("mse_loss");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("mse_loss", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("mse_loss", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::mse_loss(self, target, reduction, out);
 }
@@ -3498,7 +3512,7 @@ void mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tens
     no_native_kernel("mse_loss_backward");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("mse_loss_backward", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("mse_loss_backward", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::mse_loss_backward(grad_output, self, target, reduction, grad_input);
 }
@@ -3518,24 +3532,28 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
       ::infini::ops::mul(self, other, out, impl_);
     });
   }
-  bool ran_ = false;
+  const char* declined_ = nullptr;  // why the kernel that ran declined
   if (impl_ != Implementation::kTorch) {
     if (all_addressable(self, other, out) &&
         torch_fallback::native_context()) [[likely]] {
       const Tensor& key_ = self;
-      if (impl_ == Implementation::kNative) native::t_decline_reason = nullptr;
       switch (key_.device().type) {
 #ifdef WITH_CPU
         case DeviceType::kCpu:
           if (native_applies(impl_, key_, {{DataType::kFloat32, 1024}, {DataType::kFloat16, 32}, {DataType::kBFloat16, 512}})) {
             const torch_fallback::ProfileScope profile_("aten::mul");
-            ran_ = true;
-            if (native::cpu::mul(self, other, out)) {
+            const native::KernelResult result_ = native::cpu::mul(self, other, out);
+            if (result_) [[likely]] {
+              if (native::t_dropped_decline != nullptr) [[unlikely]] {
+                declined_then_computed("mul", "cpu");
+              }
               mark_written(out);
               count_native_run(142);
               ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
+            declined_ = result_.reason();
+            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
           }
           break;
 #endif
@@ -3543,14 +3561,19 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
         case DeviceType::kSim:
           if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
             const torch_fallback::ProfileScope profile_("aten::mul");
-            ran_ = true;
             const torch_fallback::NativeDevice device_(key_.device());
-            if (native::sim::mul(self, other, out, torch_fallback::sim::current_stream(key_.device()))) {
+            const native::KernelResult result_ = native::sim::mul(self, other, out, torch_fallback::sim::current_stream(key_.device()));
+            if (result_) [[likely]] {
+              if (native::t_dropped_decline != nullptr) [[unlikely]] {
+                declined_then_computed("mul", "sim");
+              }
               mark_written(out);
               count_native_run(142);
               ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
+            declined_ = result_.reason();
+            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
           }
           break;
 #endif
@@ -3559,11 +3582,11 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
       }
     }
     if (impl_ == Implementation::kNative) {
-      native_unsupported("mul", {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_);
+      native_unsupported("mul", {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; sim: float32, float16, bfloat16", declined_);
     }
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("mul", impl_, false, "cpu: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}});
+    ::infini::ops::observe_fallback("mul", impl_, false, "cpu: float32, float16, bfloat16; sim: float32, float16, bfloat16", declined_, {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}});
   }
   torch_fallback::mul(self, other, out);
 }
@@ -3587,7 +3610,7 @@ void mul_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementa
     no_native_kernel("mul_Scalar");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("mul_Scalar", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("mul_Scalar", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::mul_Scalar(self, other, out);
 }
@@ -3611,7 +3634,7 @@ void mv(const Tensor& self, const Tensor& vec, Tensor& out, Implementation impl_
     no_native_kernel("mv");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("mv", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("mv", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::mv(self, vec, out);
 }
@@ -3635,7 +3658,7 @@ void nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<dou
     no_native_kernel("nan_to_num");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("nan_to_num", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("nan_to_num", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::nan_to_num(self, nan, posinf, neginf, out);
 }
@@ -3659,7 +3682,7 @@ void nansum(const Tensor& self, std::optional<std::span<const int64_t>> dim, boo
     no_native_kernel("nansum");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("nansum", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("nansum", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::nansum(self, dim, keepdim, dtype, out);
 }
@@ -3683,7 +3706,7 @@ void narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length,
     no_native_kernel("narrow_copy");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("narrow_copy", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("narrow_copy", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::narrow_copy(self, dim, start, length, out);
 }
@@ -3707,7 +3730,7 @@ void native_batch_norm(const Tensor& input, const std::optional<Tensor>& weight,
     no_native_kernel("native_batch_norm");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("native_batch_norm", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("native_batch_norm", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd);
 }
@@ -3731,7 +3754,7 @@ void native_group_norm(const Tensor& input, const std::optional<Tensor>& weight,
     no_native_kernel("native_group_norm");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("native_group_norm", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("native_group_norm", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::native_group_norm(input, weight, bias, N, C, HxW, group, eps, out0, out1, out2);
 }
@@ -3755,7 +3778,7 @@ void native_layer_norm(const Tensor& input, std::span<const int64_t> normalized_
     no_native_kernel("native_layer_norm");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("native_layer_norm", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("native_layer_norm", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::native_layer_norm(input, normalized_shape, weight, bias, eps, out0, out1, out2);
 }
@@ -3779,7 +3802,7 @@ void native_layer_norm_backward(const Tensor& grad_out, const Tensor& input, std
     no_native_kernel("native_layer_norm_backward");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("native_layer_norm_backward", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("native_layer_norm_backward", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask, out0, out1, out2);
 }
@@ -3803,7 +3826,7 @@ void ne_Scalar(const Tensor& self, const Scalar& other, Tensor& out, Implementat
     no_native_kernel("ne_Scalar");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("ne_Scalar", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("ne_Scalar", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::ne_Scalar(self, other, out);
 }
@@ -3827,7 +3850,7 @@ void ne_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Implementat
     no_native_kernel("ne_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("ne_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("ne_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::ne_Tensor(self, other, out);
 }
@@ -3851,7 +3874,7 @@ void neg(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     no_native_kernel("neg");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("neg", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("neg", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::neg(self, out);
 }
@@ -3875,7 +3898,7 @@ void nonzero(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
     no_native_kernel("nonzero");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("nonzero", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("nonzero", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::nonzero(self, out);
 }
@@ -3899,7 +3922,7 @@ void norm(const Tensor& self, const std::optional<Scalar>& p, std::span<const in
     no_native_kernel("norm");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("norm", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("norm", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::norm(self, p, dim, keepdim, out);
 }
@@ -3923,7 +3946,7 @@ void norm_Scalar(const Tensor& self, const Scalar& p, Tensor& out, Implementatio
     no_native_kernel("norm_Scalar");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("norm_Scalar", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("norm_Scalar", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::norm_Scalar(self, p, out);
 }
@@ -3947,7 +3970,7 @@ void outer(const Tensor& self, const Tensor& vec2, Tensor& out, Implementation i
     no_native_kernel("outer");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("outer", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("outer", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::outer(self, vec2, out);
 }
@@ -3971,7 +3994,7 @@ void pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent, Tensor& out, 
     no_native_kernel("pow_Tensor_Scalar");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("pow_Tensor_Scalar", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("pow_Tensor_Scalar", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::pow_Tensor_Scalar(self, exponent, out);
 }
@@ -3995,7 +4018,7 @@ void pow_Tensor_Tensor(const Tensor& self, const Tensor& exponent, Tensor& out, 
     no_native_kernel("pow_Tensor_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("pow_Tensor_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("pow_Tensor_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::pow_Tensor_Tensor(self, exponent, out);
 }
@@ -4019,7 +4042,7 @@ void prod_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Im
     no_native_kernel("prod_all");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("prod_all", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("prod_all", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::prod_all(self, dtype, out);
 }
@@ -4043,7 +4066,7 @@ void prod_int(const Tensor& self, int64_t dim, bool keepdim, std::optional<DataT
     no_native_kernel("prod_int");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("prod_int", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("prod_int", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::prod_int(self, dim, keepdim, dtype, out);
 }
@@ -4067,7 +4090,7 @@ void reciprocal(const Tensor& self, Tensor& out, Implementation impl_, Stream st
     no_native_kernel("reciprocal");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("reciprocal", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("reciprocal", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::reciprocal(self, out);
 }
@@ -4091,7 +4114,7 @@ void relu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     no_native_kernel("relu");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("relu", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("relu", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::relu(self, out);
 }
@@ -4115,7 +4138,7 @@ void remainder_Tensor(const Tensor& self, const Tensor& other, Tensor& out, Impl
     no_native_kernel("remainder_Tensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("remainder_Tensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("remainder_Tensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::remainder_Tensor(self, other, out);
 }
@@ -4137,51 +4160,65 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
   }
   // No ATen op of this name: the profiler sees the library's own.
   const torch_fallback::ProfileScope profile_("infiniops::rms_norm");
-  bool ran_ = false;
+  const char* declined_ = nullptr;  // why the kernel that ran declined
   if (impl_ != Implementation::kTorch) {
     if (all_addressable(input, weight, out) &&
         torch_fallback::native_context()) [[likely]] {
       const Tensor& key_ = input;
-      if (impl_ == Implementation::kNative) native::t_decline_reason = nullptr;
       switch (key_.device().type) {
 #ifdef WITH_CPU
         case DeviceType::kCpu:
           if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
-            ran_ = true;
-            if (native::cpu::rms_norm(input, weight, eps, out)) {
+            const native::KernelResult result_ = native::cpu::rms_norm(input, weight, eps, out);
+            if (result_) [[likely]] {
+              if (native::t_dropped_decline != nullptr) [[unlikely]] {
+                declined_then_computed("rms_norm", "cpu");
+              }
               mark_written(out);
               count_native_run(166);
               ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
+            declined_ = result_.reason();
+            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
           }
           break;
 #endif
 #ifdef WITH_NVIDIA
         case DeviceType::kNvidia:
           if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
-            ran_ = true;
             const torch_fallback::NativeDevice device_(key_.device());
-            if (native::nvidia::rms_norm(input, weight, eps, out, torch_fallback::nvidia::current_stream(key_.device()))) {
+            const native::KernelResult result_ = native::nvidia::rms_norm(input, weight, eps, out, torch_fallback::nvidia::current_stream(key_.device()));
+            if (result_) [[likely]] {
+              if (native::t_dropped_decline != nullptr) [[unlikely]] {
+                declined_then_computed("rms_norm", "nvidia");
+              }
               mark_written(out);
               count_native_run(166);
               ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
+            declined_ = result_.reason();
+            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
           }
           break;
 #endif
 #ifdef WITH_SIM
         case DeviceType::kSim:
           if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
-            ran_ = true;
             const torch_fallback::NativeDevice device_(key_.device());
-            if (native::sim::rms_norm(input, weight, eps, out, torch_fallback::sim::current_stream(key_.device()))) {
+            const native::KernelResult result_ = native::sim::rms_norm(input, weight, eps, out, torch_fallback::sim::current_stream(key_.device()));
+            if (result_) [[likely]] {
+              if (native::t_dropped_decline != nullptr) [[unlikely]] {
+                declined_then_computed("rms_norm", "sim");
+              }
               mark_written(out);
               count_native_run(166);
               ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
+            declined_ = result_.reason();
+            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
           }
           break;
 #endif
@@ -4190,11 +4227,11 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
       }
     }
     if (impl_ == Implementation::kNative) {
-      native_unsupported("rms_norm", {{"input", tensor_ptr(input)}, {"weight", tensor_ptr(weight)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_);
+      native_unsupported("rms_norm", {{"input", tensor_ptr(input)}, {"weight", tensor_ptr(weight)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", declined_);
     }
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("rms_norm", impl_, true, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(input)}, {"weight", tensor_ptr(weight)}, {"out", tensor_ptr(out)}});
+    ::infini::ops::observe_fallback("rms_norm", impl_, true, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", declined_, {{"input", tensor_ptr(input)}, {"weight", tensor_ptr(weight)}, {"out", tensor_ptr(out)}});
   }
   torch_fallback::rms_norm(input, weight, eps, out);
 }
@@ -4218,7 +4255,7 @@ void roll(const Tensor& self, std::span<const int64_t> shifts, std::span<const i
     no_native_kernel("roll");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("roll", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("roll", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::roll(self, shifts, dims, out);
 }
@@ -4242,7 +4279,7 @@ void round(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     no_native_kernel("round");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("round", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("round", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::round(self, out);
 }
@@ -4266,7 +4303,7 @@ void round_decimals(const Tensor& self, int64_t decimals, Tensor& out, Implement
     no_native_kernel("round_decimals");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("round_decimals", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("round_decimals", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::round_decimals(self, decimals, out);
 }
@@ -4290,7 +4327,7 @@ void rsqrt(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     no_native_kernel("rsqrt");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("rsqrt", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("rsqrt", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::rsqrt(self, out);
 }
@@ -4316,7 +4353,7 @@ void scaled_dot_product_attention(const Tensor& query, const Tensor& key, const 
     no_native_kernel("scaled_dot_product_attention");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("scaled_dot_product_attention", impl_, true, nullptr, false, {});
+    ::infini::ops::observe_fallback("scaled_dot_product_attention", impl_, true, nullptr, nullptr, {});
   }
   torch_fallback::scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, out);
 }
@@ -4340,7 +4377,7 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
     no_native_kernel("scatter_add");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("scatter_add", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("scatter_add", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::scatter_add(self, dim, index, src, out);
 }
@@ -4364,7 +4401,7 @@ void scatter_reduce_mode(const Tensor& self, int64_t dim, const Tensor& index, c
     no_native_kernel("scatter_reduce_mode");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("scatter_reduce_mode", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("scatter_reduce_mode", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::scatter_reduce_mode(self, dim, index, src, reduce, out);
 }
@@ -4388,7 +4425,7 @@ void scatter_src(const Tensor& self, int64_t dim, const Tensor& index, const Ten
     no_native_kernel("scatter_src");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("scatter_src", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("scatter_src", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::scatter_src(self, dim, index, src, out);
 }
@@ -4412,7 +4449,7 @@ void scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const S
     no_native_kernel("scatter_value");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("scatter_value", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("scatter_value", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::scatter_value(self, dim, index, value, out);
 }
@@ -4436,7 +4473,7 @@ void scatter_value_reduce_mode(const Tensor& self, int64_t dim, const Tensor& in
     no_native_kernel("scatter_value_reduce_mode");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("scatter_value_reduce_mode", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("scatter_value_reduce_mode", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::scatter_value_reduce_mode(self, dim, index, value, reduce, out);
 }
@@ -4460,7 +4497,7 @@ void sgn(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     no_native_kernel("sgn");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("sgn", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("sgn", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::sgn(self, out);
 }
@@ -4484,7 +4521,7 @@ void sigmoid(const Tensor& self, Tensor& out, Implementation impl_, Stream strea
     no_native_kernel("sigmoid");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("sigmoid", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("sigmoid", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::sigmoid(self, out);
 }
@@ -4508,7 +4545,7 @@ void sigmoid_backward(const Tensor& grad_output, const Tensor& output, Tensor& g
     no_native_kernel("sigmoid_backward");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("sigmoid_backward", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("sigmoid_backward", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::sigmoid_backward(grad_output, output, grad_input);
 }
@@ -4532,7 +4569,7 @@ void sign(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     no_native_kernel("sign");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("sign", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("sign", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::sign(self, out);
 }
@@ -4552,24 +4589,28 @@ void silu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
       ::infini::ops::silu(self, out, impl_);
     });
   }
-  bool ran_ = false;
+  const char* declined_ = nullptr;  // why the kernel that ran declined
   if (impl_ != Implementation::kTorch) {
     if (all_addressable(self, out) &&
         torch_fallback::native_context()) [[likely]] {
       const Tensor& key_ = self;
-      if (impl_ == Implementation::kNative) native::t_decline_reason = nullptr;
       switch (key_.device().type) {
 #ifdef WITH_CPU
         case DeviceType::kCpu:
           if (native_applies(impl_, key_, {{DataType::kFloat32, 64}, {DataType::kFloat16, 32}, {DataType::kBFloat16, 64}})) {
             const torch_fallback::ProfileScope profile_("aten::silu");
-            ran_ = true;
-            if (native::cpu::silu(self, out)) {
+            const native::KernelResult result_ = native::cpu::silu(self, out);
+            if (result_) [[likely]] {
+              if (native::t_dropped_decline != nullptr) [[unlikely]] {
+                declined_then_computed("silu", "cpu");
+              }
               mark_written(out);
               count_native_run(181);
               ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
+            declined_ = result_.reason();
+            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
           }
           break;
 #endif
@@ -4577,14 +4618,19 @@ void silu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
         case DeviceType::kSim:
           if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
             const torch_fallback::ProfileScope profile_("aten::silu");
-            ran_ = true;
             const torch_fallback::NativeDevice device_(key_.device());
-            if (native::sim::silu(self, out, torch_fallback::sim::current_stream(key_.device()))) {
+            const native::KernelResult result_ = native::sim::silu(self, out, torch_fallback::sim::current_stream(key_.device()));
+            if (result_) [[likely]] {
+              if (native::t_dropped_decline != nullptr) [[unlikely]] {
+                declined_then_computed("silu", "sim");
+              }
               mark_written(out);
               count_native_run(181);
               ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
+            declined_ = result_.reason();
+            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
           }
           break;
 #endif
@@ -4593,11 +4639,11 @@ void silu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
       }
     }
     if (impl_ == Implementation::kNative) {
-      native_unsupported("silu", {{"input", tensor_ptr(self)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_);
+      native_unsupported("silu", {{"input", tensor_ptr(self)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; sim: float32, float16, bfloat16", declined_);
     }
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("silu", impl_, false, "cpu: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(self)}, {"out", tensor_ptr(out)}});
+    ::infini::ops::observe_fallback("silu", impl_, false, "cpu: float32, float16, bfloat16; sim: float32, float16, bfloat16", declined_, {{"input", tensor_ptr(self)}, {"out", tensor_ptr(out)}});
   }
   torch_fallback::silu(self, out);
 }
@@ -4619,51 +4665,65 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
   }
   // No ATen op of this name: the profiler sees the library's own.
   const torch_fallback::ProfileScope profile_("infiniops::silu_and_mul");
-  bool ran_ = false;
+  const char* declined_ = nullptr;  // why the kernel that ran declined
   if (impl_ != Implementation::kTorch) {
     if (all_addressable(input, out) &&
         torch_fallback::native_context()) [[likely]] {
       const Tensor& key_ = input;
-      if (impl_ == Implementation::kNative) native::t_decline_reason = nullptr;
       switch (key_.device().type) {
 #ifdef WITH_CPU
         case DeviceType::kCpu:
           if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
-            ran_ = true;
-            if (native::cpu::silu_and_mul(input, out)) {
+            const native::KernelResult result_ = native::cpu::silu_and_mul(input, out);
+            if (result_) [[likely]] {
+              if (native::t_dropped_decline != nullptr) [[unlikely]] {
+                declined_then_computed("silu_and_mul", "cpu");
+              }
               mark_written(out);
               count_native_run(182);
               ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
+            declined_ = result_.reason();
+            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
           }
           break;
 #endif
 #ifdef WITH_NVIDIA
         case DeviceType::kNvidia:
           if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
-            ran_ = true;
             const torch_fallback::NativeDevice device_(key_.device());
-            if (native::nvidia::silu_and_mul(input, out, torch_fallback::nvidia::current_stream(key_.device()))) {
+            const native::KernelResult result_ = native::nvidia::silu_and_mul(input, out, torch_fallback::nvidia::current_stream(key_.device()));
+            if (result_) [[likely]] {
+              if (native::t_dropped_decline != nullptr) [[unlikely]] {
+                declined_then_computed("silu_and_mul", "nvidia");
+              }
               mark_written(out);
               count_native_run(182);
               ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
+            declined_ = result_.reason();
+            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
           }
           break;
 #endif
 #ifdef WITH_SIM
         case DeviceType::kSim:
           if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
-            ran_ = true;
             const torch_fallback::NativeDevice device_(key_.device());
-            if (native::sim::silu_and_mul(input, out, torch_fallback::sim::current_stream(key_.device()))) {
+            const native::KernelResult result_ = native::sim::silu_and_mul(input, out, torch_fallback::sim::current_stream(key_.device()));
+            if (result_) [[likely]] {
+              if (native::t_dropped_decline != nullptr) [[unlikely]] {
+                declined_then_computed("silu_and_mul", "sim");
+              }
               mark_written(out);
               count_native_run(182);
               ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
+            declined_ = result_.reason();
+            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
           }
           break;
 #endif
@@ -4672,11 +4732,11 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
       }
     }
     if (impl_ == Implementation::kNative) {
-      native_unsupported("silu_and_mul", {{"input", tensor_ptr(input)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_);
+      native_unsupported("silu_and_mul", {{"input", tensor_ptr(input)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", declined_);
     }
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("silu_and_mul", impl_, true, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(input)}, {"out", tensor_ptr(out)}});
+    ::infini::ops::observe_fallback("silu_and_mul", impl_, true, "cpu: float32, float16, bfloat16; nvidia: float32, float16, bfloat16; sim: float32, float16, bfloat16", declined_, {{"input", tensor_ptr(input)}, {"out", tensor_ptr(out)}});
   }
   torch_fallback::silu_and_mul(input, out);
 }
@@ -4700,7 +4760,7 @@ void silu_backward(const Tensor& grad_output, const Tensor& self, Tensor& grad_i
     no_native_kernel("silu_backward");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("silu_backward", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("silu_backward", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::silu_backward(grad_output, self, grad_input);
 }
@@ -4724,7 +4784,7 @@ void sin(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     no_native_kernel("sin");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("sin", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("sin", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::sin(self, out);
 }
@@ -4748,7 +4808,7 @@ void sinh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     no_native_kernel("sinh");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("sinh", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("sinh", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::sinh(self, out);
 }
@@ -4772,7 +4832,7 @@ void smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction,
     no_native_kernel("smooth_l1_loss");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("smooth_l1_loss", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("smooth_l1_loss", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::smooth_l1_loss(self, target, reduction, beta, out);
 }
@@ -4796,7 +4856,7 @@ void soft_margin_loss(const Tensor& self, const Tensor& target, int64_t reductio
     no_native_kernel("soft_margin_loss");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("soft_margin_loss", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("soft_margin_loss", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::soft_margin_loss(self, target, reduction, out);
 }
@@ -4820,7 +4880,7 @@ void softmax(const Tensor& self, int64_t dim, std::optional<DataType> dtype, Ten
     no_native_kernel("softmax");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("softmax", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("softmax", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::softmax(self, dim, dtype, out);
 }
@@ -4844,7 +4904,7 @@ void softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold, T
     no_native_kernel("softplus");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("softplus", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("softplus", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::softplus(self, beta, threshold, out);
 }
@@ -4868,7 +4928,7 @@ void sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim, bo
     no_native_kernel("sort_stable");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("sort_stable", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("sort_stable", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::sort_stable(self, stable, dim, descending, values, indices);
 }
@@ -4892,7 +4952,7 @@ void sort_values(const Tensor& self, int64_t dim, bool descending, Tensor& value
     no_native_kernel("sort_values");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("sort_values", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("sort_values", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::sort_values(self, dim, descending, values, indices);
 }
@@ -4916,7 +4976,7 @@ void sqrt(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     no_native_kernel("sqrt");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("sqrt", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("sqrt", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::sqrt(self, out);
 }
@@ -4940,7 +5000,7 @@ void square(const Tensor& self, Tensor& out, Implementation impl_, Stream stream
     no_native_kernel("square");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("square", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("square", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::square(self, out);
 }
@@ -4964,7 +5024,7 @@ void std(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool u
     no_native_kernel("std");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("std", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("std", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::std(self, dim, unbiased, keepdim, out);
 }
@@ -4988,7 +5048,7 @@ void std_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
     no_native_kernel("std_correction");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("std_correction", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("std_correction", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::std_correction(self, dim, correction, keepdim, out);
 }
@@ -5012,7 +5072,7 @@ void sub(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
     no_native_kernel("sub");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("sub", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("sub", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::sub(self, other, alpha, out);
 }
@@ -5036,7 +5096,7 @@ void sub_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha, Te
     no_native_kernel("sub_Scalar");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("sub_Scalar", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("sub_Scalar", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::sub_Scalar(self, other, alpha, out);
 }
@@ -5060,7 +5120,7 @@ void sum(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool k
     no_native_kernel("sum");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("sum", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("sum", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::sum(self, dim, keepdim, dtype, out);
 }
@@ -5084,7 +5144,7 @@ void sum_all(const Tensor& self, std::optional<DataType> dtype, Tensor& out, Imp
     no_native_kernel("sum_all");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("sum_all", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("sum_all", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::sum_all(self, dtype, out);
 }
@@ -5108,7 +5168,7 @@ void take(const Tensor& self, const Tensor& index, Tensor& out, Implementation i
     no_native_kernel("take");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("take", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("take", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::take(self, index, out);
 }
@@ -5132,7 +5192,7 @@ void tan(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_) 
     no_native_kernel("tan");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("tan", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("tan", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::tan(self, out);
 }
@@ -5156,7 +5216,7 @@ void tanh(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
     no_native_kernel("tanh");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("tanh", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("tanh", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::tanh(self, out);
 }
@@ -5180,7 +5240,7 @@ void tanh_backward(const Tensor& grad_output, const Tensor& output, Tensor& grad
     no_native_kernel("tanh_backward");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("tanh_backward", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("tanh_backward", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::tanh_backward(grad_output, output, grad_input);
 }
@@ -5204,7 +5264,7 @@ void threshold(const Tensor& self, const Scalar& threshold, const Scalar& value,
     no_native_kernel("threshold");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("threshold", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("threshold", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::threshold(self, threshold, value, out);
 }
@@ -5228,7 +5288,7 @@ void threshold_backward(const Tensor& grad_output, const Tensor& self, const Sca
     no_native_kernel("threshold_backward");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("threshold_backward", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("threshold_backward", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::threshold_backward(grad_output, self, threshold, grad_input);
 }
@@ -5252,7 +5312,7 @@ void topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted,
     no_native_kernel("topk");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("topk", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("topk", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::topk(self, k, dim, largest, sorted, values, indices);
 }
@@ -5276,7 +5336,7 @@ void tril(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl
     no_native_kernel("tril");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("tril", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("tril", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::tril(self, diagonal, out);
 }
@@ -5300,7 +5360,7 @@ void triu(const Tensor& self, int64_t diagonal, Tensor& out, Implementation impl
     no_native_kernel("triu");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("triu", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("triu", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::triu(self, diagonal, out);
 }
@@ -5324,7 +5384,7 @@ void trunc(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_
     no_native_kernel("trunc");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("trunc", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("trunc", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::trunc(self, out);
 }
@@ -5348,7 +5408,7 @@ void var(const Tensor& self, std::optional<std::span<const int64_t>> dim, bool u
     no_native_kernel("var");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("var", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("var", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::var(self, dim, unbiased, keepdim, out);
 }
@@ -5372,7 +5432,7 @@ void var_correction(const Tensor& self, std::optional<std::span<const int64_t>> 
     no_native_kernel("var_correction");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("var_correction", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("var_correction", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::var_correction(self, dim, correction, keepdim, out);
 }
@@ -5396,7 +5456,7 @@ void vdot(const Tensor& self, const Tensor& other, Tensor& out, Implementation i
     no_native_kernel("vdot");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("vdot", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("vdot", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::vdot(self, other, out);
 }
@@ -5420,7 +5480,7 @@ void where(const Tensor& condition, const Tensor& self, const Tensor& other, Ten
     no_native_kernel("where");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("where", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("where", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::where(condition, self, other, out);
 }
@@ -5444,7 +5504,7 @@ void xlogy_OutTensor(const Tensor& self, const Tensor& other, Tensor& out, Imple
     no_native_kernel("xlogy_OutTensor");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("xlogy_OutTensor", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("xlogy_OutTensor", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::xlogy_OutTensor(self, other, out);
 }

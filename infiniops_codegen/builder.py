@@ -498,9 +498,24 @@ def _compile_error(
         where = _failed_target(output[i], shard_ops)
         first = next((k for k, l in enumerate(block) if ": error:" in l), None)
         detail = block[first : first + 6] if first is not None else block[1:8]
+        if any(_OLD_KERNEL_RESULT.search(l) for l in block):
+            detail.append(OLD_KERNEL_HINT)
         parts.append(where + ":\n" + "\n".join(detail))
     summary = f"{len(failed)} build step(s) failed"
     return summary + "\n" + "\n".join(parts)
+
+
+# A kernel written for the return type kernels had before KernelResult: the
+# compiler sees a second function differing only in its return type.
+# (Quoted with ' or, in a UTF-8 locale, with ‘.)
+_OLD_KERNEL_RESULT = re.compile(
+    r"ambiguating new declaration of .bool infini::ops::native::"
+)
+OLD_KERNEL_HINT = (
+    "hint: native kernels return KernelResult (core/decline.h), not bool: "
+    'write `KernelResult op(...)`; `return true;`, `return decline("why");` '
+    "and `return helper(...);` stay as they are (docs/adding-an-op.md)"
+)
 
 
 def _link_error(block: list[str], config: BuildConfig) -> str | None:

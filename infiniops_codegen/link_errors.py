@@ -37,7 +37,7 @@ def undefined(lines: list[str]) -> list[str]:
 
 
 def _declaration(header: Path, platform: str, op: str) -> tuple[int, str] | None:
-    """(line, text) of `bool op(...)` in the platform's namespace block."""
+    """(line, text) of `KernelResult op(...)` in the platform's namespace block."""
     try:
         lines = header.read_text(encoding="utf-8").splitlines()
     except OSError:
@@ -48,19 +48,20 @@ def _declaration(header: Path, platform: str, op: str) -> tuple[int, str] | None
             inside = True
         elif line.startswith("}  // namespace"):
             inside = False
-        elif inside and line.startswith(f"bool {op}("):
+        elif inside and line.startswith(f"KernelResult {op}("):
             return number, line.strip()
     return None
 
 
 def _definition(source: Path, op: str) -> tuple[int, str] | None:
-    """(line, signature) of the first `bool op(...)` the kernel source has,
+    """(line, signature) of the first `KernelResult op(...)` the kernel source
+    has (or `bool op(...)`, the return type of kernels before KernelResult),
     its parameters joined onto one line."""
     try:
         text = source.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    m = re.search(rf"\bbool\s+{re.escape(op)}\s*\(", text)
+    m = re.search(rf"\b(?:KernelResult|bool)\s+{re.escape(op)}\s*\(", text)
     if m is None:
         return None
     depth, end = 0, m.end() - 1

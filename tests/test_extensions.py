@@ -41,12 +41,13 @@ KERNEL = """\
 
 namespace infini::ops::native::cpu {
 
-bool rad2deg(const Tensor& self, Tensor& out) {
-  if (!elementwise_ok(out, {&self})) return false;
+KernelResult rad2deg(const Tensor& self, Tensor& out) {
+  if (auto ok = elementwise_ok(out, {&self}); !ok) return ok;
   if (!(self.shape() == out.shape())) return decline("out's shape is not self's shape");
   return dispatch_floating(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     unary_loop<T>(self, out, [](float x) { return x * 57.295779513082320876f; });
+    return true;
   });
 }
 

@@ -144,7 +144,10 @@ def test_cpu_native_kernels_take_no_stream_and_others_take_one():
             f"namespace infini::ops::native::{p.name} {{\n"
             in kept  # under its own flag
         )
-        assert f"bool silu_and_mul(const Tensor& input, Tensor& out{stream});" in kept
+        assert (
+            f"KernelResult silu_and_mul(const Tensor& input, Tensor& out{stream});"
+            in kept
+        )
         call = active(dispatch, {p.flag})
         args = "input, out" + (
             f", torch_fallback::{p.name}::current_stream(key_.device())"

@@ -38,7 +38,7 @@ KERNEL = """
 #include "native_kernels.h"
 
 namespace infini::ops::native::{platform} {{
-bool add(const Tensor&, const Tensor&, const Scalar&, Tensor&, Stream) {{ return false; }}
+KernelResult add(const Tensor&, const Tensor&, const Scalar&, Tensor&, Stream) {{ return false; }}
 }}  // namespace infini::ops::native::{platform}
 """
 EXTENSION = {"metax": "maca", "moore": "mu"}

@@ -71,7 +71,7 @@ def test_generation_renders_the_project_platform(tmp_path):
     kernels = (generated / "native_kernels.h").read_text()
     assert "#ifdef WITH_ACME\nnamespace infini::ops::native::acme {" in kernels
     assert (
-        "bool add(const Tensor& self, const Tensor& other, const Scalar& alpha, "
+        "KernelResult add(const Tensor& self, const Tensor& other, const Scalar& alpha, "
         in kernels
     )
     cmake = (generated / "platforms.cmake").read_text()

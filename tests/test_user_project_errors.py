@@ -27,7 +27,7 @@ NEG_KERNEL = """\
 namespace infini::ops::native::cpu {
 
 // Declines every call: the fallback computes it.
-bool neg(const Tensor& self, Tensor& out) { return false; }
+KernelResult neg(const Tensor& self, Tensor& out) { return false; }
 
 }  // namespace infini::ops::native::cpu
 """
@@ -172,8 +172,8 @@ def test_list_op_not_in_the_manifest_says_where_to_look(
 # `Tensor out` where the declaration has `Tensor& out`: an overload, which
 # compiles; the declared function stays undefined and the link fails.
 MISMATCHED_KERNEL = NEG_KERNEL.replace(
-    "bool neg(const Tensor& self, Tensor& out) { return false; }",
-    "bool neg(const Tensor& self,\n         Tensor out) {\n  return false;\n}",
+    "KernelResult neg(const Tensor& self, Tensor& out) { return false; }",
+    "KernelResult neg(const Tensor& self,\n         Tensor out) {\n  return false;\n}",
 )
 UNDEFINED_NEG = (
     "undefined reference to `infini::ops::native::cpu::neg(infini::ops::Tensor "
@@ -199,7 +199,7 @@ def _expected_link_error(generated: str, kernel: str) -> str:
         for n, line in enumerate(
             (Path(generated) / "native_kernels.h").read_text().splitlines(), 1
         )
-        if line.startswith("bool neg(")
+        if line.startswith("KernelResult neg(")
     )
     return (
         "libinfiniops.so failed to link:\n"
@@ -209,8 +209,8 @@ def _expected_link_error(generated: str, kernel: str) -> str:
         f"({generated}/native_kernels.h:{declaration[0]}, in namespace "
         "infini::ops::native::cpu), with the same parameter types, const and & "
         "(the names may differ):\n"
-        "  bool neg(const Tensor& self, Tensor& out);\n"
-        f"{kernel}:6 defines another one: bool neg(const Tensor& self, Tensor out)"
+        "  KernelResult neg(const Tensor& self, Tensor& out);\n"
+        f"{kernel}:6 defines another one: KernelResult neg(const Tensor& self, Tensor out)"
     )
 
 

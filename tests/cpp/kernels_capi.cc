@@ -36,23 +36,23 @@ int run_kernel(const char* name, const TensorDesc* tensors, int32_t count,
     namespace cpu = native::cpu;
     if (op == "add" && count == 3) {
       Tensor out = make(2);
-      return cpu::add(make(0), make(1), Scalar(scalar), out);
+      return cpu::add(make(0), make(1), Scalar(scalar), out) ? 1 : 0;
     }
     if (op == "mul" && count == 3) {
       Tensor out = make(2);
-      return cpu::mul(make(0), make(1), out);
+      return cpu::mul(make(0), make(1), out) ? 1 : 0;
     }
     if (op == "silu" && count == 2) {
       Tensor out = make(1);
-      return cpu::silu(make(0), out);
+      return cpu::silu(make(0), out) ? 1 : 0;
     }
     if (op == "rms_norm" && count == 3) {
       Tensor out = make(2);
-      return cpu::rms_norm(make(0), make(1), scalar, out);
+      return cpu::rms_norm(make(0), make(1), scalar, out) ? 1 : 0;
     }
     if (op == "silu_and_mul" && count == 2) {
       Tensor out = make(1);
-      return cpu::silu_and_mul(make(0), out);
+      return cpu::silu_and_mul(make(0), out) ? 1 : 0;
     }
     return -1;
   } catch (const std::exception&) {

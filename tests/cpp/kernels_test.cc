@@ -9,10 +9,13 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "check.h"
 #include "core/core.h"
+#include "kernels/cpu/checks.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/half.h"
 
 namespace {
@@ -505,6 +508,63 @@ void test_unsupported_dtypes() {
 
 }  // namespace
 
+// The kernels' result type (core/decline.h): the reason travels with the
+// result, dispatch_floating passes its function's result on, a declined
+// result destroyed unused is recorded for the dispatch (which raises when
+// the kernel then reports success), and one that was tested or moved on is
+// not.
+void test_kernel_result() {
+  using native::KernelResult;
+  g_context = "KernelResult";
+  native::t_dropped_decline = nullptr;
+  {
+    KernelResult r = native::decline("why");
+    CHECK(!r);
+    CHECK(std::string(r.reason()) == "why");
+    KernelResult computed = true;
+    CHECK(static_cast<bool>(computed) && computed.reason() == nullptr);
+    KernelResult bare = false;
+    CHECK(std::string(bare.reason()) == KernelResult::kNoReason);
+  }
+  CHECK(native::t_dropped_decline == nullptr);
+
+  // dispatch_floating passes a decline of its function on, with its reason.
+  Buffer a(DataType::kFloat32, {1, 2, 3}), b(DataType::kFloat32, {1, 2}),
+      o(DataType::kFloat32, {kSentinel, kSentinel, kSentinel});
+  Tensor out = o.contiguous({3});
+  KernelResult inner = cpu::dispatch_floating(DataType::kFloat32, [&](auto tag) {
+    return cpu::binary_loop<decltype(tag)>(a.contiguous({3}), b.contiguous({2}), out,
+                                           [](float x, float y) { return x + y; });
+  });
+  CHECK(!inner && std::string(inner.reason()) == "the inputs' shapes do not broadcast");
+  CHECK(o.get(0) == kSentinel);  // nothing written
+  KernelResult by_bool = cpu::dispatch_floating(DataType::kFloat16, [](auto) { return false; });
+  CHECK(!by_bool);
+  KernelResult dtype = cpu::dispatch_floating(DataType::kInt32, [](auto) { return true; });
+  CHECK(std::string(dtype.reason()) == "the kernel has no code for this dtype");
+  CHECK(native::t_dropped_decline == nullptr);
+
+  // Dropped: recorded, with its reason.
+  { (void)native::decline("dropped"); }
+  CHECK(native::t_dropped_decline != nullptr &&
+        std::string(native::t_dropped_decline) == "dropped");
+  native::t_dropped_decline = nullptr;
+  // Moved on: only the last owner counts, and it was tested.
+  {
+    KernelResult first = native::decline("moved");
+    KernelResult second = std::move(first);
+    CHECK(!second);
+  }
+  // Moved on and dropped: recorded once, by the last owner.
+  {
+    KernelResult first = native::decline("moved, dropped");
+    KernelResult second = std::move(first);
+  }
+  CHECK(native::t_dropped_decline != nullptr &&
+        std::string(native::t_dropped_decline) == "moved, dropped");
+  native::t_dropped_decline = nullptr;
+}
+
 int main() {
   // Unbuffered, so the output up to a crash is not lost.
   std::setvbuf(stdout, nullptr, _IONBF, 0);
@@ -518,5 +578,6 @@ int main() {
     test_silu_and_mul(dt);
   }
   test_unsupported_dtypes();
+  test_kernel_result();
   return finish("kernels_test");
 }

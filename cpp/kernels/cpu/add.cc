@@ -39,13 +39,13 @@ constexpr int64_t kScalarLoopOnly = 16;
 #if defined(__x86_64__)
 [[gnu::target("fma"), gnu::flatten]]
 #endif
-bool add_fused(const Tensor& input, const Tensor& other, float a, Tensor& out) {
+KernelResult add_fused(const Tensor& input, const Tensor& other, float a, Tensor& out) {
   return binary_loop<float>(input, other, out,
                             [a](float x, float y) { return __builtin_fmaf(a, y, x); });
 }
 
 // float32, unfused: the product rounded to float, then the sum.
-bool add_unfused(const Tensor& input, const Tensor& other, float a, Tensor& out) {
+KernelResult add_unfused(const Tensor& input, const Tensor& other, float a, Tensor& out) {
   return binary_loop<float>(input, other, out, [a](float x, float y) {
     float product = a * y;
 #if defined(__x86_64__)
@@ -57,38 +57,37 @@ bool add_unfused(const Tensor& input, const Tensor& other, float a, Tensor& out)
 
 }  // namespace
 
-bool add(const Tensor& input, const Tensor& other, const Scalar& alpha,
-         Tensor& out) {
+KernelResult add(const Tensor& input, const Tensor& other, const Scalar& alpha,
+                 Tensor& out) {
   // A complex alpha has no meaning for real tensors, and PyTorch rejects a
   // bool alpha for non-bool results: leave both to PyTorch's errors.
   if (alpha.is_complex() || alpha.is_bool()) return decline("alpha is complex or bool");
-  if (!elementwise_ok(out, {&input, &other})) return false;
-  bool ok = false;
-  const bool known = dispatch_floating(out.dtype(), [&](auto tag) {
+  if (auto ok = elementwise_ok(out, {&input, &other}); !ok) return ok;
+  return dispatch_floating(out.dtype(), [&](auto tag) -> KernelResult {
     using T = decltype(tag);
     float a = 0.0f;
     if (!alpha_as<T>(alpha, a)) {
-      ok = decline("alpha overflows the tensors' dtype (PyTorch raises)");
-    } else if constexpr (std::is_same_v<T, float>) {
-      ok = torch_fuses_multiply_add() ? add_fused(input, other, a, out)
-                                      : add_unfused(input, other, a, out);
+      return decline("alpha overflows the tensors' dtype (PyTorch raises)");
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      return torch_fuses_multiply_add() ? add_fused(input, other, a, out)
+                                        : add_unfused(input, other, a, out);
     } else if (a == 0.0f || a == 1.0f || a == -1.0f || !std::isfinite(a)) {
       // alpha * other is exact in T: both of PyTorch's loops round once.
-      ok = binary_loop<T>(input, other, out,
-                          [a](float x, float y) { return x + a * y; });
+      return binary_loop<T>(input, other, out,
+                            [a](float x, float y) { return x + a * y; });
     } else if (out.numel() >= kScalarLoopOnly) {
-      ok = decline(
+      return decline(
           "float16 and bfloat16 with an alpha other than 1, -1 or 0 on 16 or more "
           "elements: PyTorch's vectorized and scalar loops round alpha * other "
           "differently there, and which one an element takes depends on the layout");
     } else {
       // PyTorch's scalar loop: alpha * other rounded to T, then the sum.
-      ok = binary_loop<T>(input, other, out, [a](float x, float y) {
+      return binary_loop<T>(input, other, out, [a](float x, float y) {
         return x + to_float(from_float<T>(a * y));
       });
     }
   });
-  return known && ok;
 }
 
 }  // namespace infini::ops::native::cpu

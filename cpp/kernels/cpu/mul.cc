@@ -4,15 +4,12 @@
 
 namespace infini::ops::native::cpu {
 
-bool mul(const Tensor& input, const Tensor& other, Tensor& out) {
-  if (!elementwise_ok(out, {&input, &other})) return false;
-  bool ok = false;
-  const bool known = dispatch_floating(out.dtype(), [&](auto tag) {
+KernelResult mul(const Tensor& input, const Tensor& other, Tensor& out) {
+  if (auto ok = elementwise_ok(out, {&input, &other}); !ok) return ok;
+  return dispatch_floating(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    ok = binary_loop<T>(input, other, out,
-                        [](float x, float y) { return x * y; });
+    return binary_loop<T>(input, other, out, [](float x, float y) { return x * y; });
   });
-  return known && ok;
 }
 
 }  // namespace infini::ops::native::cpu

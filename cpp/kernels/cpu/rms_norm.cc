@@ -48,8 +48,8 @@ void rms_norm_rows(const Tensor& input, const Tensor& weight, float eps,
 
 }  // namespace
 
-bool rms_norm(const Tensor& input, const Tensor& weight, double eps,
-              Tensor& out) {
+KernelResult rms_norm(const Tensor& input, const Tensor& weight, double eps,
+                      Tensor& out) {
   if (!same_cpu_dtype({&input, &weight, &out})) {
     return decline("the tensors are not all CPU tensors of one dtype");
   }
@@ -70,6 +70,7 @@ bool rms_norm(const Tensor& input, const Tensor& weight, double eps,
   const auto eps_f = static_cast<float>(eps);
   return dispatch_floating(out.dtype(), [&](auto tag) {
     rms_norm_rows<decltype(tag)>(input, weight, eps_f, out);
+    return true;
   });
 }
 

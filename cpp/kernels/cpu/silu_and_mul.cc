@@ -6,11 +6,11 @@
 
 namespace infini::ops::native::cpu {
 
-bool silu_and_mul(const Tensor& input, Tensor& out) {
+KernelResult silu_and_mul(const Tensor& input, Tensor& out) {
   if (!same_cpu_dtype({&input, &out})) {
     return decline("the tensors are not all CPU tensors of one dtype");
   }
-  if (!last_dim_halved(input, out)) return false;
+  if (auto ok = last_dim_halved(input, out); !ok) return ok;
   const int64_t d = out.size(-1);
   // Each out element reads two distant input elements, so even an exact
   // alias of one half would be read after being written: refuse any overlap.
@@ -21,17 +21,15 @@ bool silu_and_mul(const Tensor& input, Tensor& out) {
   // The two halves are plain strided views of input; then this is mul.
   const Tensor gate = input.slice(-1, 0, d);
   const Tensor up = input.slice(-1, d, 2 * d);
-  bool ok = false;
-  const bool known = dispatch_floating(out.dtype(), [&](auto tag) {
+  return dispatch_floating(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     // As the composite computes it: silu rounded to T (at::silu's result),
     // then the product rounded (at::mul_out): two roundings for float16 and
     // bfloat16, not one.
-    ok = binary_loop<T>(gate, up, out, [](float x, float y) {
+    return binary_loop<T>(gate, up, out, [](float x, float y) {
       return to_float(from_float<T>(x / (1.0f + std::exp(-x)))) * y;
     });
   });
-  return known && ok;
 }
 
 }  // namespace infini::ops::native::cpu

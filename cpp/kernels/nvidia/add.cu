@@ -14,24 +14,26 @@ __global__ void add_kernel(const T* a, const T* b, float alpha, T* out, int64_t 
 
 }  // namespace
 
-bool add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out,
-         Stream stream) {
-  if (alpha.is_complex() || alpha.is_bool()) return false;
-  if (!same_device_dtype_contiguous({&self, &other, &out}) || !(self.shape() == out.shape()) ||
-      !(other.shape() == out.shape()) || !safe_to_write(out, self) ||
-      !safe_to_write(out, other)) {
-    return false;
+KernelResult add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out,
+                 Stream stream) {
+  if (alpha.is_complex() || alpha.is_bool()) return decline("alpha is complex or bool");
+  if (auto ok = same_device_dtype_contiguous({&self, &other, &out}); !ok) return ok;
+  if (!(self.shape() == out.shape()) || !(other.shape() == out.shape())) {
+    return decline("the inputs' shapes are not out's (this kernel does not broadcast)");
+  }
+  if (!safe_to_write(out, self) || !safe_to_write(out, other)) {
+    return decline("out partly overlaps an input (only exact in-place use is supported)");
   }
   const int64_t n = out.numel();
   if (n == 0) return true;
   const auto a = static_cast<float>(alpha.to_double());
-  const bool known = dispatch_floating(out.dtype(), [&](auto tag) {
+  return dispatch_floating(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     add_kernel<T><<<blocks_for(n), kThreads, 0, native_stream(stream)>>>(
         static_cast<const T*>(self.data()), static_cast<const T*>(other.data()), a,
         static_cast<T*>(out.data()), n);
+    return launched();
   });
-  return known && launched();
 }
 
 }  // namespace infini::ops::native::nvidia

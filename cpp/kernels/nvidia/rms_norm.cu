@@ -30,26 +30,29 @@ __global__ void rms_norm_kernel(const T* input, const T* weight, float eps, T* o
 
 }  // namespace
 
-bool rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out,
-              Stream stream) {
-  if (!same_device_dtype_contiguous({&input, &weight, &out}) || input.ndim() == 0 ||
-      !(input.shape() == out.shape()) || weight.ndim() != 1 ||
-      weight.size(0) != input.size(-1) || !safe_to_write(out, input) ||
-      overlaps(out, weight)) {
-    return false;
+KernelResult rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out,
+                      Stream stream) {
+  if (auto ok = same_device_dtype_contiguous({&input, &weight, &out}); !ok) return ok;
+  if (input.ndim() == 0) return decline("input is 0-dimensional");
+  if (!(input.shape() == out.shape())) return decline("out's shape is not input's shape");
+  if (weight.ndim() != 1 || weight.size(0) != input.size(-1)) {
+    return decline("weight is not 1-D of input's last dim's size");
+  }
+  if (!safe_to_write(out, input) || overlaps(out, weight)) {
+    return decline("out partly overlaps an input (only exact in-place use is supported)");
   }
   const int64_t n = input.size(-1);
   if (input.numel() == 0) return true;
   const int64_t rows = input.numel() / n;
-  if (rows > 2147483647) return false;
+  if (rows > 2147483647) return decline("more rows than one launch's grid holds");
   const auto eps_f = static_cast<float>(eps);
-  const bool known = dispatch_floating(out.dtype(), [&](auto tag) {
+  return dispatch_floating(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     rms_norm_kernel<T><<<static_cast<unsigned int>(rows), kThreads, 0, native_stream(stream)>>>(
         static_cast<const T*>(input.data()), static_cast<const T*>(weight.data()), eps_f,
         static_cast<T*>(out.data()), n);
+    return launched();
   });
-  return known && launched();
 }
 
 }  // namespace infini::ops::native::nvidia

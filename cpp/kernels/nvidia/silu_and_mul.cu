@@ -20,24 +20,19 @@ __global__ void silu_and_mul_kernel(const T* input, T* out, int64_t rows, int64_
 
 }  // namespace
 
-bool silu_and_mul(const Tensor& input, Tensor& out, Stream stream) {
-  if (!same_device_dtype_contiguous({&input, &out}) || input.ndim() == 0 ||
-      input.ndim() != out.ndim() || overlaps(out, input)) {
-    return false;
-  }
+KernelResult silu_and_mul(const Tensor& input, Tensor& out, Stream stream) {
+  if (auto ok = same_device_dtype_contiguous({&input, &out}); !ok) return ok;
+  if (auto ok = last_dim_halved(input, out); !ok) return ok;
+  if (overlaps(out, input)) return decline("out overlaps input");
   const int64_t d = out.size(-1);
-  if (input.size(-1) != 2 * d) return false;
-  for (int64_t i = 0; i + 1 < input.ndim(); ++i) {
-    if (input.size(i) != out.size(i)) return false;
-  }
   const int64_t rows = d == 0 ? 0 : out.numel() / d;
   if (out.numel() == 0) return true;
-  const bool known = dispatch_floating(out.dtype(), [&](auto tag) {
+  return dispatch_floating(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     silu_and_mul_kernel<T><<<blocks_for(out.numel()), kThreads, 0, native_stream(stream)>>>(
         static_cast<const T*>(input.data()), static_cast<T*>(out.data()), rows, d);
+    return launched();
   });
-  return known && launched();
 }
 
 }  // namespace infini::ops::native::nvidia

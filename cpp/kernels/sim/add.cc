@@ -19,34 +19,33 @@ constexpr int64_t kScalarLoopOnly = 16;
 
 }  // namespace
 
-bool add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out,
-         Stream stream) {
+KernelResult add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out,
+                 Stream stream) {
   // A complex alpha has no meaning for real tensors, and PyTorch rejects a
   // bool alpha for non-bool results: leave both to PyTorch's errors.
   if (alpha.is_complex() || alpha.is_bool()) return decline("alpha is complex or bool");
-  if (!same_device_dtype_contiguous(stream, {&self, &other, &out})) return false;
+  if (auto ok = same_device_dtype_contiguous(stream, {&self, &other, &out}); !ok) return ok;
   if (!safe_to_write(out, self) || !safe_to_write(out, other)) {
     return decline("out partly overlaps an input (only exact in-place use is supported)");
   }
   const bool fused = torch_fuses_multiply_add();
-  bool ok = false;
-  const bool known = dispatch_floating(out.dtype(), [&](auto tag) {
+  return dispatch_floating(out.dtype(), [&](auto tag) -> KernelResult {
     using T = decltype(tag);
     float a = 0.0f;
     if (!alpha_as<T>(alpha, a)) {
-      ok = decline("alpha overflows the tensors' dtype (PyTorch raises)");
+      return decline("alpha overflows the tensors' dtype (PyTorch raises)");
     } else if (!std::is_same_v<T, float> && out.numel() < kScalarLoopOnly &&
                !(a == 0.0f || a == 1.0f || a == -1.0f || !std::isfinite(a))) {
       // PyTorch's scalar loop of a 16-bit type: alpha * other rounded to T,
       // then the sum (rounded once more by the store).
-      ok = launch_binary<T>(stream, self, other, out, [a](float x, float y) {
+      return launch_binary<T>(stream, self, other, out, [a](float x, float y) {
         return x + to_float(from_float<T>(a * y));
       });
     } else if (fused) {
-      ok = launch_binary<T>(stream, self, other, out,
-                            [a](float x, float y) { return __builtin_fmaf(a, y, x); });
+      return launch_binary<T>(stream, self, other, out,
+                              [a](float x, float y) { return __builtin_fmaf(a, y, x); });
     } else {
-      ok = launch_binary<T>(stream, self, other, out, [a](float x, float y) {
+      return launch_binary<T>(stream, self, other, out, [a](float x, float y) {
         float product = a * y;
 #if defined(__x86_64__)
         asm("" : "+x"(product));  // keeps the compiler from fusing it (-mfma builds)
@@ -55,7 +54,6 @@ bool add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
       });
     }
   });
-  return known && ok;
 }
 
 }  // namespace infini::ops::native::sim

@@ -7,9 +7,9 @@
 
 namespace infini::ops::native::sim {
 
-bool rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out,
-              Stream stream) {
-  if (!same_device_dtype_contiguous(stream, {&input, &weight, &out})) return false;
+KernelResult rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out,
+                      Stream stream) {
+  if (auto ok = same_device_dtype_contiguous(stream, {&input, &weight, &out}); !ok) return ok;
   if (input.ndim() == 0) return decline("input is 0-dimensional");
   if (!(input.shape() == out.shape())) return decline("out's shape is not input's shape");
   if (weight.ndim() != 1 || weight.size(0) != input.size(-1)) {
@@ -25,7 +25,7 @@ bool rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
   const auto eps_f = static_cast<float>(eps);
   return dispatch_floating(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if (numel == 0) return;
+    if (numel == 0) return true;
     const int64_t rows = numel / n;
     const T* x = static_cast<const T*>(input.data());
     const T* w = static_cast<const T*>(weight.data());
@@ -45,6 +45,7 @@ bool rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
         }
       }
     });
+    return true;
   });
 }
 

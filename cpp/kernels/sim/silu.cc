@@ -7,8 +7,8 @@
 
 namespace infini::ops::native::sim {
 
-bool silu(const Tensor& self, Tensor& out, Stream stream) {
-  if (!same_device_dtype_contiguous(stream, {&self, &out})) return false;
+KernelResult silu(const Tensor& self, Tensor& out, Stream stream) {
+  if (auto ok = same_device_dtype_contiguous(stream, {&self, &out}); !ok) return ok;
   if (!(self.shape() == out.shape())) return decline("out's shape is not input's shape");
   if (!safe_to_write(out, self)) {
     return decline("out partly overlaps input (only exact in-place use is supported)");
@@ -16,7 +16,7 @@ bool silu(const Tensor& self, Tensor& out, Stream stream) {
   const int64_t n = out.numel();
   return dispatch_floating(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if (n == 0) return;
+    if (n == 0) return true;
     const T* x = static_cast<const T*>(self.data());
     T* o = static_cast<T*>(out.data());
     launch(stream, {x, o}, [x, o, n] {
@@ -25,6 +25,7 @@ bool silu(const Tensor& self, Tensor& out, Stream stream) {
         o[i] = from_float<T>(v / (1.0f + std::exp(-v)));
       }
     });
+    return true;
   });
 }
 

@@ -8,16 +8,16 @@
 
 namespace infini::ops::native::sim {
 
-bool silu_and_mul(const Tensor& input, Tensor& out, Stream stream) {
-  if (!same_device_dtype_contiguous(stream, {&input, &out})) return false;
-  if (!last_dim_halved(input, out)) return false;
+KernelResult silu_and_mul(const Tensor& input, Tensor& out, Stream stream) {
+  if (auto ok = same_device_dtype_contiguous(stream, {&input, &out}); !ok) return ok;
+  if (auto ok = last_dim_halved(input, out); !ok) return ok;
   const int64_t d = out.size(-1);
   // Each out element reads two distant input elements: refuse any overlap.
   if (overlaps(out, input)) return decline("out overlaps input");
   const int64_t n = out.numel();
   return dispatch_floating(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if (n == 0) return;
+    if (n == 0) return true;
     const int64_t rows = n / d;
     const T* x = static_cast<const T*>(input.data());
     T* o = static_cast<T*>(out.data());
@@ -33,6 +33,7 @@ bool silu_and_mul(const Tensor& input, Tensor& out, Stream stream) {
         }
       }
     });
+    return true;
   });
 }
 

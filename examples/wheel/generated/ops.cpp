@@ -58,7 +58,7 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
     no_native_kernel("add");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("add", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("add", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::add(self, other, alpha, out);
 }
@@ -82,7 +82,7 @@ void gelu(const Tensor& self, std::string_view approximate, Tensor& out, Impleme
     no_native_kernel("gelu");
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("gelu", impl_, false, nullptr, false, {});
+    ::infini::ops::observe_fallback("gelu", impl_, false, nullptr, nullptr, {});
   }
   torch_fallback::gelu(self, approximate, out);
 }
@@ -102,24 +102,28 @@ void maximum(const Tensor& self, const Tensor& other, Tensor& out, Implementatio
       ::example::ops::maximum(self, other, out, impl_);
     });
   }
-  bool ran_ = false;
+  const char* declined_ = nullptr;  // why the kernel that ran declined
   if (impl_ != Implementation::kTorch) {
     if (all_addressable(self, other, out) &&
         torch_fallback::native_context()) [[likely]] {
       const Tensor& key_ = self;
-      if (impl_ == Implementation::kNative) native::t_decline_reason = nullptr;
       switch (key_.device().type) {
 #ifdef WITH_CPU
         case DeviceType::kCpu:
           if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
             const torch_fallback::ProfileScope profile_("aten::maximum");
-            ran_ = true;
-            if (native::cpu::maximum(self, other, out)) {
+            const native::KernelResult result_ = native::cpu::maximum(self, other, out);
+            if (result_) [[likely]] {
+              if (native::t_dropped_decline != nullptr) [[unlikely]] {
+                declined_then_computed("maximum", "cpu");
+              }
               mark_written(out);
               count_native_run(2);
               ::infini::ops::observe::note(::infini::ops::observe::Ran::kNative);
               return;
             }
+            declined_ = result_.reason();
+            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
           }
           break;
 #endif
@@ -128,11 +132,11 @@ void maximum(const Tensor& self, const Tensor& other, Tensor& out, Implementatio
       }
     }
     if (impl_ == Implementation::kNative) {
-      native_unsupported("maximum", {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16", ran_);
+      native_unsupported("maximum", {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}}, "cpu: float32, float16, bfloat16", declined_);
     }
   }
   if (::infini::ops::observe::observing()) [[unlikely]] {
-    ::infini::ops::observe_fallback("maximum", impl_, false, "cpu: float32, float16, bfloat16", ran_, {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}});
+    ::infini::ops::observe_fallback("maximum", impl_, false, "cpu: float32, float16, bfloat16", declined_, {{"input", tensor_ptr(self)}, {"other", tensor_ptr(other)}, {"out", tensor_ptr(out)}});
   }
   torch_fallback::maximum(self, other, out);
 }

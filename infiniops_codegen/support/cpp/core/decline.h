@@ -4,18 +4,79 @@
 #ifndef INFINI_OPS_CORE_DECLINE_H_
 #define INFINI_OPS_CORE_DECLINE_H_
 
+#include <concepts>
+
 namespace infini::ops::native {
 
-// Why the last native kernel that declined a call on this thread did so.
-// Kernels return decline("...") instead of a bare false; the dispatch reads
-// the reason only when implementation="native" was requested (and clears it
-// before such a call), to say what is wrong with the call. A static string:
-// declining stays free of allocations on the default path.
-inline thread_local const char* t_decline_reason = nullptr;
+// A declined result that was destroyed unread on this thread (see
+// KernelResult), or null. The dispatch reads it after a kernel reports
+// success: set, the kernel declined through a helper, dropped that result
+// and then claimed to have computed `out`, so the call raises instead of
+// returning what is in `out`.
+inline thread_local const char* t_dropped_decline = nullptr;
 
-inline bool decline(const char* reason) noexcept {
-  t_decline_reason = reason;
-  return false;
+// What a native kernel, and every helper of a kernel that can decline,
+// returns: computed (true), or declined with the reason why (false). The
+// reason travels with the result to the dispatch, which gives it in the
+// error of implementation="native" and in the trace: nothing of one call is
+// left for the next.
+//
+// A result must be used. Discarding one is a compile error (nodiscard, made
+// an error by the CMake project's -Werror=unused-result), and a declined
+// result that is destroyed without being tested or returned (a `(void)`
+// cast, std::ignore) is recorded in t_dropped_decline, so a kernel that then
+// returns true raises at its first such call. Testing it (`if (!r)`,
+// reason()) counts as using it: a kernel may decline in one path and compute
+// in another.
+class [[nodiscard(
+    "a kernel's helper can decline the call: return its result (`return binary_loop<T>(...);`) "
+    "or test it (`if (auto r = elementwise_ok(...); !r) return r;`)")]] KernelResult {
+ public:
+  // true: computed; false: declined, with no reason given. Exactly bool: an
+  // int or a pointer is not a result.
+  template <std::same_as<bool> B>
+  KernelResult(B computed) noexcept  // NOLINT: implicit by design
+      : reason_(computed ? nullptr : kNoReason) {}
+
+  KernelResult(KernelResult&& other) noexcept : reason_(other.reason_), used_(other.used_) {
+    other.used_ = true;
+  }
+  KernelResult(const KernelResult&) = delete;
+  KernelResult& operator=(const KernelResult&) = delete;
+  KernelResult& operator=(KernelResult&&) = delete;
+
+  ~KernelResult() {
+    if (reason_ != nullptr && !used_) [[unlikely]] t_dropped_decline = reason_;
+  }
+
+  // Whether the kernel computed the result.
+  explicit operator bool() const noexcept {
+    used_ = true;
+    return reason_ == nullptr;
+  }
+
+  // Why the call was declined; null when it was computed.
+  const char* reason() const noexcept {
+    used_ = true;
+    return reason_;
+  }
+
+  static constexpr const char* kNoReason = "the kernel declined without giving a reason";
+
+ private:
+  friend KernelResult decline(const char* reason) noexcept;
+  struct Declined {};
+  KernelResult(Declined, const char* reason) noexcept
+      : reason_(reason != nullptr ? reason : kNoReason) {}
+
+  const char* reason_;
+  mutable bool used_ = false;
+};
+
+// Declines the call, saying why (a static string: declining allocates
+// nothing): `return decline("out's shape is not input's shape");`.
+inline KernelResult decline(const char* reason) noexcept {
+  return KernelResult(KernelResult::Declined{}, reason);
 }
 
 }  // namespace infini::ops::native

@@ -4,6 +4,7 @@
 // kernels includes it too).
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/data_type.h"
 #include "core/decline.h"
@@ -13,20 +14,25 @@ namespace infini::ops::native {
 
 // Calls f(T{}) with T the platform's storage type of dtype, for the floating
 // dtypes the kernels implement (F32, F16 and BF16: the platform's own types
-// for float32, float16 and bfloat16), and returns true; declines (false)
-// for any other dtype, and the caller falls back to PyTorch.
+// for float32, float16 and bfloat16), and returns what f returns: f computes
+// or declines the call for that type. Any other dtype declines, and the
+// caller falls back to PyTorch. f must return the result (a KernelResult or
+// a bool): one that returns nothing would report success where it declined.
 template <class F32, class F16, class BF16, class F>
-bool dispatch_floating(DataType dtype, F&& f) {
+KernelResult dispatch_floating(DataType dtype, F&& f) {
+  using R = decltype(f(F32{}));
+  static_assert(std::is_same_v<R, KernelResult> || std::is_same_v<R, bool>,
+                "dispatch_floating: the function must return the kernel's result for the "
+                "dtype, a KernelResult (`[&](auto tag) -> KernelResult { return "
+                "binary_loop<decltype(tag)>(...); }`) or a bool; one returning nothing "
+                "would report success where a helper declined");
   switch (dtype) {
     case DataType::kFloat32:
-      f(F32{});
-      return true;
+      return KernelResult(f(F32{}));
     case DataType::kFloat16:
-      f(F16{});
-      return true;
+      return KernelResult(f(F16{}));
     case DataType::kBFloat16:
-      f(BF16{});
-      return true;
+      return KernelResult(f(BF16{}));
     default:
       return decline("the kernel has no code for this dtype");
   }
@@ -34,7 +40,7 @@ bool dispatch_floating(DataType dtype, F&& f) {
 
 // silu_and_mul's shapes: out is input with its last dimension halved
 // (input [..., 2d], out [..., d]); declines with the reason otherwise.
-inline bool last_dim_halved(const Tensor& input, const Tensor& out) {
+inline KernelResult last_dim_halved(const Tensor& input, const Tensor& out) {
   constexpr const char* kShape = "out's shape is not input's shape with the last dim halved";
   if (input.ndim() == 0 || input.ndim() != out.ndim()) return decline(kShape);
   if (input.size(-1) != 2 * out.size(-1)) return decline(kShape);

@@ -150,11 +150,11 @@ inline std::string describe(const Tensor& t) {
          dims(t.strides()) + " on " + std::string(to_string(t.device().type));
 }
 
-// Why no native kernel took a call (for errors and the trace). kernel_ran:
-// a kernel was called and declined (its reason, if it gave one, is in
-// native::t_decline_reason); otherwise no kernel applies to the device or
-// dtype, or a tensor is not addressable.
-inline std::string native_why(std::initializer_list<NamedTensor> tensors, bool kernel_ran,
+// Why no native kernel took a call (for errors and the trace). declined:
+// the reason of the kernel that was called and declined (its KernelResult);
+// null when none was called: no kernel applies to the device or dtype, or a
+// tensor is not addressable.
+inline std::string native_why(std::initializer_list<NamedTensor> tensors, const char* declined,
                               bool sized = false) {
   if (!torch_fallback::native_context()) {
     return "a framework mode or transform is active (a TorchDispatchMode, "
@@ -170,11 +170,7 @@ inline std::string native_why(std::initializer_list<NamedTensor> tensors, bool k
              "PyTorch's dispatcher can compute on it";
     }
   }
-  if (kernel_ran) {
-    return std::string("the native kernel declined this call: ") +
-           (native::t_decline_reason != nullptr ? native::t_decline_reason
-                                                : "it does not handle these arguments");
-  }
+  if (declined != nullptr) return std::string("the native kernel declined this call: ") + declined;
   // sized: the default implementation, which leaves large tensors to ATen.
   return sized ? "no native kernel applies to this device, dtype and size"
                : "no native kernel applies to this device and dtype";
@@ -194,8 +190,8 @@ inline std::string describe(std::initializer_list<NamedTensor> tensors) {
 // platforms and dtypes have kernels, for the message.
 [[noreturn]] inline void native_unsupported(const char* op,
                                             std::initializer_list<NamedTensor> tensors,
-                                            const char* kernels, bool kernel_ran) {
-  const std::string why = native_why(tensors, kernel_ran);
+                                            const char* kernels, const char* declined) {
+  const std::string why = native_why(tensors, declined);
   const std::string args = describe(tensors);
   auto text = [&](const ImplementationSpelling& s) {
     return std::string(op) + "(): " + s.native + " was requested, but " + why + " (" +
@@ -204,17 +200,32 @@ inline std::string describe(std::initializer_list<NamedTensor> tensors) {
   throw ImplementationError(text(kCppSpelling), text(kPythonSpelling));
 }
 
+// A native kernel returned success after a helper of it declined the call
+// and that result was dropped (core/decline.h): what is in `out` is not the
+// answer, so the call raises instead of returning it.
+[[noreturn, gnu::cold, gnu::noinline]] inline void declined_then_computed(const char* op,
+                                                                          const char* platform) {
+  const char* reason = native::t_dropped_decline;
+  native::t_dropped_decline = nullptr;
+  throw Error(std::string(op) + "(): the native " + platform + " kernel (native::" + platform +
+              "::" + op + ") reported success after one of its helpers declined the call (\"" +
+              reason +
+              "\") and the kernel dropped that result, so the output was not computed. "
+              "In the kernel, return the helper's result (`return binary_loop<T>(...);`) or "
+              "test it (`if (auto r = elementwise_ok(...); !r) return r;`)");
+}
+
 // A call about to fall back, while something observes (core/observe.h):
 // notes what runs it and why no native kernel did, and raises where
 // require_native asks for the native kernel. kernels: the op's native
 // kernels ("cpu: float32, ..."), null when it has none.
 [[gnu::cold, gnu::noinline]] inline void observe_fallback(const char* op, Implementation impl, bool composite,
-                             const char* kernels, bool kernel_ran,
+                             const char* kernels, const char* declined,
                              std::initializer_list<NamedTensor> tensors) {
   observe::Call* c = observe::current();
   std::string why;
   if (impl != Implementation::kTorch) {
-    why = kernels != nullptr ? native_why(tensors, kernel_ran, impl == Implementation::kDefault)
+    why = kernels != nullptr ? native_why(tensors, declined, impl == Implementation::kDefault)
                              : "the op has no native kernel";
   }
   if (c != nullptr) {

@@ -215,7 +215,6 @@ bool dispatch(const char* op, const char* aten, std::initializer_list<Arg> args,
   Call own;
   own.op = op;
   own.aten = aten;
-  native::t_decline_reason = nullptr;  // a stale reason would be reported
   const bool outer = open(own);
   Call* c = outer ? &own : current();
   if (c != nullptr && !c->described) {

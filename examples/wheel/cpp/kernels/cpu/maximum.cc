@@ -9,17 +9,16 @@
 
 namespace infini::ops::native::cpu {
 
-bool maximum(const Tensor& self, const Tensor& other, Tensor& out) {
-  if (!elementwise_ok(out, {&self, &other})) return false;
-  bool computed = false;
-  const bool has_code = dispatch_floating(out.dtype(), [&](auto tag) {
+KernelResult maximum(const Tensor& self, const Tensor& other, Tensor& out) {
+  if (auto ok = elementwise_ok(out, {&self, &other}); !ok) return ok;
+  return dispatch_floating(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    // As torch.maximum: NaN in either input gives NaN.
-    computed = binary_loop<T>(self, other, out, [](float x, float y) {
+    // As torch.maximum: NaN in either input gives NaN. binary_loop declines
+    // an out that is not the inputs' broadcast shape.
+    return binary_loop<T>(self, other, out, [](float x, float y) {
       return (x != x || x > y) ? x : y;
     });
   });
-  return has_code && computed;
 }
 
 }  // namespace infini::ops::native::cpu

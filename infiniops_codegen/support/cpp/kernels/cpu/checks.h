@@ -13,7 +13,7 @@ namespace infini::ops::native::cpu {
 
 // The element type of a dtype on the CPU (kernels/dispatch.h).
 template <class F>
-bool dispatch_floating(DataType dtype, F&& f) {
+KernelResult dispatch_floating(DataType dtype, F&& f) {
   return native::dispatch_floating<float, Half, BFloat16>(dtype, static_cast<F&&>(f));
 }
 
@@ -75,7 +75,7 @@ inline bool safe_to_write(const Tensor& out, const Tensor& input) {
 // The checks every elementwise kernel here makes, declining with the reason
 // (see core/decline.h): one dtype on the CPU, an out without internal
 // overlap, each input either exactly out (in place) or apart from it.
-inline bool elementwise_ok(Tensor& out, std::initializer_list<const Tensor*> inputs) {
+inline KernelResult elementwise_ok(Tensor& out, std::initializer_list<const Tensor*> inputs) {
   if (out.device().type != DeviceType::kCpu || (out.data() == nullptr && out.numel() != 0)) {
     return decline("the tensors are not all CPU tensors of one dtype");
   }

@@ -35,9 +35,9 @@ void unary_loop(const Tensor& a, Tensor& out, Op op) {
 }
 
 // out[i] = op(float(a[i]), float(b[i])) with a and b broadcast to out's
-// shape. False when out's shape is not the broadcast shape of a and b.
+// shape. Declines when out's shape is not the broadcast shape of a and b.
 template <class T, class Op>
-bool binary_loop(const Tensor& a, const Tensor& b, Tensor& out, Op op) {
+KernelResult binary_loop(const Tensor& a, const Tensor& b, Tensor& out, Op op) {
   Dims shape;
   if (!broadcast_shape(a.shape().span(), b.shape().span(), shape)) {
     return decline("the inputs' shapes do not broadcast");

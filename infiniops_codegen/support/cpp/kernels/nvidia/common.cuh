@@ -44,18 +44,20 @@ __device__ __forceinline__ __nv_bfloat16 from_float(float v) {
 
 // The element type of a dtype on NVIDIA GPUs (kernels/dispatch.h).
 template <class F>
-bool dispatch_floating(DataType dtype, F&& f) {
+KernelResult dispatch_floating(DataType dtype, F&& f) {
   return native::dispatch_floating<float, __half, __nv_bfloat16>(dtype, static_cast<F&&>(f));
 }
 
-// Every tensor on one NVIDIA device, of one dtype, contiguous.
-inline bool same_device_dtype_contiguous(std::initializer_list<const Tensor*> tensors) {
+// Every tensor on one NVIDIA device, of one dtype, contiguous; declines
+// with the reason otherwise.
+inline KernelResult same_device_dtype_contiguous(std::initializer_list<const Tensor*> tensors) {
   const Tensor& first = **tensors.begin();
   for (const Tensor* t : tensors) {
-    if (t->device().type != DeviceType::kNvidia || t->device() != first.device() ||
-        t->dtype() != first.dtype() || !t->is_contiguous()) {
-      return false;
+    if (t->device().type != DeviceType::kNvidia || t->device() != first.device()) {
+      return decline("the tensors are not all on one NVIDIA device");
     }
+    if (t->dtype() != first.dtype()) return decline("the tensors are not all of one dtype");
+    if (!t->is_contiguous()) return decline("a tensor is not contiguous");
   }
   return true;
 }
@@ -87,8 +89,12 @@ inline unsigned int blocks_for(int64_t n) {
   return static_cast<unsigned int>(blocks < 65535 ? blocks : 65535);
 }
 
-// A launch error (bad configuration, no device) is the caller's error, not
-// a reason to fall back silently: report it as the op failing.
-inline bool launched() { return cudaGetLastError() == cudaSuccess; }
+// Whether the launch went through (bad configuration, no device): a failed
+// launch declines, and PyTorch then runs the op, raising the device's error
+// as its own if the device is unusable.
+inline KernelResult launched() {
+  if (cudaGetLastError() != cudaSuccess) return decline("the CUDA kernel launch failed");
+  return true;
+}
 
 }  // namespace infini::ops::native::nvidia

@@ -52,7 +52,7 @@ using cpu::torch_fuses_multiply_add;  // the sim fallback runs PyTorch's CPU ker
 
 // The element type of a dtype on the sim device (kernels/dispatch.h).
 template <class F>
-bool dispatch_floating(DataType dtype, F&& f) {
+KernelResult dispatch_floating(DataType dtype, F&& f) {
   return native::dispatch_floating<float, Half, BFloat16>(dtype, static_cast<F&&>(f));
 }
 
@@ -63,7 +63,7 @@ inline infini_sim::simStream_t native_stream(Stream stream) noexcept {
 // Every tensor on the sim device the stream belongs to (which must be the
 // calling thread's current one: launch throws otherwise), of one dtype,
 // contiguous, with memory behind any element. Declines with the reason.
-inline bool same_device_dtype_contiguous(Stream stream,
+inline KernelResult same_device_dtype_contiguous(Stream stream,
                                          std::initializer_list<const Tensor*> tensors) {
   const Tensor& first = **tensors.begin();
   for (const Tensor* t : tensors) {
@@ -117,7 +117,7 @@ void launch(Stream stream, std::initializer_list<const void*> touched, F&& fn) {
 // shape of a and b. The caller has made the device, dtype, contiguity and
 // overlap checks. Returns true without launching when out is empty.
 template <class T, class Op>
-bool launch_binary(Stream stream, const Tensor& a, const Tensor& b, Tensor& out, Op op) {
+KernelResult launch_binary(Stream stream, const Tensor& a, const Tensor& b, Tensor& out, Op op) {
   const int64_t n = out.numel();
   const T* x = static_cast<const T*>(a.data());
   const T* y = static_cast<const T*>(b.data());
