@@ -701,7 +701,6 @@ def generate_sources(request: BuildRequest, echo=print, exts=None) -> Sources:
         )
     except OSError as e:
         raise OSError(f"cannot read an --ops file: {e}") from None
-    require_kernel_sources(gen.opset, request, exts)
     if gen_dir == request.project.generated:
         # The committed sources follow the schemas of the release they were
         # generated with; where this torch's differ, they are not rewritten
@@ -718,6 +717,9 @@ def generate_sources(request: BuildRequest, echo=print, exts=None) -> Sources:
     echo(
         f"generate: {len(gen.opset.ops)} ops, {changed} files changed in {_rel(gen_dir)}/"
     )
+    # After writing (a hand-edited generated file is refused first, as by
+    # `generate`), before CMake.
+    require_kernel_sources(gen.opset, request, exts)
     return Sources(gen, gen_dir, changed)
 
 

@@ -1410,7 +1410,7 @@ def _kernels_to_write(
             f"warning: {source[m.op]}: the spec of {m.op} gives it a native "
             f"{m.platform} kernel, but {m.shown(lambda d: _shown(d, proj))} "
             "does not exist yet: write it "
-            "(docs/adding-an-op.md), or 'build' stops at CMake configure"
+            "(docs/adding-an-op.md), or 'build' stops before it configures"
             for m in kernel_sources.missing(root, natives)
         ]
     return lines

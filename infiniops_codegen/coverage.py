@@ -18,7 +18,7 @@ NATIVE = "native"
 TORCH = "torch"
 MISSING = "missing"
 # The spec gives the op a native kernel whose source the project does not
-# have yet (kernel_sources.py): a build stops at CMake configure.
+# have yet (kernel_sources.py): a build stops before CMake configures.
 NO_SOURCE = "no-source"
 STATUSES = (NATIVE, TORCH, MISSING, NO_SOURCE)
 

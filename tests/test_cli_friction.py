@@ -28,9 +28,11 @@ DOC = REPO / "docs" / "adding-an-op.md"
 
 
 def _project(root: Path) -> Path:
-    """A copy of this repository's project: its op specs and pyproject.toml."""
+    """A copy of this repository's project: its op specs, native kernels and
+    pyproject.toml."""
     root.mkdir(parents=True)
     shutil.copytree(REPO / "op_specs", root / "op_specs")
+    shutil.copytree(REPO / "cpp" / "kernels", root / "cpp" / "kernels")
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
     return root
 

@@ -53,7 +53,7 @@ def test_generate_warns_of_a_kernel_source_not_written(proj, runner, helpers):
     assert (
         "warning: op_specs/ops.yaml: the spec of neg gives it a native cpu kernel, "
         "but cpp/kernels/cpu/neg.cc does not exist yet: write it "
-        "(docs/adding-an-op.md), or 'build' stops at CMake configure"
+        "(docs/adding-an-op.md), or 'build' stops before it configures"
     ) in result.output.splitlines()
     # written: the warning goes away
     helpers.project(proj, {}, {"cpu/neg.cc": NEG_KERNEL})
@@ -301,5 +301,5 @@ def test_generate_warns_of_an_extensions_kernel_not_written(
     assert warnings == [
         "warning: demo_ext/op_specs/demo.yaml: the spec of rad2deg gives it a "
         f"native cpu kernel, but {kernel} does not exist yet: write it "
-        "(docs/adding-an-op.md), or 'build' stops at CMake configure"
+        "(docs/adding-an-op.md), or 'build' stops before it configures"
     ]
