@@ -1,14 +1,21 @@
-"""`infiniops-codegen check` and its native-kernel fuzzer on a project as
-`init` writes it: both pass with no file of the project's, and the fuzzer
-catches a deliberately wrong kernel (one element short; inputs read as if
-contiguous). One project, built once, its kernel swapped and rebuilt.
+"""A kernel author's loop on a project as `init` writes it, one project
+built once, its kernel swapped and rebuilt (a few seconds each):
+
+- `infiniops-codegen check` and its native-kernel fuzzer pass with no file
+  of the project's, and the fuzzer catches a deliberately wrong kernel (one
+  element short; inputs read as if contiguous);
+- a kernel that drops a helper's decline and reports success raises at the
+  call, on the default path and with implementation="native"
+  (core/decline.h; the compile-time half is tests/test_kernel_contract.py);
+- a kernel source deleted in a directory that built before stops the build
+  with the file and the spec's location, not Ninja's "cannot make progress"
+  (the fresh-directory cases: tests/test_missing_kernel_source.py).
 """
 
 import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -30,6 +37,7 @@ OFF_BY_ONE = """
       float v = to_float(x[i]);
       o[i] = from_float<T>(v < 0.0f ? 0.0f : v);
     }
+    return true;
   });
 """
 IGNORES_STRIDES = """
@@ -43,6 +51,7 @@ IGNORES_STRIDES = """
       float v = to_float(x[i]);
       o[i] = from_float<T>(v < 0.0f ? 0.0f : v);
     }
+    return true;
   });
 """
 
@@ -99,3 +108,77 @@ def test_check_and_fuzzer_pass_on_the_scaffold_and_catch_wrong_kernels(project):
         assert "differs from PyTorch" in fuzzed.stdout or "memory after" in (
             fuzzed.stdout
         ), (name, fuzzed.stdout)
+
+
+# elementwise_ok declines an out of another dtype than self's; this body
+# drops that, then reads float32 input as float16 (out's dtype) and reports
+# success.
+DROPS_A_DECLINE = """
+  (void)elementwise_ok(out, {&self});
+  if (!(self.shape() == out.shape())) return decline("out's shape is not self's shape");
+  return dispatch_floating(out.dtype(), [&](auto tag) {
+    unary_loop<decltype(tag)>(self, out, [](float x) { return x < 0.0f ? 0.0f : x; });
+    return true;
+  });
+"""
+CALLS = """\
+import sys, torch
+from infiniops_codegen.runtime import load
+m = load(sys.argv[1])
+x = torch.randn(64)
+for impl in ("default", "native"):
+    out = torch.empty(64, dtype=torch.float16)
+    try:
+        m.relu(x, out=out, implementation=impl)
+    except RuntimeError as e:
+        print(impl, type(e).__name__, e)
+    else:
+        print(impl, "returned")
+    out = torch.empty(64)  # the next call is not blamed for the last one
+    m.relu(x, out=out)
+    torch.testing.assert_close(out, x.relu())
+"""
+DROPPED = (
+    "relu(): the native cpu kernel (native::cpu::relu) reported success after one "
+    'of its helpers declined the call ("the tensors are not all CPU tensors of one '
+    'dtype") and the kernel dropped that result, so the output was not computed. '
+    "In the kernel, return the helper's result (`return binary_loop<T>(...);`) or "
+    "test it (`if (auto r = elementwise_ok(...); !r) return r;`)"
+)
+
+
+def test_a_kernel_that_drops_a_decline_and_reports_success_raises(project):
+    kernel = project / "cpp" / "kernels" / "cpu" / "relu.cc"
+    scaffold = kernel.read_text()
+    kernel.write_text(_with_body(scaffold, DROPS_A_DECLINE))
+    try:
+        _build(project)
+        done = _run([sys.executable, "-c", CALLS, str(project / "build")], project)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.stdout.splitlines() == [
+            f"default RuntimeError {DROPPED}",
+            f"native RuntimeError {DROPPED}",
+        ]
+    finally:
+        kernel.write_text(scaffold)
+
+
+def test_a_directory_that_built_before_names_the_missing_source(project):
+    kernel = project / "cpp" / "kernels" / "cpu" / "relu.cc"
+    scaffold = kernel.read_text()
+    _build(project)
+    kernel.unlink()
+    try:
+        done = _run(_tool("build"), project)
+        assert done.returncode == 1, done.stdout + done.stderr
+        said = (done.stdout + done.stderr).strip().splitlines()
+        assert re.fullmatch(
+            r"error: op_specs/ops\.yaml:\d+:\d+: relu has a native cpu kernel, but "
+            r"its source cpp/kernels/cpu/relu\.cc does not exist: write it "
+            r"\(docs/adding-an-op\.md\), or remove cpu from relu's 'native' to "
+            r"build the op without it",
+            said[-1],
+        ), said
+        assert not any("ninja" in l or "CMake" in l for l in said), said
+    finally:
+        kernel.write_text(scaffold)

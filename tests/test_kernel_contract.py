@@ -10,7 +10,8 @@ kernel returns a KernelResult, and so does every helper that can decline.
   and the build's hint.
 - A kernel that drops a decline (a `(void)` cast) and reports success raises
   at its first such call, on the default path and with
-  implementation="native" (a project of its own: `own_build`).
+  implementation="native": tests/test_check_fuzz.py (an `own_build` test,
+  on the project it builds).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -137,72 +137,3 @@ def test_a_kernel_of_the_old_return_type_gets_the_hint(kernel_command, tmp_path)
     assert "ambiguating new declaration of" in report, report
     assert "bool infini::ops::native::cpu::silu(" in report
     assert report.splitlines()[-1] == builder.OLD_KERNEL_HINT
-
-
-# --- A kernel that declines, drops it and reports success (own build) ---------
-
-SPECS = {"ops.yaml": "ops:\n  - {aten: maximum.out, native: [cpu]}\n"}
-DROPPING_KERNEL = HEADERS + textwrap.dedent("""\
-    KernelResult maximum(const Tensor& self, const Tensor& other, Tensor& out) {
-      // The mistake under test: elementwise_ok declines mixed dtypes, and the
-      // kernel drops that, reads a float16 input as float32 and reports
-      // success.
-      (void)elementwise_ok(out, {&self, &other});
-      return dispatch_floating(out.dtype(), [&](auto tag) {
-        return binary_loop<decltype(tag)>(self, other, out,
-                                          [](float x, float y) { return x > y ? x : y; });
-      });
-    }
-    }  // namespace infini::ops::native::cpu
-    """)
-
-CALLS = """\
-import sys, torch
-from infiniops_codegen.runtime import load
-m = load(sys.argv[1])
-a, b = torch.randn(2, 3), torch.randn(3)
-out = torch.empty(2, 3)
-m.maximum(a, b, out=out)  # one dtype: the kernel is right here
-torch.testing.assert_close(out, torch.maximum(a, b))
-for impl in ("default", "native"):
-    try:
-        m.maximum(a, b.half(), out=out, implementation=impl)
-    except RuntimeError as e:
-        print(impl, type(e).__name__, e)
-    else:
-        print(impl, "returned", out.tolist())
-    # The next call is not blamed for the last one.
-    m.maximum(a, b, out=out)
-    torch.testing.assert_close(out, torch.maximum(a, b))
-"""
-
-
-@pytest.mark.own_build("builds a project whose kernel breaks the contract")
-def test_a_kernel_that_declines_and_reports_success_raises(tmp_path, helpers):
-    root = helpers.project(
-        tmp_path / "proj", SPECS, {"cpu/maximum.cc": DROPPING_KERNEL}
-    )
-    build = root / "build"
-    proc = subprocess.run(
-        [sys.executable, "-m", "infiniops_codegen.cli", "--project", str(root)]
-        + ["build", "--build-dir", str(build), "--opt-level", "0"],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    proc = subprocess.run(
-        [sys.executable, "-c", CALLS, str(build)], capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stderr
-    message = (
-        "maximum(): the native cpu kernel (native::cpu::maximum) reported success "
-        'after one of its helpers declined the call ("the tensors are not all '
-        'CPU tensors of one dtype") and the kernel dropped that result, so '
-        "the output was not computed. In the kernel, return the helper's result "
-        "(`return binary_loop<T>(...);`) or test it "
-        "(`if (auto r = elementwise_ok(...); !r) return r;`)"
-    )
-    assert proc.stdout.splitlines() == [
-        f"default RuntimeError {message}",
-        f"native RuntimeError {message}",
-    ]

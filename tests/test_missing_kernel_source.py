@@ -5,8 +5,8 @@ spec's `native:` to change otherwise (kernel_sources.unbuildable). Before,
 a fresh directory got CMake's `.../neg.{cc}' does not exist` and one that
 had built `ninja: error: rebuilding 'build.ninja': cannot make progress`.
 
-The fresh cases need no compiler; the directory that built before is one
-`own_build` test (it builds a 2-op project first)."""
+The fresh cases need no compiler; the directory that built before is an
+`own_build` test in tests/test_check_fuzz.py, on the project it builds."""
 
 from __future__ import annotations
 
@@ -129,18 +129,3 @@ def test_the_wheel_step_takes_the_platforms_cmake_gives():
     assert _platforms("") == ("cpu",)
     assert _platforms("WITH_CPU=OFF,WITH_SIM=ON") == ("sim",)
     assert _platforms("WITH_NVIDIA=ON") == ("cpu", "nvidia")
-
-
-@pytest.mark.own_build("builds a 2-op project, then again without a kernel")
-def test_a_directory_that_built_before_names_the_missing_source(
-    tmp_path, runner, helpers
-):
-    root = helpers.project(tmp_path / "proj", SPECS, {"cpu/neg.cc": NEG_KERNEL})
-    build_dir = tmp_path / "built"
-    first = _build(runner, helpers, root, build_dir)
-    assert first.exit_code == 0, first.output
-    (root / "cpp" / "kernels" / "cpu" / "neg.cc").unlink()
-    again = _build(runner, helpers, root, build_dir)
-    assert again.exit_code == 1, again.output
-    assert again.output.splitlines()[-1] == f"error: {MESSAGE}"
-    assert "ninja" not in again.output and "CMake" not in again.output

@@ -2312,7 +2312,7 @@ bool silu_allocate(::infini::ops::torch_bridge::TensorRef self, ::infini::ops::t
 // Not static: the dispatcher's autograd kernel differentiates through it
 // (torch_library.cpp).
 void body_silu_and_mul(at::Tensor & out, const at::Tensor & input) {
-#line 23 "op_specs/composite.yaml"
+#line 24 "op_specs/composite.yaml"
     // input is [..., 2d]: silu of the first half times the second half.
     const int64_t d = input.size(-1) / 2;
     if (input.requires_grad()) {

@@ -2947,7 +2947,7 @@ void pow_Tensor_Tensor(::infini::ops::torch_bridge::TensorRef self, ::infini::op
 // Not static: the dispatcher's autograd kernel differentiates through it
 // (torch_library.cpp).
 void body_scaled_dot_product_attention(at::Tensor & out, const at::Tensor & query, const at::Tensor & key, const at::Tensor & value, const ::std::optional<at::Tensor> & attn_mask, double dropout_p, bool is_causal, ::std::optional<double> scale, bool enable_gqa) {
-#line 39 "op_specs/composite.yaml"
+#line 40 "op_specs/composite.yaml"
     auto result = at::scaled_dot_product_attention(query, key, value, attn_mask,
                                                    dropout_p, is_causal, scale,
                                                    enable_gqa);

@@ -103,12 +103,12 @@ SKIPPED_BY_TOOL = "listed in the tool's list (PyTorch's or the harness's limits)
 SKIPPED_BY = {"project": SKIPPED_BY_FILE, "tool": SKIPPED_BY_TOOL}
 REFERENCE_REJECTS = "PyTorch's reference raises on this layout variant"
 NOT_APPLICABLE = "the layout variant does not apply"
-# A variant that the skip file (`reference: out`) compares with PyTorch's
-# out= overload only, outputs and mutated inputs: the functional form is no
-# reference there. Counted in Outcome.notes.
+# A variant that a skip list (`reference: out`, the tool's or the project's)
+# compares with PyTorch's out= overload only, outputs and mutated inputs:
+# the functional form is no reference there. Counted in Outcome.notes.
 OUT_ONLY = (
     "compared with PyTorch's out= overload only"
-    " (skip file: the functional form is no reference there)"
+    " (a skip list: the functional form is no reference there)"
 )
 
 
