@@ -282,8 +282,8 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
             const torch_fallback::ProfileScope profile_("aten::add");
             const native::KernelResult result_ = native::cpu::add(self, other, alpha, out);
             if (result_) [[likely]] {
-              if (native::t_dropped_decline != nullptr) [[unlikely]] {
-                declined_then_computed("add", "cpu");
+              if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+                check_dropped_decline("add", "cpu");
               }
               mark_written(out);
               count_native_run(9);
@@ -291,7 +291,9 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
               return;
             }
             declined_ = result_.reason();
-            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
+            if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+              (void)native::take_dropped_decline();  // it declined: nothing is lost
+            }
           }
           break;
 #endif
@@ -302,8 +304,8 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
             const torch_fallback::NativeDevice device_(key_.device());
             const native::KernelResult result_ = native::nvidia::add(self, other, alpha, out, torch_fallback::nvidia::current_stream(key_.device()));
             if (result_) [[likely]] {
-              if (native::t_dropped_decline != nullptr) [[unlikely]] {
-                declined_then_computed("add", "nvidia");
+              if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+                check_dropped_decline("add", "nvidia");
               }
               mark_written(out);
               count_native_run(9);
@@ -311,7 +313,9 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
               return;
             }
             declined_ = result_.reason();
-            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
+            if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+              (void)native::take_dropped_decline();  // it declined: nothing is lost
+            }
           }
           break;
 #endif
@@ -322,8 +326,8 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
             const torch_fallback::NativeDevice device_(key_.device());
             const native::KernelResult result_ = native::sim::add(self, other, alpha, out, torch_fallback::sim::current_stream(key_.device()));
             if (result_) [[likely]] {
-              if (native::t_dropped_decline != nullptr) [[unlikely]] {
-                declined_then_computed("add", "sim");
+              if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+                check_dropped_decline("add", "sim");
               }
               mark_written(out);
               count_native_run(9);
@@ -331,7 +335,9 @@ void add(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& o
               return;
             }
             declined_ = result_.reason();
-            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
+            if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+              (void)native::take_dropped_decline();  // it declined: nothing is lost
+            }
           }
           break;
 #endif
@@ -3544,8 +3550,8 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
             const torch_fallback::ProfileScope profile_("aten::mul");
             const native::KernelResult result_ = native::cpu::mul(self, other, out);
             if (result_) [[likely]] {
-              if (native::t_dropped_decline != nullptr) [[unlikely]] {
-                declined_then_computed("mul", "cpu");
+              if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+                check_dropped_decline("mul", "cpu");
               }
               mark_written(out);
               count_native_run(142);
@@ -3553,7 +3559,9 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
               return;
             }
             declined_ = result_.reason();
-            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
+            if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+              (void)native::take_dropped_decline();  // it declined: nothing is lost
+            }
           }
           break;
 #endif
@@ -3564,8 +3572,8 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
             const torch_fallback::NativeDevice device_(key_.device());
             const native::KernelResult result_ = native::sim::mul(self, other, out, torch_fallback::sim::current_stream(key_.device()));
             if (result_) [[likely]] {
-              if (native::t_dropped_decline != nullptr) [[unlikely]] {
-                declined_then_computed("mul", "sim");
+              if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+                check_dropped_decline("mul", "sim");
               }
               mark_written(out);
               count_native_run(142);
@@ -3573,7 +3581,9 @@ void mul(const Tensor& self, const Tensor& other, Tensor& out, Implementation im
               return;
             }
             declined_ = result_.reason();
-            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
+            if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+              (void)native::take_dropped_decline();  // it declined: nothing is lost
+            }
           }
           break;
 #endif
@@ -4171,8 +4181,8 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
           if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
             const native::KernelResult result_ = native::cpu::rms_norm(input, weight, eps, out);
             if (result_) [[likely]] {
-              if (native::t_dropped_decline != nullptr) [[unlikely]] {
-                declined_then_computed("rms_norm", "cpu");
+              if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+                check_dropped_decline("rms_norm", "cpu");
               }
               mark_written(out);
               count_native_run(166);
@@ -4180,7 +4190,9 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
               return;
             }
             declined_ = result_.reason();
-            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
+            if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+              (void)native::take_dropped_decline();  // it declined: nothing is lost
+            }
           }
           break;
 #endif
@@ -4190,8 +4202,8 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
             const torch_fallback::NativeDevice device_(key_.device());
             const native::KernelResult result_ = native::nvidia::rms_norm(input, weight, eps, out, torch_fallback::nvidia::current_stream(key_.device()));
             if (result_) [[likely]] {
-              if (native::t_dropped_decline != nullptr) [[unlikely]] {
-                declined_then_computed("rms_norm", "nvidia");
+              if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+                check_dropped_decline("rms_norm", "nvidia");
               }
               mark_written(out);
               count_native_run(166);
@@ -4199,7 +4211,9 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
               return;
             }
             declined_ = result_.reason();
-            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
+            if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+              (void)native::take_dropped_decline();  // it declined: nothing is lost
+            }
           }
           break;
 #endif
@@ -4209,8 +4223,8 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
             const torch_fallback::NativeDevice device_(key_.device());
             const native::KernelResult result_ = native::sim::rms_norm(input, weight, eps, out, torch_fallback::sim::current_stream(key_.device()));
             if (result_) [[likely]] {
-              if (native::t_dropped_decline != nullptr) [[unlikely]] {
-                declined_then_computed("rms_norm", "sim");
+              if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+                check_dropped_decline("rms_norm", "sim");
               }
               mark_written(out);
               count_native_run(166);
@@ -4218,7 +4232,9 @@ void rms_norm(const Tensor& input, const Tensor& weight, double eps, Tensor& out
               return;
             }
             declined_ = result_.reason();
-            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
+            if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+              (void)native::take_dropped_decline();  // it declined: nothing is lost
+            }
           }
           break;
 #endif
@@ -4601,8 +4617,8 @@ void silu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
             const torch_fallback::ProfileScope profile_("aten::silu");
             const native::KernelResult result_ = native::cpu::silu(self, out);
             if (result_) [[likely]] {
-              if (native::t_dropped_decline != nullptr) [[unlikely]] {
-                declined_then_computed("silu", "cpu");
+              if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+                check_dropped_decline("silu", "cpu");
               }
               mark_written(out);
               count_native_run(181);
@@ -4610,7 +4626,9 @@ void silu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
               return;
             }
             declined_ = result_.reason();
-            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
+            if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+              (void)native::take_dropped_decline();  // it declined: nothing is lost
+            }
           }
           break;
 #endif
@@ -4621,8 +4639,8 @@ void silu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
             const torch_fallback::NativeDevice device_(key_.device());
             const native::KernelResult result_ = native::sim::silu(self, out, torch_fallback::sim::current_stream(key_.device()));
             if (result_) [[likely]] {
-              if (native::t_dropped_decline != nullptr) [[unlikely]] {
-                declined_then_computed("silu", "sim");
+              if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+                check_dropped_decline("silu", "sim");
               }
               mark_written(out);
               count_native_run(181);
@@ -4630,7 +4648,9 @@ void silu(const Tensor& self, Tensor& out, Implementation impl_, Stream stream_)
               return;
             }
             declined_ = result_.reason();
-            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
+            if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+              (void)native::take_dropped_decline();  // it declined: nothing is lost
+            }
           }
           break;
 #endif
@@ -4676,8 +4696,8 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
           if (native_applies(impl_, key_, {{DataType::kFloat32, -1}, {DataType::kFloat16, -1}, {DataType::kBFloat16, -1}})) {
             const native::KernelResult result_ = native::cpu::silu_and_mul(input, out);
             if (result_) [[likely]] {
-              if (native::t_dropped_decline != nullptr) [[unlikely]] {
-                declined_then_computed("silu_and_mul", "cpu");
+              if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+                check_dropped_decline("silu_and_mul", "cpu");
               }
               mark_written(out);
               count_native_run(182);
@@ -4685,7 +4705,9 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
               return;
             }
             declined_ = result_.reason();
-            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
+            if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+              (void)native::take_dropped_decline();  // it declined: nothing is lost
+            }
           }
           break;
 #endif
@@ -4695,8 +4717,8 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
             const torch_fallback::NativeDevice device_(key_.device());
             const native::KernelResult result_ = native::nvidia::silu_and_mul(input, out, torch_fallback::nvidia::current_stream(key_.device()));
             if (result_) [[likely]] {
-              if (native::t_dropped_decline != nullptr) [[unlikely]] {
-                declined_then_computed("silu_and_mul", "nvidia");
+              if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+                check_dropped_decline("silu_and_mul", "nvidia");
               }
               mark_written(out);
               count_native_run(182);
@@ -4704,7 +4726,9 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
               return;
             }
             declined_ = result_.reason();
-            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
+            if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+              (void)native::take_dropped_decline();  // it declined: nothing is lost
+            }
           }
           break;
 #endif
@@ -4714,8 +4738,8 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
             const torch_fallback::NativeDevice device_(key_.device());
             const native::KernelResult result_ = native::sim::silu_and_mul(input, out, torch_fallback::sim::current_stream(key_.device()));
             if (result_) [[likely]] {
-              if (native::t_dropped_decline != nullptr) [[unlikely]] {
-                declined_then_computed("silu_and_mul", "sim");
+              if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+                check_dropped_decline("silu_and_mul", "sim");
               }
               mark_written(out);
               count_native_run(182);
@@ -4723,7 +4747,9 @@ void silu_and_mul(const Tensor& input, Tensor& out, Implementation impl_, Stream
               return;
             }
             declined_ = result_.reason();
-            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
+            if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+              (void)native::take_dropped_decline();  // it declined: nothing is lost
+            }
           }
           break;
 #endif

@@ -516,7 +516,7 @@ void test_unsupported_dtypes() {
 void test_kernel_result() {
   using native::KernelResult;
   g_context = "KernelResult";
-  native::t_dropped_decline = nullptr;
+  CHECK(native::take_dropped_decline() == nullptr);
   {
     KernelResult r = native::decline("why");
     CHECK(!r);
@@ -526,7 +526,7 @@ void test_kernel_result() {
     KernelResult bare = false;
     CHECK(std::string(bare.reason()) == KernelResult::kNoReason);
   }
-  CHECK(native::t_dropped_decline == nullptr);
+  CHECK(native::g_dropped_declines.load() == 0);
 
   // dispatch_floating passes a decline of its function on, with its reason.
   Buffer a(DataType::kFloat32, {1, 2, 3}), b(DataType::kFloat32, {1, 2}),
@@ -542,13 +542,14 @@ void test_kernel_result() {
   CHECK(!by_bool);
   KernelResult dtype = cpu::dispatch_floating(DataType::kInt32, [](auto) { return true; });
   CHECK(std::string(dtype.reason()) == "the kernel has no code for this dtype");
-  CHECK(native::t_dropped_decline == nullptr);
+  CHECK(native::g_dropped_declines.load() == 0);
 
   // Dropped: recorded, with its reason.
   { (void)native::decline("dropped"); }
-  CHECK(native::t_dropped_decline != nullptr &&
-        std::string(native::t_dropped_decline) == "dropped");
-  native::t_dropped_decline = nullptr;
+  CHECK(native::g_dropped_declines.load() == 1);
+  const char* dropped = native::take_dropped_decline();
+  CHECK(dropped != nullptr && std::string(dropped) == "dropped");
+  CHECK(native::g_dropped_declines.load() == 0);
   // Moved on: only the last owner counts, and it was tested.
   {
     KernelResult first = native::decline("moved");
@@ -560,9 +561,9 @@ void test_kernel_result() {
     KernelResult first = native::decline("moved, dropped");
     KernelResult second = std::move(first);
   }
-  CHECK(native::t_dropped_decline != nullptr &&
-        std::string(native::t_dropped_decline) == "moved, dropped");
-  native::t_dropped_decline = nullptr;
+  dropped = native::take_dropped_decline();
+  CHECK(dropped != nullptr && std::string(dropped) == "moved, dropped");
+  CHECK(native::g_dropped_declines.load() == 0);
 }
 
 int main() {

@@ -114,8 +114,8 @@ void maximum(const Tensor& self, const Tensor& other, Tensor& out, Implementatio
             const torch_fallback::ProfileScope profile_("aten::maximum");
             const native::KernelResult result_ = native::cpu::maximum(self, other, out);
             if (result_) [[likely]] {
-              if (native::t_dropped_decline != nullptr) [[unlikely]] {
-                declined_then_computed("maximum", "cpu");
+              if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+                check_dropped_decline("maximum", "cpu");
               }
               mark_written(out);
               count_native_run(2);
@@ -123,7 +123,9 @@ void maximum(const Tensor& self, const Tensor& other, Tensor& out, Implementatio
               return;
             }
             declined_ = result_.reason();
-            native::t_dropped_decline = nullptr;  // the kernel declined: nothing is lost
+            if (native::g_dropped_declines.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+              (void)native::take_dropped_decline();  // it declined: nothing is lost
+            }
           }
           break;
 #endif

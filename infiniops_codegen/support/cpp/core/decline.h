@@ -4,16 +4,36 @@
 #ifndef INFINI_OPS_CORE_DECLINE_H_
 #define INFINI_OPS_CORE_DECLINE_H_
 
+#include <atomic>
 #include <concepts>
 
 namespace infini::ops::native {
 
 // A declined result that was destroyed unread on this thread (see
-// KernelResult), or null. The dispatch reads it after a kernel reports
-// success: set, the kernel declined through a helper, dropped that result
-// and then claimed to have computed `out`, so the call raises instead of
-// returning what is in `out`.
+// KernelResult), or null. Set, the kernel being run declined through a
+// helper and dropped that result: if it then claims to have computed `out`,
+// the call raises instead of returning what is in `out`.
 inline thread_local const char* t_dropped_decline = nullptr;
+// How many threads have one set: the dispatch reads this after each native
+// call (a plain load; a thread-local's address costs a call in a shared
+// library) and looks at its thread's only when it is not zero, which no
+// correct kernel makes it.
+inline std::atomic<int> g_dropped_declines{0};
+
+inline void record_dropped_decline(const char* reason) noexcept {
+  if (t_dropped_decline == nullptr) g_dropped_declines.fetch_add(1, std::memory_order_relaxed);
+  t_dropped_decline = reason;
+}
+
+// This thread's dropped decline, taken (null when it has none).
+inline const char* take_dropped_decline() noexcept {
+  const char* reason = t_dropped_decline;
+  if (reason != nullptr) {
+    t_dropped_decline = nullptr;
+    g_dropped_declines.fetch_sub(1, std::memory_order_relaxed);
+  }
+  return reason;
+}
 
 // What a native kernel, and every helper of a kernel that can decline,
 // returns: computed (true), or declined with the reason why (false). The
@@ -24,8 +44,8 @@ inline thread_local const char* t_dropped_decline = nullptr;
 // A result must be used. Discarding one is a compile error (nodiscard, made
 // an error by the CMake project's -Werror=unused-result), and a declined
 // result that is destroyed without being tested or returned (a `(void)`
-// cast, std::ignore) is recorded in t_dropped_decline, so a kernel that then
-// returns true raises at its first such call. Testing it (`if (!r)`,
+// cast, std::ignore) is recorded (record_dropped_decline), so a kernel that
+// then returns true raises at its first such call. Testing it (`if (!r)`,
 // reason()) counts as using it: a kernel may decline in one path and compute
 // in another.
 class [[nodiscard(
@@ -46,7 +66,7 @@ class [[nodiscard(
   KernelResult& operator=(KernelResult&&) = delete;
 
   ~KernelResult() {
-    if (reason_ != nullptr && !used_) [[unlikely]] t_dropped_decline = reason_;
+    if (reason_ != nullptr && !used_) [[unlikely]] record_dropped_decline(reason_);
   }
 
   // Whether the kernel computed the result.

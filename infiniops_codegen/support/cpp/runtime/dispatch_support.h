@@ -200,13 +200,14 @@ inline std::string describe(std::initializer_list<NamedTensor> tensors) {
   throw ImplementationError(text(kCppSpelling), text(kPythonSpelling));
 }
 
-// A native kernel returned success after a helper of it declined the call
-// and that result was dropped (core/decline.h): what is in `out` is not the
-// answer, so the call raises instead of returning it.
-[[noreturn, gnu::cold, gnu::noinline]] inline void declined_then_computed(const char* op,
-                                                                          const char* platform) {
-  const char* reason = native::t_dropped_decline;
-  native::t_dropped_decline = nullptr;
+// A native kernel returned success while some thread had a dropped decline
+// (core/decline.h): if it is this thread's, the kernel declined through a
+// helper, dropped that result and reported success, so what is in `out` is
+// not the answer and the call raises instead of returning it.
+[[gnu::cold, gnu::noinline]] inline void check_dropped_decline(const char* op,
+                                                                const char* platform) {
+  const char* reason = native::take_dropped_decline();
+  if (reason == nullptr) return;  // another thread's
   throw Error(std::string(op) + "(): the native " + platform + " kernel (native::" + platform +
               "::" + op + ") reported success after one of its helpers declined the call (\"" +
               reason +
