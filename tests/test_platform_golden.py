@@ -157,14 +157,15 @@ def test_cpu_native_kernels_take_no_stream_and_others_take_one():
         assert (
             f"        case DeviceType::{p.device_type}:\n"
             "          {  // every dtype: the kernel decides\n"
-            "            ran_ = true;\n"
             + (
                 # a device's kernel launches with its device current
                 "            const torch_fallback::NativeDevice device_(key_.device());\n"
                 if p.stream
                 else ""
             )
-            + f"            if (native::{p.name}::silu_and_mul({args})) {{\n"
+            + "            const native::KernelResult result_ = "
+            f"native::{p.name}::silu_and_mul({args});\n"
+            "            if (result_) [[likely]] {\n"
         ) in call, p.name
         assert active(decls, set()).count("namespace infini::ops::native::") == 0
 
