@@ -1068,7 +1068,7 @@ def check(
         argv += ["--ops", ops] if ops else []
         argv += ["--report", str(report)] if report else []
         click.echo(
-            f"skips: the tool's list" + (f", {_rel(skip_file)}" if skip_file else "")
+            "skips: the tool's list" + (f", {_rel(skip_file)}" if skip_file else "")
         )
         code = harness(argv)
         if code == EXIT_USAGE:

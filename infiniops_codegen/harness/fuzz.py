@@ -131,14 +131,6 @@ def _values(shape, dtype, gen) -> torch.Tensor:
     return torch.randint(-5, 6, shape, generator=gen).to(dtype)
 
 
-def _sentinel(dtype) -> float | int | bool:
-    if dtype == torch.bool:
-        return True
-    if dtype.is_floating_point:
-        return float("nan")
-    return torch.iinfo(dtype).min
-
-
 def _place(buffers, t: torch.Tensor, layout: str, dtype) -> View:
     """t's values in a new buffer laid out as `layout` (sentinels around)."""
     shape = tuple(t.shape)
@@ -151,7 +143,7 @@ def _place(buffers, t: torch.Tensor, layout: str, dtype) -> View:
         return View(len(buffers) - 1, shape, tuple(stride))
     if layout == "sliced" and len(shape) >= 1:
         wide = shape[:-1] + (2 * shape[-1] + 1,)
-        buf = torch.full(wide, _sentinel(dtype), dtype=dtype)
+        buf = torch.full(wide, values.sentinel(dtype), dtype=dtype)
         buf[..., 1::2] = t
         stride = list(_contiguous_strides(wide))
         stride[-1] *= 2
@@ -289,7 +281,7 @@ def build_case(op: Op, drawn: dict, device: str) -> Case | None:
 def _out(case: Case, op: Op, result: torch.Tensor, mode: str, index: int) -> View:
     buffers = case.buffers
     shape, dtype = tuple(result.shape), result.dtype
-    fill = torch.full(shape, _sentinel(dtype), dtype=dtype)
+    fill = torch.full(shape, values.sentinel(dtype), dtype=dtype)
     first = next(
         (v for v in case.inputs.values() if isinstance(v, View)),
         None,

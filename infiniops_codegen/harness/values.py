@@ -100,6 +100,21 @@ def materialize(plan: dict, dtype: torch.dtype, variant: str, seed: int) -> dict
 # -- outputs ----------------------------------------------------------------
 
 
+def sentinel(dtype: torch.dtype) -> float | int | bool | complex:
+    """The value no correct call leaves in an output of dtype (fill_sentinel's
+    first choice): NaN for floating and complex dtypes, the most negative
+    integer for signed integer dtypes, the largest for unsigned ones (their
+    smallest, 0, is a value a kernel writes), True for bool."""
+    if dtype == torch.bool:
+        return True
+    if dtype.is_complex:
+        return complex(float("nan"), float("nan"))
+    if dtype.is_floating_point:
+        return float("nan")
+    info = torch.iinfo(dtype)
+    return info.min if info.min < 0 else info.max
+
+
 def fill_sentinel(out: torch.Tensor, wanted: torch.Tensor) -> torch.Tensor:
     """Fill an output with values no correct call leaves there: NaN for
     floating dtypes, the most negative integer for signed integer dtypes (the
