@@ -2,3 +2,7 @@
 from YAML op specs."""
 
 __version__ = "0.1.0"
+
+from . import _moved
+
+_moved.install()  # old module paths, for one release (_moved.MOVED)

@@ -68,7 +68,7 @@ def _call(build_dir, floor_path, name, config_id, path, which):
     from infiniops_codegen.bench import paths as P
     from infiniops_codegen.bench import reference
     from infiniops_codegen.bench.runner import timed_paths
-    from infiniops_codegen.manifest import of_build
+    from infiniops_codegen.model.manifest import of_build
     from infiniops_codegen.runtime import load
 
     op = of_build(build_dir).by_name()[name]
@@ -178,7 +178,7 @@ def main(argv=None) -> int:
     from infiniops_codegen.bench import floor
     from infiniops_codegen.bench import paths as P
     from infiniops_codegen.bench.runner import timed_paths
-    from infiniops_codegen.manifest import of_build
+    from infiniops_codegen.model.manifest import of_build
 
     entries = of_build(args.build_dir).by_name()
     names = args.ops.split(",")

@@ -29,8 +29,8 @@ sys.path.insert(0, str(REPO / "tests"))
 
 import schema_fixture  # noqa: E402
 
-from infiniops_codegen import pipeline, render, writer  # noqa: E402
-from infiniops_codegen.schema_db import load_schema_db  # noqa: E402
+from infiniops_codegen.render import pipeline, sources as render, writer  # noqa: E402
+from infiniops_codegen.schema.db import load_schema_db  # noqa: E402
 
 
 def update(name: str) -> None:

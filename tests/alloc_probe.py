@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from infiniops_codegen import manifest
+from infiniops_codegen.model import manifest
 from infiniops_codegen.bench import calls, floor, paths
 from infiniops_codegen.runtime import load
 

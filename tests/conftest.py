@@ -25,7 +25,7 @@ def _forget_the_current_project():
     (project.use) for the rest of the process: later tests must find this
     repository's again."""
     yield
-    from infiniops_codegen import project
+    from infiniops_codegen.base import project
 
     project.use(None)
 

@@ -43,8 +43,8 @@ import torch
 from hypothesis import strategies as st
 
 from fuzz_support import run_examples
-from infiniops_codegen import manifest as reader
-from infiniops_codegen.arg_kinds import Tensors
+from infiniops_codegen.model import manifest as reader
+from infiniops_codegen.schema.arg_kinds import Tensors
 from infiniops_codegen.harness import run as harness
 from infiniops_codegen.harness.samples import hinted_plans
 

@@ -29,8 +29,8 @@ def build_dir() -> Path:
 
 def manifest():
     """The manifest of the module under test (the build's; generated/'s
-    before anything is built), as `infiniops_codegen.manifest.Manifest`."""
-    from infiniops_codegen import manifest as reader
+    before anything is built), as `infiniops_codegen.model.manifest.Manifest`."""
+    from infiniops_codegen.model import manifest as reader
 
     if (build_dir() / "manifest.json").is_file():
         return reader.of_build(build_dir())
@@ -54,8 +54,8 @@ def load_or_build():
     """Import the built module, building the default op set first if the build
     directory holds none, or one built against another torch than the
     installed one (a venv of another release on the same checkout)."""
-    from infiniops_codegen import torch_build
-    from infiniops_codegen.locations import TORCH_RECORD, find_module
+    from infiniops_codegen.base import torch_build
+    from infiniops_codegen.base.locations import TORCH_RECORD, find_module
     from infiniops_codegen.runtime import load
 
     directory = build_dir()

@@ -11,8 +11,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from infiniops_codegen.schema_db import SchemaDB
-from infiniops_codegen.schema_types import (
+from infiniops_codegen.schema.db import SchemaDB
+from infiniops_codegen.schema.records import (
     AtenSchema,
     FunctionalCall,
     PyOverload,
@@ -20,7 +20,7 @@ from infiniops_codegen.schema_types import (
     SchemaArg,
     TypeInfo,
 )
-from infiniops_codegen.specs import read_specs
+from infiniops_codegen.spec.entries import read_specs
 
 SCHEMAS = Path(__file__).resolve().parent / "fixtures" / "schemas"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from infiniops_codegen.errors import SpecErrors
-from infiniops_codegen.pipeline import load_opset
+from infiniops_codegen.base.errors import SpecErrors
+from infiniops_codegen.render.pipeline import load_opset
 from torch_facts import version
 
 SPECS = "ops:\n  - abs.out\n  - {aten: bmm.out, hints: {shapes: {mat2: [2, 6, 5]}}}\n"

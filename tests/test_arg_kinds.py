@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen import arg_kinds
-from infiniops_codegen.locations import SUPPORT_DIR
-from infiniops_codegen.schema_types import TypeInfo
+from infiniops_codegen.schema import arg_kinds
+from infiniops_codegen.base.locations import SUPPORT_DIR
+from infiniops_codegen.schema.records import TypeInfo
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen import builder, manifest
+from infiniops_codegen.build import builder
+from infiniops_codegen.model import manifest
 from infiniops_codegen.bench import (
     calls,
     cases,
@@ -93,7 +94,7 @@ def _project_ops(tmp_path, lines: str) -> dict[str, manifest.Op]:
     """The manifest ops of a user's project with these spec lines."""
     import json as json_
 
-    from infiniops_codegen import pipeline
+    from infiniops_codegen.render import pipeline
 
     specs = tmp_path / "op_specs"
     specs.mkdir()

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen import bridge_cache
-from infiniops_codegen.bridge_cache import Inputs
+from infiniops_codegen.build import bridge_cache
+from infiniops_codegen.build.bridge_cache import Inputs
 
 COMMAND = (
     "/usr/bin/c++ -DWITH_CPU -I{tool} -I{gen} -O3 -DNDEBUG -fPIC -std=c++20 "

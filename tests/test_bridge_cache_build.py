@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen import bridge_cache, builder, project
+from infiniops_codegen.build import bridge_cache, builder
+from infiniops_codegen.base import project
 
 REPO = Path(__file__).resolve().parent.parent
 UNITY = "CMakeFiles/infiniops_bridge.dir/Unity/unity_python_cxx.cxx.o"

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from environment_skips import requires
 
-from infiniops_codegen import builder, project
+from infiniops_codegen.build import builder
+from infiniops_codegen.base import project
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -22,9 +22,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from infiniops_codegen import builder, sanitize
+from infiniops_codegen.build import builder
+from infiniops_codegen.base import sanitize
 from infiniops_codegen.cli import EXIT_USAGE, main
-from infiniops_codegen.locations import SUPPORT_DIR
+from infiniops_codegen.base.locations import SUPPORT_DIR
 from runtime_conftest_helpers import REPO, opt_flags
 
 GENERATED = REPO / "generated"

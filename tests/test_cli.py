@@ -12,7 +12,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from infiniops_codegen import coverage, manifest
+from infiniops_codegen.model import coverage, manifest
 from infiniops_codegen.cli import main
 from torch_facts import version
 
@@ -82,7 +82,7 @@ def test_list_table_of_the_committed_manifest(runner, helpers):
     one column per platform a build has by default (cpu) or an op has a
     native kernel on (nvidia, sim); the others are named after the table, and
     --platform all shows every platform of data/platforms.yaml."""
-    from infiniops_codegen.platforms import platform_names
+    from infiniops_codegen.base.platforms import platform_names
 
     result = helpers.invoke(runner, "list")
     assert result.exit_code == 0, result.output

@@ -363,7 +363,7 @@ def test_a_factory_op_picks_its_backend_and_is_functionalized(tmp_path):
     script = textwrap.dedent(f"""
         import torch
         from infiniops_codegen.runtime import load
-        from infiniops_codegen.torch_ops import library
+        from infiniops_codegen.runtime.torch_ops import library
         ops = load({str(d)!r})
         library(ops.__name__).ensure()
         ns = getattr(torch.ops, ops.__name__)

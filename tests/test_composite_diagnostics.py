@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen import builder, pipeline
-from infiniops_codegen import project as projects
-from infiniops_codegen.errors import SpecErrors
+from infiniops_codegen.build import builder
+from infiniops_codegen.render import pipeline
+from infiniops_codegen.base import project as projects
+from infiniops_codegen.base.errors import SpecErrors
 
 ROOT = Path(__file__).resolve().parent.parent
 

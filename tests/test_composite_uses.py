@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from infiniops_codegen.composite_calls import calls
+from infiniops_codegen.spec.composite_calls import calls
 
 SIGNATURE = '  - signature: "f(Tensor input, *, Tensor(a!) out) -> Tensor(a!)"\n'
 

@@ -22,8 +22,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from infiniops_codegen.dtypes import load_dtypes
-from infiniops_codegen.locations import SUPPORT_DIR
+from infiniops_codegen.base.dtypes import load_dtypes
+from infiniops_codegen.base.locations import SUPPORT_DIR
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CPP_DIR = SUPPORT_DIR / "cpp"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen import cuda_toolkit
-from infiniops_codegen.cuda_toolkit import (
+from infiniops_codegen.build import cuda_toolkit
+from infiniops_codegen.build.cuda_toolkit import (
     NO_GPU_ARCH_LIST,
     ToolkitError,
     TorchBuild,

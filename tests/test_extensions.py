@@ -16,8 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen import builder, extensions, pipeline, project
-from infiniops_codegen.errors import SpecErrors
+from infiniops_codegen.build import builder
+from infiniops_codegen.spec import extensions
+from infiniops_codegen.render import pipeline
+from infiniops_codegen.base import project
+from infiniops_codegen.base.errors import SpecErrors
 
 REPO = Path(__file__).resolve().parent.parent
 EXT_OPS = ("ext_scaled_add", "rad2deg", "signbit")

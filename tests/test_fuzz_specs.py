@@ -19,8 +19,8 @@ import yaml
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from infiniops_codegen import pipeline, render
-from infiniops_codegen.specs import OP_KEYS, SETTING_KEYS, TOP_KEYS
+from infiniops_codegen.render import pipeline, sources as render
+from infiniops_codegen.spec.entries import OP_KEYS, SETTING_KEYS, TOP_KEYS
 
 REPO = Path(__file__).resolve().parent.parent
 REAL_SPECS = sorted((REPO / "op_specs").glob("*.yaml"))

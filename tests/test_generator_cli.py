@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from infiniops_codegen import pipeline
-from infiniops_codegen.render import MARKER
+from infiniops_codegen.render import pipeline
+from infiniops_codegen.render.sources import MARKER
 from torch_facts import version
 
 OWNED_LINE = f"// {MARKER} from basic/ops.yaml — do not edit\n"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen import pipeline
+from infiniops_codegen.render import pipeline
 
 REPO = Path(__file__).resolve().parent.parent
 BASIC = REPO / "tests" / "fixtures" / "specs" / "basic"
@@ -129,7 +129,7 @@ def test_committed_generated_tree_is_up_to_date(runner, helpers):
     installed torch's schemas differ from those generated/ follows (another
     release, docs/torch-releases.md) the check fails by design, naming them;
     it is made with a release whose schemas are generated/'s."""
-    from infiniops_codegen import drift, pipeline
+    from infiniops_codegen.render import drift, pipeline
 
     found = drift.between(
         REPO / "generated", pipeline.generate(REPO / "op_specs").files
@@ -174,7 +174,7 @@ def test_adding_an_op_changes_only_its_shard(tmp_path, basic_specs, aten, name):
 def test_an_extension_leaves_the_tables_alone(tmp_path, basic_specs):
     # The bridge and the precompiled header include these tables: a rewrite
     # (e.g. of their header naming the spec directories) rebuilds both.
-    from infiniops_codegen import extensions
+    from infiniops_codegen.spec import extensions
 
     ext = tmp_path / "demo"
     (ext / "op_specs").mkdir(parents=True)

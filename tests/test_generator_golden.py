@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 import schema_fixture
-from infiniops_codegen import pipeline
-from infiniops_codegen.render import MARKER, render
-from infiniops_codegen.schema_db import load_schema_db
-from infiniops_codegen.torch_build import release
+from infiniops_codegen.render import pipeline
+from infiniops_codegen.render.sources import MARKER, render
+from infiniops_codegen.schema.db import load_schema_db
+from infiniops_codegen.base.torch_build import release
 from torch_facts import out_overloads, version
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from infiniops_codegen.schema_db import SchemaDB, load_schema_db, torch_version
+from infiniops_codegen.schema.db import SchemaDB, load_schema_db, torch_version
 from torch_facts import out_overloads, version
 
 # The installed torch's out= overloads, as its dispatcher registers them.

@@ -19,10 +19,10 @@ import pytest
 import torch
 import yaml
 
-from infiniops_codegen import manifest
+from infiniops_codegen.model import manifest
 from infiniops_codegen.harness import report, run, samples, skips
-from infiniops_codegen.pipeline import generate
-from infiniops_codegen.schema_db import load_schema_db
+from infiniops_codegen.render.pipeline import generate
+from infiniops_codegen.schema.db import load_schema_db
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL_HINTS = yaml.safe_load((ROOT / "op_specs/all/hints.yaml").read_text())["hints"]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen import project as projects
-from infiniops_codegen import scaffold
+from infiniops_codegen.base import project as projects
+from infiniops_codegen.scaffold import init as scaffold
 
 
 def _init(helpers, runner, directory: Path, *args: str):

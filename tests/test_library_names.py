@@ -20,8 +20,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from infiniops_codegen import builder
-from infiniops_codegen import project as projects
+from infiniops_codegen.build import builder
+from infiniops_codegen.base import project as projects
 
 REPO = Path(__file__).resolve().parents[1]
 

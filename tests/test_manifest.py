@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen import manifest, module_api, pipeline
-from infiniops_codegen.locations import TEMPLATE_DIR
+from infiniops_codegen.model import manifest, module_api
+from infiniops_codegen.render import pipeline
+from infiniops_codegen.base.locations import TEMPLATE_DIR
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "generated"
@@ -267,16 +268,20 @@ def _modules_loaded_by(code: str) -> list[str]:
 
 def test_reading_a_manifest_imports_nothing_of_the_generator():
     code = (
-        "from infiniops_codegen import manifest\n"
+        "from infiniops_codegen.model import manifest\n"
         "m = manifest.read('generated/manifest.json')\n"
         "assert m.op('add').inputs[0].kind.name == 'tensor'\n"
     )
     assert _modules_loaded_by(code) == [
         "infiniops_codegen",
-        "infiniops_codegen.arg_kinds",
-        "infiniops_codegen.locations",
-        "infiniops_codegen.manifest",
-        "infiniops_codegen.schema_types",
+        "infiniops_codegen._moved",
+        "infiniops_codegen.base",
+        "infiniops_codegen.base.locations",
+        "infiniops_codegen.model",
+        "infiniops_codegen.model.manifest",
+        "infiniops_codegen.schema",
+        "infiniops_codegen.schema.arg_kinds",
+        "infiniops_codegen.schema.records",
     ]
 
 
@@ -287,13 +292,16 @@ def test_runtime_load_imports_no_generator_module(ops):
         "assert m.implementations()\n"
     )
     loaded = [m for m in _modules_loaded_by(code) if not m.startswith("torch")]
-    # project.py only without a build directory, sanitize.py only for a
+    # base/project.py only without a build directory, base/sanitize.py only for a
     # sanitized build: `import infiniops` from a build directory runs this
     assert loaded == [
         "infiniops_codegen",
-        "infiniops_codegen.locations",
-        "infiniops_codegen.observe",  # ops.stats(), ops.trace(), ...
+        "infiniops_codegen._moved",
+        "infiniops_codegen.base",
+        "infiniops_codegen.base.locations",
+        "infiniops_codegen.base.torch_build",  # the build's torch against the installed
         "infiniops_codegen.runtime",
-        "infiniops_codegen.torch_build",  # the build's torch against the installed
-        "infiniops_codegen.torch_ops",  # torch.ops.<name>, when first needed
+        "infiniops_codegen.runtime.loader",
+        "infiniops_codegen.runtime.observe",  # ops.stats(), ops.trace(), ...
+        "infiniops_codegen.runtime.torch_ops",  # torch.ops.<name>, when first needed
     ]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.build_backend import _platforms
+from infiniops_codegen.build.wheel import _platforms
 
 SPECS = {"ops.yaml": "ops:\n  - abs.out\n  - {aten: neg.out, native: [cpu]}\n"}
 NEG_KERNEL = """\
@@ -69,8 +69,10 @@ def test_a_platform_not_built_needs_no_source(tmp_path, runner, helpers):
     platforms are checked (the same op's cpu kernel is there)."""
     specs = {"ops.yaml": "ops:\n  - {aten: neg.out, native: [cpu, nvidia]}\n"}
     root = helpers.project(tmp_path / "proj", specs, {"cpu/neg.cc": NEG_KERNEL})
-    from infiniops_codegen import builder, extensions, pipeline
-    from infiniops_codegen import project as projects
+    from infiniops_codegen.build import builder
+    from infiniops_codegen.spec import extensions
+    from infiniops_codegen.render import pipeline
+    from infiniops_codegen.base import project as projects
 
     proj = projects.load(root)
     projects.use(proj)

@@ -30,7 +30,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from infiniops_codegen import project as projects
+from infiniops_codegen.base import project as projects
 
 from environment_skips import requires
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen import pipeline
-from infiniops_codegen.locations import SUPPORT_DIR
-from infiniops_codegen.platforms import load_platforms
+from infiniops_codegen.render import pipeline
+from infiniops_codegen.base.locations import SUPPORT_DIR
+from infiniops_codegen.base.platforms import load_platforms
 
 GOLDEN = Path(__file__).resolve().parent / "fixtures" / "golden" / "basic"
 PLATFORMS = load_platforms()

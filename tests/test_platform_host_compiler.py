@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.builder import BuildConfig
-from infiniops_codegen.locations import SUPPORT_DIR
+from infiniops_codegen.build.builder import BuildConfig
+from infiniops_codegen.base.locations import SUPPORT_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "fake_vendor_cxx.sh"

@@ -67,8 +67,8 @@ def torchs_runtime(build) -> list[str]:
 
 
 def test_the_build_is_linked_against_a_cuda_build_of_torch(build):
-    from infiniops_codegen import torch_build
-    from infiniops_codegen.locations import TORCH_RECORD, find_module
+    from infiniops_codegen.base import torch_build
+    from infiniops_codegen.base.locations import TORCH_RECORD, find_module
 
     assert find_module(build) is not None, f"no module in {build}"
     record = torch_build.read_record(build / TORCH_RECORD)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen import builder, project
+from infiniops_codegen.build import builder
+from infiniops_codegen.base import project
 from infiniops_codegen.cli import EXIT_USAGE
 
 REPO = Path(__file__).resolve().parent.parent

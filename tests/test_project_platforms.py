@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen import platforms
-from infiniops_codegen.errors import SpecErrors
-from infiniops_codegen.project import load as load_project
+from infiniops_codegen.base import platforms
+from infiniops_codegen.base.errors import SpecErrors
+from infiniops_codegen.base.project import load as load_project
 
 ACME = Path(__file__).resolve().parent / "fixtures" / "acme"
 

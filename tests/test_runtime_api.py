@@ -56,7 +56,7 @@ def test_non_tensor_in_tensor_list(ops):
 
 
 def _several_signatures(ops, name: str) -> bool:
-    from infiniops_codegen import manifest as manifest_reader
+    from infiniops_codegen.model import manifest as manifest_reader
 
     manifest = manifest_reader.of_build(ops.__file__.rsplit("/", 1)[0])
     return len(manifest.functions[name]) > 1
@@ -353,8 +353,8 @@ def test_loading_twice_returns_the_same_module(ops):
 def test_the_build_records_the_torch_it_is_built_against(ops):
     """What the loader compares with the installed torch before it loads the
     module (tests/test_torch_releases.py: the refusal)."""
-    from infiniops_codegen import torch_build
-    from infiniops_codegen.locations import TORCH_RECORD
+    from infiniops_codegen.base import torch_build
+    from infiniops_codegen.base.locations import TORCH_RECORD
 
     built = torch_build.read_record(build_dir() / TORCH_RECORD)
     assert built == torch_build.TorchBuild(

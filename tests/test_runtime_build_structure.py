@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.locations import SUPPORT_DIR
+from infiniops_codegen.base.locations import SUPPORT_DIR
 from runtime_conftest_helpers import REPO, build_dir, opt_flags, subprocess_env
 
 GENERATED = REPO / "generated"
@@ -302,7 +302,7 @@ def test_configure_rejects_invalid_level(configured, level):
 
 def test_builder_configure_passes_the_level(tmp_path):
     """`infiniops-codegen build`'s configure step (no compile)."""
-    from infiniops_codegen import builder
+    from infiniops_codegen.build import builder
 
     config = builder.BuildConfig(
         build_dir=tmp_path / "b",

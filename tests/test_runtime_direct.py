@@ -29,7 +29,7 @@ def test_direct_mode_is_on_by_default_and_switchable(ops):
 def test_manifest_marks_direct_ops(ops):
     from pathlib import Path
 
-    from infiniops_codegen import manifest
+    from infiniops_codegen.model import manifest
 
     built = manifest.of_build(Path(ops.__file__).parent)
     direct = {op.name for op in built.ops if op.direct_cpu}

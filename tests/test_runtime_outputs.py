@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from infiniops_codegen import manifest as manifest_reader
+from infiniops_codegen.model import manifest as manifest_reader
 
 
 def _manifest(ops):

@@ -35,7 +35,7 @@ DTYPES = ("float32", "int64", "bool")
 
 @dataclass
 class Sample:
-    op: object  # infiniops_codegen.manifest.Op
+    op: object  # infiniops_codegen.model.manifest.Op
     dtype: torch.dtype
     args: dict  # schema name -> value
     like: list  # PyTorch's outputs for args (templates for fresh outputs)

@@ -9,7 +9,7 @@ import ast
 import inspect
 import pydoc
 
-from infiniops_codegen import manifest as manifest_reader
+from infiniops_codegen.model import manifest as manifest_reader
 
 
 def _expected(text: str) -> list[tuple[str, str, object]]:

@@ -13,7 +13,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from infiniops_codegen import manifest as manifest_reader
+from infiniops_codegen.model import manifest as manifest_reader
 
 
 def _manifest(ops):
@@ -87,7 +87,7 @@ def test_a_signature_not_in_the_build_is_named(ops):
 def test_overloads_in_torchs_order(ops):
     """The manifest's order of each function's signatures is torchgen's
     (the schema oracle's python_overloads), with the build's ops on them."""
-    from infiniops_codegen.schema_db import load_schema_db
+    from infiniops_codegen.schema.db import load_schema_db
 
     db = load_schema_db()
     manifest = _manifest(ops)

@@ -52,9 +52,9 @@ def sim_build() -> Path:
     import shlex
 
     import infiniops_codegen.sim as port
-    from infiniops_codegen import torch_build
-    from infiniops_codegen.locations import PORTS_RECORD, TORCH_RECORD, find_module
-    from infiniops_codegen.runtime import rebuild_command
+    from infiniops_codegen.base import torch_build
+    from infiniops_codegen.base.locations import PORTS_RECORD, TORCH_RECORD, find_module
+    from infiniops_codegen.runtime.loader import rebuild_command
 
     with _build_lock(SIM_BUILD):
         built = torch_build.read_record(SIM_BUILD / TORCH_RECORD)
@@ -378,7 +378,7 @@ def test_dispatcher_ops_on_sim_tensors(sim_build):
         a = torch.randn(8).to("sim"); b = torch.randn(8).to("sim")
         torch.testing.assert_close(compiled(a, b).cpu(), (a.cpu() + b.cpu()) * 2)
 
-        from infiniops_codegen.observe import trace
+        from infiniops_codegen.runtime.observe import trace
         with trace(ops) as t:
             ops.abs(a, out=torch.empty(8, device="sim"))
         assert t.records[0]["device"].startswith("sim"), t.records
@@ -394,7 +394,7 @@ def test_a_module_linked_against_another_sim_build_is_refused(sim_build, tmp_pat
     import json
 
     import infiniops_codegen.sim as port
-    from infiniops_codegen.runtime import _import_ports
+    from infiniops_codegen.runtime.loader import _import_ports
 
     record = json.loads((sim_build / "torch-ports.json").read_text())
     assert record == [

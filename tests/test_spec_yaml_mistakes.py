@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.errors import SpecErrors
-from infiniops_codegen.pipeline import load_opset
+from infiniops_codegen.base.errors import SpecErrors
+from infiniops_codegen.render.pipeline import load_opset
 from torch_facts import version
 
 REPO = Path(__file__).resolve().parent.parent

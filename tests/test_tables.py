@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from infiniops_codegen import pipeline
-from infiniops_codegen.dtypes import load_dtypes, spec_dtypes
-from infiniops_codegen.locations import SUPPORT_DIR
-from infiniops_codegen.platforms import load_platforms
+from infiniops_codegen.render import pipeline
+from infiniops_codegen.base.dtypes import load_dtypes, spec_dtypes
+from infiniops_codegen.base.locations import SUPPORT_DIR
+from infiniops_codegen.base.platforms import load_platforms
 
 REPO = Path(__file__).resolve().parent.parent
 GENERATED = REPO / "generated"

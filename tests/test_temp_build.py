@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen import manifest
+from infiniops_codegen.model import manifest
 
 SPEC = """
 ops:

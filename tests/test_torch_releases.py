@@ -22,13 +22,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from infiniops_codegen import builder, drift, runtime, torch_build, torch_release
-from infiniops_codegen import project as projects
+from infiniops_codegen.build import builder
+from infiniops_codegen.render import drift
+from infiniops_codegen.runtime import loader as runtime
+from infiniops_codegen.base import torch_build, torch_release
+from infiniops_codegen.base import project as projects
 from infiniops_codegen.harness import opinfo, skips
-from infiniops_codegen.locations import MANIFEST, SUPPORT_DIR, TORCH_RECORD
-from infiniops_codegen.pipeline import load_opset
-from infiniops_codegen.torch_build import TorchBuild
-from infiniops_codegen.torch_release import parse_range
+from infiniops_codegen.base.locations import MANIFEST, SUPPORT_DIR, TORCH_RECORD
+from infiniops_codegen.render.pipeline import load_opset
+from infiniops_codegen.base.torch_build import TorchBuild
+from infiniops_codegen.base.torch_release import parse_range
 from environment_skips import requires
 from torch_facts import version
 
@@ -150,7 +153,7 @@ def test_ranges_of_minor_releases_are_spelled_out():
 
 
 def test_the_installed_torch_is_named_as_torch_names_itself(tmp_path):
-    from infiniops_codegen.schema_db import torch_version
+    from infiniops_codegen.schema.db import torch_version
 
     assert torch_build.installed() == INSTALLED
     assert torch_version() == str(torch.__version__)
@@ -246,7 +249,7 @@ def project(tmp_path, monkeypatch):
         kernel.write_text("// compile stubbed\n")
     proj = projects.load(root)
     gen = load_opset(proj.specs)
-    from infiniops_codegen import render, writer
+    from infiniops_codegen.render import sources as render, writer
 
     writer.write(render.render(gen), proj.generated)
     monkeypatch.setattr(builder, "require_tools", lambda: None)
@@ -497,7 +500,7 @@ def test_full_set_hints_for_an_overload_this_release_lacks(tmp_path):
     assert "no_such" not in {op.name for op in load_opset(specs, "all").ops}
     unlimited = "hints:\n  no_such.out: {x: [1]}\n"
     specs = _specs(tmp_path / "b", ops, unlimited)
-    from infiniops_codegen.errors import SpecErrors
+    from infiniops_codegen.base.errors import SpecErrors
 
     with pytest.raises(SpecErrors) as raised:
         load_opset(specs, "all")
@@ -553,8 +556,8 @@ def test_a_signature_no_build_can_serve_says_so():
     a call matching one names it and why no build serves it, where one that
     a spec could serve names the out= overload to add (the functional one's
     out= twin where torch pairs none)."""
-    from infiniops_codegen.overloads import _remedy
-    from infiniops_codegen.schema_types import PyOverload, PyParam
+    from infiniops_codegen.model.overloads import _remedy
+    from infiniops_codegen.schema.records import PyOverload, PyParam
 
     def overload(dim: str, out: str | None, functional: str) -> PyOverload:
         params = (PyParam("input", "Tensor"), PyParam("dim", dim))

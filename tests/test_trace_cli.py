@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from environment_skips import requires
-from infiniops_codegen import coverage, model_trace, pipeline
+from infiniops_codegen.model import coverage
+from infiniops_codegen.trace import marks as model_trace
+from infiniops_codegen.render import pipeline
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "op_specs"

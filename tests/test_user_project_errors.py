@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen import builder
-from infiniops_codegen import project as projects
-from infiniops_codegen.platforms import platform_names
+from infiniops_codegen.build import builder
+from infiniops_codegen.base import project as projects
+from infiniops_codegen.base.platforms import platform_names
 
 SPECS = {"ops.yaml": "ops:\n  - abs.out\n  - {aten: neg.out, native: [cpu]}\n"}
 NEG_KERNEL = """\
@@ -272,7 +272,7 @@ def test_build_with_a_mismatched_kernel_fails_with_the_signature(tmp_path, helpe
 
 
 def test_not_found_hint_offers_ops_containing_the_name():
-    from infiniops_codegen import coverage, manifest
+    from infiniops_codegen.model import coverage, manifest
 
     # this repository's manifest: several softmax ops
     ops = manifest.generated(Path(__file__).resolve().parent.parent / "generated")

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen import build_backend, torch_build
-from infiniops_codegen.locations import PACKAGE_DIR, SUPPORT_DIR
+from infiniops_codegen.build import wheel as build_backend
+from infiniops_codegen.base import torch_build
+from infiniops_codegen.base.locations import PACKAGE_DIR, SUPPORT_DIR
 
 REPO = Path(__file__).resolve().parent.parent
 PLATFORMS = ("cpu", "nvidia", "sim")
@@ -268,12 +269,35 @@ def _runtime_modules() -> list[str]:
 # Imports of the run-time modules that leave the copied set, each reached only
 # where a wheel never goes: load() without a directory (the wheel's loader
 # passes its own) finds the project; a sanitize record (a wheel has none).
-OUTSIDE_THE_WHEEL = {("runtime.py", "project"), ("runtime.py", "sanitize")}
+OUTSIDE_THE_WHEEL = {
+    ("runtime/loader.py", "base.project"),
+    ("runtime/loader.py", "base.sanitize"),
+}
+
+
+def _imported(module: str, node: ast.ImportFrom) -> list[str]:
+    """The modules (dotted, relative to the tool's package) a relative import
+    of `module` (a path like runtime/loader.py) names."""
+    package = module.split("/")[:-1]
+    base = package[: len(package) - (node.level - 1)]
+    named = ".".join([*base, node.module] if node.module else base)
+    folder = PACKAGE_DIR.joinpath(*named.split("."))
+    if node.module and not folder.is_dir():
+        return [named]
+    # `from ..base import sanitize`: the names are modules of that package
+    return [
+        f"{named}.{a.name}".lstrip(".")
+        for a in node.names
+        if (folder / f"{a.name}.py").is_file()
+    ] or [named]
 
 
 def test_the_runtime_modules_import_only_each_other_and_the_standard_library():
     modules = _runtime_modules()
-    names = {m.removesuffix(".py") for m in modules}
+    names = {
+        m.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        for m in modules
+    }
     allowed_absolute = set(sys.stdlib_module_names) | {"torch"}
     leaving = set()
     for module in modules:
@@ -281,9 +305,8 @@ def test_the_runtime_modules_import_only_each_other_and_the_standard_library():
         top_level = {id(n) for n in tree.body}
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level:
-                targets = [node.module] if node.module else [a.name for a in node.names]
-                for target in targets:
-                    if target.split(".")[0] not in names:
+                for target in _imported(module, node):
+                    if target not in names:
                         leaving.add((module, target))
                         # never at import time
                         assert id(node) not in top_level, (module, target)
@@ -299,8 +322,8 @@ def test_the_runtime_modules_import_only_each_other_and_the_standard_library():
 
 
 def test_the_runtime_modules_import_as_a_package_of_their_own(tmp_path):
-    """Copied as the wheel copies them, into a package the tool is not
-    importable beside: they import."""
+    """Copied as the wheel copies them (in their folders), into a package the
+    tool is not importable beside: they import."""
     package = tmp_path / "somelib" / "_runtime"
     package.mkdir(parents=True)
     (tmp_path / "somelib" / "__init__.py").write_text("")
@@ -308,14 +331,15 @@ def test_the_runtime_modules_import_as_a_package_of_their_own(tmp_path):
         (SUPPORT_DIR / "python" / "runtime_init.py").read_text()
     )
     for module in _runtime_modules():
+        (package / module).parent.mkdir(exist_ok=True)
         (package / module).write_text((PACKAGE_DIR / module).read_text())
     code = (
         "import sys; sys.modules['infiniops_codegen'] = None\n"
-        "from somelib._runtime import runtime, observe, torch_ops\n"
-        "print(runtime.load.__module__)"
+        "from somelib._runtime.runtime import loader, observe, torch_ops\n"
+        "print(loader.load.__module__)"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "somelib._runtime.runtime"
+    assert done.stdout.strip() == "somelib._runtime.runtime.loader"

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import builder
-from ..errors import SpecErrors
-from ..manifest import ManifestError
-from .. import project as projects
-from ..locations import PACKAGE_DIR
-from ..resolve import SelectionError
-from ..writer import ForeignFileError
+from ..build import builder
+from ..base.errors import SpecErrors
+from ..model.manifest import ManifestError
+from ..base import project as projects
+from ..base.locations import PACKAGE_DIR
+from ..model.resolve import SelectionError
+from ..render.writer import ForeignFileError
 
 
 class BuildFailed(Exception):
@@ -54,6 +54,11 @@ def _build(build_dir: Path, opt_level: str, ops: list[str] | None, echo) -> None
         raise BuildFailed(f"building {build_dir} failed: {e}") from None
 
 
+# The packages whose code makes a build (the bench's own, the harness's and the
+# simulated accelerator's do not).
+GENERATOR = ("base", "spec", "schema", "model", "render", "build", "runtime", "cli")
+
+
 def _files(root: Path, *globs: str) -> list[Path]:
     return [p for g in globs for p in root.glob(g) if p.is_file()]
 
@@ -63,7 +68,8 @@ def _sources() -> list[Path]:
     sources, and the project's specs and native kernels."""
     project = projects.current()
     return (
-        _files(PACKAGE_DIR, "*.py", "templates/*", "support/**/*")
+        _files(PACKAGE_DIR, "*.py", *(f"{stage}/*.py" for stage in GENERATOR))
+        + _files(PACKAGE_DIR, "render/templates/*", "support/**/*")
         + _files(project.specs, "*.yaml")
         + _files(project.kernels, "**/*")
     )

@@ -19,7 +19,7 @@ import itertools
 from dataclasses import dataclass
 from time import perf_counter_ns
 
-from ..manifest import OUTPUT, Op
+from ..model.manifest import OUTPUT, Op
 
 
 @dataclass(frozen=True)

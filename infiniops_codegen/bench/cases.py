@@ -6,7 +6,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
-from ..manifest import INPUT, Op
+from ..model.manifest import INPUT, Op
 from . import configs as C
 
 # An attribute that takes the configuration's dtype (derived configurations).

@@ -12,7 +12,7 @@ small tensors: they join the tiny family, labelled "sample".
 from __future__ import annotations
 
 from ..harness import samples as S
-from ..manifest import Op
+from ..model.manifest import Op
 from . import calls, reference
 from .cases import CASE_DTYPE, Config, TensorArg, key_numel, materialise
 

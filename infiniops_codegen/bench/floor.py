@@ -43,14 +43,14 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import builder
-from .. import project as projects
-from ..locations import SUPPORT_DIR
-from ..arg_kinds import FloorCode, Tensors
-from ..manifest import HIDDEN, OUTPUT, Argument, Op
-from ..render import render_template
-from ..schema_db import load_schema_db, torch_version
-from ..schema_types import AtenSchema
+from ..build import builder
+from ..base import project as projects
+from ..base.locations import SUPPORT_DIR
+from ..schema.arg_kinds import FloorCode, Tensors
+from ..model.manifest import HIDDEN, OUTPUT, Argument, Op
+from ..render.sources import render_template
+from ..schema.db import load_schema_db, torch_version
+from ..schema.records import AtenSchema
 from . import paths as P
 
 TEMPLATE = "bench_floor.cpp.j2"  # in templates/

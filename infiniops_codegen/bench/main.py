@@ -11,8 +11,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from .. import project as projects
-from ..builder import Built
+from ..base import project as projects
+from ..build.builder import Built
 from . import builds, cases, derive, floor, gitstate, plot, report, runner
 
 
@@ -285,7 +285,7 @@ def _check_device(device: str) -> str:
     """A torch device string this process can use (usage error otherwise)."""
     import torch
 
-    from ..platforms import import_torch_module
+    from ..base.platforms import import_torch_module
 
     # A torch port's device (sim, npu, ...) exists once its module is imported.
     import_torch_module(device)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..manifest import Op
+from ..model.manifest import Op
 
 PATHS = ("native", "direct", "dispatcher", "from_blob")
 

@@ -4,7 +4,7 @@ Used by the workers and by the derivation of configurations (derive.py)."""
 
 from __future__ import annotations
 
-from ..manifest import Op
+from ..model.manifest import Op
 from . import calls
 
 # Random ops draw from the default generator: seeded alike before every call

@@ -23,7 +23,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from ..manifest import Op
+from ..model.manifest import Op
 from . import cases, worker
 from . import paths as P
 from .cases import Config

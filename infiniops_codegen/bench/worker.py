@@ -38,7 +38,7 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
-from ..manifest import Op
+from ..model.manifest import Op
 from . import calls, cases, reference
 from . import floor as floor_ext
 from . import paths as P
@@ -58,7 +58,7 @@ class _Worker:
     def __init__(self, kind: str, params: dict):
         import torch
 
-        from ..platforms import import_torch_module
+        from ..base.platforms import import_torch_module
 
         torch.set_num_threads(params["threads"])
         self.kind = kind
@@ -79,7 +79,7 @@ class _Worker:
 
             self.module = load(params["after_build_dir"])
             self.floor = floor_ext.load(Path(params["floor_path"]))
-            from ..manifest import of_build
+            from ..model.manifest import of_build
 
             self.functions = of_build(params["after_build_dir"]).functions
         self.loops: dict[str, object] = {}

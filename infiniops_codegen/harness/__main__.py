@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from .. import manifest
+from ..model import manifest
 from . import report, skips
 
 WORKER = "infiniops_codegen.harness.worker"

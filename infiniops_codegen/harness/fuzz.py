@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .. import manifest as manifests
-from ..manifest import Op
+from ..model import manifest as manifests
+from ..model.manifest import Op
 from . import run, values
 from .samples import CASE_DTYPE, DATA, TensorSpec
 
@@ -540,7 +540,7 @@ def fuzz_build(
     """Every op of the build with a native kernel on the device's platform."""
     import warnings
 
-    from .. import platforms
+    from ..base import platforms
     from ..runtime import load
 
     # PyTorch's deprecation warnings (an out resized) are the cases' point

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from ..manifest import Op, of_build
+from ..model.manifest import Op, of_build
 from .run import expected, find_plan
 from .samples import TensorSpec  # noqa: F401 - the plans' placeholders
 from .values import materialize, sentinel_outs
@@ -382,7 +382,7 @@ def iter_check(build_dir: str, names: list[str] | None = None, gradcheck: bool =
     module = load(build_dir)
     manifest = of_build(build_dir)
     getattr(torch.ops, module.__name__).__getattr__  # noqa: B018
-    from ..torch_ops import library
+    from ..runtime.torch_ops import library
 
     library(module.__name__).ensure()
     for op in manifest.ops:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-from ..torch_release import applies
+from ..base.torch_release import applies
 
 PASSED, FAILED, NOT_CALLABLE = "passed", "failed", "not callable"
 NOT_APPLICABLE, SKIPPED = "not applicable", "skipped"
@@ -725,7 +725,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--ops", default=None, help="comma-separated op groups")
     args = parser.parse_args(argv)
-    from .. import manifest as reader
+    from ..model import manifest as reader
     from ..runtime import load
 
     only = [n for n in (args.ops or "").split(",") if n] or None

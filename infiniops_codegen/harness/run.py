@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import torch
 
 from . import values
-from ..arg_kinds import Tensors
-from ..manifest import Op
+from ..schema.arg_kinds import Tensors
+from ..model.manifest import Op
 from .samples import candidate_plans, hinted_plans
 
 # the tensors of a case (re-exported: run.materialize, run.sentinel_outs, ...)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field, replace
 
-from ..arg_kinds import Sample, Tensors
-from ..manifest import Argument, Op
+from ..schema.arg_kinds import Sample, Tensors
+from ..model.manifest import Argument, Op
 
 DATA, INDEX, MASK = "data", "index", "mask"
 SPD = "spd"  # data, symmetric positive definite in the last two dims

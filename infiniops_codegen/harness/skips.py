@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from ..locations import PACKAGE_DIR
-from ..torch_release import applies
+from ..base.locations import PACKAGE_DIR
+from ..base.torch_release import applies
 
 # The tool's list, shipped with the package.
 TOOL_FILE = PACKAGE_DIR / "data" / "harness_skips.yaml"

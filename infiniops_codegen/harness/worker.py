@@ -14,7 +14,8 @@ from pathlib import Path
 
 import torch
 
-from .. import manifest, platforms
+from ..model import manifest
+from ..base import platforms
 from ..runtime import load
 from . import report, skips, values
 

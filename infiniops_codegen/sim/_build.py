@@ -20,7 +20,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from ..schema_db import cache_dir
+from ..base.locations import cache_dir
 
 # Bumped when the layout of an entry changes.
 FORMAT = 1
