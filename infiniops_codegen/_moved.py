@@ -82,6 +82,31 @@ class _Finder(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_loader(fullname, _Alias(new))
 
 
+def forward(package: str, module: str):
+    """The `__getattr__` of a package that has the name a module had
+    (model.py is model/ops.py now): the old module's names, read through the
+    package, with the same warning."""
+
+    def __getattr__(name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = getattr(importlib.import_module(f"{package}.{module}"), name, _MISSING)
+        if value is _MISSING:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        warnings.warn(
+            f"{package}.{name} moved to {package}.{module}.{name}; the old path "
+            "goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return value
+
+    return __getattr__
+
+
+_MISSING = object()
+
+
 def install() -> None:
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.append(_Finder())

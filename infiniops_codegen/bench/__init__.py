@@ -1,6 +1,10 @@
 """`infiniops-codegen bench`: the library's call paths against PyTorch's own
 call and against like-for-like floors.
 
+Takes: a build (built when missing, through build/) and its manifest.
+Gives: per-call times, medians and ratios in bench.json, bench.md and
+bench.png.
+
 configs.py   the configuration table (data)
 cases.py     table -> configurations; their tensors
 derive.py    configurations from the harness's samples, for ops the table lacks

@@ -3,7 +3,9 @@
 take are in `options`, the exit codes and error mapping they share in
 `common`.
 
-Exit codes: 0 success, 1 `--check` found differences (or a build/run failed),
+Takes: the command line. Gives: a call into the stage a command is about,
+and its outcome as an exit code:
+0 success, 1 `--check` found differences (or a build/run failed),
 2 usage or spec error.
 """
 

@@ -7,3 +7,8 @@ overload choice of `overloads`), the module's own names that no op may take
 the manifest: the model as a generation records it, read back by every tool
 that looks at a generation or a build (`manifest`, `coverage` for `list`).
 """
+
+from .._moved import forward
+
+# `from infiniops_codegen.model import X`, X of the old model.py, for a release.
+__getattr__ = forward(__name__, "ops")

@@ -5,6 +5,10 @@ loads it, renames PrivateUse1 to "sim" and registers this module as
 `torch.sim`. Device memory is protected from host access, work runs
 asynchronously on per-stream worker threads, and every ATen op without a sim
 kernel runs through a CPU fallback (README.md).
+
+Takes: nothing of the generator (like runtime/: tests/test_import_contract.py).
+Gives: the `sim` device, its streams and memory, to tests, the harness
+(`check --device sim`) and a `cpu,sim` build's native sim kernels.
 """
 
 from __future__ import annotations
