@@ -1,4 +1,4 @@
-"""The argument-kind registry (infiniops_codegen/arg_kinds.py) is the one
+"""The argument-kind registry (infiniops_codegen/schema/arg_kinds.py) is the one
 description of how each argument type crosses the library: every kind's
 converter must exist in the bridge (cpp/torch/converters.h) and produce a
 value the library's API takes as the kind's core type. Checked by compiling

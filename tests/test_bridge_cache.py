@@ -1,4 +1,4 @@
-"""The bridge cache's key, lookup and publish (infiniops_codegen/bridge_cache.py):
+"""The bridge cache's key, lookup and publish (infiniops_codegen/build/bridge_cache.py):
 the key changes with each input that changes the objects and not with the
 project's directories; an entry appears complete or not at all, a damaged one
 is dropped, and a build that finds the entry locked does not wait."""

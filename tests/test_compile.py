@@ -76,7 +76,7 @@ def test_every_op_is_a_dispatcher_op_with_aten_s_schema(ops):
             twin = getattr(getattr(torch.ops.aten, abase), aover or "default")
             assert schema.split("::", 1)[1] == str(twin._schema).split("::", 1)[1]
             # torch's tags, but `out` where Inductor would pass a keyword-only
-            # argument twice (torch_library.py)
+            # argument twice (render/torch_library.py)
             assert set(overload_.tags) <= set(twin.tags)
             assert set(twin.tags) - set(overload_.tags) <= {torch.Tag.out}
 

@@ -1,4 +1,4 @@
-"""What a CUDA build of torch needs to configure (infiniops_codegen/cuda_toolkit.py):
+"""What a CUDA build of torch needs to configure (infiniops_codegen/build/cuda_toolkit.py):
 the toolkit root, through symbolic links and wrapper scripts, and an
 architecture list. Fake toolkits and tools in tmp_path; no CUDA torch needed
 (the CUDA jobs of CI build with one)."""

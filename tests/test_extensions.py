@@ -1,4 +1,4 @@
-"""Extensions (infiniops_codegen/extensions.py): op specs and native kernels
+"""Extensions (infiniops_codegen/spec/extensions.py): op specs and native kernels
 from a directory outside the project, added with --extension. An extension
 in a temporary directory adds one ATen op, one composite and one native CPU
 kernel; the built module has them, `list` shows them, the correctness

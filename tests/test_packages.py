@@ -331,7 +331,8 @@ def test_init_project_as_a_wheel_installed_without_the_tool(tool_venv, tmp_path)
         "lib/cmake/acmeops/acmeopsConfig.cmake",
         "manifest.json",
         "torch-build.json",
-        "_runtime/runtime.py",
+        "_runtime/runtime/loader.py",
+        "_runtime/base/locations.py",
     ):
         assert f"{WHEEL_NAME}/{member}" in names, member
     assert any(n.startswith(f"{WHEEL_NAME}/{WHEEL_NAME}.cpython-") for n in names)

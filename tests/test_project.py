@@ -1,4 +1,4 @@
-"""The project the tool works on (infiniops_codegen/project.py): found from
+"""The project the tool works on (infiniops_codegen/base/project.py): found from
 the working directory or --project, its [tool.infiniops-codegen] table
 validated with located errors, and generation written only inside it (the
 default set into its generated/, anything else into <build dir>/generated/,

@@ -11,7 +11,7 @@ import functools
 def out_overloads() -> frozenset[str]:
     """Every ATen overload with out= arguments, as torch's dispatcher has
     them registered (`name.overload`): what torchgen's native_functions.yaml
-    gives the schema oracle (schema_db.py), read from the other side."""
+    gives the schema oracle (schema/db.py), read from the other side."""
     import torch
 
     names = set()

@@ -30,7 +30,7 @@ MODULE_NAME = "infiniops"
 MANIFEST = "manifest.json"  # in a generated directory and in a build directory
 # In a build directory: the torch build its module is linked against, written
 # when the module is linked (support/cmake/InfiniOpsTorch.cmake) and read
-# before it is loaded (runtime.py).
+# before it is loaded (runtime/loader.py).
 TORCH_RECORD = "torch-build.json"
 # In a build directory: the Python modules of its platforms' torch ports
 # (platforms.yaml torch.module) and where each one's CMake package was, which

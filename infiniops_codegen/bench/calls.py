@@ -7,7 +7,7 @@ Every variant gets the same values:
   ours       m.<op>(positional..., kw_attr=..., out=..., [implementation=])
              (Python names)
   ours_new   m.<function>(positional..., kw_attr=...): no out=, the outputs
-             allocated and returned (torch's API: overloads.py)
+             allocated and returned (torch's API: model/overloads.py)
   torch      torch.<op>(positional..., kw_attr=..., out=o | out=(o1, o2))
   aten       torch.ops.aten.<op>.<overload>(..., <output names>=...)
   floor      floor.<op>(every argument in schema order, positionally)

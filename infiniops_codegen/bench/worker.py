@@ -18,7 +18,7 @@ Variants (roles):
   torch_api          torch.<function>(...) without out= (torch's own call that
                      allocates its outputs), where torch has the function
   api                m.<function>(...) without out= (ours: the outputs
-                     allocated as torch allocates them, overloads.py)
+                     allocated as torch allocates them, model/overloads.py)
   api_out            m.<function>(..., out=): the overloaded function, which
                      resolves the call to this op's binding (compare with the
                      default path: the explicit overload's call)

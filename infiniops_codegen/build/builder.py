@@ -100,7 +100,7 @@ class BuildRequest:
     # A distributed compiler front (distcc, sccache, ...) and its arguments,
     # before the C++ compiler (behind ccache when ccache is used).
     compiler_launcher: tuple[str, ...] = ()
-    # Extension directories (extensions.py): their ops join the build.
+    # Extension directories (spec/extensions.py): their ops join the build.
     extensions: tuple[Path, ...] = ()
     # Overwrite generated files edited by hand (writer.HandEditedError
     # otherwise, before anything is configured or compiled).
@@ -684,7 +684,7 @@ def generate_sources(request: BuildRequest, echo=print, exts=None) -> Sources:
     generated/ for its default set, else the build directory's (unless the
     committed sources follow another torch's schemas: then the build
     directory's too). What `build` and the wheel's configure step
-    (build_backend.py) do first. Raises as build() does, before configuring."""
+    (wheel.py) do first. Raises as build() does, before configuring."""
     request = resolved(request)
     if exts is None:
         exts = extensions.load_all(request.extensions)  # SpecErrors, located
@@ -954,7 +954,7 @@ def _drift_note(found, torch: str, request: BuildRequest, gen_dir: Path) -> str:
 def rebuild_options(request: BuildRequest) -> list[str]:
     """The `build` options that make this build again (resolved request),
     those that change what is built; for the loader's message when the
-    torch changed under the build (runtime.py)."""
+    torch changed under the build (runtime/loader.py)."""
     project = request.project
     options = []
     if Path(request.spec_dir).resolve() != project.specs.resolve():

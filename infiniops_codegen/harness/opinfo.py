@@ -233,7 +233,7 @@ def _counts(n: Counter) -> tuple:
 
 def groups_of(manifest) -> dict[str, tuple[str, ...]]:
     """Function name -> the build's ops serving it (the manifest's
-    "functions": ops.<name> as torch.<name>, overloads.py)."""
+    "functions": ops.<name> as torch.<name>, model/overloads.py)."""
     return {
         name: tuple(o.op for o in overloads if o.op)
         for name, overloads in manifest.functions.items()

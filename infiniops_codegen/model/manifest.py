@@ -92,7 +92,7 @@ class Op:
     out_optional: bool = False  # a call may leave out= out
     reference_line: int | None = None  # the reference's line in `source`
     # its overloads in torch.ops.<library name>: {"out", "functional",
-    # "aten_functional"} (torch_library.py; empty: a build that predates them)
+    # "aten_functional"} (render/torch_library.py; empty: a build that predates them)
     dispatcher: Mapping = field(default_factory=dict, hash=False, compare=False)
 
     @property

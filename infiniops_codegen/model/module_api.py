@@ -211,7 +211,7 @@ OTHER_RESERVED = ("ops",)
 
 @dataclass(frozen=True)
 class PythonFunction:
-    """A function runtime.load adds to the module (infiniops_codegen/observe.py)."""
+    """A function runtime.load adds to the module (infiniops_codegen/runtime/observe.py)."""
 
     name: str
     stub: str

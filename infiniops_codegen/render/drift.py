@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..base.locations import MANIFEST
 
-ALL = "<all>"  # the source of the ops `--ops all` adds (resolve.py)
+ALL = "<all>"  # the source of the ops `--ops all` adds (model/resolve.py)
 
 
 @dataclass(frozen=True)

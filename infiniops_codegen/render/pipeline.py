@@ -55,7 +55,7 @@ def load_opset(
     library: LibraryNames = LibraryNames(),
 ) -> OpSet:
     """The model of spec_dir's ops (a selection of them), plus every op of
-    the extensions (extensions.py), for the library called library."""
+    the extensions (spec/extensions.py), for the library called library."""
     if not spec_dir.is_dir():
         raise SpecErrors([SpecError(str(spec_dir), 1, 1, "spec directory not found")])
     errors: list[SpecError] = []

@@ -89,7 +89,7 @@ def _doc(op: Op, name: str) -> str:
 
 def method_entries(opset: OpSet) -> tuple[tuple[str, str, str], ...]:
     """(Python name, C++ function, docstring) of each op entry of the
-    module's method table: every torch-like function (overloads.py), then
+    module's method table: every torch-like function (model/overloads.py), then
     every op under its own name where no function took it. A function with
     several signatures shows its first served one's as its signature and
     lists them all, in the order they are tried."""

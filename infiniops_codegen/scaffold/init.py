@@ -1,7 +1,7 @@
 """`infiniops-codegen init DIR --name NAME`: a new project that builds and
 tests at once.
 
-The files' texts are templates (templates/init/); this module says which go
+The files' texts are templates (scaffold/templates/); this module says which go
 where, refuses a directory that is not empty unless forced, and writes. With
 force it writes only the scaffold's own files, over what is there, and
 touches nothing else. The CLI then generates the project's generated/.
@@ -19,7 +19,7 @@ from .. import __version__
 from ..base.locations import INIT_TEMPLATE_DIR
 from ..base.project import check_name
 
-# Path in the new project -> its template under templates/init/.
+# Path in the new project -> its template under templates/ (beside this module).
 FILES = {
     "pyproject.toml": "pyproject.toml.j2",
     ".gitignore": "gitignore.j2",

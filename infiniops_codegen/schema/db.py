@@ -407,7 +407,7 @@ def schema_from_signature(text: str) -> AtenSchema:
                 raise ValueError(f"argument '{a.name}': {e}") from None
             cpp_types[a.name] = (t, d)
     out_names = [a.name for a in func.arguments.out]
-    # The dispatcher's pair (torch_library.py): the out= overload under
+    # The dispatcher's pair (render/torch_library.py): the out= overload under
     # "out" (or the signature's own overload name), the functional one
     # (outputs returned, defaults kept) under the default overload.
     functional = func.signature(strip_default=False, keep_return_names=True)

@@ -97,6 +97,6 @@ class AtenSchema:
         str, ...
     ] = ()  # native_functions.yaml tags (nondeterministic_seeded, ...)
     # The functional overload's schema and tags, as torchgen prints them
-    # (the dispatcher's functional twin of the op: torch_library.py).
+    # (the dispatcher's functional twin of the op: render/torch_library.py).
     functional_schema: str | None = None
     functional_tags: tuple[str, ...] = ()

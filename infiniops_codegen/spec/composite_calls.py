@@ -4,7 +4,7 @@
 generated shard includes for the body; the shard includes no umbrella
 header, so a call the list lacks does not compile (or compiles only while
 another op of the same shard happens to include its header). The body is
-what is true: resolve.py reports each operator it calls that `uses` does not
+what is true: model/resolve.py reports each operator it calls that `uses` does not
 list, and each entry of `uses` it does not call.
 
 A call is `at::<name>(` (or `::at::<name>(`) outside comments and literals,

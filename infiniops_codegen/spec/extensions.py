@@ -11,7 +11,7 @@ An extension is a directory with a manifest, `infiniops-extension.yaml`:
 `generate` and `build` take it with `--extension DIR` (repeatable): its ops
 join the project's (every one of them, whatever `--ops` selects), its kernels
 are compiled from its own directory, and the generation is not the project's
-default set, so it goes to `<build dir>/generated/` (project.py). Paths are
+default set, so it goes to `<build dir>/generated/` (base/project.py). Paths are
 relative to the extension and stay inside it; every problem is located in
 the manifest (`file:line:col`). An op name the project (or another extension)
 already defines is a located error at the extension's spec entry.

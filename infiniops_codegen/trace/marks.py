@@ -1,6 +1,6 @@
 """`infiniops-codegen trace`: the ATen ops a model's script calls, as specs.
 
-The script runs in a child process under trace_recorder.py (a
+The script runs in a child process under recorder.py (a
 TorchDispatchMode), which writes every operator overload it called with its
 count; each is then marked against the specs and the installed torch's
 schemas:

@@ -1,9 +1,9 @@
 """The child side of `infiniops-codegen trace`: runs a Python script under a
 dispatch-level recorder and writes the ATen ops it called to a JSON file.
 
-    python trace_recorder.py RECORD.json script.py [args...]
-    python trace_recorder.py RECORD.json -m module [args...]
-    python trace_recorder.py RECORD.json -c CODE [args...]
+    python recorder.py RECORD.json script.py [args...]
+    python recorder.py RECORD.json -m module [args...]
+    python recorder.py RECORD.json -c CODE [args...]
 
 Run by path, so the script sees neither this package nor its imports: only
 the standard library and torch. The recorder is a TorchDispatchMode, so it

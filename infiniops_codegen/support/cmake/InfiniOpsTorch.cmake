@@ -5,7 +5,7 @@
 #
 # A module built against one torch build loads into no other (C++ symbols,
 # ABI, the CUDA runtime): the build records which one (torch-build.json beside
-# the module, read by infiniops_codegen/torch_release.py before the module is
+# the module, read by infiniops_codegen/base/torch_release.py before the module is
 # loaded), and find_package(InfiniOps) compares the Torch it finds with the one
 # recorded here. Shipped with the tool and installed with the CMake package.
 # docs/torch-releases.md.
