@@ -12,8 +12,8 @@
 #include <optional>
 
 #include "core/core.h"
+#include "torch/python_errors.h"
 #include "torch/signature.h"
-#include "torch/torch_function.h"
 
 namespace infini::ops::torch_bridge {
 
@@ -114,10 +114,6 @@ PyTypeObject* return_type(const char* name, PyObject** cache);
 // torch.return_types.<sig.return_type> (its field names) where torch has
 // one, else a plain tuple. Null with a Python error on failure.
 PyObject* pack_outputs(const Signature& sig, std::initializer_list<PyObject*> outputs);
-
-// Call inside `catch (...)`: sets the Python exception PyTorch would raise
-// (c10::IndexError -> IndexError, ...; core errors likewise).
-void raise_python_error(const Signature& sig) noexcept;
 
 // A binding's own part: converts the parsed parameters (slots, in the op's
 // parameter order: positional, keyword-only, implementation, stream; then

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "torch/aten_convert.h"
-#include "torch/call.h"
+#include "torch/python_errors.h"
 
 namespace infini::ops::torch_bridge {
 

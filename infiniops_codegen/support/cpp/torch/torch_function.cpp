@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "torch/call.h"
+#include "torch/python_errors.h"
 #include "torch/torch_compat.h"
 
 namespace infini::ops::torch_bridge {
