@@ -14,7 +14,9 @@
 #include <new>
 #include <string>
 
-#include "torch/aten_convert.h"
+#include "core/observe.h"
+#include "torch/aten/handles.h"
+#include "torch/aten/output_checks.h"
 #include "torch/torch_function.h"
 
 namespace infini::ops::torch_bridge {

@@ -6,7 +6,8 @@
 #include <mutex>
 #include <vector>
 
-#include "torch/aten_convert.h"
+#include "torch/aten/handles.h"
+#include "torch/aten/tensor_args.h"
 #include "torch/python_errors.h"
 
 namespace infini::ops::torch_bridge {

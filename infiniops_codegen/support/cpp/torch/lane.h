@@ -54,7 +54,7 @@ class Results {
  public:
   static constexpr int kMax = 8;
   Results() = default;
-  ~Results();  // aten_convert.cpp
+  ~Results();  // torch/aten/results.cpp
   void clear();  // drops them all
   Results(const Results&) = delete;
   Results& operator=(const Results&) = delete;

@@ -9,7 +9,11 @@
 
 #include "torch/library_link.h"
 
-#include "torch/aten_convert.h"
+#include "core/observe.h"
+#include "torch/aten/dtype_device.h"
+#include "torch/aten/from_blob.h"
+#include "torch/aten/handles.h"
+#include "torch/lane.h"
 
 namespace infini::ops::torch_bridge {
 

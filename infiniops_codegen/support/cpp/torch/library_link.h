@@ -61,7 +61,7 @@ struct LibraryLink {
   const observe::Control* observation;  // the library's (core/observe.h)
 };
 
-// The library's table (aten_convert.cpp).
+// The library's table (torch/aten/library_table.cpp).
 extern const LibraryLink kLibraryLink;
 
 // The module's library's table: defined by the generated bindings.cpp (it

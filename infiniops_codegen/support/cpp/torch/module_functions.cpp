@@ -7,7 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "torch/aten_convert.h"
+#include "core/core.h"
+#include "core/observe.h"
+#include "torch/aten/direct_mode.h"
+#include "torch/aten/from_blob.h"
+#include "torch/aten/handles.h"
 #include "torch/converters.h"
 #include "torch/library_link.h"
 #include "torch/torch_function.h"
