@@ -12,7 +12,7 @@
 // from_blob stand-in, no stream), and only where the GIL may stay held for
 // the whole call (lane_tensors): then nothing about the call differs from
 // the general path but the work it skips. Free of torch's and Python's
-// headers; the checks are in converters.h.
+// headers; the checks are in lane_checks.h.
 
 #include <atomic>
 #include <cstddef>

@@ -12,9 +12,10 @@
 #include "torch/aten/direct_mode.h"
 #include "torch/aten/from_blob.h"
 #include "torch/aten/handles.h"
-#include "torch/converters.h"
+#include "torch/lane.h"
 #include "torch/library_link.h"
 #include "torch/torch_function.h"
+#include "torch/unpack_str_dtype.h"
 
 namespace infini::ops::torch_bridge {
 

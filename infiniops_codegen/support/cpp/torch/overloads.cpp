@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "torch/converters.h"
+#include "torch/python_objects.h"
 
 namespace infini::ops::torch_bridge {
 

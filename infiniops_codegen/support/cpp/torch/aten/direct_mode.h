@@ -57,7 +57,7 @@ bool direct_cpu(const T&... tensors) {
          (direct_cpu_tensor(tensors) && ...) && direct_cpu_context();
 }
 
-// The same on the lane, whose tensors lane_tensors (torch/converters.h) found
+// The same on the lane, whose tensors lane_tensors (torch/lane_checks.h) found
 // plain dense CPU tensors that do not require grad: only the call's context
 // is left to check.
 [[gnu::always_inline]] inline bool direct_lane() {

@@ -101,7 +101,7 @@ inline AtenTensor to_aten(const Tensor& t) {
 }
 
 // An owning at::Tensor, for containers ATen copies anyway (tensor lists):
-// list elements always arrive with owning handles (see torch/converters.cpp), so
+// list elements always arrive with owning handles (see torch/unpack_tensors.cpp), so
 // this increment never makes torch touch the Python object.
 inline at::Tensor to_aten_owned(const Tensor& t) {
   if (c10::TensorImpl* impl = reusable_impl(t)) [[likely]] {
