@@ -224,11 +224,8 @@ def folder_violations(src: Sources) -> list[str]:
                         )
         if path.startswith(ATEN_DIR):
             for inc in src.local[path]:
-                if (
-                    folder_of(inc) == "torch"
-                    and not inc.startswith(ATEN_DIR)
-                    and (inc not in ATEN_TORCH_INCLUDES)
-                ):
+                beside = folder_of(inc) == "torch" and not inc.startswith(ATEN_DIR)
+                if beside and inc not in ATEN_TORCH_INCLUDES:
                     found.append(
                         f"{path} includes {inc}: {ATEN_DIR} takes only "
                         f"{sorted(ATEN_TORCH_INCLUDES)} of torch/"
