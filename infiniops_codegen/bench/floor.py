@@ -8,7 +8,7 @@ that path and nothing else. What the library adds on top is its own cost.
   dispatcher__<op>  the same unpacking, at::<op>_out through the dispatcher
   from_blob__<op>   the same unpacking, every at::Tensor a wrapper re-bound to
                     its raw pointer and geometry (one per call site and
-                    thread, made once as cpp/torch/aten_convert.cpp makes a
+                    thread, made once as cpp/torch/aten/from_blob.cpp makes a
                     from_blob tensor; the data pointer, storage size, sizes,
                     strides and version reset on each call, as the library's
                     wrapper pool does), then the direct (CPU tensors of direct ops) or

@@ -83,7 +83,7 @@ class Argument:
 
     @property
     def converter(self) -> str | None:
-        """The bridge's traits type converting it (cpp/torch/converters.h),
+        """The bridge's traits type converting it (cpp/torch/arg_kinds.h),
         spelled through the alias `tk` of the generated bindings."""
         if self.kind is None:
             return None

@@ -6,7 +6,7 @@ it), and how a schema default becomes a C++ expression and a JSON value.
 
 The kinds are the one place that knows them: the model, the templates, the
 manifest reader and the tools read these records, never a kind's name. On
-the C++ side each kind is one traits type of `cpp/torch/converters.h`
+the C++ side each kind is one traits type of `cpp/torch/arg_kinds.h`
 (`converter`). Pure data (standard library only): the manifest reader and
 the tools import it without the generator.
 """
@@ -83,7 +83,7 @@ class ArgKind:
     core_type: str  # C++ type in the library's API ("{size}": a list's N)
     out_core_type: str | None  # as an out= argument; None: never one
     py_type: str  # annotation in the .pyi stub
-    # traits type in cpp/torch/converters.h, its names qualified "{ns}" (the
+    # traits type in cpp/torch/arg_kinds.h, its names qualified "{ns}" (the
     # namespace torch_bridge::kinds as the code using it spells it),
     # "{size}" a list's N and "{sym}" "Sym" for a SymInt schema type (whose
     # Python values torch's parser takes more of than an int's)
