@@ -88,7 +88,9 @@ def forward(package: str, module: str):
     package, with the same warning."""
 
     def __getattr__(name: str):
-        if name.startswith("__"):
+        # `from <package> import <submodule>` asks first: the import system
+        # then imports it, without the old module's dependencies.
+        if name.startswith("__") or importlib.util.find_spec(f"{package}.{name}"):
             raise AttributeError(name)
         value = getattr(importlib.import_module(f"{package}.{module}"), name, _MISSING)
         if value is _MISSING:

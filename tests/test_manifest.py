@@ -177,7 +177,7 @@ def test_the_stub_template_lays_out_the_shared_signature():
     text = (TEMPLATE_DIR / "module.pyi.j2").read_text()
     assert "stub_entries(opset)" in text
     assert "a.py_type" not in text and "a.py_name" not in text
-    source = (TEMPLATE_DIR.parent / "render/python_signature.py").read_text()
+    source = (TEMPLATE_DIR.parent / "python_signature.py").read_text()
     stub_entries = source[source.index("def stub_entries") :]
     assert "python_signature(" in stub_entries and "py_type" not in stub_entries
 

@@ -257,7 +257,8 @@ HAND_WRITTEN = (
     + sorted(
         p
         for d in ("core", "torch", "runtime")
-        for p in (SUPPORT_DIR / "cpp" / d).iterdir()
+        for p in (SUPPORT_DIR / "cpp" / d).rglob("*")  # torch/aten/ too
+        if p.is_file()
     )
 )
 
