@@ -1,7 +1,7 @@
 """Per-call times of several builds, interleaved: the calls of
 scripts/callgrind_calls.py (8-element tensors, one intra-op thread) timed in
-one process per build and round, the builds taking turns in every round, so
-that a drift of the machine's speed falls on all of them alike.
+one process per build and round, the builds taking turns in every round
+(every other round in reverse order), so that a drift of the machine's speed falls on all of them alike.
 
     python scripts/interleave_calls.py ROUNDS LABEL=BUILD_DIR[:TOOL_DIR] ...
 
@@ -51,7 +51,9 @@ def main(argv: list[str]) -> int:
         builds[label] = (str(Path(build).resolve()), tool and str(Path(tool).resolve()))
     times = {label: {name: [] for name in CASES} for label in builds}
     for r in range(rounds):
-        for label, (build, tool) in builds.items():
+        # Every other round in reverse: neither build always goes first.
+        order = list(builds.items())
+        for label, (build, tool) in order if r % 2 == 0 else order[::-1]:
             code = CHILD.format(tool=tool, build=build, cases=CASES)
             done = subprocess.run(
                 [sys.executable, "-c", code], capture_output=True, text=True
