@@ -18,15 +18,18 @@ export CI_STEPS_FILE CI_START_EPOCH CI_LANE CI_DEPTH
 # commands are joined with && (bash ignores set -e inside a function called
 # from a || list, so a function must carry its own failures).
 step() {
-    local name=$1 start status=0
+    local name=$1 start status=0 cpu
     shift
     start=$(date +%s)
+    ci_cpu_seconds
+    cpu=$CI_CPU
     echo
     echo "== $name"
     CI_DEPTH=$((CI_DEPTH + 1))
     "$@" || status=$?
     CI_DEPTH=$((CI_DEPTH - 1))
-    ci_record "$name" "$start" "$status"
+    ci_cpu_seconds
+    ci_record "$name" "$start" "$status" $(((CI_CPU - cpu + 500) / 1000))
     if [ "$status" -ne 0 ]; then
         echo "FAILED: $name (exit $status)" >&2
         if [ "$CI_LANE" = main ] && [ "$CI_DEPTH" = 0 ] && [ -n "${CI_TOP:-}" ]; then
@@ -36,15 +39,30 @@ step() {
     fi
 }
 
-ci_record() {  # NAME START-EPOCH STATUS
+ci_record() {  # NAME START-EPOCH STATUS CPU-SECONDS
     local seconds=$(($(date +%s) - $2))
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' $(($2 - CI_START_EPOCH)) "$seconds" "$3" \
-        "$CI_LANE" "$CI_DEPTH" "$1" >> "$CI_STEPS_FILE"
-    if [ "$3" = 0 ]; then
-        echo "-- $1: $(ci_duration "$seconds")"
-    else
-        echo "-- $1: $(ci_duration "$seconds") (exit $3)"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' $(($2 - CI_START_EPOCH)) "$seconds" "$3" \
+        "$CI_LANE" "$CI_DEPTH" "$1" "$4" >> "$CI_STEPS_FILE"
+    local status=""
+    if [ "$3" != 0 ]; then
+        status=" (exit $3)"
     fi
+    echo "-- $1: $(ci_duration "$seconds"), $4 CPU-s$status"
+}
+
+# ci_cpu_seconds: sets CI_CPU to the user+system CPU time, in milliseconds,
+# of every child this shell has waited for (bash's `times`, second line): a
+# step's CPU seconds are the difference across it. The run is CPU-bound on
+# few cores, so a step's wall time alone hides what it costs the other lane.
+# (`times` must run in this shell, not in a $(...) subshell, whose children
+# start from zero.)
+ci_cpu_seconds() {
+    local file=$CI_STEPS_FILE.times.$BASHPID
+    times > "$file"
+    read -r CI_CPU < <(awk 'NR == 2 {
+        split($1, u, /[ms]/); split($2, s, /[ms]/)
+        printf "%d\n", (u[1] * 60 + u[2] + s[1] * 60 + s[2]) * 1000 }' "$file")
+    rm -f "$file"
 }
 
 ci_duration() {  # SECONDS -> "M min SS s"
@@ -95,19 +113,20 @@ print(f"calibration: python -c \"sum(range(10**8))\" {seconds:.2f} s "
 # in the order they started (a step before the steps it ran), then the
 # calibration lines.
 ci_table() {
-    local offset seconds status lane depth name indent
+    local offset seconds status lane depth name cpu indent
     echo
-    echo "== CI steps (start: minutes into the run; lanes run side by side)"
-    printf '%6s  %-9s %-66s %12s  %s\n' start lane step time status
+    echo "== CI steps (start: minutes into the run; lanes run side by side; CPU-s: user+system of the step's processes)"
+    printf '%6s  %-9s %-66s %12s %7s  %s\n' start lane step time CPU-s status
     sort -s -t $'\t' -k1,1n -k5,5n "$CI_STEPS_FILE" |
-        while IFS=$'\t' read -r offset seconds status lane depth name; do
+        while IFS=$'\t' read -r offset seconds status lane depth name cpu; do
             indent=$(printf '%*s' $((2 * depth)) '')
-            printf '%3d:%02d  %-9s %-66s %12s  %s\n' $((offset / 60)) $((offset % 60)) \
-                "$lane" "$indent$name" "$(ci_duration "$seconds")" \
+            printf '%3d:%02d  %-9s %-66s %12s %7s  %s\n' $((offset / 60)) $((offset % 60)) \
+                "$lane" "$indent$name" "$(ci_duration "$seconds")" "$cpu" \
                 "$([ "$status" = 0 ] && echo ok || echo "FAILED ($status)")"
         done
-    printf '%6s  %-9s %-66s %12s\n' "" "" "the whole run" \
-        "$(ci_duration $(($(date +%s) - CI_START_EPOCH)))"
+    ci_cpu_seconds
+    printf '%6s  %-9s %-66s %12s %7s\n' "" "" "the whole run" \
+        "$(ci_duration $(($(date +%s) - CI_START_EPOCH)))" $(((CI_CPU + 500) / 1000))
     local line
     for line in "${CI_CALIBRATION[@]}"; do
         echo "$line"
