@@ -1,7 +1,8 @@
 """The modules that moved when the package was cut by stage (0.x: one folder
-per stage, docs/architecture.md): their old import paths keep working, with a
-DeprecationWarning, until the next release removes them (CHANGELOG.md lists
-them from this table)."""
+per stage, docs/architecture.md), and the two stage packages renamed after
+(`build/` is `toolchain/`, `spec/` is `opspec/`): their old import paths keep
+working, with a DeprecationWarning, until the next release removes them
+(docs/changelog.md lists them from this table)."""
 
 from __future__ import annotations
 
@@ -11,20 +12,28 @@ import importlib.util
 import sys
 import warnings
 
-# old top-level module -> where it is now (both under infiniops_codegen.)
+# old module -> where it is now (both under infiniops_codegen.): a top-level
+# module of before the cut by stage, or a module of a renamed stage package
+# (dotted, and the package itself).
 MOVED = {
     "arg_kinds": "schema.arg_kinds",
-    "bridge_cache": "build.bridge_cache",
-    "builder": "build.builder",
-    "composite_calls": "spec.composite_calls",
+    "bridge_cache": "toolchain.bridge_cache",
+    "build": "toolchain",
+    "build.bridge_cache": "toolchain.bridge_cache",
+    "build.builder": "toolchain.builder",
+    "build.cuda_toolkit": "toolchain.cuda_toolkit",
+    "build.link_errors": "toolchain.link_errors",
+    "build.wheel": "toolchain.wheel",
+    "builder": "toolchain.builder",
+    "composite_calls": "opspec.composite_calls",
     "coverage": "model.coverage",
-    "cuda_toolkit": "build.cuda_toolkit",
+    "cuda_toolkit": "toolchain.cuda_toolkit",
     "drift": "render.drift",
     "dtypes": "base.dtypes",
     "errors": "base.errors",
-    "extensions": "spec.extensions",
+    "extensions": "opspec.extensions",
     "kernel_sources": "model.kernel_sources",
-    "link_errors": "build.link_errors",
+    "link_errors": "toolchain.link_errors",
     "locations": "base.locations",
     "manifest": "model.manifest",
     "model": "model.ops",
@@ -36,14 +45,19 @@ MOVED = {
     "platforms": "base.platforms",
     "project": "base.project",
     "python_signature": "render.python_signature",
-    "references": "spec.references",
+    "references": "opspec.references",
     "render": "render.sources",
     "resolve": "model.resolve",
     "sanitize": "base.sanitize",
     "scaffold": "scaffold.init",
     "schema_db": "schema.db",
     "schema_types": "schema.records",
-    "specs": "spec.entries",
+    "spec": "opspec",
+    "spec.composite_calls": "opspec.composite_calls",
+    "spec.entries": "opspec.entries",
+    "spec.extensions": "opspec.extensions",
+    "spec.references": "opspec.references",
+    "specs": "opspec.entries",
     "torch_build": "base.torch_build",
     "torch_library": "render.torch_library",
     "torch_ops": "runtime.torch_ops",
@@ -58,20 +72,29 @@ MOVED = {
 class _Alias(importlib.abc.Loader):
     def __init__(self, new: str):
         self.new = new
+        self.spec = None
 
     def create_module(self, spec):
         # The moved module itself: patching or importing either name is the
         # same object.
-        return importlib.import_module(self.new)
+        module = importlib.import_module(self.new)
+        self.spec = module.__spec__
+        return module
 
     def exec_module(self, module):
-        pass
+        # The import system set the old name's spec on it: the module keeps
+        # its own (importlib.resources, reload and find_spec read it).
+        module.__spec__ = self.spec
 
 
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         package, _, old = fullname.partition(".")
-        if package != __package__ or old not in MOVED or MOVED[old] == old:
+        if package != __package__ or old not in MOVED:
+            return None
+        if MOVED[old].startswith(f"{old}."):
+            # A package has the old module's name now (model.py is
+            # model/ops.py): that package is what the name imports.
             return None
         new = f"{package}.{MOVED[old]}"
         warnings.warn(
@@ -110,5 +133,8 @@ _MISSING = object()
 
 
 def install() -> None:
+    # First: `infiniops_codegen.build` is the toolchain package, whose
+    # __path__ is toolchain/, so the path finder would find build.builder there
+    # too and load builder.py a second time, under the old name.
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.append(_Finder())
+        sys.meta_path.insert(0, _Finder())

@@ -1,9 +1,9 @@
 """The PEP 517 backend and dynamic-metadata provider of a project's wheel, at
 the path every `init` project's pyproject.toml names
 (`build-backend = "infiniops_codegen.build_backend"`). The backend is
-build/wheel.py; this module is its fixed public name."""
+toolchain/wheel.py; this module is its fixed public name."""
 
-from .build.wheel import (  # noqa: F401 - the hooks pip and scikit-build-core call
+from .toolchain.wheel import (  # noqa: F401 - the hooks pip and scikit-build-core call
     build_editable,
     build_sdist,
     build_wheel,

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from infiniops_codegen.build import builder
+from infiniops_codegen.toolchain import builder
 
 ROOT = Path(__file__).resolve().parent.parent
 TIME_FORMAT = "%M %e %C"

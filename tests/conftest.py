@@ -31,7 +31,7 @@ def _forget_the_current_project():
 
 
 def pytest_configure(config):
-    """The suite's builds share one bridge cache (build/bridge_cache.py) in a
+    """The suite's builds share one bridge cache (toolchain/bridge_cache.py) in a
     temporary directory of the run, so the torch bridge is compiled once per
     set of compile commands instead of once per test build: a hit links
     objects built from the same sources with the same commands, which is what

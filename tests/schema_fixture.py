@@ -20,7 +20,7 @@ from infiniops_codegen.schema.records import (
     SchemaArg,
     TypeInfo,
 )
-from infiniops_codegen.spec.entries import read_specs
+from infiniops_codegen.opspec.entries import read_specs
 
 SCHEMAS = Path(__file__).resolve().parent / "fixtures" / "schemas"
 

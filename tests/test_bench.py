@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.build import builder
+from infiniops_codegen.toolchain import builder
 from infiniops_codegen.model import manifest
 from infiniops_codegen.bench import (
     calls,

@@ -1,5 +1,5 @@
-"""The bridge cache's key, lookup and publish (infiniops_codegen/build/bridge_cache.py):
-the key changes with each input that changes the objects and not with the
+"""The bridge cache's key, lookup and publish
+(infiniops_codegen/toolchain/bridge_cache.py): the key changes with each input that changes the objects and not with the
 project's directories; an entry appears complete or not at all, a damaged one
 is dropped, and a build that finds the entry locked does not wait."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.build import bridge_cache
-from infiniops_codegen.build.bridge_cache import Inputs
+from infiniops_codegen.toolchain import bridge_cache
+from infiniops_codegen.toolchain.bridge_cache import Inputs
 
 COMMAND = (
     "/usr/bin/c++ -DWITH_CPU -I{tool} -I{gen} -O3 -DNDEBUG -fPIC -std=c++20 "

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.build import bridge_cache, builder
+from infiniops_codegen.toolchain import bridge_cache, builder
 from infiniops_codegen.base import project
 
 REPO = Path(__file__).resolve().parent.parent

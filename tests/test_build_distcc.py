@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from environment_skips import requires
 
-from infiniops_codegen.build import builder
+from infiniops_codegen.toolchain import builder
 from infiniops_codegen.base import project
 
 REPO = Path(__file__).resolve().parent.parent

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from infiniops_codegen.build import builder
+from infiniops_codegen.toolchain import builder
 from infiniops_codegen.base import sanitize
 from infiniops_codegen.cli import EXIT_USAGE, main
 from infiniops_codegen.base.locations import SUPPORT_DIR

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.build import builder
+from infiniops_codegen.toolchain import builder
 from infiniops_codegen.model import manifest
 from infiniops_codegen.render import pipeline, writer
 from infiniops_codegen.base import project as projects
@@ -480,7 +480,7 @@ def test_build_progress_shows_steps_not_ninja_bookkeeping(tmp_path):
     """Ninja's raw lines become short steps: the glob re-check is not shown,
     the precompiled header is named as such, sources outside the tool's CMake
     project (the project's generated files and kernels) by their path."""
-    from infiniops_codegen.build import builder
+    from infiniops_codegen.toolchain import builder
 
     shown = builder._short_step
     assert shown("Re-checking globbed directories...") is None

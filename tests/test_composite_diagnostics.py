@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.build import builder
+from infiniops_codegen.toolchain import builder
 from infiniops_codegen.render import pipeline
 from infiniops_codegen.base import project as projects
 from infiniops_codegen.base.errors import SpecErrors

@@ -1,5 +1,5 @@
 """A composite's `uses:` is checked against the ATen operators its body calls
-(issue 41, point 3; spec/composite_calls.py): an operator called but not listed
+(issue 41, point 3; opspec/composite_calls.py): an operator called but not listed
 is a spec error naming the entry to add (before, the compiler's
 "'silu' is not a member of 'at'", or nothing while another op of the shard
 included the header), and an entry not called one naming the entry to
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from infiniops_codegen.spec.composite_calls import calls
+from infiniops_codegen.opspec.composite_calls import calls
 
 SIGNATURE = '  - signature: "f(Tensor input, *, Tensor(a!) out) -> Tensor(a!)"\n'
 

@@ -223,7 +223,7 @@ def test_cpp_benchmark_runs(benchmarks):
 
 def test_builder_install_writes_the_package(ops, tmp_path):
     """What `infiniops-codegen build --install PREFIX` does after building."""
-    from infiniops_codegen.build import builder
+    from infiniops_codegen.toolchain import builder
 
     lines: list[str] = []
     builder.install(build_dir(), tmp_path / "prefix", lines.append)

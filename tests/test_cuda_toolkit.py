@@ -1,5 +1,5 @@
-"""What a CUDA build of torch needs to configure (infiniops_codegen/build/cuda_toolkit.py):
-the toolkit root, through symbolic links and wrapper scripts, and an
+"""What a CUDA build of torch needs to configure
+(infiniops_codegen/toolchain/cuda_toolkit.py): the toolkit root, through symbolic links and wrapper scripts, and an
 architecture list. Fake toolkits and tools in tmp_path; no CUDA torch needed
 (the CUDA jobs of CI build with one)."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.build import cuda_toolkit
-from infiniops_codegen.build.cuda_toolkit import (
+from infiniops_codegen.toolchain import cuda_toolkit
+from infiniops_codegen.toolchain.cuda_toolkit import (
     NO_GPU_ARCH_LIST,
     ToolkitError,
     TorchBuild,

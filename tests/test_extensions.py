@@ -1,4 +1,4 @@
-"""Extensions (infiniops_codegen/spec/extensions.py): op specs and native kernels
+"""Extensions (infiniops_codegen/opspec/extensions.py): op specs and native kernels
 from a directory outside the project, added with --extension. An extension
 in a temporary directory adds one ATen op, one composite and one native CPU
 kernel; the built module has them, `list` shows them, the correctness
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.build import builder
-from infiniops_codegen.spec import extensions
+from infiniops_codegen.toolchain import builder
+from infiniops_codegen.opspec import extensions
 from infiniops_codegen.render import pipeline
 from infiniops_codegen.base import project
 from infiniops_codegen.base.errors import SpecErrors

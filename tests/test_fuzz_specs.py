@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from infiniops_codegen.render import pipeline, sources as render
-from infiniops_codegen.spec.entries import OP_KEYS, SETTING_KEYS, TOP_KEYS
+from infiniops_codegen.opspec.entries import OP_KEYS, SETTING_KEYS, TOP_KEYS
 
 REPO = Path(__file__).resolve().parent.parent
 REAL_SPECS = sorted((REPO / "op_specs").glob("*.yaml"))

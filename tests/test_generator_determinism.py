@@ -174,7 +174,7 @@ def test_adding_an_op_changes_only_its_shard(tmp_path, basic_specs, aten, name):
 def test_an_extension_leaves_the_tables_alone(tmp_path, basic_specs):
     # The bridge and the precompiled header include these tables: a rewrite
     # (e.g. of their header naming the spec directories) rebuilds both.
-    from infiniops_codegen.spec import extensions
+    from infiniops_codegen.opspec import extensions
 
     ext = tmp_path / "demo"
     (ext / "op_specs").mkdir(parents=True)

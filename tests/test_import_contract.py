@@ -72,7 +72,7 @@ def _copy(tmp_path: Path) -> Path:
     "module, line, broken",
     [
         # a shared fact reaching up into a stage
-        ("base/errors.py", "from ..build import builder", "never up"),
+        ("base/errors.py", "from ..toolchain import builder", "never up"),
         # the model reaching for its rendering
         ("model/resolve.py", "from ..render import sources", "never up"),
         # the loader in a user's process importing the generator's model

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.build import builder
+from infiniops_codegen.toolchain import builder
 
 REPO = Path(__file__).resolve().parent.parent
 

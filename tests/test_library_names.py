@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from infiniops_codegen.build import builder
+from infiniops_codegen.toolchain import builder
 from infiniops_codegen.base import project as projects
 
 REPO = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.build.wheel import _platforms
+from infiniops_codegen.toolchain.wheel import _platforms
 
 SPECS = {"ops.yaml": "ops:\n  - abs.out\n  - {aten: neg.out, native: [cpu]}\n"}
 NEG_KERNEL = """\
@@ -69,8 +69,8 @@ def test_a_platform_not_built_needs_no_source(tmp_path, runner, helpers):
     platforms are checked (the same op's cpu kernel is there)."""
     specs = {"ops.yaml": "ops:\n  - {aten: neg.out, native: [cpu, nvidia]}\n"}
     root = helpers.project(tmp_path / "proj", specs, {"cpu/neg.cc": NEG_KERNEL})
-    from infiniops_codegen.build import builder
-    from infiniops_codegen.spec import extensions
+    from infiniops_codegen.toolchain import builder
+    from infiniops_codegen.opspec import extensions
     from infiniops_codegen.render import pipeline
     from infiniops_codegen.base import project as projects
 

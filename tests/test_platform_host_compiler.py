@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.build.builder import BuildConfig
+from infiniops_codegen.toolchain.builder import BuildConfig
 from infiniops_codegen.base.locations import SUPPORT_DIR
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.build import builder
+from infiniops_codegen.toolchain import builder
 from infiniops_codegen.base import project
 from infiniops_codegen.cli import EXIT_USAGE
 

@@ -302,7 +302,7 @@ def test_configure_rejects_invalid_level(configured, level):
 
 def test_builder_configure_passes_the_level(tmp_path):
     """`infiniops-codegen build`'s configure step (no compile)."""
-    from infiniops_codegen.build import builder
+    from infiniops_codegen.toolchain import builder
 
     config = builder.BuildConfig(
         build_dir=tmp_path / "b",

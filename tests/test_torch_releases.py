@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from infiniops_codegen.build import builder
+from infiniops_codegen.toolchain import builder
 from infiniops_codegen.render import drift
 from infiniops_codegen.runtime import loader as runtime
 from infiniops_codegen.base import torch_build, torch_release

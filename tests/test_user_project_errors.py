@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.build import builder
+from infiniops_codegen.toolchain import builder
 from infiniops_codegen.base import project as projects
 from infiniops_codegen.base.platforms import platform_names
 

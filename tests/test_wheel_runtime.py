@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from infiniops_codegen.build import wheel as build_backend
+from infiniops_codegen.toolchain import wheel as build_backend
 from infiniops_codegen.base import torch_build
 from infiniops_codegen.base.locations import PACKAGE_DIR, SUPPORT_DIR
 

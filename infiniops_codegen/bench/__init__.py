@@ -1,7 +1,7 @@
 """`infiniops-codegen bench`: the library's call paths against PyTorch's own
 call and against like-for-like floors.
 
-Takes: a build (built when missing, through build/) and its manifest.
+Takes: a build (built when missing, through toolchain/) and its manifest.
 Gives: per-call times, medians and ratios in bench.json, bench.md and
 bench.png.
 

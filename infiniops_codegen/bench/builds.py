@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..build import builder
+from ..toolchain import builder
 from ..base.errors import SpecErrors
 from ..model.manifest import ManifestError
 from ..base import project as projects
@@ -56,7 +56,16 @@ def _build(build_dir: Path, opt_level: str, ops: list[str] | None, echo) -> None
 
 # The packages whose code makes a build (the bench's own, the harness's and the
 # simulated accelerator's do not).
-GENERATOR = ("base", "spec", "schema", "model", "render", "build", "runtime", "cli")
+GENERATOR = (
+    "base",
+    "opspec",
+    "schema",
+    "model",
+    "render",
+    "toolchain",
+    "runtime",
+    "cli",
+)
 
 
 def _files(root: Path, *globs: str) -> list[Path]:

@@ -43,7 +43,7 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..build import builder
+from ..toolchain import builder
 from ..base import project as projects
 from ..base.locations import SUPPORT_DIR
 from ..schema.arg_kinds import FloorCode, Tensors

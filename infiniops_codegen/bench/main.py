@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..base import project as projects
-from ..build.builder import Built
+from ..toolchain.builder import Built
 from . import builds, cases, derive, floor, gitstate, plot, report, runner
 
 

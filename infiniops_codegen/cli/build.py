@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..build import builder
+from ..toolchain import builder
 from ..render import writer
 from ..base.errors import SpecErrors
 from ..base.locations import shown as _rel

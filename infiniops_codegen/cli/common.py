@@ -62,7 +62,7 @@ def run_generation(
     library: projects.LibraryNames = projects.LibraryNames(),
 ) -> pipeline.Generation:
     """Generate, turning spec problems into exit code 2 with located lines."""
-    from ..spec import extensions
+    from ..opspec import extensions
 
     try:
         return pipeline.generate(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..build import builder
+from ..toolchain import builder
 from ..render import pipeline, writer
 from ..base import project as projects
 from ..base.locations import shown as _rel
@@ -254,7 +254,7 @@ def _kernels_to_write(
     """generate's warnings: native kernels the specs declare (the project's,
     an extension's) whose source does not exist yet (the build would stop
     at CMake configure)."""
-    from ..spec import extensions
+    from ..opspec import extensions
     from ..model import kernel_sources
 
     roots = {"": proj.kernels} if proj is not None else {}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ..build import builder
+from ..toolchain import builder
 from ..render import pipeline
 from ..base import project as projects
 from ..base.errors import SpecErrors

@@ -1,6 +1,6 @@
 """Stage 2, generate time: the typed model the templates read.
 
-Takes: spec entries (`spec`) and schemas (`schema`).
+Takes: spec entries (`opspec`) and schemas (`schema`).
 Gives: an `OpSet` of frozen `Op`s (`ops`; `resolve` makes them, with the
 overload choice of `overloads`), the module's own names that no op may take
 (`module_api`), the kernel sources a spec asks for (`kernel_sources`), and

@@ -12,7 +12,7 @@ import zlib
 from dataclasses import replace
 
 from ..schema import arg_kinds
-from ..spec import composite_calls, references
+from ..opspec import composite_calls, references
 from . import module_api
 from ..schema.arg_kinds import Tensors
 from ..base.errors import SpecError, SpecErrors
@@ -21,7 +21,7 @@ from .overloads import python_functions
 from ..base.platforms import load_platforms
 from ..schema.db import SchemaDB, schema_from_signature
 from ..schema.records import AtenSchema, SchemaArg
-from ..spec.entries import OpSpec, SpecSet, Where
+from ..opspec.entries import OpSpec, SpecSet, Where
 
 # Keyword parameters every op takes besides its schema arguments.
 RESERVED_PARAMS = frozenset({"implementation", "stream"})

@@ -6,14 +6,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..base.errors import SpecError, SpecErrors
-from ..spec.extensions import Extension
+from ..opspec.extensions import Extension
 
 from ..model.ops import OpSet
 from ..base.project import LibraryNames
 from .sources import render
 from ..model.resolve import build_opset
 from ..schema.db import SchemaDB, load_schema_db
-from ..spec.entries import read_all_hints, read_specs
+from ..opspec.entries import read_all_hints, read_specs
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def load_opset(
     library: LibraryNames = LibraryNames(),
 ) -> OpSet:
     """The model of spec_dir's ops (a selection of them), plus every op of
-    the extensions (spec/extensions.py), for the library called library."""
+    the extensions (opspec/extensions.py), for the library called library."""
     if not spec_dir.is_dir():
         raise SpecErrors([SpecError(str(spec_dir), 1, 1, "spec directory not found")])
     errors: list[SpecError] = []

@@ -350,7 +350,7 @@ def hinted_for_all(spec_dir: Path) -> dict[str, str]:
     (op_specs/all/hints.yaml) -> where: a spec entry for one is refused
     until its hints move into that entry, so --write leaves them out."""
     from ..base.errors import SpecError
-    from ..spec.entries import ALL_HINTS_FILE, display_path, read_all_hints
+    from ..opspec.entries import ALL_HINTS_FILE, display_path, read_all_hints
 
     errors: list[SpecError] = []
     shown = display_path(spec_dir / ALL_HINTS_FILE)

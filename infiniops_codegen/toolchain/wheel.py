@@ -395,7 +395,7 @@ def _ports(args) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m infiniops_codegen.build.wheel",
+        prog="python -m infiniops_codegen.toolchain.wheel",
         description="Steps the tool's CMake project runs for a project "
         "(INFINI_OPS_PROJECT_DIR): not for people.",
     )

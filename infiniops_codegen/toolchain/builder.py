@@ -29,7 +29,7 @@ from pathlib import Path
 from ..model import manifest as manifest_reader
 from . import bridge_cache, cuda_toolkit, link_errors
 from ..render import drift, pipeline, writer
-from ..spec import extensions
+from ..opspec import extensions
 from ..model import kernel_sources
 from ..base import sanitize
 from ..base import project as projects
@@ -100,7 +100,7 @@ class BuildRequest:
     # A distributed compiler front (distcc, sccache, ...) and its arguments,
     # before the C++ compiler (behind ccache when ccache is used).
     compiler_launcher: tuple[str, ...] = ()
-    # Extension directories (spec/extensions.py): their ops join the build.
+    # Extension directories (opspec/extensions.py): their ops join the build.
     extensions: tuple[Path, ...] = ()
     # Overwrite generated files edited by hand (writer.HandEditedError
     # otherwise, before anything is configured or compiled).
