@@ -33,7 +33,13 @@ from ..opspec import extensions
 from ..model import kernel_sources
 from ..base import sanitize
 from ..base import project as projects
-from ..base.locations import CONFIGURE_STAMP, MANIFEST, PACKAGE_DIR, PORTS_RECORD, SUPPORT_DIR
+from ..base.locations import (
+    CONFIGURE_STAMP,
+    MANIFEST,
+    PACKAGE_DIR,
+    PORTS_RECORD,
+    SUPPORT_DIR,
+)
 from ..base.locations import cmake_cache as _cmake_cache
 from ..base.locations import find_module
 from ..base.locations import shown as _rel
