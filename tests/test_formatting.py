@@ -14,14 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from black import const as black_const
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
-
-black_const = pytest.importorskip("black.const")
 
 REPO = Path(__file__).resolve().parent.parent
 # Folder names that test runners and IDEs take for tests (RSpec's spec/).
@@ -63,8 +61,7 @@ def git_python_files(root: Path) -> list[str]:
         capture_output=True,
         text=True,
     )
-    if done.returncode != 0:
-        pytest.skip(f"not a git checkout: {done.stderr.strip()}")
+    assert done.returncode == 0, f"git ls-files: {done.stderr}"
     return sorted({p for p in done.stdout.splitlines() if (root / p).is_file()})
 
 
@@ -105,8 +102,7 @@ def package_folders(root: Path) -> set[str]:
         capture_output=True,
         text=True,
     )
-    if done.returncode != 0:
-        pytest.skip(f"not a git checkout: {done.stderr.strip()}")
+    assert done.returncode == 0, f"git ls-files: {done.stderr}"
     return {
         part
         for path in done.stdout.splitlines()
