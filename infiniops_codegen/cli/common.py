@@ -60,13 +60,19 @@ def run_generation(
     ops: str | None,
     extension_dirs: tuple[Path, ...] = (),
     library: projects.LibraryNames = projects.LibraryNames(),
+    reference: Path | None = None,
 ) -> pipeline.Generation:
-    """Generate, turning spec problems into exit code 2 with located lines."""
+    """Generate, turning spec problems into exit code 2 with located lines.
+    reference: the committed generated/ (a covering selection's drift)."""
     from ..opspec import extensions
 
     try:
         return pipeline.generate(
-            spec_dir, ops, extensions.load_all(extension_dirs), library=library
+            spec_dir,
+            ops,
+            extensions.load_all(extension_dirs),
+            library=library,
+            reference=reference,
         )
     except (SpecErrors, SelectionError) as e:
         generation_failed(e)

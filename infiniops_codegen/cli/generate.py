@@ -76,7 +76,8 @@ def generate(
     proj = project(ctx) if spec_dir is None or out_dir is None else None
     spec_dir = spec_dir or proj.specs
     library = proj.names if proj is not None else projects.LibraryNames()
-    gen = run_generation(spec_dir, ops, extension_dirs, library)
+    reference = proj.generated if proj is not None else None
+    gen = run_generation(spec_dir, ops, extension_dirs, library, reference)
     # The rule `build` follows (builder.generated_dir_for).
     out = out_dir or builder.generated_dir_for(
         builder.BuildRequest(

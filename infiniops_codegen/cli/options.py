@@ -50,6 +50,8 @@ OPS_OPTION = click.option(
     "--ops",
     default=None,
     metavar="SELECTION",
-    help="'all' (specs plus every expressible ATen out= overload), or op names "
-    "separated by commas; '@FILE' reads names from a file (one per line).",
+    help="'all' (specs plus every expressible ATen out= overload), 'covering' "
+    "(the fewest ops of the specs that take every path the whole set takes), "
+    "or op names separated by commas, which 'covering,' adds to it; '@FILE' "
+    "reads names from a file (one per line).",
 )

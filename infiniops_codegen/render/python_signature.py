@@ -136,25 +136,26 @@ def _parts(parameter: str) -> tuple[str, frozenset[str], bool]:
     return name, members, bool(default)
 
 
-def _covers(a: PythonSignature, b: PythonSignature) -> bool:
-    """Every call b's parameters accept, a's accept too (same positional
-    names, each a wider or equal type; a type checker never picks b)."""
+def covers(a: PythonSignature, b: PythonSignature) -> str:
+    """Whether every call b's parameters accept, a's accept too (same
+    positional names, each a wider or equal type; a type checker never picks
+    b): "covers", or why not."""
     if a.returns != b.returns:
-        return False
+        return "other return"
     split = lambda s: (s.parameters[: s.parameters.index("*")], s.parameters)
     (a_pos, a_all), (b_pos, b_all) = split(a), split(b)
     if [_parts(p)[0] for p in a_pos] != [_parts(p)[0] for p in b_pos]:
-        return False
+        return "other positional names"
     a_params = {n: (m, d) for n, m, d in map(_parts, a_all) if n != "*"}
     for name, members, default in map(_parts, b_all):
         if name == "*":
             continue
         if name not in a_params:
-            return False
+            return "a parameter it lacks"
         a_members, a_default = a_params[name]
         if not members <= a_members or (default and not a_default):
-            return False
-    return True
+            return "a wider parameter"
+    return "covers"
 
 
 def _distinct(signatures: list[PythonSignature]) -> tuple[PythonSignature, ...]:
@@ -162,6 +163,6 @@ def _distinct(signatures: list[PythonSignature]) -> tuple[PythonSignature, ...]:
     (a type checker rejects an overload it can never pick)."""
     kept: list[PythonSignature] = []
     for sig in signatures:
-        if not any(_covers(k, sig) for k in kept):
+        if not any(covers(k, sig) == "covers" for k in kept):
             kept.append(sig)
     return tuple(kept)

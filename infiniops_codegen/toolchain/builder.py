@@ -697,7 +697,11 @@ def generate_sources(request: BuildRequest, echo=print, exts=None) -> Sources:
     gen_dir = generated_dir_for(request)
     try:
         gen = pipeline.generate(
-            Path(request.spec_dir), request.ops, exts, library=request.project.names
+            Path(request.spec_dir),
+            request.ops,
+            exts,
+            library=request.project.names,
+            reference=request.project.generated,
         )
     except OSError as e:
         raise OSError(f"cannot read an --ops file: {e}") from None
