@@ -71,17 +71,45 @@ python_of() {
     return 1
 }
 
-# venv_with_torch VENV PYTHON TORCH WHEELS: a new venv, torch installed from
-# the kept downloads only (`pip download` fetches what they lack).
+# venv_with_torch VENV PYTHON TORCH WHEELS: a new venv with torch, from the
+# kept downloads only. The first run downloads the wheels (`pip download`
+# fetches what the directory lacks) and unpacks them once into WHEELS/site
+# (`pip install --target`); a complete directory is marked (WHEELS/complete,
+# naming the requirement), and later runs neither ask the index again nor
+# unpack 4 GB: the unpacked files are hard-linked into the venv's
+# site-packages (a second or so). Nothing in a venv writes into a file it
+# did not create (pip replaces files, Python writes its caches anew), so the
+# kept copy stays as pip unpacked it.
 venv_with_torch() {
-    "$2" -m venv "$1" &&
-        "$1/bin/pip" download -q -d "$4" "torch==$3" &&
-        "$1/bin/pip" install -q --no-index --find-links "$4" "torch==$3"
+    local venv=$1 python=$2 torch=$3 wheels=$4 site
+    "$python" -m venv "$venv" &&
+        site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))') &&
+        kept_torch "$venv" "$torch" "$wheels" &&
+        { cp -al "$wheels/site/." "$site/" 2> /dev/null || cp -a "$wheels/site/." "$site/"; } &&
+        "$venv/bin/python" -c "import torch; print('torch', torch.__version__, 'from the kept copy')"
+}
+
+kept_torch() {  # VENV TORCH WHEELS: the kept downloads, unpacked
+    local venv=$1 torch=$2 wheels=$3
+    if [ "$(cat "$wheels/complete" 2> /dev/null)" = "torch==$torch" ] && [ -d "$wheels/site" ]; then
+        return 0
+    fi
+    rm -rf "$wheels/complete" "$wheels/site" "$wheels/site.partial" &&
+        "$venv/bin/pip" download -q -d "$wheels" "torch==$torch" &&
+        "$venv/bin/pip" install -q --no-index --find-links "$wheels" \
+            --target "$wheels/site.partial" "torch==$torch" &&
+        rm -rf "$wheels/site.partial/bin" &&
+        mv "$wheels/site.partial" "$wheels/site" &&
+        echo "torch==$torch" > "$wheels/complete"
 }
 
 # --job PYTHON:TORCH[:same][:nvidia]: one release's job (each job runs as a
 # script of its own, so that set -e holds inside it).
 if [ "${1:-}" = --job ]; then
+    # The tests each job runs on its build.
+    TESTS=(tests/test_opinfo_conformance.py tests/test_runtime_*.py
+        tests/test_platform_nvidia_linked.py
+        tests/test_torch_releases.py::test_a_module_built_against_another_release_is_refused)
     IFS=: read -r py torch marks <<< "$2"
     venv=$WORK/venv-$torch
     build=$WORK/build-$torch
@@ -104,7 +132,7 @@ if [ "${1:-}" = --job ]; then
     done
     step "venv and torch $torch (from the kept downloads)" \
         venv_with_torch "$venv" "$(python_of "$py")" "$torch" "$WHEELS/py$py-torch$torch"
-    step "the tool (dev extras)" "$venv/bin/pip" install -q -e '.[dev]'
+    step "the tool (test extras)" "$venv/bin/pip" install -q -e '.[test]'
     installed=$("$venv/bin/python" -c "import torch; print(torch.__version__)")
     case $installed in
         "$torch" | "$torch"+*) ;;
@@ -121,8 +149,15 @@ if [ "${1:-}" = --job ]; then
     else
         echo "torch $torch: its schemas differ (above); the build generates into its build directory"
     fi
-    step "build ${build_options[*]:-(default)}" \
-        "$venv/bin/infiniops-codegen" build --build-dir "$build" "${build_options[@]}"
+    # The covering selection (every path of the default set,
+    # tests/test_covering.py), the ops the job's tests name and those whose
+    # schemas this torch changes (render/pipeline.py): what a build of the
+    # whole default set would prove, at a fraction of its compile and test
+    # time.
+    ops="covering,$("$venv/bin/python" tests/named_ops.py "${TESTS[@]%%::*}" tests/conftest.py \
+        tests/runtime_conftest_helpers.py)"
+    step "build ${build_options[*]:-(cpu)}, --ops covering and the tests' ops" \
+        "$venv/bin/infiniops-codegen" build --build-dir "$build" --ops "$ops" "${build_options[@]}"
     step "harness" "$venv/bin/python" -m infiniops_codegen.harness \
         --build-dir "$build" --skips tests/skips.yaml
     # The main job's build (torch 2.13.0) must be refused by this torch; a
@@ -130,9 +165,7 @@ if [ "${1:-}" = --job ]; then
     step "OpInfo conformance, runtime tests, the 2.13.0 build refused${nvidia_build:+, nvidia loaded}" \
         env INFINIOPS_BUILD_DIR="$build" INFINIOPS_FOREIGN_BUILD_DIR="$FOREIGN" \
         INFINIOPS_NVIDIA_BUILD_DIR="$nvidia_build" \
-        "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-        tests/test_opinfo_conformance.py tests/test_runtime_*.py tests/test_platform_nvidia_linked.py \
-        tests/test_torch_releases.py::test_a_module_built_against_another_release_is_refused
+        "$venv/bin/python" -m pytest -q -p no:cacheprovider "${TESTS[@]}"
     exit 0
 fi
 
@@ -155,6 +188,10 @@ done
 echo "release jobs: ${JOBS[*]}; torch downloads kept in $WHEELS"
 for job in "${JOBS[@]}"; do
     IFS=: read -r py torch _ <<< "$job"
-    step "torch $torch on Python $py" bash "$0" --job "$job"
+    budget=()  # a job of the default list has one (.ci/budget); another none
+    if ci_budget_minutes "release-$torch" > /dev/null 2>&1; then
+        budget=(--budget "release-$torch")
+    fi
+    step "${budget[@]}" "torch $torch on Python $py" bash "$0" --job "$job"
 done
 echo "releases: every job passed"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# CI step (.ci/run calls it; runs alone too, after the install): the default
-# op set built with AddressSanitizer + UBSan, and under it the correctness
-# harness, the thread and lane tests, the re-entrancy fuzz
-# (tests/test_fuzz_reentrancy.py, when present) and both fuzzers again with
-# several seeds; then a ThreadSanitizer build and the thread and lane tests
-# under it.
+# CI step (.ci/run calls it; runs alone too, after the install): the
+# covering selection of the default op set (`--ops covering`: every path the
+# default set takes, tests/test_covering.py) with every op the tests below
+# name (tests/named_ops.py), built with AddressSanitizer + UBSan, and under
+# it the correctness harness, the thread and lane tests, the re-entrancy
+# fuzz (tests/test_fuzz_reentrancy.py) and both fuzzers again with several
+# seeds, side by side in one session; then a ThreadSanitizer build of the
+# same kind and the thread and lane tests under it.
 #
 # Every process runs through the build's python-sanitized (the line
 # `build --sanitize` prints): halt_on_error=1, so the first report ends the
@@ -38,15 +40,19 @@ LOGS=$(cd "$LOGS" && pwd)
 REPORTS=$LOGS/reports  # the sanitizers' own log files (log_path)
 
 # The tests under a sanitizer: the thread and lane tests, the harness, the
-# re-entrancy fuzz when it exists. The runtime fuzz runs once per seed.
+# re-entrancy fuzz; then both fuzzers once per seed.
 UNDER_ASAN=(tests/test_runtime_threads.py tests/test_runtime_lane.py tests/test_harness.py
-    tests/test_sim_runtime.py)
-if [ -f tests/test_fuzz_reentrancy.py ]; then
-    UNDER_ASAN+=(tests/test_fuzz_reentrancy.py)
-else
-    echo "note: tests/test_fuzz_reentrancy.py does not exist yet: not run"
-fi
+    tests/test_sim_runtime.py tests/test_fuzz_reentrancy.py)
+FUZZ=(tests/test_fuzz_runtime.py tests/test_fuzz_reentrancy.py::test_reentrancy_fuzz_matches_pytorch)
 UNDER_TSAN=(tests/test_runtime_threads.py tests/test_runtime_lane.py)
+
+# ops FILE...: the covering selection and every op these tests (and what
+# they share: the helpers, the fuzz workers) name.
+ops() {
+    echo "covering,$(python tests/named_ops.py "$@" tests/conftest.py \
+        tests/runtime_conftest_helpers.py tests/fuzz_runtime_worker.py \
+        tests/reentrancy_fuzz_worker.py)"
+}
 
 # Fails when the output of a run ($1) or a sanitizer's log file holds a
 # report (UBSan beside ASan writes to stderr only: it ignores log_path).
@@ -80,24 +86,28 @@ under() {
 # With the simulated accelerator: the same build runs the CPU tests and, as
 # INFINIOPS_SIM_BUILD_DIR, the sim tests (the sim backend itself is not
 # instrumented; its page protection stays on: ASan does not touch the pages).
-step "ASan+UBSan build of the default set, cpu and sim" infiniops-codegen build --sanitize address,undefined --platform cpu,sim --build-dir "$ASAN_DIR"
+step --budget asan-build "ASan+UBSan build of the covering set and the tests' ops, cpu and sim" \
+    infiniops-codegen build --sanitize address,undefined --platform cpu,sim \
+    --build-dir "$ASAN_DIR" --ops "$(ops "${UNDER_ASAN[@]}" tests/test_fuzz_runtime.py)"
 
 export INFINIOPS_SIM_BUILD_DIR=$ASAN_DIR
-step "under ASan+UBSan: thread, lane, harness, sim and re-entrancy tests" under "$ASAN_DIR" asan-tests "${UNDER_ASAN[@]}"
+step --budget asan-tests "under ASan+UBSan: thread, lane, harness, sim and re-entrancy tests" under "$ASAN_DIR" asan-tests "${UNDER_ASAN[@]}"
 unset INFINIOPS_SIM_BUILD_DIR
 
-export INFINIOPS_FUZZ_EXAMPLES=$EXAMPLES
-for seed in $SEEDS; do
-    export INFINIOPS_FUZZ_SEED=$seed INFINIOPS_REENTRANCY_SEED=$seed
-    FUZZ=(tests/test_fuzz_runtime.py)
-    if [ -f tests/test_fuzz_reentrancy.py ]; then
-        FUZZ+=(tests/test_fuzz_reentrancy.py::test_reentrancy_fuzz_matches_pytorch)
-    fi
-    step "under ASan+UBSan: runtime and re-entrancy fuzz, seed $seed ($EXAMPLES examples per op)" under "$ASAN_DIR" "asan-fuzz-$seed" "${FUZZ[@]}"
-done
-unset INFINIOPS_FUZZ_SEED INFINIOPS_REENTRANCY_SEED INFINIOPS_FUZZ_EXAMPLES
+# The seeds' runs of both fuzzers, one test each, side by side on the
+# session's workers (--dist load: pyproject's loadfile would put a file's
+# tests on one worker).
+fuzz_seeds() {
+    INFINIOPS_FUZZ_EXAMPLES=$EXAMPLES INFINIOPS_FUZZ_SEED=$SEEDS \
+        INFINIOPS_REENTRANCY_SEED=$SEEDS under "$ASAN_DIR" asan-fuzz --dist load "${FUZZ[@]}"
+}
+if [ -n "$SEEDS" ]; then
+    step --budget asan-fuzz "under ASan+UBSan: runtime and re-entrancy fuzz, seeds $SEEDS ($EXAMPLES examples per op)" fuzz_seeds
+fi
 
-step "TSan build of the default set" infiniops-codegen build --sanitize thread --build-dir "$TSAN_DIR"
+step --budget tsan-build "TSan build of the covering set and the tests' ops" \
+    infiniops-codegen build --sanitize thread --build-dir "$TSAN_DIR" \
+    --ops "$(ops "${UNDER_TSAN[@]}")"
 
-step "under TSan: thread and lane tests" under "$TSAN_DIR" tsan-tests "${UNDER_TSAN[@]}"
+step --budget tsan-tests "under TSan: thread and lane tests" under "$TSAN_DIR" tsan-tests "${UNDER_TSAN[@]}"
 echo "sanitizers: no reports"

@@ -206,10 +206,9 @@ def _fuzz_summary() -> list[str]:
     # Only modules pytest collected are in sys.modules; importing the others
     # here would just add import time.
     runtime = sys.modules.get("test_fuzz_runtime")
-    if runtime is not None and runtime.STATS["calls"]:
-        s = runtime.STATS
+    for seed, s in sorted(runtime.STATS.items() if runtime is not None else ()):
         lines.append(
-            f"runtime fuzz: {s['calls']} fuzzed calls of {s['ops']} ops "
+            f"runtime fuzz, seed {seed}: {s['calls']} fuzzed calls of {s['ops']} ops "
             f"({s['examples']} examples, {s['seconds']:.1f} s in the worker)"
             + (
                 "; from_blob wrappers: {rebound} re-bound, {fresh} fresh, "
@@ -219,11 +218,10 @@ def _fuzz_summary() -> list[str]:
             )
         )
     reentrancy = sys.modules.get("test_fuzz_reentrancy")
-    if reentrancy is not None and reentrancy.STATS["calls"]:
-        s = reentrancy.STATS
+    for seed, s in sorted(reentrancy.STATS.items() if reentrancy is not None else ()):
         lines.append(
-            f"re-entrancy fuzz: {s['calls']} calls of {s['ops']} ops with hostile "
-            f"arguments ({s['seconds']:.1f} s in the worker; oracle: "
+            f"re-entrancy fuzz, seed {seed}: {s['calls']} calls of {s['ops']} ops "
+            f"with hostile arguments ({s['seconds']:.1f} s in the worker; oracle: "
             + ", ".join(f"{k} {v}" for k, v in sorted(s["by_oracle"].items()))
             + f"; {s['excluded']} changes left out by tests/skips.yaml)"
         )

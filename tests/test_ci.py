@@ -6,6 +6,7 @@ background."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -118,3 +119,82 @@ def test_the_calibration_line_names_the_reference_and_the_cores():
     line = done.stdout.strip()
     assert line.startswith('calibration: python -c "sum(range(10**8))" ')
     assert line.endswith(f"nproc {os.cpu_count()}")
+
+
+# --- the budget (.ci/budget) -------------------------------------------------------
+
+
+def _budget() -> dict[str, tuple[str, float]]:
+    """id -> (lane, minutes) of .ci/budget."""
+    lines = (REPO / ".ci" / "budget").read_text().splitlines()
+    rows = [line.split() for line in lines if line.strip() and not line.startswith("#")]
+    return {ident: (lane, float(minutes)) for ident, lane, minutes in rows}
+
+
+def test_the_budget_fits_20_minutes_on_a_1_s_day():
+    budget = _budget()
+    _, run = budget.pop("run")
+    serial = sum(m for lane, m in budget.values() if lane == "serial")
+    lanes: dict[str, float] = {}
+    for lane, minutes in budget.values():
+        if lane != "serial":
+            lanes[lane] = lanes.get(lane, 0.0) + minutes
+    assert set(lanes) == {"main", "side"}, lanes
+    assert serial + max(lanes.values()) <= run <= 20, (serial, lanes)
+    # the README's test command: 5 minutes at most
+    assert budget["suite"] == ("serial", 5.0) or budget["suite"][1] < 5
+
+
+def _budgeted_steps() -> set[str]:
+    """The ids the CI scripts give `step --budget`: literal ones, and a
+    release job's (release-<torch>) for each job of releases.sh's default
+    list."""
+    found = set()
+    for script in (REPO / ".ci").iterdir():
+        text = script.read_text()
+        found |= set(re.findall(r"--budget ([a-z0-9][a-z0-9.-]*)", text))
+        default = re.search(r'^DEFAULT_JOBS="([^"]*)"', text, re.M)
+        if default:
+            found |= {f"release-{job.split(':')[1]}" for job in default[1].split()}
+    return found
+
+
+def test_every_budgeted_step_has_a_line_and_every_line_a_step():
+    assert _budgeted_steps() == set(_budget()) - {"run"}
+
+
+def test_a_step_prints_its_budget_scaled_and_marks_it_over(ci_copy):
+    (ci_copy / ".ci" / "budget").write_text(
+        "run - 20\nquick serial 0.5\nslow serial 0.001\n"
+    )
+    done = _bash(
+        "CI_CALIBRATION_S=2; CI_CALIBRATION=('calibration: test')\n"
+        'step --budget quick "a quick step" true\n'
+        'step --budget slow "a slow step" sleep 2\n'
+        "ci_table",
+        cwd=ci_copy,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    # 0.5 min at a 2 s calibration: one minute
+    assert (
+        "-- a quick step: 0 min 00 s, 0 CPU-s; budget 0.5 min x 2 = 1 min 00 s\n" in out
+    )
+    assert re.search(
+        r"-- a slow step: 0 min 0[23] s, 0 CPU-s; budget 0.001 min x 2 = 0 min 00 s, OVER",
+        out,
+    )
+    table = out[out.index("== CI steps") :]
+    quick = next(line for line in table.splitlines() if "a quick step" in line)
+    slow = next(line for line in table.splitlines() if "a slow step" in line)
+    assert "1 min 00 s" in quick and quick.endswith("ok")
+    assert slow.endswith("ok, OVER budget")
+    assert "the whole run" in table and "20 min 00 s" not in table  # 20 x 2 s
+    assert "40 min 00 s" in table
+
+
+def test_a_step_naming_no_budget_line_fails(ci_copy):
+    (ci_copy / ".ci" / "budget").write_text("run - 20\n")
+    done = _bash('step --budget nowhere "a step" true', cwd=ci_copy)
+    assert done.returncode == 1
+    assert "no budget 'nowhere'" in done.stderr

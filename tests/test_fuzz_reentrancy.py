@@ -12,7 +12,8 @@ argument parser accepts.
   process: every op of the build, hostile objects whose hooks change the
   call's other arguments, on every path; the same outcome as PyTorch's.
 
-INFINIOPS_REENTRANCY_SEED and INFINIOPS_REENTRANCY_EXAMPLES (examples per op)
+INFINIOPS_REENTRANCY_SEED (one seed, or several separated by spaces or
+commas: a test each) and INFINIOPS_REENTRANCY_EXAMPLES (examples per op)
 change the run; the defaults are fixed so that CI is reproducible.
 """
 
@@ -31,13 +32,19 @@ sys.path.insert(0, str(REPO / "tests"))
 import reentrancy_fuzz_worker as worker  # noqa: E402
 
 WORKER = REPO / "tests" / "reentrancy_fuzz_worker.py"
-SEED = int(os.environ.get("INFINIOPS_REENTRANCY_SEED", "20261204"))
+SEEDS = [
+    int(seed)
+    for seed in os.environ.get("INFINIOPS_REENTRANCY_SEED", "20261204")
+    .replace(",", " ")
+    .split()
+]
 EXAMPLES_PER_OP = int(os.environ.get("INFINIOPS_REENTRANCY_EXAMPLES", "40"))
 TIMEOUT_S = 900
 MIN_OPS = 90
 
-# Read by pytest_terminal_summary (tests/conftest.py).
-STATS = {"calls": 0, "examples": 0, "ops": 0, "seconds": 0.0}
+# Seed -> the counts of its run, read by pytest_terminal_summary
+# (tests/conftest.py).
+STATS: dict[int, dict] = {}
 
 
 class Hook:
@@ -234,7 +241,8 @@ def test_out_list_emptied_while_checking_is_refused(ops):
     )
 
 
-def test_reentrancy_fuzz_matches_pytorch(ops):
+@pytest.mark.parametrize("seed", SEEDS, ids=lambda seed: f"seed{seed}")
+def test_reentrancy_fuzz_matches_pytorch(ops, seed):
     """Every op with an int, float, Scalar, bool or list parameter, hostile
     objects whose hooks empty lists, drop tensors, resize or free inputs and
     outputs, on every path at 1 and 2 threads: no crash, PyTorch's outcome."""
@@ -242,21 +250,21 @@ def test_reentrancy_fuzz_matches_pytorch(ops):
         sys.executable,
         str(WORKER),
         str(build_dir()),
-        str(SEED),
+        str(seed),
         str(EXAMPLES_PER_OP),
     ]
     summary = run_worker(cmd, timeout=TIMEOUT_S)
-    STATS.update(
-        calls=summary["calls"],
-        examples=summary["examples"],
-        ops=summary["ops"],
-        seconds=summary["seconds"],
-        by_oracle=summary["by_oracle"],
-        excluded=summary["excluded_changes"],
-    )
+    STATS[seed] = {
+        "calls": summary["calls"],
+        "examples": summary["examples"],
+        "ops": summary["ops"],
+        "seconds": summary["seconds"],
+        "by_oracle": summary["by_oracle"],
+        "excluded": summary["excluded_changes"],
+    }
     failures = summary["failures"]
     assert not failures, (
-        f"{len(failures)} ops differ from PyTorch (seed {SEED}; reproduce: "
+        f"{len(failures)} ops differ from PyTorch (seed {seed}; reproduce: "
         f"{' '.join(cmd)} OP):\n\n" + "\n\n".join(failures.values())
     )
     assert summary["ops"] >= MIN_OPS, summary["ops"]

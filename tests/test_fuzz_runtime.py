@@ -6,8 +6,10 @@ checks each against PyTorch: the same result, or the same exception type.
 It runs in a subprocess so that a segfault or an abort fails this test with
 the call that caused it instead of killing pytest.
 
-INFINIOPS_FUZZ_SEED and INFINIOPS_FUZZ_EXAMPLES (examples per op) change the
-run; the defaults are fixed so that CI is reproducible.
+INFINIOPS_FUZZ_SEED (one seed, or several separated by spaces or commas:
+a test each, which pytest-xdist runs side by side) and
+INFINIOPS_FUZZ_EXAMPLES (examples per op) change the run; the defaults are
+fixed so that CI is reproducible.
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ import pytest
 from runtime_conftest_helpers import REPO, build_dir, subprocess_env
 
 WORKER = REPO / "tests" / "fuzz_runtime_worker.py"
-SEED = int(os.environ.get("INFINIOPS_FUZZ_SEED", "20261202"))
+SEEDS = [
+    int(seed)
+    for seed in os.environ.get("INFINIOPS_FUZZ_SEED", "20261202")
+    .replace(",", " ")
+    .split()
+]
 EXAMPLES_PER_OP = int(os.environ.get("INFINIOPS_FUZZ_EXAMPLES", "100"))
 # Scales with the examples: under ASan on a busy 2-core machine a worker
 # took 1.1 s per example per op (200: 221 s), a plain build a third of that.
@@ -32,8 +39,9 @@ TIMEOUT_S = 3 * max(EXAMPLES_PER_OP, 100)
 MIN_CALLS = 4000
 MIN_OPS = 20
 
-# Read by pytest_terminal_summary (tests/conftest.py).
-STATS = {"calls": 0, "examples": 0, "ops": 0, "seconds": 0.0}
+# Seed -> the counts of its run, read by pytest_terminal_summary
+# (tests/conftest.py).
+STATS: dict[int, dict] = {}
 
 
 def run_worker(cmd: list[str], timeout: float = TIMEOUT_S) -> dict:
@@ -84,26 +92,27 @@ def _stderr_excerpt(stderr: str) -> str:
     return f"--- stderr (tail) ---\n{stderr[-3000:]}"
 
 
-def test_fuzzed_calls_match_pytorch(ops):
+@pytest.mark.parametrize("seed", SEEDS, ids=lambda seed: f"seed{seed}")
+def test_fuzzed_calls_match_pytorch(ops, seed):
     """At least 4,000 calls of at least 20 ops: each matches PyTorch's result
     or raises PyTorch's exception type; no crash, inputs left unchanged."""
     cmd = [
         sys.executable,
         str(WORKER),
         str(build_dir()),
-        str(SEED),
+        str(seed),
         str(EXAMPLES_PER_OP),
     ]
     summary = run_worker(cmd)
-    STATS.update(
-        calls=summary["calls"],
-        examples=summary["examples"],
-        ops=summary["ops"],
-        seconds=summary["seconds"],
-    )
+    stats = STATS[seed] = {
+        "calls": summary["calls"],
+        "examples": summary["examples"],
+        "ops": summary["ops"],
+        "seconds": summary["seconds"],
+    }
     failures = summary["failures"]
     assert not failures, (
-        f"{len(failures)} ops differ from PyTorch (seed {SEED}; reproduce: "
+        f"{len(failures)} ops differ from PyTorch (seed {seed}; reproduce: "
         f"{shlex.join(cmd)} OP):\n\n" + "\n\n".join(failures.values())
     )
     assert summary["ops"] >= MIN_OPS
@@ -111,8 +120,7 @@ def test_fuzzed_calls_match_pytorch(ops):
         assert summary["calls"] >= MIN_CALLS, summary["calls"]
     # The from_blob calls ran mostly on re-bound wrappers, some fresh, and
     # some wrappers were not kept (an output ATen resized or restrided, ...).
-    pool = summary["wrapper_pool"]
-    STATS.update(wrapper_pool=pool)
+    pool = stats["wrapper_pool"] = summary["wrapper_pool"]
     assert pool["rebound"] > pool["fresh"] > 0, pool
 
 

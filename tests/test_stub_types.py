@@ -48,7 +48,7 @@ def _mypy(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-# mypy is in the test extras (pip install -e '.[test]'): required, no skip.
+# mypy is in the dev extras (pip install -e '.[dev]'): required, no skip.
 def test_the_stub_accepts_torchs_calls(tmp_path):
     result = _mypy(tmp_path, ACCEPTED)
     assert result.returncode == 0, result.stdout + result.stderr
