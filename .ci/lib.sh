@@ -112,15 +112,25 @@ ci_duration() {  # SECONDS -> "M min SS s"
 }
 
 # lane_start NAME STEP-NAME COMMAND...: `step STEP-NAME COMMAND...` in the
-# background, in a process group of its own (lane_stop ends all of it), its
-# output streamed with a `[NAME]` prefix on every line.
-declare -A CI_LANE_PIDS=()
+# background, in a session and process group of its own (lane_stop ends all
+# of it), its output streamed with a `[NAME]` prefix on every line. The lane
+# is not a child of this shell (a subshell starts it and exits): bash would
+# otherwise add the whole lane's CPU seconds to whichever step of this shell
+# runs when it reaps the lane. It writes its exit status to a file that
+# lane_wait reads.
+declare -A CI_LANE_FILES=()
 lane_start() {
-    local lane=$1
+    local lane=$1 file=$CI_STEPS_FILE.lane.$1
     shift
-    CI_LANE=$lane setsid bash -c 'set -euo pipefail; source .ci/lib.sh; step "$@"' \
-        lane "$@" > >(sed -u "s/^/[$lane] /") 2>&1 &
-    CI_LANE_PIDS[$lane]=$!
+    rm -f "$file" "$file.pid"
+    (
+        CI_LANE=$lane setsid bash -c '
+            echo $$ > "$0.pid"
+            status=0
+            bash -c "set -euo pipefail; source .ci/lib.sh; step \"\$@\"" lane "$@" || status=$?
+            echo "$status" > "$0"' "$file" "$@" > >(sed -u "s/^/[$lane] /") 2>&1 &
+    )
+    CI_LANE_FILES[$lane]=$file
 }
 
 # ci_scripts SCRIPT...: each script in turn (`bash SCRIPT`, its steps timed
@@ -132,18 +142,30 @@ ci_scripts() {
     done
 }
 
-# lane_wait NAME: waits for the lane; its exit status.
+# lane_wait NAME: waits for the lane; its exit status (1 when it ended
+# without one: killed).
 lane_wait() {
-    local status=0
-    wait "${CI_LANE_PIDS[$1]}" || status=$?
-    unset "CI_LANE_PIDS[$1]"
-    return "$status"
+    local file=${CI_LANE_FILES[$1]} pid
+    while [ ! -s "$file" ]; do
+        pid=$(cat "$file.pid" 2> /dev/null || true)
+        if [ -n "$pid" ] && ! kill -0 "$pid" 2> /dev/null && [ ! -s "$file" ]; then
+            echo "FAILED: lane $1 ended without an exit status" >&2
+            unset "CI_LANE_FILES[$1]"
+            return 1
+        fi
+        sleep 1
+    done
+    unset "CI_LANE_FILES[$1]"
+    return "$(cat "$file")"
 }
 
 lane_stop() {  # ends every lane still running (the run failed or was stopped)
-    local pid
-    for pid in "${CI_LANE_PIDS[@]}"; do
-        kill -- "-$pid" 2> /dev/null || true
+    local file pid
+    for file in "${CI_LANE_FILES[@]}"; do
+        pid=$(cat "$file.pid" 2> /dev/null || true)
+        if [ -n "$pid" ]; then
+            kill -- "-$pid" 2> /dev/null || true
+        fi
     done
 }
 

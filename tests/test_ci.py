@@ -198,3 +198,24 @@ def test_a_step_naming_no_budget_line_fails(ci_copy):
     done = _bash('step --budget nowhere "a step" true', cwd=ci_copy)
     assert done.returncode == 1
     assert "no budget 'nowhere'" in done.stderr
+
+
+def test_a_lanes_cpu_seconds_are_its_own_not_a_main_steps(ci_copy):
+    """The lane is no child of the main shell, so the CPU it burns while a
+    main step runs is not counted in that step (bash adds a reaped child's
+    CPU to the shell's)."""
+    burn = f"{sys.executable} -c 'sum(range(4 * 10**7))'"
+    done = _bash(
+        "CI_CALIBRATION=()\n"
+        f'lane_start side "a busy lane" {burn}\n'
+        f'step "the main step" bash -c "while [ ! -s $CI_STEPS_FILE.lane.side ]; do sleep 0.2; done"\n'
+        "lane_wait side\n"
+        "ci_table",
+        cwd=ci_copy,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if line.strip()]
+    lane = next(r for r in rows if r[-1] == "ok" and "busy" in r)
+    main = next(r for r in rows if r[-1] == "ok" and "main" in r and "step" in r)
+    assert int(lane[-2]) >= 1, lane  # its own CPU seconds, in its own row
+    assert int(main[-2]) == 0, main
