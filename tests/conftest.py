@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -39,22 +40,37 @@ def pytest_configure(config):
     hits, misses and damaged entries in their tmp_path). No test writes to
     the user's cache. The controller makes the directory; pytest-xdist's
     workers inherit it through the environment."""
-    import os
     import tempfile
 
     if _is_xdist_worker(config):
         return
     os.environ.pop("INFINIOPS_NO_BRIDGE_CACHE", None)
-    os.environ["INFINIOPS_BRIDGE_CACHE_DIR"] = tempfile.mkdtemp(
-        prefix="infiniops-test-bridge-cache-"
-    )
+    suite_cache = Path(tempfile.mkdtemp(prefix="infiniops-test-bridge-cache-"))
+    _seed_bridge_cache(suite_cache)
+    os.environ["INFINIOPS_BRIDGE_CACHE_DIR"] = str(suite_cache)
     # The suite builds a few sets of compile commands (opt levels,
     # sanitizers, projects with other names): keep every entry for the run.
     os.environ["INFINIOPS_BRIDGE_CACHE_KEEP"] = "32"
 
 
+def _seed_bridge_cache(dest: Path) -> None:
+    """The complete entries of the cache builds outside the suite use (the
+    user's, or a CI run's, where the quickstart's build put build/'s)
+    hard-linked into the suite's: a test build with the same compile
+    commands links their objects instead of compiling the bridge again. The
+    source is only read: a build links an entry's objects and never writes
+    them (bridge_cache.publish), and the suite's own entries are new
+    directories here."""
+    from infiniops_codegen.toolchain import bridge_cache
+
+    for entry in bridge_cache.entries(bridge_cache.cache_root()):
+        try:
+            shutil.copytree(entry, dest / entry.name, copy_function=os.link)
+        except OSError:  # another file system: the suite compiles its own
+            shutil.rmtree(dest / entry.name, ignore_errors=True)
+
+
 def pytest_unconfigure(config):
-    import os
 
     if _is_xdist_worker(config):
         return
@@ -77,7 +93,6 @@ WORKER_MEMORY_BYTES = 6 * 1024**3
 def pytest_xdist_auto_num_workers(config):
     """`-n auto` (pyproject.toml's addopts): one worker per CPU this process
     may run on, no more than the available memory holds."""
-    import os
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 0
     cpus = cpus or os.cpu_count() or 1
@@ -96,6 +111,34 @@ def _available_memory() -> int | None:
     except OSError:
         pass
     return None
+
+
+# The suite's longest files (wall seconds of their tests, measured by a
+# profile of the suite: docs/building.md#ci), in that order, before the
+# others: pytest-xdist hands out files in collection order (loadfile,
+# --no-loadscope-reorder in pyproject.toml), so that none of them starts
+# when the other worker is nearly done. A stale list costs time, not
+# correctness; tests/test_ci.py checks that each file exists.
+LONGEST_FIRST = (
+    "test_compile.py",
+    "test_bench.py",
+    "test_temp_build.py",
+    "test_fuzz_specs.py",
+    "test_trace_cli.py",
+    "test_library_names.py",
+    "test_extensions.py",
+    "test_core.py",
+    "test_runtime_allocations.py",
+    "test_tables.py",
+    "test_cpp_example.py",
+    "test_opinfo_conformance.py",
+    "test_harness.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 @pytest.fixture

@@ -48,7 +48,14 @@ from infiniops_codegen.schema.arg_kinds import Tensors
 from infiniops_codegen.harness import run as harness
 from infiniops_codegen.harness.samples import hinted_plans
 
-STATS = {"calls": 0, "examples": 0, "by_oracle": {}, "by_wrapper": {}, "per_op": {}}
+STATS = {
+    "calls": 0,
+    "examples": 0,
+    "by_oracle": {},
+    "by_wrapper": {},
+    "per_op": {},
+    "eligible": set(),
+}
 PATHS = ("lane", "reuse", "from_blob", "dispatcher", "native", "no_out")
 
 
@@ -484,6 +491,7 @@ def run_example(m, op, plan, data) -> None:
                 candidates.append((name, ptype, w))
     if not candidates:
         return
+    STATS["eligible"].add(op.name)  # an op with a parameter to fuzz
     param, ptype, wrapper = data.draw(st.sampled_from(candidates))
     paths = list(PATHS)
     if not op.out_optional:
@@ -616,6 +624,8 @@ def main() -> int:
     summary = {
         "seed": seed_value,
         "ops": len(STATS["per_op"]),
+        # the build's ops with an int, float, Scalar, bool or list parameter
+        "eligible": len(STATS["eligible"]),
         "calls": STATS["calls"],
         "examples": STATS["examples"],
         "by_oracle": STATS["by_oracle"],

@@ -22,6 +22,10 @@ import pytest
 from infiniops_codegen.toolchain import bridge_cache, builder
 from infiniops_codegen.base import project
 
+pytestmark = pytest.mark.own_build(
+    "compiles the bridge cold, by design, with caches of its own"
+)
+
 REPO = Path(__file__).resolve().parent.parent
 UNITY = "CMakeFiles/infiniops_bridge.dir/Unity/unity_python_cxx.cxx.o"
 

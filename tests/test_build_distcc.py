@@ -19,7 +19,12 @@ from infiniops_codegen.base import project
 
 REPO = Path(__file__).resolve().parent.parent
 
-pytestmark = requires("distccd")
+pytestmark = [
+    requires("distccd"),
+    pytest.mark.own_build(
+        "every compile through a distcc daemon: the bridge too, past every cache"
+    ),
+]
 
 
 @pytest.fixture(autouse=True)

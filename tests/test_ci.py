@@ -219,3 +219,13 @@ def test_a_lanes_cpu_seconds_are_its_own_not_a_main_steps(ci_copy):
     main = next(r for r in rows if r[-1] == "ok" and "main" in r and "step" in r)
     assert int(lane[-2]) >= 1, lane  # its own CPU seconds, in its own row
     assert int(main[-2]) == 0, main
+
+
+def test_the_longest_first_files_exist():
+    """tests/conftest.py's order of the suite's longest files names files
+    that are there (a renamed one would silently lose its place)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    import conftest
+
+    missing = [f for f in conftest.LONGEST_FIRST if not (REPO / "tests" / f).is_file()]
+    assert missing == []

@@ -23,6 +23,10 @@ import pytest
 from infiniops_codegen.toolchain.builder import BuildConfig
 from infiniops_codegen.base.locations import SUPPORT_DIR
 
+pytestmark = pytest.mark.own_build(
+    "other platform sets: projects built for vendor compilers"
+)
+
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "fake_vendor_cxx.sh"
 

@@ -24,7 +24,10 @@ from environment_skips import requires
 ROOT = Path(__file__).resolve().parent.parent
 OPS = ("add", "rms_norm", "silu_and_mul")
 
-pytestmark = requires("nvcc")
+pytestmark = [
+    requires("nvcc"),
+    pytest.mark.own_build("another platform set: cpu,nvidia, compile-only"),
+]
 
 
 @pytest.fixture(scope="module")
