@@ -169,15 +169,14 @@ lane_stop() {  # ends every lane still running (the run failed or was stopped)
     done
 }
 
-# ci_calibrate: CI_CALIBRATION_S, the seconds of the calibration below, for
-# the budgets' scale (exported: the lanes and the scripts a run calls use
-# the run's), unless the environment sets it; prints the calibration line.
+# ci_calibrate: CI_CALIBRATION_LINE, the calibration line below, and
+# CI_CALIBRATION_S, its seconds, for the budgets' scale (exported: the lanes
+# and the scripts a run calls use the run's), unless the environment sets
+# it. Call it in the shell that needs them, not in a $(...) subshell.
 ci_calibrate() {
-    local line
-    line=$(ci_calibration "$@")
-    echo "$line"
+    CI_CALIBRATION_LINE=$(ci_calibration "$@")
     if [ -z "${CI_CALIBRATION_S:-}" ]; then
-        CI_CALIBRATION_S=$(sed -E 's/.*\)" ([0-9.]+) s .*/\1/' <<< "$line")
+        CI_CALIBRATION_S=$(sed -E 's/.*\)" ([0-9.]+) s .*/\1/' <<< "$CI_CALIBRATION_LINE")
         export CI_CALIBRATION_S
     fi
 }

@@ -229,3 +229,12 @@ def test_the_longest_first_files_exist():
 
     missing = [f for f in conftest.LONGEST_FIRST if not (REPO / "tests" / f).is_file()]
     assert missing == []
+
+
+def test_ci_calibrate_sets_the_scale_in_this_shell():
+    done = _bash(
+        f'ci_calibrate {sys.executable}; echo "$CI_CALIBRATION_S|$CI_CALIBRATION_LINE"'
+    )
+    assert done.returncode == 0, done.stderr
+    seconds, line = done.stdout.strip().split("|")
+    assert float(seconds) > 0 and f" {seconds} s " in line
