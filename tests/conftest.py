@@ -121,7 +121,6 @@ def _available_memory() -> int | None:
 # correctness; tests/test_ci.py checks that each file exists.
 LONGEST_FIRST = (
     "test_compile.py",
-    "test_bench.py",
     "test_temp_build.py",
     "test_fuzz_specs.py",
     "test_trace_cli.py",

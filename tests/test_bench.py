@@ -528,6 +528,10 @@ QUICK_RUN = [
 ]
 
 
+@pytest.mark.own_build(
+    "builds the bench's own before build (-O0, its own bridge) and floors: "
+    "CI's bench smoke run"
+)
 def test_bench_quick_writes_its_files(tmp_path, runner, helpers):
     out = tmp_path / "bench"
     result = helpers.invoke(

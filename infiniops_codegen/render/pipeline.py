@@ -109,9 +109,9 @@ def _covering(specs, db: SchemaDB, names, reference: Path | None) -> OpSet:
 
 
 def drifted_ops(opset: OpSet, reference: Path | None) -> set[str]:
-    """The ops of opset whose ATen facts differ from those of the manifest
-    in reference (drift.py), and those serving a function whose torch
-    signatures differ; none when reference holds no manifest."""
+    """The ops of opset whose ATen facts but their tags differ from those of
+    the manifest in reference (drift.py), and those serving a function
+    whose torch signatures differ; none when reference holds no manifest."""
     if reference is None:
         return set()
     new = json.loads(json.dumps(manifest_data(opset)))
@@ -121,7 +121,9 @@ def drifted_ops(opset: OpSet, reference: Path | None) -> set[str]:
         return set()
     if not isinstance(old, dict) or not isinstance(old.get("ops"), list):
         return set()
-    changed = {c.overload for c in drift.changes(old, new)}
+    # Tags are data the registration lists, the same code whatever they are
+    # (those that choose a path are features of the covering selection).
+    changed = {c.overload for c in drift.changes(old, new) if not drift.tags_only(c)}
     by_function = {f"torch.{f.name}": f for f in opset.functions}
     result = {op.name for op in opset.ops if (op.aten or op.name) in changed}
     for key in changed & by_function.keys():
