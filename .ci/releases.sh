@@ -79,26 +79,31 @@ python_of() {
 # unpack 4 GB: the unpacked files are hard-linked into the venv's
 # site-packages (a second or so). Nothing in a venv writes into a file it
 # did not create (pip replaces files, Python writes its caches anew), so the
-# kept copy stays as pip unpacked it.
+# kept copy stays as pip unpacked it. The venv gets its pip after the link
+# (ensurepip): a venv's own setuptools (Python 3.10, 3.11) would clash with
+# the kept copy's.
 venv_with_torch() {
     local venv=$1 python=$2 torch=$3 wheels=$4 site
-    "$python" -m venv "$venv" &&
+    kept_torch "$python" "$torch" "$wheels" &&
+        "$python" -m venv --without-pip "$venv" &&
         site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))') &&
-        kept_torch "$venv" "$torch" "$wheels" &&
-        { cp -al "$wheels/site/." "$site/" 2> /dev/null || cp -a "$wheels/site/." "$site/"; } &&
+        cp -al "$wheels/site/." "$site/" &&
+        "$venv/bin/python" -m ensurepip --default-pip > /dev/null &&
         "$venv/bin/python" -c "import torch; print('torch', torch.__version__, 'from the kept copy')"
 }
 
-kept_torch() {  # VENV TORCH WHEELS: the kept downloads, unpacked
-    local venv=$1 torch=$2 wheels=$3
+kept_torch() {  # PYTHON TORCH WHEELS: the kept downloads, unpacked
+    local python=$1 torch=$2 wheels=$3 pip
     if [ "$(cat "$wheels/complete" 2> /dev/null)" = "torch==$torch" ] && [ -d "$wheels/site" ]; then
         return 0
     fi
-    rm -rf "$wheels/complete" "$wheels/site" "$wheels/site.partial" &&
-        "$venv/bin/pip" download -q -d "$wheels" "torch==$torch" &&
-        "$venv/bin/pip" install -q --no-index --find-links "$wheels" \
+    pip=$WORK/pip-$torch  # a pip of this Python (the job's venv has none yet)
+    rm -rf "$wheels/complete" "$wheels/site" "$wheels/site.partial" "$pip" &&
+        "$python" -m venv "$pip" &&
+        "$pip/bin/pip" download -q -d "$wheels" "torch==$torch" &&
+        "$pip/bin/pip" install -q --no-index --find-links "$wheels" \
             --target "$wheels/site.partial" "torch==$torch" &&
-        rm -rf "$wheels/site.partial/bin" &&
+        rm -rf "$wheels/site.partial/bin" "$pip" &&
         mv "$wheels/site.partial" "$wheels/site" &&
         echo "torch==$torch" > "$wheels/complete"
 }
