@@ -240,3 +240,50 @@ def test_a_relative_build_dir_spells_the_same_key(tmp_path, monkeypatch):
     assert (
         bridge_cache._normalise_text(text, relative, relative / "generated") == expected
     )
+
+
+def _wheel_command(site: str, project: str, build: str) -> str:
+    """A wheel's bridge compile (support/CMakeLists.txt, INFINI_OPS_WHEEL):
+    torch and the tool in site, their paths mapped away."""
+    return (
+        f"/usr/bin/g++ -I{site}/infiniops_codegen/support/cpp -I{project}/generated "
+        f"-I{site}/torch/include -O3 -ffile-prefix-map={site}/= "
+        f"-ffile-prefix-map={project}/= "
+        f"-ffile-prefix-map={site}/infiniops_codegen/support/=infiniops_codegen/support/ "
+        f"-ffile-prefix-map={build}/= -std=c++20 "
+        f"-o CMakeFiles/infiniops_bridge.dir/Unity/unity_python_cxx.cxx.o "
+        f"-c {build}/CMakeFiles/infiniops_bridge.dir/Unity/unity_python_cxx.cxx"
+    )
+
+
+def test_wheel_builds_in_other_environments_share_a_key(tmp_path):
+    """Two `pip wheel` builds, each in a build environment of its own (torch
+    and the tool in another site-packages) and another project: their
+    objects keep no path (all mapped), so their commands normalise alike;
+    what the site-packages hold is in the key by content (torch's record
+    and version.py, the tool's source digests)."""
+    keys = []
+    for k in ("a", "b"):
+        site = f"/tmp/pip-build-env-{k}/overlay/lib/python3.11/site-packages"
+        project, build = tmp_path / f"proj-{k}", tmp_path / f"proj-{k}/build/wheel"
+        command = _wheel_command(site, str(project), str(build))
+        torch_dir = f"{site}/torch/share/cmake/Torch"
+        found = bridge_cache.mapped_site([command], torch_dir)
+        assert found == Path(site)
+        keys.append(
+            bridge_cache.normalise_command(command, build, project / "generated", found)
+        )
+    assert keys[0] == keys[1]
+    assert "@site@/torch/include" in keys[0] and "pip-build-env" not in keys[0]
+    assert "-ffile-prefix-map=@mapped@=infiniops_codegen/support/" in keys[0]
+
+
+def test_a_site_packages_not_mapped_away_stays_in_the_key(tmp_path):
+    """A build whose objects keep their paths (no prefix map: not a wheel)
+    keeps its torch's path in the key: two venvs do not share it."""
+    site = "/tmp/venv-a/lib/python3.11/site-packages"
+    command = f"/usr/bin/g++ -I{site}/torch/include -c x.cxx"
+    torch_dir = f"{site}/torch/share/cmake/Torch"
+    assert bridge_cache.mapped_site([command], torch_dir) is None
+    got = bridge_cache.normalise_command(command, tmp_path, tmp_path / "g", None)
+    assert f"-I{site}/torch/include" in got

@@ -41,6 +41,14 @@ KEY_FILE = "key.json"
 # Placeholders for the only per-project paths of the compile commands.
 BUILD_DIR = "@build@"
 GENERATED_DIR = "@generated@"
+# A wheel's build (support/CMakeLists.txt: INFINI_OPS_WHEEL) maps the paths
+# its objects would keep to fixed ones (-ffile-prefix-map=OLD=NEW): the old
+# paths are not in the objects, and the site-packages that torch and the
+# tool come from (a build environment of its own per `pip wheel`) are known
+# by content (the torch record and version.py, the tool's source digests).
+MAPPED = "@mapped@"
+SITE = "@site@"
+PREFIX_MAPS = ("-ffile-prefix-map=", "-fdebug-prefix-map=", "-fmacro-prefix-map=")
 # An unfinished entry older than this was left by a killed build.
 STALE_TMP_S = 24 * 3600
 
@@ -89,21 +97,32 @@ class Inputs:
     # of the cached TUs (the unity file, the PCH's header), torch's
     # version.py, Python's patchlevel.h.
     extra: tuple[tuple[str, str], ...] = ()
+    # The site-packages torch is in, where the commands map it away (a
+    # wheel's build): a placeholder in the key.
+    site: Path | None = None
 
 
-def normalise_command(command: str, build_dir: Path, generated_dir: Path) -> str:
+def normalise_command(
+    command: str, build_dir: Path, generated_dir: Path, site: Path | None = None
+) -> str:
     """command with the build and generated directories as placeholders: they
     differ per project, and what is read from them is hashed by content.
 
     Only whole arguments are replaced (the generated directory itself, paths
     under the build directory's CMakeFiles/), never a prefix of another path:
-    a torch installed under a build directory stays literal."""
+    a torch installed under a build directory stays literal. A prefix map's
+    old path is a placeholder too (the objects keep the new one), and so is
+    `site` wherever it appears, given only where the commands map it (a
+    wheel's build: see MAPPED)."""
     spellings = []
     for path, name in ((generated_dir, GENERATED_DIR), (build_dir, BUILD_DIR)):
         for spelling in dict.fromkeys((str(path), str(Path(path).resolve()))):
             spellings.append((spelling, name))
 
     def one(arg: str) -> str:
+        for flag in PREFIX_MAPS:
+            if arg.startswith(flag):
+                return f"{flag}{MAPPED}={arg.rpartition('=')[2]}"
         for flag in ("-I", "-isystem", "-iquote", ""):
             if not arg.startswith(flag):
                 continue
@@ -113,23 +132,53 @@ def normalise_command(command: str, build_dir: Path, generated_dir: Path) -> str
                     return flag + name
                 if name == BUILD_DIR and value.startswith(spelling + "/CMakeFiles/"):
                     return flag + name + value[len(spelling) :]
-        return arg
+        return _site(arg, site)
 
     return shlex.join(one(arg) for arg in shlex.split(command))
 
 
-def _normalise_text(text: str, build_dir: Path, generated_dir: Path) -> str:
+def _site(text: str, site: Path | None) -> str:
+    if site is None:
+        return text
+    for spelling in dict.fromkeys((str(site), str(Path(site).resolve()))):
+        text = text.replace(spelling + "/", SITE + "/")
+    return text
+
+
+def mapped_site(commands, torch_dir: str | None) -> Path | None:
+    """The site-packages holding torch (Torch_DIR is its
+    torch/share/cmake/Torch) when some command maps it away
+    (-ffile-prefix-map=<site>/=...), else None."""
+    if not torch_dir:
+        return None
+    site = Path(torch_dir).parents[3]
+    wanted = {
+        f"{flag}{spelling}/="
+        for flag in PREFIX_MAPS
+        for spelling in (str(site), str(site.resolve()))
+    }
+    for command in commands:
+        for arg in shlex.split(command):
+            if any(arg.startswith(w) for w in wanted):
+                return site
+    return None
+
+
+def _normalise_text(
+    text: str, build_dir: Path, generated_dir: Path, site: Path | None = None
+) -> str:
     """A file's text (CMake's unity file, the PCH's header) or path with the
-    project's directories as placeholders. Only absolute spellings are
-    replaced, as CMake writes them: a relative one ("build-all") is also a
-    substring of the absolute path, which it would corrupt (and the key of
-    the same build would then depend on how --build-dir was spelled)."""
+    project's directories (and a mapped site-packages) as placeholders. Only
+    absolute spellings are replaced, as CMake writes them: a relative one
+    ("build-all") is also a substring of the absolute path, which it would
+    corrupt (and the key of the same build would then depend on how
+    --build-dir was spelled)."""
     for path, name in ((generated_dir, GENERATED_DIR), (build_dir, BUILD_DIR)):
         for spelling in dict.fromkeys(
             (str(Path(path).absolute()), str(Path(path).resolve()))
         ):
             text = text.replace(spelling + "/", name + "/")
-    return text
+    return _site(text, site)
 
 
 def _digest(data: bytes) -> str:
@@ -173,7 +222,7 @@ def document(inputs: Inputs, support_cpp: Path = SUPPORT_CPP) -> dict:
     return {
         "format": FORMAT,
         "commands": [
-            normalise_command(c, inputs.build_dir, inputs.generated_dir)
+            normalise_command(c, inputs.build_dir, inputs.generated_dir, inputs.site)
             for c in inputs.commands
         ],
         "sources": source_digests(support_cpp),
@@ -324,7 +373,14 @@ def of_build(build_dir: Path, generated_dir: Path) -> Cached | None:
         return None
     if not compiler:
         return None
-    norm = lambda text: _normalise_text(text, build_dir, generated_dir)
+    site = mapped_site(
+        [
+            e["command"] if "command" in e else shlex.join(e["arguments"])
+            for e in entries
+        ],
+        cmake.get("Torch_DIR"),
+    )
+    norm = lambda text: _normalise_text(text, build_dir, generated_dir, site)
     commands, files, extra = [], {}, {}
     dirs = tuple(f"CMakeFiles/{t}.dir/" for t in TARGETS)
     for e in entries:
@@ -367,6 +423,7 @@ def of_build(build_dir: Path, generated_dir: Path) -> Cached | None:
         compiler=compiler,
         torch_record=torch_record,
         extra=tuple(sorted(extra.items())),
+        site=site,
     )
     return Cached(inputs, files)
 
