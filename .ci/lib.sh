@@ -133,12 +133,14 @@ lane_start() {
     CI_LANE_FILES[$lane]=$file
 }
 
-# ci_scripts SCRIPT...: each script in turn (`bash SCRIPT`, its steps timed
-# by itself), stopping at the first that fails: a lane's jobs.
+# ci_scripts "SCRIPT [ARG...]"...: each script in turn (`bash SCRIPT
+# ARG...`, its steps timed by itself), stopping at the first that fails: a
+# lane's jobs.
 ci_scripts() {
     local script
     for script in "$@"; do
-        bash "$script" || return $?
+        # shellcheck disable=SC2086 # a script and its words
+        bash $script || return $?
     done
 }
 

@@ -137,7 +137,9 @@ if [ "${1:-}" = --job ]; then
     done
     step "venv and torch $torch (from the kept downloads)" \
         venv_with_torch "$venv" "$(python_of "$py")" "$torch" "$WHEELS/py$py-torch$torch"
-    step "the tool (test extras)" "$venv/bin/pip" install -q -e '.[test]'
+    # No build isolation: the kept copy has setuptools (torch's, and the
+    # Python 3.10/3.11 wheels'), so pip need not make a build environment.
+    step "the tool (test extras)" "$venv/bin/pip" install -q --no-build-isolation -e '.[test]'
     installed=$("$venv/bin/python" -c "import torch; print(torch.__version__)")
     case $installed in
         "$torch" | "$torch"+*) ;;
@@ -166,11 +168,13 @@ if [ "${1:-}" = --job ]; then
     step "harness" "$venv/bin/python" -m infiniops_codegen.harness \
         --build-dir "$build" --skips tests/skips.yaml
     # The main job's build (torch 2.13.0) must be refused by this torch; a
-    # job marked nvidia checks its module's link and load too.
+    # job marked nvidia checks its module's link and load too. One process
+    # (-n 0): the other lane keeps the second core busy, and a worker's
+    # start (torch's import, the collection) is CPU it would not get back.
     step "OpInfo conformance, runtime tests, the 2.13.0 build refused${nvidia_build:+, nvidia loaded}" \
         env INFINIOPS_BUILD_DIR="$build" INFINIOPS_FOREIGN_BUILD_DIR="$FOREIGN" \
         INFINIOPS_NVIDIA_BUILD_DIR="$nvidia_build" \
-        "$venv/bin/python" -m pytest -q -p no:cacheprovider "${TESTS[@]}"
+        "$venv/bin/python" -m pytest -q -p no:cacheprovider -n 0 "${TESTS[@]}"
     exit 0
 fi
 

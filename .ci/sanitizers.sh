@@ -34,7 +34,17 @@ ASAN_DIR=${INFINIOPS_ASAN_BUILD_DIR:-build-asan}
 TSAN_DIR=${INFINIOPS_TSAN_BUILD_DIR:-build-tsan}
 SEEDS=${INFINIOPS_SANITIZER_FUZZ_SEEDS-"1 2 3"}  # empty: none
 EXAMPLES=${INFINIOPS_SANITIZER_FUZZ_EXAMPLES:-100}
-LOGS=${INFINIOPS_SANITIZER_LOGS:-sanitizer-logs}
+# Which sanitizers: both by default; `address` or `thread` alone (.ci/run
+# runs each in a lane of its own).
+WHICH=${1:-all}
+case $WHICH in
+    all | address | thread) ;;
+    *)
+        echo "FAILED: .ci/sanitizers.sh [address|thread] (got '$WHICH')" >&2
+        exit 2
+        ;;
+esac
+LOGS=${INFINIOPS_SANITIZER_LOGS:-sanitizer-logs/$WHICH}
 rm -rf "$LOGS" && mkdir -p "$LOGS/reports"
 LOGS=$(cd "$LOGS" && pwd)
 REPORTS=$LOGS/reports  # the sanitizers' own log files (log_path)
@@ -46,12 +56,9 @@ UNDER_ASAN=(tests/test_runtime_threads.py tests/test_runtime_lane.py tests/test_
 FUZZ=(tests/test_fuzz_runtime.py tests/test_fuzz_reentrancy.py::test_reentrancy_fuzz_matches_pytorch)
 UNDER_TSAN=(tests/test_runtime_threads.py tests/test_runtime_lane.py)
 
-# ops FILE...: the covering selection and every op these tests (and what
-# they share: the helpers, the fuzz workers) name.
-ops() {
-    echo "covering,$(python tests/named_ops.py "$@" tests/conftest.py \
-        tests/runtime_conftest_helpers.py tests/fuzz_runtime_worker.py \
-        tests/reentrancy_fuzz_worker.py)"
+# named FILE...: every op these tests (and the helpers they share) name.
+named() {
+    python tests/named_ops.py "$@" tests/conftest.py tests/runtime_conftest_helpers.py
 }
 
 # Fails when the output of a run ($1) or a sanitizer's log file holds a
@@ -83,12 +90,14 @@ under() {
     fi
 }
 
+if [ "$WHICH" != thread ]; then
 # With the simulated accelerator: the same build runs the CPU tests and, as
 # INFINIOPS_SIM_BUILD_DIR, the sim tests (the sim backend itself is not
 # instrumented; its page protection stays on: ASan does not touch the pages).
 step --budget asan-build "ASan+UBSan build of the covering set and the tests' ops, cpu and sim" \
     infiniops-codegen build --sanitize address,undefined --platform cpu,sim \
-    --build-dir "$ASAN_DIR" --ops "$(ops "${UNDER_ASAN[@]}" tests/test_fuzz_runtime.py)"
+    --build-dir "$ASAN_DIR" --ops "covering,$(named "${UNDER_ASAN[@]}" tests/test_fuzz_runtime.py \
+    tests/fuzz_runtime_worker.py tests/reentrancy_fuzz_worker.py)"
 
 export INFINIOPS_SIM_BUILD_DIR=$ASAN_DIR
 step --budget asan-tests "under ASan+UBSan: thread, lane, harness, sim and re-entrancy tests" under "$ASAN_DIR" asan-tests "${UNDER_ASAN[@]}"
@@ -105,9 +114,16 @@ if [ -n "$SEEDS" ]; then
     step --budget asan-fuzz "under ASan+UBSan: runtime and re-entrancy fuzz, seeds $SEEDS ($EXAMPLES examples per op)" fuzz_seeds
 fi
 
-step --budget tsan-build "TSan build of the covering set and the tests' ops" \
+fi
+
+if [ "$WHICH" != address ]; then
+# The thread and lane tests call the ops they name, and no other: the build
+# holds those (the harness and the fuzzers, which call every op of a build,
+# run under ASan).
+step --budget tsan-build "TSan build of the ops the thread and lane tests name" \
     infiniops-codegen build --sanitize thread --build-dir "$TSAN_DIR" \
-    --ops "$(ops "${UNDER_TSAN[@]}")"
+    --ops "$(named "${UNDER_TSAN[@]}")"
 
 step --budget tsan-tests "under TSan: thread and lane tests" under "$TSAN_DIR" tsan-tests "${UNDER_TSAN[@]}"
+fi
 echo "sanitizers: no reports"

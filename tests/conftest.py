@@ -121,15 +121,12 @@ def _available_memory() -> int | None:
 # correctness; tests/test_ci.py checks that each file exists.
 LONGEST_FIRST = (
     "test_compile.py",
-    "test_temp_build.py",
     "test_fuzz_specs.py",
     "test_trace_cli.py",
     "test_library_names.py",
     "test_extensions.py",
-    "test_core.py",
     "test_runtime_allocations.py",
     "test_tables.py",
-    "test_cpp_example.py",
     "test_opinfo_conformance.py",
     "test_harness.py",
 )

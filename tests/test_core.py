@@ -25,6 +25,10 @@ import torch.nn.functional as F
 from infiniops_codegen.base.dtypes import load_dtypes
 from infiniops_codegen.base.locations import SUPPORT_DIR
 
+pytestmark = pytest.mark.own_build(
+    "builds of its own: the core's and the kernels' C++ test programs (-O2, ASan+UBSan)"
+)
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CPP_DIR = SUPPORT_DIR / "cpp"
 CORE_DIR = CPP_DIR / "core"

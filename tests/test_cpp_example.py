@@ -24,6 +24,10 @@ import pytest
 
 from runtime_conftest_helpers import REPO, build_dir
 
+pytestmark = pytest.mark.own_build(
+    "builds of its own: the library installed, the C++ example built against it"
+)
+
 EXAMPLE = REPO / "examples" / "cpp"
 EXE = "infiniops_example"
 # The example's checks today: 21. Fewer means checks were dropped (or the

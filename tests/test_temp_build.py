@@ -19,6 +19,10 @@ import pytest
 
 from infiniops_codegen.model import manifest
 
+pytestmark = pytest.mark.own_build(
+    "a build of its own: a small spec set, in a temporary directory"
+)
+
 SPEC = """
 ops:
   - sub.out
