@@ -117,12 +117,9 @@ fi
 fi
 
 if [ "$WHICH" != address ]; then
-# The thread and lane tests call the ops they name, and no other: the build
-# holds those (the harness and the fuzzers, which call every op of a build,
-# run under ASan).
-step --budget tsan-build "TSan build of the ops the thread and lane tests name" \
+step --budget tsan-build "TSan build of the covering set and the tests' ops" \
     infiniops-codegen build --sanitize thread --build-dir "$TSAN_DIR" \
-    --ops "$(named "${UNDER_TSAN[@]}")"
+    --ops "covering,$(named "${UNDER_TSAN[@]}")"
 
 step --budget tsan-tests "under TSan: thread and lane tests" under "$TSAN_DIR" tsan-tests "${UNDER_TSAN[@]}"
 fi
