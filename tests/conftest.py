@@ -123,8 +123,6 @@ LONGEST_FIRST = (
     "test_compile.py",
     "test_fuzz_specs.py",
     "test_trace_cli.py",
-    "test_library_names.py",
-    "test_extensions.py",
     "test_runtime_allocations.py",
     "test_tables.py",
     "test_opinfo_conformance.py",

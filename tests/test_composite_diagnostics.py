@@ -115,6 +115,7 @@ def test_committed_shards_point_at_the_project_specs():
     assert seen >= 1, "no composite body in generated/ carries a #line"
 
 
+@pytest.mark.own_build("a build of its own: a composite whose body does not compile")
 def test_body_compile_error_names_the_spec_line(tmp_path):
     """A selective build of the broken composite alone, in tmp_path."""
     specs = _specs(tmp_path, {"composite.yaml": BROKEN})

@@ -188,6 +188,7 @@ def _module_ops(build_dir: Path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.own_build("a build of its own: a project with an extension")
 def test_an_extension_is_built_listed_checked_and_removed(tmp_path, runner, helpers):
     ext = _extension(tmp_path / "ext")
     build_dir = tmp_path / "build"

@@ -246,6 +246,9 @@ print(json.dumps({
 """
 
 
+@pytest.mark.own_build(
+    "builds of its own: two libraries of other names, and a C++ program linking both"
+)
 def test_two_modules_load_side_by_side_with_their_own_state(two):
     proc = subprocess.run(
         [sys.executable, "-c", TWO_MODULES, str(two.alpha.build), str(two.beta.build)],
@@ -264,6 +267,9 @@ def test_two_modules_load_side_by_side_with_their_own_state(two):
     assert beta_pool == {"rebound": 0, "fresh": 0, "kept": 0, "dropped": 0, "pooled": 0}
 
 
+@pytest.mark.own_build(
+    "builds of its own: two libraries of other names, and a C++ program linking both"
+)
 def test_the_bridge_is_one_for_both(two):
     """The bridge's objects name no library: beta links the ones alpha's
     build published."""
@@ -274,6 +280,9 @@ def test_the_bridge_is_one_for_both(two):
     assert hit, two.beta.lines
 
 
+@pytest.mark.own_build(
+    "builds of its own: two libraries of other names, and a C++ program linking both"
+)
 def test_build_directory_holds_the_names(two):
     build = two.alpha.build
     assert two.alpha.result.module.name.startswith("alpha.")
@@ -306,6 +315,9 @@ def _dynamic_symbols(path: Path) -> list[tuple[str, str]]:
 LINKER_MARKERS = {"__bss_start", "_edata", "_end", "_init", "_fini"}
 
 
+@pytest.mark.own_build(
+    "builds of its own: two libraries of other names, and a C++ program linking both"
+)
 @pytest.mark.parametrize("kind", ["library", "module"])
 def test_the_two_export_no_symbol_in_common(two, kind):
     """Strong definitions (functions, data) in common would bind a caller of
@@ -391,6 +403,9 @@ int main() {
 """
 
 
+@pytest.mark.own_build(
+    "builds of its own: two libraries of other names, and a C++ program linking both"
+)
 def test_one_cpp_program_links_both(two):
     app = two.base / "app"
     app.mkdir()

@@ -331,6 +331,9 @@ def test_build_lock_and_reuse(tmp_path):
     assert time.monotonic() - start < 60
 
 
+@pytest.mark.own_build(
+    "a build of its own: the simulated accelerator's backend from a broken source"
+)
 def test_failed_build_raises_import_error_with_compiler_output(tmp_path):
     code = f"""
         import os, shutil, sys

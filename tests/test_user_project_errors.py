@@ -252,6 +252,7 @@ def test_another_link_error_shows_what_the_linker_said(tmp_path):
     )
 
 
+@pytest.mark.own_build("a build of its own: a project whose kernel does not match")
 def test_build_with_a_mismatched_kernel_fails_with_the_signature(tmp_path, helpers):
     """The same, from a real build of a small project (-v or not: the
     report is the BuildError's message)."""
