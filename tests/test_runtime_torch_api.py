@@ -105,7 +105,9 @@ def test_overloads_in_torchs_order(ops):
                     t.out is None and op.functional == t.functional
                 )
         checked += 1
-    assert checked > 150
+    # the default set serves over 150 of torch's functions; a selection
+    # (CI's covering build) fewer, each checked the same
+    assert checked > (150 if manifest.selection == "default" else 0), checked
 
 
 @pytest.mark.parametrize(
