@@ -320,6 +320,7 @@ def test_opcheck_command_checks_in_a_child_process(ops):
     assert done.stdout.strip().splitlines()[-1] == "4 passed", done.stdout
 
 
+@pytest.mark.own_build("a build of its own: a project with a factory op")
 def test_a_factory_op_picks_its_backend_and_is_functionalized(tmp_path):
     """An op with no tensor argument (zeros.default, as the full set's
     factories) runs through the dispatcher: a BackendSelect kernel picks the
